@@ -1,0 +1,17 @@
+/** Creates the `Todo` table of DESIGN.md §6: six columns, `id` an auto-increment primary key. */
+import type { Knex } from 'knex'
+
+export async function up(knex: Knex): Promise<void> {
+  await knex.schema.createTable('Todo', (t) => {
+    t.increments('id').primary()
+    t.string('title', 255).notNullable()
+    t.boolean('completed').notNullable().defaultTo(false)
+    t.timestamp('createdAt', { useTz: true }).notNullable().defaultTo(knex.fn.now())
+    t.timestamp('updatedAt', { useTz: true }).nullable()
+    t.text('description').nullable()
+  })
+}
+
+export async function down(knex: Knex): Promise<void> {
+  await knex.schema.dropTable('Todo')
+}

@@ -1,0 +1,212 @@
+/**
+ * `defineConfig()` and the data-source helpers a deployment's `config.ts` uses, plus the one place
+ * where every option has its doc comment and its default (cf. fastify `initial-config-validation.js`).
+ *
+ * ```ts
+ * import { defineConfig } from './gateway/config/index.js'
+ * import todo from './datasources/todo/index.js'
+ * export default defineConfig({ datasources: [todo], server: { port: 4000 } })
+ * ```
+ */
+import type { IExecutableSchemaDefinition } from '@graphql-tools/schema'
+import type { DatabaseSourceOptions } from '../connectors/database/index.js'
+import type { RestSourceOptions } from '../connectors/rest/index.js'
+import type { GraphQLSourceOptions } from '../connectors/graphql/index.js'
+import type { SchemaSourceOptions } from '../connectors/schema/index.js'
+import type { RunMode } from '../connectors/types.js'
+import { validateConfig } from './validate.js'
+
+export type { RunMode }
+
+/** What every data source declaration carries besides its connector's options. */
+export interface DataSourceBase {
+  /**
+   * Prefix applied by `compose/` to the source's root fields (`<ns>_<field>`) and types (`<ns>_<Type>`).
+   * A GraphQL name without `__` and without a trailing `_`, e.g. `todo`. Omit it to merge the source as it is.
+   */
+  namespace?: string
+}
+
+/** A SQL database (SQLite, PostgreSQL, MySQL/MariaDB) introspected through Knex. */
+export interface DatabaseDataSource extends DataSourceBase, DatabaseSourceOptions {
+  kind: 'database'
+}
+/** A REST API described by an OpenAPI 3 document. */
+export interface RestDataSource extends DataSourceBase, RestSourceOptions {
+  kind: 'rest'
+}
+/** A remote GraphQL API, introspected and called through undici. */
+export interface GraphQLDataSource extends DataSourceBase, GraphQLSourceOptions {
+  kind: 'graphql'
+}
+/** A local schema: SDL and resolvers run in the gateway process. */
+export interface SchemaDataSource extends DataSourceBase, SchemaSourceOptions {
+  kind: 'schema'
+}
+
+/** One data source: a connector kind, its options and an optional namespace. */
+export type DataSourceDefinition = DatabaseDataSource | RestDataSource | GraphQLDataSource | SchemaDataSource
+
+/** Declares a SQL database data source. See {@link DatabaseSourceOptions}. */
+export function database(options: DataSourceBase & DatabaseSourceOptions): DatabaseDataSource {
+  return { kind: 'database', ...options }
+}
+/** Declares a REST data source from an OpenAPI 3 document. See {@link RestSourceOptions}. */
+export function rest(options: DataSourceBase & RestSourceOptions): RestDataSource {
+  return { kind: 'rest', ...options }
+}
+/** Declares a remote GraphQL data source. See {@link GraphQLSourceOptions}. */
+export function graphql(options: DataSourceBase & GraphQLSourceOptions): GraphQLDataSource {
+  return { kind: 'graphql', ...options }
+}
+/** Declares a local schema data source (SDL + resolvers). See {@link SchemaSourceOptions}. */
+export function schema(options: DataSourceBase & SchemaSourceOptions): SchemaDataSource {
+  return { kind: 'schema', ...options }
+}
+
+/** A custom REST route mapped to a stored operation, like Hasura's RESTified endpoints. */
+export interface RouteDefinition {
+  /** HTTP method: GET, POST, PUT, PATCH or DELETE. */
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE'
+  /** Path with `:param` segments that feed the operation's variables, e.g. `/api/v1/todo/:id/`. */
+  path: string
+  /** The stored operation's name (its path under `operations/` without `.graphql`), e.g. `TodoById`. */
+  operation: string
+}
+
+/** A side process started with the gateway (the demo's role service), stopped with it. */
+export interface ServiceDefinition {
+  /** Name for logs. */
+  name: string
+  /** Absolute path of the Node.js script to run (a `.ts` sibling is run through tsx when the `.js` is missing). */
+  script: string
+  /** The service's base URL, printed at startup. */
+  url: string
+  /** URL polled until it answers; if it already answers at startup, the service is not started. */
+  readyUrl: string
+  /** Extra environment variables. */
+  env?: Record<string, string>
+  /** How long to wait for `readyUrl`, in milliseconds. Default 15000. */
+  readyTimeoutMs?: number
+}
+
+/** The deployment as written in `config.ts`. Every field but `datasources` is optional. */
+export interface TributaryConfigInput {
+  /** The data sources, composed in this order. At least one. */
+  datasources: DataSourceDefinition[]
+  /** `development` (default, or `NODE_ENV`) or `production`: masks errors, stored operations only on /graphql. */
+  mode?: RunMode
+  server?: {
+    /** Listening host. Default `HOST` or `127.0.0.1`. */
+    host?: string
+    /** Listening port. Default `PORT` or 4000. */
+    port?: number
+    /** Largest request body accepted, in bytes. Default 1 MiB (1048576). */
+    bodyLimit?: number
+    /** Time allowed to receive a whole request, in milliseconds (fastify `requestTimeout`). Default 30000. */
+    requestTimeoutMs?: number
+    /** pino log level. Default `LOG_LEVEL` or `info`. */
+    logLevel?: string
+  }
+  graphql?: {
+    /** Serve introspection. Default: true in development, false in production. */
+    introspection?: boolean
+    /** Serve GraphiQL at GET /graphql. Default: true in development, false in production. */
+    playground?: boolean
+    /** Deepest selection set accepted (introspection fields excluded). Default 12. */
+    maxDepth?: number
+    /** Most aliases in one document. Default 30. */
+    maxAliases?: number
+    /** Most lexical tokens in one document (parser limit). Default 5000. */
+    maxTokens?: number
+    /** Run raw documents on /graphql in production too (off: stored operations only). Default false. */
+    allowArbitraryOperationsInProduction?: boolean
+  }
+  operations?: {
+    /** Folder of stored operations, relative to the working directory. Default `operations`. */
+    dir?: string
+    /** Live-query poll interval in milliseconds, unless an operation sets its own. Default 1000. */
+    liveIntervalMs?: number
+  }
+  /** Custom REST routes mapped to stored operations. Default none. */
+  routes?: RouteDefinition[]
+  /** Side processes to start before the data sources load. Default none. */
+  services?: ServiceDefinition[]
+  /** Folder for generated files (`schema.graphql`, `introspection.json`, ...), relative to the working directory. Default `generated`. */
+  generatedDir?: string
+}
+
+/** The validated, defaulted and frozen configuration. */
+export interface TributaryConfig {
+  readonly datasources: readonly DataSourceDefinition[]
+  readonly mode: RunMode
+  readonly server: Readonly<Required<NonNullable<TributaryConfigInput['server']>>>
+  readonly graphql: Readonly<Required<NonNullable<TributaryConfigInput['graphql']>>>
+  readonly operations: Readonly<Required<NonNullable<TributaryConfigInput['operations']>>>
+  readonly routes: readonly RouteDefinition[]
+  readonly services: readonly ServiceDefinition[]
+  readonly generatedDir: string
+}
+
+/**
+ * Types a deployment's configuration for editors. Validation happens at startup in
+ * {@link resolveConfig}, not here, so that `config.ts` can be imported without side effects.
+ */
+export function defineConfig(config: TributaryConfigInput): TributaryConfigInput {
+  return config
+}
+
+/**
+ * Validates a configuration and fills in its defaults, from `env` where DESIGN.md §3 says so.
+ * @returns a deep-frozen {@link TributaryConfig}.
+ * @throws ConfigInvalidError (`TRB_ERR_CONFIG_INVALID`) naming the first bad path, e.g. `datasources[1].url: must be string`.
+ */
+export function resolveConfig(input: unknown, env: NodeJS.ProcessEnv = process.env): TributaryConfig {
+  validateConfig(input)
+  const c = input as TributaryConfigInput
+  const mode: RunMode = c.mode ?? (env.NODE_ENV === 'production' ? 'production' : 'development')
+  const dev = mode === 'development'
+  const config: TributaryConfig = {
+    datasources: c.datasources.map((d) => Object.freeze({ ...d })),
+    mode,
+    server: {
+      host: c.server?.host ?? env.HOST ?? '127.0.0.1',
+      port: c.server?.port ?? (env.PORT !== undefined && env.PORT !== '' ? Number(env.PORT) : 4000),
+      bodyLimit: c.server?.bodyLimit ?? 1024 * 1024,
+      requestTimeoutMs: c.server?.requestTimeoutMs ?? 30_000,
+      logLevel: c.server?.logLevel ?? env.LOG_LEVEL ?? 'info',
+    },
+    graphql: {
+      introspection: c.graphql?.introspection ?? dev,
+      playground: c.graphql?.playground ?? dev,
+      maxDepth: c.graphql?.maxDepth ?? 12,
+      maxAliases: c.graphql?.maxAliases ?? 30,
+      maxTokens: c.graphql?.maxTokens ?? 5000,
+      allowArbitraryOperationsInProduction: c.graphql?.allowArbitraryOperationsInProduction ?? false,
+    },
+    operations: {
+      dir: c.operations?.dir ?? 'operations',
+      liveIntervalMs: c.operations?.liveIntervalMs ?? 1000,
+    },
+    routes: (c.routes ?? []).map((r) => Object.freeze({ ...r })),
+    services: (c.services ?? []).map((s) => Object.freeze({ ...s })),
+    generatedDir: c.generatedDir ?? 'generated',
+  }
+  if (!Number.isInteger(config.server.port) || config.server.port < 0 || config.server.port > 65535) {
+    validateConfig({ ...c, server: { ...c.server, port: config.server.port } })
+  }
+  return deepFreeze(config)
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value && typeof value === 'object' && !Object.isFrozen(value)) {
+    Object.freeze(value)
+    for (const v of Object.values(value as Record<string, unknown>)) {
+      // Functions (resolvers, migrations) and class instances stay as they are.
+      if (v && typeof v === 'object' && (Array.isArray(v) || Object.getPrototypeOf(v) === Object.prototype)) deepFreeze(v)
+    }
+  }
+  return value
+}
+
+export type { DatabaseSourceOptions, RestSourceOptions, GraphQLSourceOptions, SchemaSourceOptions, IExecutableSchemaDefinition }

@@ -1,0 +1,193 @@
+/**
+ * Validation of a deployment's configuration with ajv (JSON Schema draft-07 + a `function` keyword).
+ * Runs once at startup; the first error is reported with a JavaScript-style path:
+ * `datasources[1].url: must be string`.
+ */
+import { Ajv, type ErrorObject } from 'ajv'
+import { ConfigInvalidError } from '../errors.js'
+
+const name = '^[_A-Za-z][_0-9A-Za-z]*$'
+const fn = { function: true }
+
+const base = {
+  kind: { type: 'string' },
+  namespace: { type: 'string', pattern: name, not: { anyOf: [{ pattern: '__' }, { pattern: '_$' }] } },
+}
+
+const sourceSchemas = {
+  database: {
+    type: 'object',
+    required: ['kind', 'url'],
+    additionalProperties: false,
+    properties: {
+      ...base,
+      url: { type: 'string', pattern: '^(sqlite:|postgres(ql)?://|mysql://|mariadb://)' },
+      schema: { type: 'string', minLength: 1 },
+      migrations: { type: 'object', additionalProperties: { type: 'object', required: ['up'], properties: { up: fn, down: fn } } },
+      pool: { type: 'object', additionalProperties: false, properties: { min: { type: 'integer', minimum: 0 }, max: { type: 'integer', minimum: 1 } } },
+    },
+  },
+  rest: {
+    type: 'object',
+    required: ['kind', 'openapi'],
+    additionalProperties: false,
+    properties: {
+      ...base,
+      openapi: { type: 'string', minLength: 1 },
+      baseUrl: { type: 'string', pattern: '^https?://' },
+      timeoutMs: { type: 'integer', minimum: 1 },
+      headers: { type: 'object', additionalProperties: { type: 'string' } },
+      forwardHeaders: { type: 'array', items: { type: 'string' } },
+    },
+  },
+  graphql: {
+    type: 'object',
+    required: ['kind', 'url'],
+    additionalProperties: false,
+    properties: {
+      ...base,
+      url: { type: 'string', pattern: '^https?://' },
+      timeoutMs: { type: 'integer', minimum: 1 },
+      headers: { type: 'object', additionalProperties: { type: 'string' } },
+      forwardHeaders: { type: 'array', items: { type: 'string' } },
+    },
+  },
+  schema: {
+    type: 'object',
+    required: ['kind', 'typeDefs'],
+    additionalProperties: false,
+    properties: {
+      ...base,
+      typeDefs: { type: 'string', minLength: 1 },
+      resolvers: { type: 'object' },
+    },
+  },
+} as const
+
+const configSchema = {
+  type: 'object',
+  required: ['datasources'],
+  additionalProperties: false,
+  properties: {
+    datasources: {
+      type: 'array',
+      minItems: 1,
+      items: {
+        type: 'object',
+        required: ['kind'],
+        properties: { kind: { enum: Object.keys(sourceSchemas) } },
+        allOf: Object.entries(sourceSchemas).map(([kind, s]) => ({ if: { properties: { kind: { const: kind } } }, then: s })),
+      },
+    },
+    mode: { enum: ['development', 'production'] },
+    server: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        host: { type: 'string', minLength: 1 },
+        port: { type: 'integer', minimum: 0, maximum: 65535 },
+        bodyLimit: { type: 'integer', minimum: 1 },
+        requestTimeoutMs: { type: 'integer', minimum: 0 },
+        logLevel: { enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] },
+      },
+    },
+    graphql: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        introspection: { type: 'boolean' },
+        playground: { type: 'boolean' },
+        maxDepth: { type: 'integer', minimum: 1 },
+        maxAliases: { type: 'integer', minimum: 0 },
+        maxTokens: { type: 'integer', minimum: 1 },
+        allowArbitraryOperationsInProduction: { type: 'boolean' },
+      },
+    },
+    operations: {
+      type: 'object',
+      additionalProperties: false,
+      properties: { dir: { type: 'string', minLength: 1 }, liveIntervalMs: { type: 'integer', minimum: 10 } },
+    },
+    routes: {
+      type: 'array',
+      items: {
+        type: 'object',
+        required: ['method', 'path', 'operation'],
+        additionalProperties: false,
+        properties: {
+          method: { enum: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] },
+          path: { type: 'string', pattern: '^/' },
+          operation: { type: 'string', minLength: 1 },
+        },
+      },
+    },
+    services: {
+      type: 'array',
+      items: {
+        type: 'object',
+        required: ['name', 'script', 'url', 'readyUrl'],
+        additionalProperties: false,
+        properties: {
+          name: { type: 'string', minLength: 1 },
+          script: { type: 'string', minLength: 1 },
+          url: { type: 'string', pattern: '^https?://' },
+          readyUrl: { type: 'string', pattern: '^https?://' },
+          env: { type: 'object', additionalProperties: { type: 'string' } },
+          readyTimeoutMs: { type: 'integer', minimum: 1 },
+        },
+      },
+    },
+    generatedDir: { type: 'string', minLength: 1 },
+  },
+}
+
+const ajv = new Ajv({ allErrors: false, strict: false })
+ajv.addKeyword({
+  keyword: 'function',
+  schemaType: 'boolean',
+  errors: false,
+  validate: (_schema: boolean, data: unknown) => typeof data === 'function',
+})
+const check = ajv.compile(configSchema)
+
+/** Turns an ajv instance path (`/datasources/1/url`) into `datasources[1].url`. */
+export function formatPath(instancePath: string): string {
+  return instancePath
+    .split('/')
+    .slice(1)
+    .map((seg) => seg.replace(/~1/g, '/').replace(/~0/g, '~'))
+    .reduce((acc, seg) => (/^\d+$/.test(seg) ? `${acc}[${seg}]` : acc ? `${acc}.${seg}` : seg), '')
+}
+
+function describe(err: ErrorObject): string {
+  let path = formatPath(err.instancePath)
+  let message = err.message ?? 'is invalid'
+  if (err.keyword === 'additionalProperties') {
+    const extra = (err.params as { additionalProperty: string }).additionalProperty
+    path = path ? `${path}.${extra}` : extra
+    message = 'is not a known option'
+  } else if (err.keyword === 'required') {
+    const missing = (err.params as { missingProperty: string }).missingProperty
+    path = path ? `${path}.${missing}` : missing
+    message = 'is required'
+  } else if (err.keyword === 'function') {
+    message = 'must be a function'
+  } else if (err.keyword === 'enum') {
+    message = `must be one of ${(err.params as { allowedValues: unknown[] }).allowedValues.map((v) => JSON.stringify(v)).join(', ')}`
+  } else if (err.keyword === 'not' && path.endsWith('namespace')) {
+    message = 'must not contain "__" or end with "_"'
+  }
+  return `${path || '(root)'}: ${message}`
+}
+
+/**
+ * Checks a configuration object against the schema.
+ * @throws ConfigInvalidError with the first error's path and message.
+ */
+export function validateConfig(input: unknown): void {
+  if (check(input)) return
+  const errors = (check.errors ?? []).filter((e) => e.keyword !== 'if')
+  // Prefer the most specific error: the one with the longest path.
+  errors.sort((a, b) => b.instancePath.length - a.instancePath.length)
+  throw new ConfigInvalidError(errors.length ? describe(errors[0]) : 'invalid')
+}

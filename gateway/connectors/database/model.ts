@@ -1,0 +1,87 @@
+/**
+ * The plain-JSON introspection document of a SQL database. `introspect()` produces it (I/O);
+ * `buildSchema()` consumes it (pure). It is cached as `generated/sources/<name>.introspection.json`.
+ */
+
+/** The SQL engines the database connector speaks. Chosen by the URL scheme: `sqlite:`, `postgres://`, `mysql://`. */
+export type Dialect = 'sqlite' | 'postgres' | 'mysql'
+
+/** The GraphQL scalar a column maps to. `Enum` columns name their enum in {@link ColumnInfo.enumName}. */
+export type ScalarKind =
+  | 'Int'
+  | 'BigInt'
+  | 'Float'
+  | 'Decimal'
+  | 'Boolean'
+  | 'String'
+  | 'DateTime'
+  | 'JSON'
+  | 'Bytes'
+  | 'Enum'
+
+/** One column. */
+export interface ColumnInfo {
+  /** The column's name in the database, unchanged. */
+  name: string
+  /** The engine's type as declared, lower-cased (`integer`, `varchar(255)`, `tinyint(1)`, `timestamp with time zone`). */
+  dataType: string
+  /** The GraphQL scalar this column maps to. */
+  scalar: ScalarKind
+  /** True when `dataType` was not recognised and the column fell back to `String` (a startup warning). */
+  unknownType?: boolean
+  /** For `scalar: 'Enum'`: the name of the enum in {@link DatabaseIntrospection.enums}. */
+  enumName?: string
+  /** True when the column accepts NULL. */
+  nullable: boolean
+  /** The default expression as the engine reports it, or null when there is none. */
+  default: string | null
+  /** True for auto-increment / serial / identity / SQLite `INTEGER PRIMARY KEY` columns. */
+  autoIncrement: boolean
+}
+
+/** A foreign key from this table's `columns` to `referencedTable.referencedColumns`, position by position. */
+export interface ForeignKeyInfo {
+  /** Constraint name; SQLite has none, so `<table>_<columns joined by _>_fkey` is synthesised. */
+  name: string
+  columns: string[]
+  referencedTable: string
+  referencedColumns: string[]
+  onDelete?: string
+  onUpdate?: string
+}
+
+/** A unique constraint or unique index. */
+export interface UniqueConstraintInfo {
+  name: string
+  columns: string[]
+}
+
+/** A table or a view. Views are read-only: no mutations are generated for them. */
+export interface TableInfo {
+  name: string
+  kind: 'table' | 'view'
+  /** Columns in declaration order. */
+  columns: ColumnInfo[]
+  /** Primary-key columns in key order; empty when the table (or view) has none. */
+  primaryKey: string[]
+  /** Unique constraints other than the primary key. */
+  uniqueConstraints: UniqueConstraintInfo[]
+  foreignKeys: ForeignKeyInfo[]
+}
+
+/** A database enum type (PostgreSQL `CREATE TYPE ... AS ENUM`, MySQL inline `enum(...)`). */
+export interface EnumInfo {
+  name: string
+  values: string[]
+}
+
+/** The whole introspection document. Tables are sorted by name so that the document is stable. */
+export interface DatabaseIntrospection {
+  /** Format version of this document; bump when the shape changes. */
+  version: 1
+  dialect: Dialect
+  /** PostgreSQL schema that was introspected (`public` by default); absent for other engines. */
+  schema?: string
+  tables: TableInfo[]
+  enums: EnumInfo[]
+}

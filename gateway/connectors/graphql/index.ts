@@ -1,0 +1,113 @@
+/**
+ * The remote GraphQL connector: introspects an upstream GraphQL API over HTTP and returns its schema
+ * with an executor that sends documents to it through undici (GraphQL over HTTP, POST with JSON).
+ * `compose/` renames it with graphql-tools transforms at request time, the one place delegation is used.
+ */
+import { buildClientSchema, getIntrospectionQuery, print, type IntrospectionQuery, type GraphQLSchema } from 'graphql'
+import type { ExecutionRequest, ExecutionResult, Executor } from '@graphql-tools/utils'
+import { Agent, request, errors as undiciErrors } from 'undici'
+import { mkdir, readFile, writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import type { ConnectorContext, RemoteSubschema, SourceHealth } from '../types.js'
+import { SourceLoadError, UpstreamError, UpstreamTimeoutError } from '../../errors.js'
+
+/** Options of a remote GraphQL data source. */
+export interface GraphQLSourceOptions {
+  /** The upstream's GraphQL endpoint, `http(s)://host/graphql`. */
+  url: string
+  /** Per-request timeout for headers and body, in milliseconds. Default 5000. */
+  timeoutMs?: number
+  /** Headers sent with every upstream request. */
+  headers?: Record<string, string>
+  /** Client request headers forwarded upstream, by lower-case name (e.g. `authorization`). Default none. */
+  forwardHeaders?: string[]
+}
+
+interface ContextWithHeaders {
+  reply?: { request: { headers: Record<string, string | string[] | undefined> } }
+  headers?: Record<string, string | string[] | undefined>
+}
+
+/**
+ * Introspects the upstream (falling back to the cached introspection when it is unreachable) and
+ * returns `{ schema, executor }`.
+ * @throws SourceLoadError when the upstream cannot be introspected and nothing is cached.
+ */
+export async function createGraphQLSource(options: GraphQLSourceOptions, context: ConnectorContext): Promise<RemoteSubschema> {
+  const timeoutMs = options.timeoutMs ?? 5000
+  const dispatcher = new Agent({ headersTimeout: timeoutMs, bodyTimeout: timeoutMs, connectTimeout: timeoutMs, keepAliveTimeout: 10_000 })
+  const forward = (options.forwardHeaders ?? []).map((h) => h.toLowerCase())
+
+  async function send(body: unknown, extraHeaders: Record<string, string>): Promise<ExecutionResult> {
+    let res
+    try {
+      res = await request(options.url, {
+        method: 'POST',
+        dispatcher,
+        headers: { 'content-type': 'application/json', accept: 'application/graphql-response+json, application/json', ...options.headers, ...extraHeaders },
+        body: JSON.stringify(body),
+      })
+    } catch (err) {
+      if (err instanceof undiciErrors.HeadersTimeoutError || err instanceof undiciErrors.BodyTimeoutError || err instanceof undiciErrors.ConnectTimeoutError) {
+        throw new UpstreamTimeoutError(context.sourceName, timeoutMs, { cause: err })
+      }
+      throw new UpstreamError(context.sourceName, (err as Error).message, { cause: err })
+    }
+    const text = await res.body.text()
+    let json: ExecutionResult
+    try {
+      json = JSON.parse(text) as ExecutionResult
+    } catch (err) {
+      throw new UpstreamError(context.sourceName, `HTTP ${res.statusCode} with a non-JSON body`, { cause: err })
+    }
+    if (typeof json !== 'object' || json === null || (!('data' in json) && !('errors' in json))) {
+      throw new UpstreamError(context.sourceName, `HTTP ${res.statusCode} without data or errors`)
+    }
+    return json
+  }
+
+  const executor: Executor = async (req: ExecutionRequest) => {
+    const ctx = (req.context ?? {}) as ContextWithHeaders
+    const incoming = ctx.reply?.request.headers ?? ctx.headers ?? {}
+    const extra: Record<string, string> = {}
+    for (const h of forward) {
+      const v = incoming[h]
+      if (typeof v === 'string') extra[h] = v
+    }
+    return send({ query: print(req.document), variables: req.variables, operationName: req.operationName }, extra)
+  }
+
+  const cacheFile = join(context.cacheDir, `${context.sourceName}.introspection.json`)
+  let introspection: IntrospectionQuery
+  try {
+    const result = await send({ query: getIntrospectionQuery({ descriptions: true, inputValueDeprecation: true }) }, {})
+    if (!result.data) throw new Error(result.errors?.[0]?.message ?? 'no data')
+    introspection = result.data as unknown as IntrospectionQuery
+    await mkdir(context.cacheDir, { recursive: true })
+    const json = JSON.stringify(introspection, null, 2) + '\n'
+    const previous = await readFile(cacheFile, 'utf8').catch(() => '')
+    if (previous !== json) await writeFile(cacheFile, json)
+  } catch (err) {
+    const cached = await readFile(cacheFile, 'utf8').catch(() => null)
+    if (cached === null) throw new SourceLoadError(context.sourceName, `cannot introspect ${options.url}: ${(err as Error).message}`, { cause: err })
+    context.logger.warn({ err }, 'upstream unreachable; using the cached introspection')
+    introspection = JSON.parse(cached) as IntrospectionQuery
+  }
+  const schema: GraphQLSchema = buildClientSchema(introspection)
+
+  return {
+    kind: 'remote',
+    schema,
+    executor,
+    async health(): Promise<SourceHealth> {
+      const started = performance.now()
+      try {
+        const r = await send({ query: '{ __typename }' }, {})
+        return r.data ? { status: 'up', latencyMs: Math.round(performance.now() - started) } : { status: 'down', message: 'no data' }
+      } catch (err) {
+        return { status: 'down', message: (err as Error).message }
+      }
+    },
+    close: () => dispatcher.close(),
+  }
+}

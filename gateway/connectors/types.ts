@@ -1,0 +1,67 @@
+/**
+ * The contract between the gateway and its connectors.
+ *
+ * A connector is a kind of source (database, rest, graphql, schema). Each connector folder exports
+ * one factory, `createXSource(options, context)`, that returns a {@link ConnectorSubschema}: the
+ * source's schema *without* any namespace prefix. `compose/` applies the namespace.
+ */
+import type { GraphQLSchema } from 'graphql'
+import type { Executor } from '@graphql-tools/utils'
+import type { Logger } from 'pino'
+
+/** `production` masks errors and serves stored operations only; `development` is the default. */
+export type RunMode = 'development' | 'production'
+
+/** What every connector factory receives besides its own options. */
+export interface ConnectorContext {
+  /** The data source's namespace, or `''` when it has none. For log and error messages only: connectors never prefix names. */
+  namespace: string
+  /** A human name for logs and errors: the namespace, or `source#<index>` when there is none. */
+  sourceName: string
+  /** A pino child logger bound to `{ source: sourceName }`. */
+  logger: Logger
+  /** The run mode of the gateway. */
+  mode: RunMode
+  /** Absolute directory where a connector may cache its introspection (`generated/sources/`). Created by the gateway. */
+  cacheDir: string
+  /** Absolute base directory for relative paths in options (the process's working directory). */
+  cwd: string
+}
+
+/** The state of one data source, as reported by `GET /health`. */
+export interface SourceHealth {
+  /** `up` when the source answered its last probe. */
+  status: 'up' | 'down'
+  /** Why it is down, safe to show to clients (no SQL, no credentials). */
+  message?: string
+  /** Round-trip time of the probe, in milliseconds. */
+  latencyMs?: number
+}
+
+interface SubschemaLifecycle {
+  /** Probes the source (a `select 1`, a HEAD request...). Never throws: failures are reported as `down`. */
+  health(): Promise<SourceHealth>
+  /** Releases pools, timers and sockets. Idempotent. */
+  close(): Promise<void>
+}
+
+/**
+ * A source executed inside the gateway process (database, REST, local schema). Its schema is
+ * executable: resolvers are attached to its fields and survive a rename by `mapSchema`, so they
+ * must never depend on public type names. They find their tables or endpoints through the
+ * `extensions` of their types and fields, or through closures.
+ */
+export interface LocalSubschema extends SubschemaLifecycle {
+  kind: 'local'
+  schema: GraphQLSchema
+}
+
+/** A remote GraphQL API: its introspected schema and an executor that sends documents to it. */
+export interface RemoteSubschema extends SubschemaLifecycle {
+  kind: 'remote'
+  schema: GraphQLSchema
+  executor: Executor
+}
+
+/** What a connector factory resolves to. */
+export type ConnectorSubschema = LocalSubschema | RemoteSubschema

@@ -1,0 +1,89 @@
+/**
+ * The one table of Tributary's error codes. Every error the gateway raises on purpose is created
+ * here with `@fastify/error`, so it carries a stable `code` and an HTTP `statusCode`. Every code is
+ * documented in the README's "Error codes" table; `test/errors.test.ts` checks that.
+ *
+ * An error created here is *safe*: its message may reach clients, so messages never contain SQL,
+ * credentials or stack traces. Anything else is masked by `http/` (logged with an id, replaced by
+ * `TRB_ERR_INTERNAL`).
+ */
+import createError, { type FastifyErrorConstructor } from '@fastify/error'
+
+type Ctor = FastifyErrorConstructor<{ code: string; statusCode?: number }, unknown[]>
+
+// ----- config -----
+/** A config file failed validation; the message names the path (`datasources[1].url: ...`). */
+export const ConfigInvalidError = createError('TRB_ERR_CONFIG_INVALID', 'Invalid config: %s', 500) as Ctor
+/** The config file could not be found or imported. */
+export const ConfigLoadError = createError('TRB_ERR_CONFIG_LOAD', 'Cannot load config %s: %s', 500) as Ctor
+
+// ----- compose -----
+/** Two sources define the same public name in different ways, or a namespace is invalid. */
+export const ComposeCollisionError = createError('TRB_ERR_COMPOSE_COLLISION', '%s', 500) as Ctor
+/** A namespace is not a valid GraphQL name prefix or is used twice. */
+export const ComposeNamespaceError = createError('TRB_ERR_COMPOSE_NAMESPACE', '%s', 500) as Ctor
+/** A data source failed to load (its database unreachable with no cached introspection, a bad OpenAPI document...). */
+export const SourceLoadError = createError('TRB_ERR_SOURCE_LOAD', 'Data source %s failed to load: %s', 500) as Ctor
+
+// ----- operations -----
+/** A stored operation does not parse or validate; the message names file, line and column. */
+export const OperationInvalidError = createError('TRB_ERR_OPERATION_INVALID', '%s', 500) as Ctor
+/** No stored operation at this path. */
+export const OperationNotFoundError = createError('TRB_ERR_OPERATION_NOT_FOUND', 'Unknown operation: %s', 404) as Ctor
+/** The operation does not accept this HTTP method. */
+export const OperationMethodError = createError('TRB_ERR_OPERATION_METHOD', 'Method %s is not allowed for %s; allowed: %s', 405) as Ctor
+/** The variables failed validation against the operation's JSON Schema. */
+export const OperationVariablesError = createError('TRB_ERR_OPERATION_VARIABLES', 'Invalid variables: %s', 400) as Ctor
+/** The request body is not valid JSON or not an object. */
+export const BadRequestError = createError('TRB_ERR_BAD_REQUEST', '%s', 400) as Ctor
+
+// ----- graphql endpoint -----
+/** A GraphQL request that is not well formed (GraphQL over HTTP §7.1). */
+export const GraphQLRequestError = createError('TRB_ERR_GRAPHQL_REQUEST', '%s', 400) as Ctor
+/** A mutation sent over GET (GraphQL over HTTP §6.4.1). */
+export const GraphQLMethodError = createError('TRB_ERR_GRAPHQL_METHOD', 'Only queries may be sent with GET; use POST', 405) as Ctor
+/** The document exceeded a parser or validation limit (depth, aliases, tokens). */
+export const GraphQLLimitError = createError('TRB_ERR_GRAPHQL_LIMIT', '%s', 400) as Ctor
+/** In production mode `/graphql` runs persisted operations only. */
+export const PersistedOnlyError = createError('TRB_ERR_PERSISTED_ONLY', 'Only persisted operations are allowed', 400) as Ctor
+
+// ----- upstreams -----
+/** An upstream (REST or GraphQL API) answered with an error or could not be reached. */
+export const UpstreamError = createError('TRB_ERR_UPSTREAM', 'Upstream %s failed: %s', 502) as Ctor
+/** An upstream did not answer in time. */
+export const UpstreamTimeoutError = createError('TRB_ERR_UPSTREAM_TIMEOUT', 'Upstream %s timed out after %s ms', 504) as Ctor
+
+// ----- database -----
+/** A unique constraint was violated; nothing was written. */
+export const DbUniqueError = createError('TRB_ERR_DB_UNIQUE', 'Unique constraint failed on %s', 409) as Ctor
+/** A foreign key constraint was violated; nothing was written. */
+export const DbForeignKeyError = createError('TRB_ERR_DB_FOREIGN_KEY', 'Foreign key constraint failed on %s', 409) as Ctor
+/** A NOT NULL constraint was violated; nothing was written. */
+export const DbNotNullError = createError('TRB_ERR_DB_NOT_NULL', 'Null constraint failed on %s', 400) as Ctor
+/** A CHECK constraint was violated; nothing was written. */
+export const DbCheckError = createError('TRB_ERR_DB_CHECK', 'Check constraint failed on %s', 400) as Ctor
+/** A row that an update or delete names does not exist. */
+export const DbNotFoundError = createError('TRB_ERR_DB_NOT_FOUND', 'No %s record found for %s', 404) as Ctor
+/** A bad argument to a database field (an empty where, a bad cursor...). */
+export const DbInputError = createError('TRB_ERR_DB_INPUT', '%s', 400) as Ctor
+/** A raw SQL statement failed; the message is the engine's, shown in development mode only. */
+export const DbRawError = createError('TRB_ERR_DB_RAW', 'Raw query failed: %s', 400) as Ctor
+
+// ----- internal -----
+/** Anything unexpected. The message reaching clients is masked; the id finds the log line. */
+export const InternalError = createError('TRB_ERR_INTERNAL', 'Internal error (id %s)', 500) as Ctor
+
+/** Every error constructor above, by code; used by tests and by the error formatter. */
+export const errorCodes: readonly string[] = [
+  ConfigInvalidError, ConfigLoadError, ComposeCollisionError, ComposeNamespaceError, SourceLoadError,
+  OperationInvalidError, OperationNotFoundError, OperationMethodError, OperationVariablesError, BadRequestError,
+  GraphQLRequestError, GraphQLMethodError, GraphQLLimitError, PersistedOnlyError,
+  UpstreamError, UpstreamTimeoutError,
+  DbUniqueError, DbForeignKeyError, DbNotNullError, DbCheckError, DbNotFoundError, DbInputError, DbRawError,
+  InternalError,
+].map((E) => new E().code)
+
+/** True when `err` was created from this table, so its message is safe to send to clients. */
+export function isTributaryError(err: unknown): err is Error & { code: string; statusCode: number } {
+  return err instanceof Error && typeof (err as { code?: unknown }).code === 'string' && (err as unknown as { code: string }).code.startsWith('TRB_ERR_')
+}

@@ -1,0 +1,128 @@
+/**
+ * The HTTP app: a fastify instance serving `/graphql` (mercurius' executor behind a GraphQL-over-HTTP
+ * front, the playground, graphql-transport-ws subscriptions), `/operations/*`, the config's custom
+ * REST routes, `/health` and `/openapi.json`. Every error leaves as JSON with a code.
+ */
+import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify'
+import websocket from '@fastify/websocket'
+import mercurius from 'mercurius'
+import { randomUUID } from 'node:crypto'
+import type { GraphQLError } from 'graphql'
+import type { Gateway } from '../runtime.js'
+import { isTributaryError } from '../errors.js'
+import { registerGraphQLEndpoint } from './graphql-endpoint.js'
+import { registerOperationRoutes } from './operations-routes.js'
+import { playgroundPlugin } from './playground.js'
+import { createSubscriptionHandler } from './subscriptions.js'
+import { formatGraphQLError } from './format-error.js'
+import { buildOpenApiDocument } from '../codegen/openapi.js'
+
+/**
+ * The gateway currently served. Development mode swaps it when files change; every request reads
+ * `current` once, so a request never sees two versions.
+ */
+export interface GatewayHolder {
+  current: Gateway
+  /** Incremented on every swap; caches keyed on the schema compare it. */
+  version: number
+  logger: FastifyBaseLogger
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The served gateway and a way to swap it (development reload). */
+    tributary: {
+      holder: GatewayHolder
+      /** Serves `next` from now on; the previous gateway is returned, not closed. */
+      swap(next: Gateway): Gateway
+    }
+  }
+}
+
+/** Options of {@link buildApp}. */
+export interface BuildAppOptions {
+  /** A pino logger or fastify logger options; `false` for none. Default: level from the config. */
+  logger?: boolean | FastifyBaseLogger | Record<string, unknown>
+}
+
+/**
+ * Builds (but does not start) the fastify app for a gateway.
+ * @returns the app; call `listen()` or `inject()`. Closing the app does not close the gateway.
+ */
+export async function buildApp(gateway: Gateway, options: BuildAppOptions = {}): Promise<FastifyInstance> {
+  const { config } = gateway
+  const loggerOption = options.logger ?? { level: config.server.logLevel }
+  const app = Fastify({
+    ...(typeof loggerOption === 'object' && 'child' in loggerOption ? { loggerInstance: loggerOption as FastifyBaseLogger } : { logger: loggerOption }),
+    bodyLimit: config.server.bodyLimit,
+    requestTimeout: config.server.requestTimeoutMs,
+    genReqId: () => randomUUID(),
+    routerOptions: { ignoreTrailingSlash: true },
+  })
+  const holder: GatewayHolder = { current: gateway, version: 0, logger: app.log }
+  app.decorate('tributary', {
+    holder,
+    swap(next: Gateway): Gateway {
+      const previous = holder.current
+      holder.current = next
+      holder.version++
+      app.graphql.replaceSchema(next.schema)
+      return previous
+    },
+  })
+
+  app.setErrorHandler((err: FastifyError, request, reply) => {
+    const status = err.statusCode && err.statusCode >= 400 ? err.statusCode : 500
+    if (isTributaryError(err) || (status < 500 && err.code)) {
+      return reply.code(status).type('application/json; charset=utf-8').send(JSON.stringify({ errors: [{ message: err.message, extensions: { code: err.code } }] }))
+    }
+    const id = randomUUID()
+    request.log.error({ err, errorId: id }, 'internal error')
+    return reply.code(500).type('application/json; charset=utf-8').send(JSON.stringify({
+      errors: [{ message: `Internal error (id ${id})`, extensions: { code: 'TRB_ERR_INTERNAL', errorId: id } }],
+    }))
+  })
+  app.setNotFoundHandler((request, reply) =>
+    reply.code(404).type('application/json; charset=utf-8').send(JSON.stringify({
+      errors: [{ message: `Route ${request.method} ${request.url.split('?')[0]} not found`, extensions: { code: 'TRB_ERR_NOT_FOUND' } }],
+    })),
+  )
+
+  await app.register(websocket, { options: { maxPayload: config.server.bodyLimit } })
+  await app.register(mercurius, {
+    schema: gateway.schema,
+    routes: false,
+    graphiql: false,
+    jit: 1,
+    cache: 1024,
+    queryDepth: config.graphql.maxDepth + 20,
+  })
+  await app.register(playgroundPlugin, { endpoint: '/graphql', subscriptionEndpoint: '/graphql', title: 'Tributary' })
+
+  const wsHandler = createSubscriptionHandler({
+    getSchema: () => holder.current.schema,
+    context: (request) => ({ request, headers: request.headers }),
+    maxDepth: config.graphql.maxDepth,
+    formatError: (err: GraphQLError) => formatGraphQLError(err, { mode: holder.current.config.mode, logger: app.log }).error,
+    logger: app.log,
+  })
+  registerGraphQLEndpoint(app, holder, wsHandler)
+  registerOperationRoutes(app, holder)
+
+  app.get('/health', async (_request, reply) => {
+    const sources = await holder.current.health()
+    const up = Object.values(sources).every((s) => s.status === 'up')
+    return reply.code(200).send({ status: up ? 'ok' : 'degraded', sources })
+  })
+
+  let openapi: { version: number; body: string } | undefined
+  app.get('/openapi.json', async (request, reply) => {
+    if (!openapi || openapi.version !== holder.version) {
+      const host = request.headers.host
+      openapi = { version: holder.version, body: JSON.stringify(buildOpenApiDocument(holder.current, host ? `http://${host}` : undefined)) }
+    }
+    return reply.type('application/json; charset=utf-8').send(openapi.body)
+  })
+
+  return app
+}

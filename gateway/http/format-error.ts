@@ -1,0 +1,72 @@
+/**
+ * Error masking (cf. envelop `use-masked-errors`): only GraphQL errors and errors from
+ * `gateway/errors.ts` reach clients. Anything else is logged with an id and replaced with
+ * `TRB_ERR_INTERNAL`. SQL text and stacks never reach a client.
+ */
+import { randomUUID } from 'node:crypto'
+import { GraphQLError, type GraphQLFormattedError } from 'graphql'
+import type { FastifyBaseLogger } from 'fastify'
+import { isTributaryError } from '../errors.js'
+import type { RunMode } from '../connectors/types.js'
+
+/** Options of {@link formatGraphQLError}. */
+export interface FormatErrorOptions {
+  mode: RunMode
+  logger: FastifyBaseLogger
+}
+
+/** A formatted error plus the HTTP status it implies (used by /operations/*). */
+export interface FormattedErrorWithStatus {
+  error: GraphQLFormattedError
+  /** 400 for request errors, the error's own status for gateway errors, 500 for masked ones. */
+  status: number
+}
+
+const SUGGESTION = / ?Did you mean .*\?$/
+
+/**
+ * Formats one GraphQL error for a client (GraphQL spec §7.1.2: message, locations, path, extensions).
+ * In production, field suggestions ("Did you mean ...?") are removed.
+ */
+export function formatGraphQLError(err: GraphQLError, options: FormatErrorOptions): FormattedErrorWithStatus {
+  const original = err.originalError
+  const base = { locations: err.locations, path: err.path }
+  const strip = (m: string) => (options.mode === 'production' ? m.replace(SUGGESTION, '') : m)
+  if (!original || original instanceof GraphQLError) {
+    const source = (original as GraphQLError | undefined) ?? err
+    const extensions = { ...source.extensions }
+    const code = typeof extensions.code === 'string' ? extensions.code : undefined
+    const status = typeof (extensions.http as { status?: number } | undefined)?.status === 'number' && code?.startsWith('TRB_ERR_UPSTREAM')
+      ? 502
+      : code === 'TRB_ERR_UPSTREAM_TIMEOUT' ? 504 : code === 'TRB_ERR_UPSTREAM' ? 502 : code === 'TRB_ERR_INTERNAL' ? 500 : 400
+    return { error: { message: strip(source.message), ...base, extensions: { ...extensions, code: code ?? 'GRAPHQL_ERROR' } }, status }
+  }
+  if (isTributaryError(original)) {
+    let message = original.message
+    if (options.mode === 'production' && original.code === 'TRB_ERR_DB_RAW') message = 'Raw query failed'
+    const http = (original as { upstreamStatus?: number }).upstreamStatus
+    return {
+      error: { message, ...base, extensions: { code: original.code, ...(http ? { http: { status: http } } : {}) } },
+      status: original.statusCode ?? 500,
+    }
+  }
+  const id = randomUUID()
+  options.logger.error({ err: original, errorId: id, path: err.path }, 'masked error')
+  return {
+    error: {
+      message: `Internal error (id ${id})`,
+      ...base,
+      extensions: { code: 'TRB_ERR_INTERNAL', errorId: id, ...(options.mode === 'development' ? { debug: original.message } : {}) },
+    },
+    status: 500,
+  }
+}
+
+/** Formats a list of errors; `status` is the most severe one (5xx over 4xx; 504 over 502). */
+export function formatGraphQLErrors(errors: readonly GraphQLError[], options: FormatErrorOptions): { errors: GraphQLFormattedError[]; status: number } {
+  const formatted = errors.map((e) => formatGraphQLError(e, options))
+  const rank = (s: number) => (s === 504 ? 4 : s === 502 ? 3 : s >= 500 ? 2 : 1)
+  let status = 400
+  for (const f of formatted) if (rank(f.status) > rank(status) || (rank(f.status) === rank(status) && f.status !== 400)) status = f.status
+  return { errors: formatted.map((f) => f.error), status }
+}

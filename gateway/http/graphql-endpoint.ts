@@ -1,0 +1,241 @@
+/**
+ * `/graphql`: GraphQL over HTTP (spec draft, https://graphql.github.io/graphql-over-http/draft/)
+ * on top of mercurius' executor (`app.graphql`, with graphql-jit). POST with JSON, GET for queries,
+ * `application/graphql-response+json` and `application/json` responses, the playground for browsers,
+ * and `graphql-transport-ws` subscriptions on the same path.
+ *
+ * Every distinct document is parsed (with a token limit), validated and checked against the depth
+ * and alias limits once, then cached until the schema changes.
+ */
+import { createHash } from 'node:crypto'
+import {
+  GraphQLError,
+  NoSchemaIntrospectionCustomRule,
+  getOperationAST,
+  parse,
+  print,
+  specifiedRules,
+  validate,
+  type DocumentNode,
+  type ExecutionResult,
+  type GraphQLFormattedError,
+} from 'graphql'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { checkDocumentLimits } from './limits.js'
+import { formatGraphQLErrors } from './format-error.js'
+import { renderPlaygroundHtml } from './playground.js'
+import type { GatewayHolder } from './app.js'
+
+const GRAPHQL_RESPONSE = 'application/graphql-response+json'
+const JSON_TYPE = 'application/json'
+
+interface Prepared {
+  document?: DocumentNode
+  errors?: readonly GraphQLError[]
+}
+
+/** Chooses the response media type from `Accept` (GraphQL over HTTP §5.2.3); null when none is acceptable. */
+export function negotiate(accept: string | undefined): string | null {
+  if (!accept) return JSON_TYPE
+  const ranges = accept.split(',').map((part) => {
+    const [type, ...params] = part.trim().split(';')
+    const q = params.map((p) => p.trim()).find((p) => p.startsWith('q='))
+    return { type: type.trim().toLowerCase(), q: q ? Number(q.slice(2)) : 1 }
+  })
+  ranges.sort((a, b) => b.q - a.q)
+  for (const r of ranges) {
+    if (r.q <= 0) continue
+    if (r.type === GRAPHQL_RESPONSE) return GRAPHQL_RESPONSE
+    if (r.type === JSON_TYPE || r.type === 'application/*' || r.type === '*/*') return r.type === JSON_TYPE ? JSON_TYPE : GRAPHQL_RESPONSE
+  }
+  return null
+}
+
+class DocumentCache {
+  private map = new Map<string, Prepared>()
+  constructor(private readonly max: number) {}
+  get(key: string): Prepared | undefined {
+    const v = this.map.get(key)
+    if (v) {
+      this.map.delete(key)
+      this.map.set(key, v)
+    }
+    return v
+  }
+  set(key: string, value: Prepared): void {
+    if (this.map.size >= this.max) this.map.delete(this.map.keys().next().value as string)
+    this.map.set(key, value)
+  }
+  clear(): void {
+    this.map.clear()
+  }
+}
+
+interface GraphQLParams {
+  query?: unknown
+  variables?: unknown
+  operationName?: unknown
+  extensions?: unknown
+  documentId?: unknown
+}
+
+/** Registers `GET` and `POST /graphql` on `app`. `wsHandler` carries the subscriptions. */
+export function registerGraphQLEndpoint(
+  app: FastifyInstance,
+  holder: GatewayHolder,
+  wsHandler: (socket: import('ws').WebSocket, request: FastifyRequest) => void,
+): void {
+  const cache = new DocumentCache(1000)
+  let cacheVersion = holder.version
+  const persisted = new Map<string, string>()
+  let persistedVersion = -1
+
+  function persistedSources(): Map<string, string> {
+    if (persistedVersion !== holder.version) {
+      persisted.clear()
+      for (const op of holder.current.operations.values()) {
+        const sha = (s: string) => createHash('sha256').update(s).digest('hex')
+        persisted.set(sha(op.stored.source), op.stored.source)
+        persisted.set(sha(print(op.stored.document)), op.stored.source)
+        persisted.set(op.name, op.stored.source)
+      }
+      persistedVersion = holder.version
+    }
+    return persisted
+  }
+
+  function prepare(query: string): Prepared {
+    if (cacheVersion !== holder.version) {
+      cache.clear()
+      cacheVersion = holder.version
+    }
+    const hit = cache.get(query)
+    if (hit) return hit
+    const { config, schema } = holder.current
+    let prepared: Prepared
+    try {
+      const document = parse(query, { maxTokens: config.graphql.maxTokens })
+      const rules = config.graphql.introspection ? specifiedRules : [...specifiedRules, NoSchemaIntrospectionCustomRule]
+      const errors = validate(schema, document, rules, { maxErrors: 20 })
+      const limitErrors = errors.length ? [] : checkDocumentLimits(document, config.graphql)
+      prepared = errors.length || limitErrors.length ? { errors: [...errors, ...limitErrors] } : { document }
+    } catch (err) {
+      prepared = { errors: [err instanceof GraphQLError ? err : new GraphQLError((err as Error).message)] }
+    }
+    cache.set(query, prepared)
+    return prepared
+  }
+
+  function send(reply: FastifyReply, status: number, mediaType: string, body: { data?: unknown; errors?: GraphQLFormattedError[] }) {
+    return reply.code(status).type(`${mediaType}; charset=utf-8`).send(JSON.stringify(body))
+  }
+
+  /** A request error (GraphQL over HTTP §6.4): 400 for graphql-response+json; 200 for legacy application/json. */
+  function requestError(reply: FastifyReply, mediaType: string, errors: readonly GraphQLError[], forceStatus?: number) {
+    const { errors: formatted } = formatGraphQLErrors(errors, { mode: holder.current.config.mode, logger: reply.log })
+    const status = forceStatus ?? (mediaType === GRAPHQL_RESPONSE ? 400 : 200)
+    return send(reply, status, mediaType, { errors: formatted })
+  }
+
+  function malformed(reply: FastifyReply, message: string) {
+    return reply
+      .code(400)
+      .type('application/json; charset=utf-8')
+      .send(JSON.stringify({ errors: [{ message, extensions: { code: 'TRB_ERR_GRAPHQL_REQUEST' } }] }))
+  }
+
+  function parseJsonParam(value: unknown, name: string): { ok: true; value: unknown } | { ok: false; message: string } {
+    if (value === undefined || value === null || value === '') return { ok: true, value: undefined }
+    if (typeof value !== 'string') return { ok: false, message: `${name} must be a JSON object` }
+    try {
+      return { ok: true, value: JSON.parse(value) }
+    } catch {
+      return { ok: false, message: `${name} is not valid JSON` }
+    }
+  }
+
+  async function handle(request: FastifyRequest, reply: FastifyReply, params: GraphQLParams, method: 'GET' | 'POST') {
+    const gateway = holder.current
+    const mediaType = negotiate(request.headers.accept)
+    if (!mediaType) {
+      return reply.code(406).type('application/json; charset=utf-8').send(JSON.stringify({
+        errors: [{ message: `Not acceptable; use Accept: ${GRAPHQL_RESPONSE} or ${JSON_TYPE}`, extensions: { code: 'TRB_ERR_GRAPHQL_REQUEST' } }],
+      }))
+    }
+    let { query } = params
+    const { variables, operationName, extensions } = params
+    if (variables !== undefined && variables !== null && (typeof variables !== 'object' || Array.isArray(variables))) return malformed(reply, 'variables must be an object')
+    if (operationName !== undefined && operationName !== null && typeof operationName !== 'string') return malformed(reply, 'operationName must be a string')
+    if (extensions !== undefined && extensions !== null && (typeof extensions !== 'object' || Array.isArray(extensions))) return malformed(reply, 'extensions must be an object')
+
+    const persistedHash =
+      (typeof params.documentId === 'string' && params.documentId) ||
+      ((extensions as { persistedQuery?: { sha256Hash?: unknown } } | null)?.persistedQuery?.sha256Hash as string | undefined)
+    if (persistedHash !== undefined && query === undefined) {
+      const source = persistedSources().get(String(persistedHash).replace(/^sha256:/, ''))
+      if (!source) return requestError(reply, mediaType, [new GraphQLError('PersistedQueryNotFound', { extensions: { code: 'PERSISTED_QUERY_NOT_FOUND' } })], 400)
+      query = source
+    }
+    if (typeof query !== 'string' || query.trim() === '') return malformed(reply, 'query must be a non-empty string')
+    if (gateway.config.mode === 'production' && !gateway.config.graphql.allowArbitraryOperationsInProduction && persistedHash === undefined) {
+      const sha = createHash('sha256').update(query).digest('hex')
+      if (!persistedSources().has(sha)) {
+        return requestError(reply, mediaType, [new GraphQLError('Only persisted operations are allowed', { extensions: { code: 'TRB_ERR_PERSISTED_ONLY' } })], 400)
+      }
+    }
+
+    const prepared = prepare(query)
+    if (prepared.errors) return requestError(reply, mediaType, prepared.errors)
+    const operation = getOperationAST(prepared.document!, (operationName as string | null | undefined) ?? undefined)
+    if (!operation) {
+      return requestError(reply, mediaType, [new GraphQLError(operationName ? `Unknown operation "${String(operationName)}"` : 'Provide operationName: the document has several operations')])
+    }
+    if (method === 'GET' && operation.operation !== 'query') {
+      reply.header('allow', 'POST')
+      return requestError(reply, mediaType, [new GraphQLError(`Only queries may be sent with GET; use POST for a ${operation.operation}`, { extensions: { code: 'TRB_ERR_GRAPHQL_METHOD' } })], 405)
+    }
+    if (operation.operation === 'subscription') {
+      return requestError(reply, mediaType, [new GraphQLError('Subscriptions are served over WebSocket (graphql-transport-ws) at this path, or as Server-Sent Events at /operations/<Name>')])
+    }
+
+    let result: ExecutionResult
+    try {
+      result = await app.graphql(query, { reply, request, headers: request.headers }, (variables ?? undefined) as Record<string, unknown> | undefined, (operationName ?? undefined) as string | undefined)
+    } catch (err) {
+      const e = err as Error & { errors?: GraphQLError[]; code?: string }
+      if (Array.isArray(e.errors)) return requestError(reply, mediaType, e.errors)
+      throw err
+    }
+    const body: { data?: unknown; errors?: GraphQLFormattedError[] } = {}
+    if (result.errors?.length) body.errors = formatGraphQLErrors(result.errors, { mode: gateway.config.mode, logger: request.log }).errors
+    body.data = result.data
+    return send(reply, 200, mediaType, 'data' in result ? body : { errors: body.errors })
+  }
+
+  app.route({
+    method: 'GET',
+    url: '/graphql',
+    wsHandler,
+    handler: async (request, reply) => {
+      const q = request.query as Record<string, unknown>
+      const accept = request.headers.accept ?? ''
+      if (q.query === undefined && accept.includes('text/html')) {
+        if (!holder.current.config.graphql.playground) {
+          return reply.code(404).type('application/json; charset=utf-8').send(JSON.stringify({ errors: [{ message: 'The playground is disabled', extensions: { code: 'TRB_ERR_OPERATION_NOT_FOUND' } }] }))
+        }
+        return reply.type('text/html; charset=utf-8').send(renderPlaygroundHtml({ endpoint: '/graphql', subscriptionEndpoint: '/graphql', assetsPrefix: '/playground/assets/', title: 'Tributary' }))
+      }
+      const variables = parseJsonParam(q.variables, 'variables')
+      if (!variables.ok) return malformed(reply, variables.message)
+      const extensions = parseJsonParam(q.extensions, 'extensions')
+      if (!extensions.ok) return malformed(reply, extensions.message)
+      return handle(request, reply, { query: q.query, variables: variables.value, operationName: q.operationName, extensions: extensions.value, documentId: q.documentId }, 'GET')
+    },
+  })
+
+  app.post('/graphql', async (request, reply) => {
+    const body = request.body
+    if (!body || typeof body !== 'object' || Array.isArray(body)) return malformed(reply, 'The body must be a JSON object {query, variables?, operationName?, extensions?}')
+    return handle(request, reply, body as GraphQLParams, 'POST')
+  })
+}

@@ -1,0 +1,214 @@
+/**
+ * Compiles a stored operation once, at startup: its variables validators (ajv), its executor
+ * (graphql-jit) and its response serialiser (fast-json-stringify). A request then runs no GraphQL
+ * parsing or validation.
+ */
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv'
+import addFormats from 'ajv-formats'
+import fastJson from 'fast-json-stringify'
+import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit'
+import { GraphQLError, type ExecutionResult, type GraphQLSchema } from 'graphql'
+import { OperationInvalidError, OperationVariablesError } from '../errors.js'
+import { responseSchema, variablesSchema, type JsonSchema } from './json-schema.js'
+import type { StoredOperation } from './load.js'
+
+/** Variables of one request, after coercion. */
+export type Variables = Record<string, unknown>
+
+/** One bad variable, as reported in a 400 body. */
+export interface VariableProblem {
+  /** The variable's name, or `''` for the whole object. */
+  variable: string
+  /** JSON Pointer into the variables object (`/where/id`). */
+  path: string
+  /** JSON Schema path of the failing keyword (`#/properties/id/type`). */
+  schemaPath: string
+  message: string
+}
+
+/** The 400 error of invalid variables; `problems` lists every bad or missing variable. */
+export type VariablesError = InstanceType<typeof OperationVariablesError> & { problems: VariableProblem[] }
+
+/** A stored operation compiled for serving. */
+export interface CompiledOperation {
+  readonly stored: StoredOperation
+  readonly name: string
+  readonly kind: 'query' | 'mutation' | 'subscription'
+  readonly variablesSchema: JsonSchema
+  readonly responseSchema: JsonSchema
+  /** Query-string params (strings, or arrays of strings when repeated) → variables; `variables=<JSON>` is merged. @throws VariablesError */
+  variablesFromQuery(query: Record<string, string | string[] | undefined>): Variables
+  /** A JSON body → variables, checked without type coercion. @throws VariablesError */
+  variablesFromBody(body: unknown): Variables
+  /** Runs a query or mutation. Never throws for GraphQL errors: they are in `errors`. */
+  execute(variables: Variables, context: Record<string, unknown>): Promise<ExecutionResult>
+  /** Starts a subscription: an async iterator of results, or a result with errors. */
+  subscribe(variables: Variables, context: Record<string, unknown>): Promise<AsyncIterableIterator<ExecutionResult> | ExecutionResult>
+  /** Serialises an error-free `data` object with the response schema. */
+  stringifyData(data: unknown): string
+}
+
+const ajvOptions = { allErrors: true, strict: false, useDefaults: false } as const
+const queryAjv = new Ajv({ ...ajvOptions, coerceTypes: 'array' })
+const bodyAjv = new Ajv({ ...ajvOptions })
+addFormats.default(queryAjv)
+addFormats.default(bodyAjv)
+
+function problemsOf(errors: ErrorObject[] | null | undefined): VariableProblem[] {
+  return (errors ?? []).map((e) => {
+    let path = e.instancePath
+    let message = e.message ?? 'is invalid'
+    if (e.keyword === 'required') {
+      path = `${path}/${(e.params as { missingProperty: string }).missingProperty}`
+      message = 'is required'
+    } else if (e.keyword === 'additionalProperties') {
+      path = `${path}/${(e.params as { additionalProperty: string }).additionalProperty}`
+      message = 'is not a variable of this operation'
+    } else if (e.keyword === 'enum') {
+      message = `must be one of ${(e.params as { allowedValues: unknown[] }).allowedValues.join(', ')}`
+    }
+    return { variable: path.split('/')[1] ?? '', path, schemaPath: e.schemaPath, message }
+  })
+}
+
+/** Creates the 400 error for a list of problems. */
+export function variablesError(problems: VariableProblem[]): VariablesError {
+  const summary = problems.map((p) => `${p.path.slice(1).replace(/\//g, '.') || '(variables)'} ${p.message}`).join('; ')
+  const err = new OperationVariablesError(summary) as VariablesError
+  err.problems = problems
+  return err
+}
+
+/** Puts `a[b]=1` and `a[]=1` query keys into nested objects and lists (WunderGraph, qs style). */
+function unflatten(query: Record<string, string | string[] | undefined>): Record<string, unknown> {
+  const out: Record<string, unknown> = {}
+  for (const [key, value] of Object.entries(query)) {
+    if (value === undefined) continue
+    const m = /^([^[\]]+)((\[[^[\]]*\])+)$/.exec(key)
+    if (!m) {
+      out[key] = value
+      continue
+    }
+    const parts = [...m[2].matchAll(/\[([^[\]]*)\]/g)].map((x) => x[1])
+    let node = out as Record<string, unknown>
+    let k = m[1]
+    for (const part of parts) {
+      if (part === '') {
+        const list = Array.isArray(node[k]) ? (node[k] as unknown[]) : (node[k] = [])
+        ;(list as unknown[]).push(...(Array.isArray(value) ? value : [value]))
+        node = {}
+        k = ''
+        break
+      }
+      node = (node[k] && typeof node[k] === 'object' ? node[k] : (node[k] = {})) as Record<string, unknown>
+      k = part
+    }
+    if (k !== '') node[k] = value
+  }
+  return out
+}
+
+function needsJson(schema: JsonSchema | undefined): boolean {
+  if (!schema) return false
+  const types = Array.isArray(schema.type) ? schema.type : [schema.type]
+  if (types.includes('object')) return true
+  if (types.includes('array')) return needsJson(schema.items)
+  return !!schema.anyOf?.some(needsJson)
+}
+
+function isBooleanSchema(schema: JsonSchema | undefined): boolean {
+  if (!schema) return false
+  const types = Array.isArray(schema.type) ? schema.type : [schema.type]
+  return types.includes('boolean')
+}
+
+/**
+ * Compiles a stored operation against the schema.
+ * @throws OperationInvalidError when graphql-jit cannot compile it (it was validated already, so this is rare).
+ */
+export function compileOperation(stored: StoredOperation, schema: GraphQLSchema): CompiledOperation {
+  const vSchema = variablesSchema(schema, stored.operation)
+  const rSchema = responseSchema(schema, stored.document, stored.operation)
+  const validateQuery: ValidateFunction = queryAjv.compile(vSchema)
+  const validateBody: ValidateFunction = bodyAjv.compile(vSchema)
+  const properties = vSchema.properties ?? {}
+  const jsonVars = new Set(Object.entries(properties).filter(([, s]) => needsJson(s)).map(([k]) => k))
+  const boolVars = new Set(Object.entries(properties).filter(([, s]) => isBooleanSchema(s)).map(([k]) => k))
+
+  const compiled = compileQuery(schema, stored.document, stored.operation.name!.value, { disablingCapturingStackErrors: true })
+  if (!isCompiledQuery(compiled)) {
+    throw new OperationInvalidError(`${stored.file}: ${compiled.errors?.map((e) => e.message).join('; ')}`)
+  }
+  const jit = compiled as CompiledQuery
+  let stringify: (data: unknown) => string
+  try {
+    stringify = fastJson(rSchema as Parameters<typeof fastJson>[0]) as (data: unknown) => string
+  } catch {
+    stringify = JSON.stringify
+  }
+
+  return {
+    stored,
+    name: stored.name,
+    kind: stored.kind,
+    variablesSchema: vSchema,
+    responseSchema: rSchema,
+
+    variablesFromQuery(query) {
+      const { variables: json, ...rest } = query
+      let vars: Record<string, unknown> = {}
+      const problems: VariableProblem[] = []
+      if (json !== undefined) {
+        try {
+          const parsed = JSON.parse(Array.isArray(json) ? json[json.length - 1] : json) as unknown
+          if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw new Error('not an object')
+          vars = parsed as Record<string, unknown>
+        } catch {
+          problems.push({ variable: 'variables', path: '/variables', schemaPath: '#', message: 'must be a JSON object' })
+        }
+      }
+      for (const [key, value] of Object.entries(unflatten(rest))) {
+        if (jsonVars.has(key) && typeof value === 'string') {
+          try {
+            vars[key] = JSON.parse(value)
+          } catch {
+            problems.push({ variable: key, path: `/${key}`, schemaPath: `#/properties/${key}`, message: 'must be JSON' })
+          }
+        } else if (boolVars.has(key) && value === '') {
+          vars[key] = true // a bare ?flag is true (Hasura)
+        } else {
+          vars[key] = value
+        }
+      }
+      if (problems.length) throw variablesError(problems)
+      if (!validateQuery(vars)) throw variablesError(problemsOf(validateQuery.errors))
+      return vars
+    },
+
+    variablesFromBody(body) {
+      const vars = body === undefined || body === null || body === '' ? {} : body
+      if (typeof vars !== 'object' || Array.isArray(vars)) {
+        throw variablesError([{ variable: '', path: '', schemaPath: '#/type', message: 'the body must be a JSON object of variables' }])
+      }
+      if (!validateBody(vars)) throw variablesError(problemsOf(validateBody.errors))
+      return vars as Variables
+    },
+
+    async execute(variables, context) {
+      return jit.query(undefined, context, variables)
+    },
+
+    async subscribe(variables, context) {
+      if (!jit.subscribe) return { errors: [new GraphQLError('not a subscription')] }
+      return jit.subscribe(undefined, context, variables)
+    },
+
+    stringifyData(data) {
+      try {
+        return stringify(data)
+      } catch {
+        return JSON.stringify(data)
+      }
+    },
+  }
+}

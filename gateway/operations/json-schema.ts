@@ -1,0 +1,227 @@
+/**
+ * JSON Schemas derived from a stored operation: one for its variables (used by ajv to coerce and
+ * validate them, and by the OpenAPI document) and one for its response data (used by
+ * fast-json-stringify to serialise it, and by the OpenAPI document). JSON Schema draft 2020-12 subset
+ * that OpenAPI 3.1 accepts.
+ */
+import {
+  Kind,
+  getNamedType,
+  isAbstractType,
+  isEnumType,
+  isInputObjectType,
+  isListType,
+  isNonNullType,
+  isObjectType,
+  isScalarType,
+  typeFromAST,
+  type FragmentDefinitionNode,
+  type GraphQLInputType,
+  type GraphQLOutputType,
+  type GraphQLSchema,
+  type GraphQLCompositeType,
+  type SelectionSetNode,
+  type OperationDefinitionNode,
+  type DocumentNode,
+  type GraphQLField,
+} from 'graphql'
+
+/** A JSON Schema object (the subset this module produces). */
+export interface JsonSchema {
+  type?: string | string[]
+  format?: string
+  pattern?: string
+  enum?: unknown[]
+  items?: JsonSchema
+  properties?: Record<string, JsonSchema>
+  required?: string[]
+  additionalProperties?: boolean | JsonSchema
+  anyOf?: JsonSchema[]
+  description?: string
+  default?: unknown
+  nullable?: boolean
+  [key: string]: unknown
+}
+
+function scalarSchema(name: string): JsonSchema {
+  switch (name) {
+    case 'Int':
+      return { type: 'integer', minimum: -2147483648, maximum: 2147483647 }
+    case 'Float':
+      return { type: 'number' }
+    case 'Boolean':
+      return { type: 'boolean' }
+    case 'String':
+      return { type: 'string' }
+    case 'ID':
+      return { type: 'string' }
+    case 'DateTime':
+      return { type: 'string', format: 'date-time' }
+    case 'BigInt':
+      return { type: 'string', pattern: '^-?\\d+$' }
+    case 'Decimal':
+      return { type: 'string', pattern: '^-?(\\d+(\\.\\d*)?|\\.\\d+)([eE][-+]?\\d+)?$' }
+    case 'Bytes':
+      return { type: 'string', contentEncoding: 'base64' }
+    default:
+      return {} // JSON and unknown custom scalars: any value
+  }
+}
+
+function nullable(schema: JsonSchema): JsonSchema {
+  if (typeof schema.type === 'string') return { ...schema, type: [schema.type, 'null'] }
+  if (schema.type === undefined && !schema.anyOf) return schema // any value already includes null
+  return { anyOf: [schema, { type: 'null' }] }
+}
+
+/**
+ * The JSON Schema of a GraphQL input type. Nullable types accept `null`; input objects are closed
+ * (`additionalProperties: false`).
+ * @param seen input object names being expanded, to cut recursive input types (they become `{type: object}`).
+ */
+export function inputTypeSchema(type: GraphQLInputType, seen: Set<string> = new Set()): JsonSchema {
+  if (isNonNullType(type)) return innerInput(type.ofType, seen)
+  return nullable(innerInput(type, seen))
+}
+
+function innerInput(type: GraphQLInputType, seen: Set<string>): JsonSchema {
+  if (isListType(type)) return { type: 'array', items: inputTypeSchema(type.ofType, seen) }
+  if (isEnumType(type)) return { type: 'string', enum: type.getValues().map((v) => v.name) }
+  if (isInputObjectType(type)) {
+    if (seen.has(type.name)) return { type: 'object' }
+    const next = new Set(seen).add(type.name)
+    const properties: Record<string, JsonSchema> = {}
+    const required: string[] = []
+    for (const field of Object.values(type.getFields())) {
+      properties[field.name] = inputTypeSchema(field.type, next)
+      if (field.description) properties[field.name].description = field.description
+      if (isNonNullType(field.type) && field.defaultValue === undefined) required.push(field.name)
+    }
+    return { type: 'object', properties, ...(required.length ? { required } : {}), additionalProperties: false }
+  }
+  if (isScalarType(type)) return scalarSchema(type.name)
+  return {}
+}
+
+/**
+ * The variables JSON Schema of an operation: an object with one property per variable,
+ * `required` for non-null variables without a default, `additionalProperties: false`.
+ */
+export function variablesSchema(schema: GraphQLSchema, operation: OperationDefinitionNode): JsonSchema {
+  const properties: Record<string, JsonSchema> = {}
+  const required: string[] = []
+  for (const def of operation.variableDefinitions ?? []) {
+    const name = def.variable.name.value
+    const type = typeFromAST(schema, def.type) as GraphQLInputType | undefined
+    if (!type) continue
+    properties[name] = inputTypeSchema(type)
+    if (def.defaultValue) properties[name].default = valueFromLiteral(def.defaultValue)
+    if (def.type.kind === Kind.NON_NULL_TYPE && !def.defaultValue) required.push(name)
+  }
+  return { type: 'object', properties, ...(required.length ? { required } : {}), additionalProperties: false }
+}
+
+function valueFromLiteral(node: import('graphql').ValueNode): unknown {
+  switch (node.kind) {
+    case Kind.INT:
+    case Kind.FLOAT:
+      return Number(node.value)
+    case Kind.STRING:
+    case Kind.ENUM:
+      return node.value
+    case Kind.BOOLEAN:
+      return node.value
+    case Kind.NULL:
+      return null
+    case Kind.LIST:
+      return node.values.map(valueFromLiteral)
+    case Kind.OBJECT:
+      return Object.fromEntries(node.fields.map((f) => [f.name.value, valueFromLiteral(f.value)]))
+    default:
+      return undefined
+  }
+}
+
+interface Walk {
+  schema: GraphQLSchema
+  fragments: Map<string, FragmentDefinitionNode>
+}
+
+function outputSchema(type: GraphQLOutputType, selectionSet: SelectionSetNode | undefined, walk: Walk): JsonSchema {
+  if (isNonNullType(type)) return innerOutput(type.ofType, selectionSet, walk)
+  return nullable(innerOutput(type, selectionSet, walk))
+}
+
+function innerOutput(type: GraphQLOutputType, selectionSet: SelectionSetNode | undefined, walk: Walk): JsonSchema {
+  if (isListType(type)) return { type: 'array', items: outputSchema(type.ofType, selectionSet, walk) }
+  if (isEnumType(type)) return { type: 'string', enum: type.getValues().map((v) => v.name) }
+  if (isScalarType(type)) return scalarSchema(type.name)
+  return selectionSchema(type as GraphQLCompositeType, selectionSet!, walk)
+}
+
+/**
+ * The schema of one selection set on a composite type. Fields reached only through a type condition
+ * (fragments on other types, abstract types) are optional; the others are required.
+ */
+function selectionSchema(parent: GraphQLCompositeType, selectionSet: SelectionSetNode, walk: Walk): JsonSchema {
+  const properties: Record<string, JsonSchema> = {}
+  const required = new Set<string>()
+  const visit = (typeCondition: GraphQLCompositeType, set: SelectionSetNode, conditional: boolean) => {
+    for (const sel of set.selections) {
+      if (sel.kind === Kind.FIELD) {
+        const key = sel.alias?.value ?? sel.name.value
+        const skippable = (sel.directives ?? []).some((d) => d.name.value === 'skip' || d.name.value === 'include')
+        if (sel.name.value === '__typename') {
+          properties[key] = { type: 'string' }
+        } else {
+          const field = fieldOf(typeCondition, sel.name.value)
+          if (!field) continue
+          const existing = properties[key]
+          const next = outputSchema(field.type, sel.selectionSet, walk)
+          properties[key] = existing && existing.properties && next.properties ? mergeObjects(existing, next) : next
+        }
+        if (!conditional && !skippable) required.add(key)
+      } else {
+        const condName = sel.kind === Kind.INLINE_FRAGMENT ? sel.typeCondition?.name.value : walk.fragments.get(sel.name.value)?.typeCondition.name.value
+        const set2 = sel.kind === Kind.INLINE_FRAGMENT ? sel.selectionSet : walk.fragments.get(sel.name.value)?.selectionSet
+        if (!set2) continue
+        const cond = (condName ? walk.schema.getType(condName) : typeCondition) as GraphQLCompositeType
+        const skippable = (sel.directives ?? []).some((d) => d.name.value === 'skip' || d.name.value === 'include')
+        visit(cond, set2, conditional || skippable || cond.name !== parent.name)
+      }
+    }
+  }
+  visit(parent, selectionSet, isAbstractType(parent))
+  return { type: 'object', properties, ...(required.size ? { required: [...required] } : {}), additionalProperties: false }
+}
+
+function mergeObjects(a: JsonSchema, b: JsonSchema): JsonSchema {
+  const properties = { ...a.properties }
+  for (const [k, v] of Object.entries(b.properties ?? {})) {
+    properties[k] = properties[k]?.properties && v.properties ? mergeObjects(properties[k], v) : v
+  }
+  return { ...a, properties }
+}
+
+function fieldOf(type: GraphQLCompositeType, name: string): GraphQLField<unknown, unknown> | undefined {
+  if (isObjectType(type) || 'getFields' in type) return (type as { getFields(): Record<string, GraphQLField<unknown, unknown>> }).getFields()[name]
+  return undefined
+}
+
+/**
+ * The JSON Schema of an operation's `data` object, derived from its selection set: aliases are
+ * property names, non-null fields are required and not nullable, DateTime is a `date-time` string.
+ */
+export function responseSchema(schema: GraphQLSchema, document: DocumentNode, operation: OperationDefinitionNode): JsonSchema {
+  const fragments = new Map<string, FragmentDefinitionNode>()
+  for (const d of document.definitions) if (d.kind === Kind.FRAGMENT_DEFINITION) fragments.set(d.name.value, d)
+  const root = operation.operation === 'query' ? schema.getQueryType() : operation.operation === 'mutation' ? schema.getMutationType() : schema.getSubscriptionType()
+  if (!root) return { type: 'object' }
+  return selectionSchema(root, operation.selectionSet, { schema, fragments })
+}
+
+/** True when a variable's GraphQL type is (a list of) an input object, i.e. it arrives as JSON in a query param. */
+export function isObjectVariable(schema: GraphQLSchema, typeNode: import('graphql').TypeNode): boolean {
+  const type = typeFromAST(schema, typeNode as never)
+  return !!type && isInputObjectType(getNamedType(type))
+}

@@ -1,0 +1,131 @@
+/**
+ * The gateway runtime: loads every data source through its connector, composes the schema and
+ * compiles the stored operations. `http/` serves a {@link Gateway}; development mode builds a new
+ * one on every change and swaps it in.
+ */
+import { mkdir } from 'node:fs/promises'
+import { resolve } from 'node:path'
+import type { GraphQLSchema } from 'graphql'
+import type { Logger } from 'pino'
+import type { DataSourceDefinition, TributaryConfig } from './config/index.js'
+import type { ConnectorContext, ConnectorSubschema, SourceHealth } from './connectors/types.js'
+import { createDatabaseSource } from './connectors/database/index.js'
+import { createRestSource } from './connectors/rest/index.js'
+import { createGraphQLSource } from './connectors/graphql/index.js'
+import { createSchemaSource } from './connectors/schema/index.js'
+import { composeSchema } from './compose/index.js'
+import { loadOperations } from './operations/load.js'
+import { compileOperation, type CompiledOperation } from './operations/compile.js'
+import { SourceLoadError, isTributaryError } from './errors.js'
+
+/** One data source once loaded. */
+export interface LoadedSource {
+  /** The namespace, or `''`. */
+  namespace: string
+  /** The namespace, or `source#<index>` when there is none. */
+  name: string
+  kind: DataSourceDefinition['kind']
+  subschema: ConnectorSubschema
+}
+
+/** Everything `http/` needs to serve one version of the deployment. */
+export interface Gateway {
+  readonly config: TributaryConfig
+  readonly schema: GraphQLSchema
+  readonly sources: readonly LoadedSource[]
+  /** Every stored operation by URL name (`users/GetUser`), internal ones included. */
+  readonly operations: ReadonlyMap<string, CompiledOperation>
+  /** Probes every source. */
+  health(): Promise<Record<string, SourceHealth>>
+  /** Closes every source. */
+  close(): Promise<void>
+}
+
+/** Options of {@link createGateway}. */
+export interface CreateGatewayOptions {
+  logger: Logger
+  /** Base for relative paths. Default `process.cwd()`. */
+  cwd?: string
+}
+
+function sourceName(def: DataSourceDefinition, index: number): string {
+  return def.namespace || `source#${index}`
+}
+
+async function loadSource(def: DataSourceDefinition, ctx: ConnectorContext): Promise<ConnectorSubschema> {
+  const { kind, namespace: _ns, ...options } = def
+  switch (def.kind) {
+    case 'database':
+      return createDatabaseSource(options as Parameters<typeof createDatabaseSource>[0], ctx)
+    case 'rest':
+      return createRestSource(options as Parameters<typeof createRestSource>[0], ctx)
+    case 'graphql':
+      return createGraphQLSource(options as Parameters<typeof createGraphQLSource>[0], ctx)
+    case 'schema':
+      return createSchemaSource(options as Parameters<typeof createSchemaSource>[0], ctx)
+    default:
+      throw new SourceLoadError(ctx.sourceName, `unknown connector kind ${String(kind)}`)
+  }
+}
+
+/**
+ * Loads the sources (in parallel), composes them and compiles the operations.
+ * @throws SourceLoadError, ComposeCollisionError, ComposeNamespaceError, OperationInvalidError; sources
+ *   already loaded are closed before the error propagates.
+ */
+export async function createGateway(config: TributaryConfig, options: CreateGatewayOptions): Promise<Gateway> {
+  const cwd = options.cwd ?? process.cwd()
+  const logger = options.logger
+  const cacheDir = resolve(cwd, config.generatedDir, 'sources')
+  await mkdir(cacheDir, { recursive: true })
+
+  const settled = await Promise.allSettled(
+    config.datasources.map(async (def, index): Promise<LoadedSource> => {
+      const name = sourceName(def, index)
+      const started = performance.now()
+      const ctx: ConnectorContext = {
+        namespace: def.namespace ?? '',
+        sourceName: name,
+        logger: logger.child({ source: name }),
+        mode: config.mode,
+        cacheDir,
+        cwd,
+      }
+      try {
+        const subschema = await loadSource(def, ctx)
+        logger.debug({ source: name, kind: def.kind, ms: Math.round(performance.now() - started) }, 'data source loaded')
+        return { namespace: def.namespace ?? '', name, kind: def.kind, subschema }
+      } catch (err) {
+        if (isTributaryError(err)) throw err
+        throw new SourceLoadError(name, (err as Error).message, { cause: err })
+      }
+    }),
+  )
+  const sources = settled.filter((s): s is PromiseFulfilledResult<LoadedSource> => s.status === 'fulfilled').map((s) => s.value)
+  const closeAll = () => Promise.allSettled(sources.map((s) => s.subschema.close())).then(() => undefined)
+  const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected')
+  if (failed) {
+    await closeAll()
+    throw failed.reason
+  }
+
+  try {
+    const schema = composeSchema(sources)
+    const stored = await loadOperations(resolve(cwd, config.operations.dir), schema, cwd)
+    const operations = new Map(stored.map((op) => [op.name, compileOperation(op, schema)]))
+    return {
+      config,
+      schema,
+      sources,
+      operations,
+      async health() {
+        const entries = await Promise.all(sources.map(async (s) => [s.name, await s.subschema.health()] as const))
+        return Object.fromEntries(entries)
+      },
+      close: closeAll,
+    }
+  } catch (err) {
+    await closeAll()
+    throw err
+  }
+}

@@ -1,0 +1,181 @@
+/**
+ * The shared scalars. They keep their names across namespaces (DESIGN.md §4): every source that
+ * uses `DateTime`, `JSON`, `BigInt`, `Decimal` or `Bytes` gets these very instances after composition.
+ */
+import { GraphQLError, GraphQLScalarType, Kind, type ValueNode } from 'graphql'
+
+function fail(scalar: string, message: string): never {
+  throw new GraphQLError(`${scalar} cannot represent ${message}`, { extensions: { code: 'BAD_USER_INPUT' } })
+}
+
+/**
+ * Converts a Date, an epoch number (milliseconds) or a date string to an ISO 8601 UTC string
+ * (`2026-11-20T10:00:00.000Z`). A string without a zone (`2026-11-20 10:00:00`, as SQLite and MySQL
+ * return them) is read as UTC.
+ * @throws TypeError when the value is not a valid date.
+ */
+export function toIsoDateTime(value: unknown): string {
+  let date: Date
+  if (value instanceof Date) date = value
+  else if (typeof value === 'number' || typeof value === 'bigint') date = new Date(Number(value))
+  else if (typeof value === 'string') {
+    const s = value.trim()
+    // "2026-11-20 10:00:00" or "2026-11-20T10:00:00" without an offset: UTC.
+    const bare = /^\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}(:\d{2}(\.\d+)?)?)?$/.test(s)
+    if (/^\d{4}-\d{2}-\d{2}$/.test(s)) date = new Date(`${s}T00:00:00.000Z`)
+    else if (bare) date = new Date(`${s.replace(' ', 'T')}Z`)
+    else if (/^\d{2}:\d{2}(:\d{2}(\.\d+)?)?$/.test(s)) date = new Date(`1970-01-01T${s}Z`)
+    else if (/^-?\d+$/.test(s)) date = new Date(Number(s))
+    else date = new Date(s.replace(' ', 'T'))
+  } else throw new TypeError(`not a date: ${typeof value}`)
+  if (Number.isNaN(date.getTime())) throw new TypeError(`not a date: ${String(value)}`)
+  return date.toISOString()
+}
+
+/** `DateTime`: an ISO 8601 UTC string on output; accepts ISO 8601 strings on input (RFC 3339). */
+export const DateTimeScalar = new GraphQLScalarType<Date, string>({
+  name: 'DateTime',
+  description: 'A date-time as an ISO 8601 UTC string, e.g. `2026-11-20T10:00:00.000Z` (RFC 3339).',
+  specifiedByURL: 'https://scalars.graphql.org/andimarek/date-time',
+  serialize(value) {
+    try {
+      return toIsoDateTime(value)
+    } catch {
+      return fail('DateTime', `value: ${String(value)}`)
+    }
+  },
+  parseValue(value) {
+    if (typeof value !== 'string' && !(value instanceof Date)) fail('DateTime', `non-string value: ${JSON.stringify(value)}`)
+    try {
+      return new Date(toIsoDateTime(value))
+    } catch {
+      return fail('DateTime', `value: ${JSON.stringify(value)}`)
+    }
+  },
+  parseLiteral(ast) {
+    if (ast.kind !== Kind.STRING) fail('DateTime', 'a non-string literal')
+    try {
+      return new Date(toIsoDateTime(ast.value))
+    } catch {
+      return fail('DateTime', `value: ${JSON.stringify(ast.value)}`)
+    }
+  },
+})
+
+function literalToJson(ast: ValueNode, variables?: Record<string, unknown> | null): unknown {
+  switch (ast.kind) {
+    case Kind.STRING:
+    case Kind.BOOLEAN:
+      return ast.value
+    case Kind.INT:
+    case Kind.FLOAT:
+      return Number(ast.value)
+    case Kind.NULL:
+      return null
+    case Kind.ENUM:
+      return ast.value
+    case Kind.LIST:
+      return ast.values.map((v) => literalToJson(v, variables))
+    case Kind.OBJECT:
+      return Object.fromEntries(ast.fields.map((f) => [f.name.value, literalToJson(f.value, variables)]))
+    case Kind.VARIABLE:
+      return variables ? variables[ast.name.value] : undefined
+  }
+}
+
+/** `JSON`: any JSON value, passed through unchanged. */
+export const JSONScalar = new GraphQLScalarType({
+  name: 'JSON',
+  description: 'Any JSON value (ECMA-404).',
+  specifiedByURL: 'https://www.ecma-international.org/publications-and-standards/standards/ecma-404/',
+  serialize: (value) => (typeof value === 'string' && /^[[{]/.test(value) ? safeParse(value) : value),
+  parseValue: (value) => value,
+  parseLiteral: (ast, variables) => literalToJson(ast, variables),
+})
+
+function safeParse(s: string): unknown {
+  try {
+    return JSON.parse(s)
+  } catch {
+    return s
+  }
+}
+
+const INTEGER = /^-?\d+$/
+
+/** `BigInt`: a 64-bit integer, serialised as a string so that no precision is lost in JSON. Accepts a string or a safe integer. */
+export const BigIntScalar = new GraphQLScalarType<bigint, string>({
+  name: 'BigInt',
+  description: 'A signed 64-bit integer, serialised as a decimal string.',
+  serialize(value) {
+    if (typeof value === 'bigint') return value.toString()
+    if (typeof value === 'number' && Number.isInteger(value)) return String(value)
+    if (typeof value === 'string' && INTEGER.test(value)) return value
+    return fail('BigInt', `value: ${String(value)}`)
+  },
+  parseValue(value) {
+    if ((typeof value === 'number' && Number.isSafeInteger(value)) || (typeof value === 'string' && INTEGER.test(value))) return BigInt(value)
+    return fail('BigInt', `value: ${JSON.stringify(value)}`)
+  },
+  parseLiteral(ast) {
+    if ((ast.kind === Kind.INT) || (ast.kind === Kind.STRING && INTEGER.test(ast.value))) return BigInt(ast.value)
+    return fail('BigInt', 'a non-integer literal')
+  },
+})
+
+const DECIMAL = /^-?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?$/
+
+/** `Decimal`: an exact decimal number, serialised as a string with no loss of precision. */
+export const DecimalScalar = new GraphQLScalarType<string, string>({
+  name: 'Decimal',
+  description: 'An exact decimal number, serialised as a string (e.g. `"0.99"`).',
+  serialize(value) {
+    if (typeof value === 'string' && DECIMAL.test(value)) return value
+    if (typeof value === 'number' && Number.isFinite(value)) return String(value)
+    if (typeof value === 'bigint') return value.toString()
+    return fail('Decimal', `value: ${String(value)}`)
+  },
+  parseValue(value) {
+    if (typeof value === 'string' && DECIMAL.test(value)) return value
+    if (typeof value === 'number' && Number.isFinite(value)) return String(value)
+    return fail('Decimal', `value: ${JSON.stringify(value)}`)
+  },
+  parseLiteral(ast) {
+    if ((ast.kind === Kind.INT || ast.kind === Kind.FLOAT || ast.kind === Kind.STRING) && DECIMAL.test(ast.value)) return ast.value
+    return fail('Decimal', 'a non-numeric literal')
+  },
+})
+
+/** `Bytes`: binary data as a base64 string (RFC 4648 §4). */
+export const BytesScalar = new GraphQLScalarType<Buffer, string>({
+  name: 'Bytes',
+  description: 'Binary data, serialised as a base64 string (RFC 4648).',
+  serialize(value) {
+    if (Buffer.isBuffer(value)) return value.toString('base64')
+    if (value instanceof Uint8Array) return Buffer.from(value).toString('base64')
+    if (typeof value === 'string') return value
+    return fail('Bytes', `value of type ${typeof value}`)
+  },
+  parseValue(value) {
+    if (typeof value !== 'string' || !/^[A-Za-z0-9+/]*={0,2}$/.test(value)) fail('Bytes', 'a non-base64 value')
+    return Buffer.from(value, 'base64')
+  },
+  parseLiteral(ast) {
+    if (ast.kind !== Kind.STRING || !/^[A-Za-z0-9+/]*={0,2}$/.test(ast.value)) fail('Bytes', 'a non-base64 literal')
+    return Buffer.from(ast.value, 'base64')
+  },
+})
+
+/** Every shared scalar by name. `compose/` swaps any same-named scalar of a source for these instances. */
+export const sharedScalars: Readonly<Record<string, GraphQLScalarType>> = Object.freeze({
+  DateTime: DateTimeScalar,
+  JSON: JSONScalar,
+  BigInt: BigIntScalar,
+  Decimal: DecimalScalar,
+  Bytes: BytesScalar,
+})
+
+/** The SDL declarations of the shared scalars, for connectors that build schemas from SDL. */
+export const sharedScalarsSDL = Object.keys(sharedScalars)
+  .map((name) => `scalar ${name}`)
+  .join('\n')
