@@ -7,13 +7,13 @@ import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstanc
 import websocket from '@fastify/websocket'
 import mercurius from 'mercurius'
 import { randomUUID } from 'node:crypto'
-import type { GraphQLError } from 'graphql'
+import { NoSchemaIntrospectionCustomRule, type GraphQLError } from 'graphql'
 import type { Gateway } from '../runtime.js'
 import { isTributaryError } from '../errors.js'
 import { registerGraphQLEndpoint } from './graphql-endpoint.js'
 import { registerOperationRoutes } from './operations-routes.js'
 import { playgroundPlugin } from './playground.js'
-import { createSubscriptionHandler } from './subscriptions.js'
+import { createSubscriptionHandler, websocketServerOptions } from './subscriptions.js'
 import { formatGraphQLError } from './format-error.js'
 import { buildOpenApiDocument } from '../codegen/openapi.js'
 
@@ -88,7 +88,7 @@ export async function buildApp(gateway: Gateway, options: BuildAppOptions = {}):
     })),
   )
 
-  await app.register(websocket, { options: { maxPayload: config.server.bodyLimit } })
+  await app.register(websocket, { options: { ...websocketServerOptions, maxPayload: config.server.bodyLimit } })
   await app.register(mercurius, {
     schema: gateway.schema,
     routes: false,
@@ -103,6 +103,8 @@ export async function buildApp(gateway: Gateway, options: BuildAppOptions = {}):
     getSchema: () => holder.current.schema,
     context: (request) => ({ request, headers: request.headers }),
     maxDepth: config.graphql.maxDepth,
+    maxTokens: config.graphql.maxTokens,
+    validationRules: config.graphql.introspection ? [] : [NoSchemaIntrospectionCustomRule],
     formatError: (err: GraphQLError) => formatGraphQLError(err, { mode: holder.current.config.mode, logger: app.log }).error,
     logger: app.log,
   })

@@ -23,7 +23,7 @@ import {
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { checkDocumentLimits } from './limits.js'
 import { formatGraphQLErrors } from './format-error.js'
-import { renderPlaygroundHtml } from './playground.js'
+import { PLAYGROUND_ASSETS_PREFIX, playgroundContentSecurityPolicy, renderPlaygroundHtml } from './playground.js'
 import type { GatewayHolder } from './app.js'
 
 const GRAPHQL_RESPONSE = 'application/graphql-response+json'
@@ -223,7 +223,10 @@ export function registerGraphQLEndpoint(
         if (!holder.current.config.graphql.playground) {
           return reply.code(404).type('application/json; charset=utf-8').send(JSON.stringify({ errors: [{ message: 'The playground is disabled', extensions: { code: 'TRB_ERR_OPERATION_NOT_FOUND' } }] }))
         }
-        return reply.type('text/html; charset=utf-8').send(renderPlaygroundHtml({ endpoint: '/graphql', subscriptionEndpoint: '/graphql', assetsPrefix: '/playground/assets/', title: 'Tributary' }))
+        return reply
+          .type('text/html; charset=utf-8')
+          .header('content-security-policy', `${playgroundContentSecurityPolicy({ endpoint: '/graphql', subscriptionEndpoint: '/graphql' })}; frame-ancestors 'none'`)
+          .send(renderPlaygroundHtml({ endpoint: '/graphql', subscriptionEndpoint: '/graphql', assetsPrefix: PLAYGROUND_ASSETS_PREFIX, title: 'Tributary' }))
       }
       const variables = parseJsonParam(q.variables, 'variables')
       if (!variables.ok) return malformed(reply, variables.message)
