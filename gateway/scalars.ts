@@ -103,8 +103,12 @@ function safeParse(s: string): unknown {
 
 const INTEGER = /^-?\d+$/
 
-/** `BigInt`: a 64-bit integer, serialised as a string so that no precision is lost in JSON. Accepts a string or a safe integer. */
-export const BigIntScalar = new GraphQLScalarType<bigint, string>({
+/**
+ * `BigInt`: a 64-bit integer, serialised as a string so that no precision is lost in JSON. Accepts a
+ * string of digits or a safe integer; the parsed value is the canonical digit string (not a JS
+ * `bigint`: graphql-jit inlines parsed literals with `JSON.stringify`, which cannot hold a bigint).
+ */
+export const BigIntScalar = new GraphQLScalarType<string, string>({
   name: 'BigInt',
   description: 'A signed 64-bit integer, serialised as a decimal string.',
   serialize(value) {
@@ -114,11 +118,11 @@ export const BigIntScalar = new GraphQLScalarType<bigint, string>({
     return fail('BigInt', `value: ${String(value)}`)
   },
   parseValue(value) {
-    if ((typeof value === 'number' && Number.isSafeInteger(value)) || (typeof value === 'string' && INTEGER.test(value))) return BigInt(value)
+    if ((typeof value === 'number' && Number.isSafeInteger(value)) || (typeof value === 'string' && INTEGER.test(value))) return BigInt(value).toString()
     return fail('BigInt', `value: ${JSON.stringify(value)}`)
   },
   parseLiteral(ast) {
-    if ((ast.kind === Kind.INT) || (ast.kind === Kind.STRING && INTEGER.test(ast.value))) return BigInt(ast.value)
+    if ((ast.kind === Kind.INT) || (ast.kind === Kind.STRING && INTEGER.test(ast.value))) return BigInt(ast.value).toString()
     return fail('BigInt', 'a non-integer literal')
   },
 })
