@@ -11,6 +11,7 @@ import { createHash } from 'node:crypto'
 import {
   GraphQLError,
   NoSchemaIntrospectionCustomRule,
+  execute,
   getOperationAST,
   parse,
   print,
@@ -22,6 +23,7 @@ import {
 } from 'graphql'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { checkDocumentLimits } from './limits.js'
+import { isJitSafe } from '../operations/jit-safety.js'
 import { formatGraphQLErrors } from './format-error.js'
 import { PLAYGROUND_ASSETS_PREFIX, playgroundContentSecurityPolicy, renderPlaygroundHtml } from './playground.js'
 import type { GatewayHolder } from './app.js'
@@ -32,6 +34,8 @@ const JSON_TYPE = 'application/json'
 interface Prepared {
   document?: DocumentNode
   errors?: readonly GraphQLError[]
+  /** False when graphql-jit cannot compile it (recursive input variables): run with graphql-js. */
+  jitSafe?: boolean
 }
 
 /** Chooses the response media type from `Accept` (GraphQL over HTTP §5.2.3); null when none is acceptable. */
@@ -118,7 +122,9 @@ export function registerGraphQLEndpoint(
       const rules = config.graphql.introspection ? specifiedRules : [...specifiedRules, NoSchemaIntrospectionCustomRule]
       const errors = validate(schema, document, rules, { maxErrors: 20 })
       const limitErrors = errors.length ? [] : checkDocumentLimits(document, config.graphql)
-      prepared = errors.length || limitErrors.length ? { errors: [...errors, ...limitErrors] } : { document }
+      prepared = errors.length || limitErrors.length
+        ? { errors: [...errors, ...limitErrors] }
+        : { document, jitSafe: document.definitions.every((d) => d.kind !== 'OperationDefinition' || isJitSafe(schema, d)) }
     } catch (err) {
       prepared = { errors: [err instanceof GraphQLError ? err : new GraphQLError((err as Error).message)] }
     }
@@ -200,16 +206,22 @@ export function registerGraphQLEndpoint(
 
     let result: ExecutionResult
     try {
-      result = await app.graphql(query, { reply, request, headers: request.headers }, (variables ?? undefined) as Record<string, unknown> | undefined, (operationName ?? undefined) as string | undefined)
+      const context = { reply, request, headers: request.headers }
+      const vars = (variables ?? undefined) as Record<string, unknown> | undefined
+      const opName = (operationName ?? undefined) as string | undefined
+      result = prepared.jitSafe
+        ? await app.graphql(query, context, vars, opName)
+        : await execute({ schema: gateway.schema, document: prepared.document!, contextValue: context, variableValues: vars, operationName: opName })
     } catch (err) {
       const e = err as Error & { errors?: GraphQLError[]; code?: string }
       if (Array.isArray(e.errors)) return requestError(reply, mediaType, e.errors)
       throw err
     }
+    if (!('data' in result)) return requestError(reply, mediaType, result.errors ?? [])
     const body: { data?: unknown; errors?: GraphQLFormattedError[] } = {}
     if (result.errors?.length) body.errors = formatGraphQLErrors(result.errors, { mode: gateway.config.mode, logger: request.log }).errors
     body.data = result.data
-    return send(reply, 200, mediaType, 'data' in result ? body : { errors: body.errors })
+    return send(reply, 200, mediaType, body)
   }
 
   app.route({

@@ -7,7 +7,8 @@ import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv'
 import addFormats from 'ajv-formats'
 import fastJson from 'fast-json-stringify'
 import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit'
-import { GraphQLError, type ExecutionResult, type GraphQLSchema } from 'graphql'
+import { GraphQLError, execute as executeJs, subscribe as subscribeJs, type ExecutionResult, type GraphQLSchema } from 'graphql'
+import { isJitSafe } from './jit-safety.js'
 import { OperationInvalidError, OperationVariablesError } from '../errors.js'
 import { responseSchema, variablesSchema, type JsonSchema } from './json-schema.js'
 import type { StoredOperation } from './load.js'
@@ -135,11 +136,25 @@ export function compileOperation(stored: StoredOperation, schema: GraphQLSchema)
   const jsonVars = new Set(Object.entries(properties).filter(([, s]) => needsJson(s)).map(([k]) => k))
   const boolVars = new Set(Object.entries(properties).filter(([, s]) => isBooleanSchema(s)).map(([k]) => k))
 
-  const compiled = compileQuery(schema, stored.document, stored.operation.name!.value, { disablingCapturingStackErrors: true })
-  if (!isCompiledQuery(compiled)) {
-    throw new OperationInvalidError(`${stored.file}: ${compiled.errors?.map((e) => e.message).join('; ')}`)
+  // graphql-jit when it can compile the operation; graphql-js (no parsing or validation either) when not.
+  let run: { query(vars: Variables, ctx: unknown): Promise<ExecutionResult> | ExecutionResult; subscribe(vars: Variables, ctx: unknown): Promise<AsyncIterableIterator<ExecutionResult> | ExecutionResult> }
+  const operationName = stored.operation.name!.value
+  if (isJitSafe(schema, stored.operation)) {
+    const compiled = compileQuery(schema, stored.document, operationName, { disablingCapturingStackErrors: true })
+    if (!isCompiledQuery(compiled)) {
+      throw new OperationInvalidError(`${stored.file}: ${compiled.errors?.map((e) => e.message).join('; ')}`)
+    }
+    const jit = compiled as CompiledQuery
+    run = {
+      query: (vars, ctx) => jit.query(undefined, ctx, vars),
+      subscribe: async (vars, ctx) => (jit.subscribe ? jit.subscribe(undefined, ctx, vars) : { errors: [new GraphQLError('not a subscription')] }),
+    }
+  } else {
+    run = {
+      query: (vars, ctx) => executeJs({ schema, document: stored.document, operationName, variableValues: vars, contextValue: ctx }),
+      subscribe: (vars, ctx) => subscribeJs({ schema, document: stored.document, operationName, variableValues: vars, contextValue: ctx }),
+    }
   }
-  const jit = compiled as CompiledQuery
   let stringify: (data: unknown) => string
   try {
     stringify = fastJson(rSchema as Parameters<typeof fastJson>[0]) as (data: unknown) => string
@@ -195,12 +210,11 @@ export function compileOperation(stored: StoredOperation, schema: GraphQLSchema)
     },
 
     async execute(variables, context) {
-      return jit.query(undefined, context, variables)
+      return run.query(variables, context)
     },
 
     async subscribe(variables, context) {
-      if (!jit.subscribe) return { errors: [new GraphQLError('not a subscription')] }
-      return jit.subscribe(undefined, context, variables)
+      return run.subscribe(variables, context)
     },
 
     stringifyData(data) {
