@@ -74,15 +74,11 @@ async function load(configFile: string, logger: Logger, fresh = false): Promise<
 async function generate(configFile: string): Promise<void> {
   const config = await loadConfigFile(configFile)
   const logger = createLogger(config.server.logLevel)
-  const services = await startServices(config.services, logger)
-  try {
-    const gateway = await createGateway(config, { logger })
-    const changed = await writeGenerated(gateway)
-    await gateway.close()
-    process.stdout.write(changed.length ? `generated/: wrote ${changed.join(', ')}\n` : 'generated/ is up to date\n')
-  } finally {
-    await Promise.all(services.map((s) => s.stop()))
-  }
+  // Side services are not needed: sources read cached or committed documents when upstreams are down.
+  const gateway = await createGateway(config, { logger })
+  const changed = await writeGenerated(gateway)
+  await gateway.close()
+  process.stdout.write(changed.length ? `generated/: wrote ${changed.join(', ')}\n` : 'generated/ is up to date\n')
 }
 
 async function serve(configFile: string, dev: boolean): Promise<void> {

@@ -69,6 +69,10 @@ export const DbInputError = createError('TRB_ERR_DB_INPUT', '%s', 400) as Ctor
 /** A raw SQL statement failed; the message is the engine's, shown in development mode only. */
 export const DbRawError = createError('TRB_ERR_DB_RAW', 'Raw query failed: %s', 400) as Ctor
 
+// ----- http -----
+/** No route at this method and path. */
+export const RouteNotFoundError = createError('TRB_ERR_NOT_FOUND', 'Route %s %s not found', 404) as Ctor
+
 // ----- internal -----
 /** Anything unexpected. The message reaching clients is masked; the id finds the log line. */
 export const InternalError = createError('TRB_ERR_INTERNAL', 'Internal error (id %s)', 500) as Ctor
@@ -80,7 +84,7 @@ export const errorCodes: readonly string[] = [
   GraphQLRequestError, GraphQLMethodError, GraphQLLimitError, PersistedOnlyError,
   UpstreamError, UpstreamTimeoutError,
   DbUniqueError, DbForeignKeyError, DbNotNullError, DbCheckError, DbNotFoundError, DbInputError, DbRawError,
-  InternalError,
+  RouteNotFoundError, InternalError,
 ].map((E) => new E().code)
 
 /** True when `err` was created from this table, so its message is safe to send to clients. */

@@ -54,7 +54,9 @@ export async function loadConfigFile(file: string, options: { fresh?: boolean } 
   } catch (err) {
     throw new ConfigLoadError(file, (err as Error).message, { cause: err })
   }
-  const input = mod.default ?? mod.config
+  let input = mod.default ?? mod.config
+  // A .ts file outside an ESM package is loaded as CommonJS: its default export sits one level down.
+  if (input && typeof input === 'object' && !('datasources' in input) && 'default' in input) input = (input as { default: unknown }).default
   if (input === undefined) throw new ConfigLoadError(file, 'it has no default export')
   return resolveConfig(input)
 }

@@ -50,7 +50,7 @@ export function negotiate(accept: string | undefined): string | null {
   for (const r of ranges) {
     if (r.q <= 0) continue
     if (r.type === GRAPHQL_RESPONSE) return GRAPHQL_RESPONSE
-    if (r.type === JSON_TYPE || r.type === 'application/*' || r.type === '*/*') return r.type === JSON_TYPE ? JSON_TYPE : GRAPHQL_RESPONSE
+    if (r.type === JSON_TYPE || r.type === 'application/*' || r.type === '*/*') return JSON_TYPE
   }
   return null
 }

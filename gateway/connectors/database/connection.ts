@@ -1,0 +1,306 @@
+/**
+ * Database URLs -> configured Knex instances.
+ *
+ * The URL scheme chooses the engine (DESIGN.md §3, `TODO_DATABASE_URL`):
+ *
+ * | URL | Engine | Driver |
+ * |---|---|---|
+ * | `sqlite:<path>` (relative to `process.cwd()`), `sqlite:///abs/path`, `sqlite::memory:` | SQLite | better-sqlite3 |
+ * | `postgres://user:pass@host:port/db[?schema=name&sslmode=require]`, `postgresql://…` | PostgreSQL | pg |
+ * | `mysql://user:pass@host:port/db`, `mariadb://…` | MySQL / MariaDB | mysql2 |
+ *
+ * Every connection is set up the same way whatever the caller does next:
+ * - SQLite: `PRAGMA foreign_keys = ON`, `journal_mode = WAL` (files only), `busy_timeout = 5000`;
+ * - PostgreSQL: session `TimeZone` is UTC; `int8` and `numeric` come back as strings (BigInt / Decimal
+ *   without loss); `timestamp without time zone` and `date` are read as UTC instants; geometric and
+ *   interval values come back as their text form (they map to String);
+ * - MySQL: session `time_zone` is `+00:00`; the driver reads and writes DATETIME/TIMESTAMP as UTC
+ *   (`timezone: 'Z'`); BIGINT and DECIMAL come back as strings (`bigNumberStrings`, `decimalNumbers: false`).
+ *
+ * Passwords never appear in errors or logs: messages use {@link ParsedDatabaseUrl.redacted}.
+ */
+import fs from 'node:fs'
+import path from 'node:path'
+import knexFactory, { type Knex } from 'knex'
+import pg from 'pg'
+import { ConfigInvalidError } from '../../errors.js'
+import type { Dialect } from './model.js'
+
+/** A database URL taken apart. Pure data: nothing is opened. */
+export type ParsedDatabaseUrl =
+  | {
+      dialect: 'sqlite'
+      /** Absolute file path, or `:memory:`. */
+      filename: string
+      /** The URL with any credentials replaced by `***`, safe to log. */
+      redacted: string
+    }
+  | {
+      dialect: 'postgres' | 'mysql'
+      host: string
+      /** TCP port; the engine's default (5432 / 3306) when the URL has none. */
+      port: number
+      user?: string
+      password?: string
+      /** Database name; may be empty when the URL has no path. */
+      database: string
+      /** Query parameters of the URL (`?sslmode=require`…), decoded. */
+      params: Record<string, string>
+      /** PostgreSQL: the schema named by `?schema=<name>` (Prisma's convention), if any. */
+      schema?: string
+      /** The URL with the password replaced by `***`, safe to log. */
+      redacted: string
+    }
+
+/** Options of {@link createKnex}. */
+export interface CreateKnexOptions {
+  /**
+   * Connection pool size. Defaults: SQLite `{ min: 1, max: 1 }` (better-sqlite3 is synchronous, one
+   * connection is fastest and keeps `:memory:` databases single); PostgreSQL/MySQL `{ min: 0, max: 10 }`.
+   */
+  pool?: { min?: number; max?: number }
+  /**
+   * PostgreSQL only: the Knex `searchPath` (the schema unqualified names resolve in). Default: the
+   * URL's `?schema=` parameter, else the server's default (`public`). Ignored elsewhere.
+   */
+  schema?: string
+  /** Working directory that relative `sqlite:` paths resolve against. Default `process.cwd()`. */
+  cwd?: string
+}
+
+/** What {@link createKnex} returns: the Knex instance and the engine it talks to. */
+export interface KnexConnection {
+  knex: Knex
+  dialect: Dialect
+}
+
+const SUPPORTED = '`sqlite:<path>`, `postgres://…`, `postgresql://…`, `mysql://…` or `mariadb://…`'
+
+/** Replaces the password of a URL-like string with `***` (best effort, never throws). */
+export function redactUrl(url: string): string {
+  return url.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:/?#@]*):[^@/?#]*@/i, '$1:***@')
+}
+
+/**
+ * Parses a database URL without opening anything.
+ *
+ * @param url `sqlite:<path>` (relative paths resolve against `cwd`), `sqlite:///abs`, `sqlite::memory:`,
+ *   `postgres[ql]://[user[:password]@]host[:port]/database[?params]`, `mysql|mariadb://…` alike.
+ * @param cwd base directory for relative SQLite paths; default `process.cwd()`.
+ * @returns the {@link ParsedDatabaseUrl}.
+ * @throws ConfigInvalidError (`TRB_ERR_CONFIG_INVALID`) for an empty URL, an unsupported scheme or a
+ *   malformed network URL. The message shows the URL redacted.
+ */
+export function parseDatabaseUrl(url: string, cwd: string = process.cwd()): ParsedDatabaseUrl {
+  if (typeof url !== 'string' || url.trim() === '') {
+    throw new ConfigInvalidError(`database url is empty; expected ${SUPPORTED}`)
+  }
+  const trimmed = url.trim()
+  const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(trimmed)?.[1]?.toLowerCase()
+  if (scheme === 'sqlite' || scheme === 'sqlite3') {
+    let rest = trimmed.slice(scheme.length + 1)
+    const q = rest.indexOf('?')
+    if (q >= 0) rest = rest.slice(0, q)
+    if (rest.startsWith('//')) rest = rest.slice(2) // sqlite:///abs -> /abs ; sqlite://rel -> rel
+    rest = decodeURIComponent(rest)
+    if (rest === '') {
+      throw new ConfigInvalidError(`database url "${trimmed}" has no file path; expected sqlite:<path> or sqlite::memory:`)
+    }
+    const filename = rest === ':memory:' ? ':memory:' : path.resolve(cwd, rest)
+    return { dialect: 'sqlite', filename, redacted: trimmed }
+  }
+  let dialect: 'postgres' | 'mysql'
+  if (scheme === 'postgres' || scheme === 'postgresql') dialect = 'postgres'
+  else if (scheme === 'mysql' || scheme === 'mariadb') dialect = 'mysql'
+  else {
+    throw new ConfigInvalidError(`unsupported database url "${redactUrl(trimmed)}"; expected ${SUPPORTED}`)
+  }
+  let parsed: URL
+  try {
+    parsed = new URL(trimmed)
+  } catch {
+    throw new ConfigInvalidError(`malformed database url "${redactUrl(trimmed)}"`)
+  }
+  if (parsed.hostname === '') {
+    throw new ConfigInvalidError(`database url "${redactUrl(trimmed)}" has no host`)
+  }
+  const params: Record<string, string> = {}
+  for (const [k, v] of parsed.searchParams) params[k] = v
+  const redactedUrl = new URL(parsed.href)
+  if (redactedUrl.password) redactedUrl.password = '***'
+  const host = parsed.hostname.startsWith('[') ? parsed.hostname.slice(1, -1) : parsed.hostname
+  return {
+    dialect,
+    host,
+    port: parsed.port ? Number(parsed.port) : dialect === 'postgres' ? 5432 : 3306,
+    ...(parsed.username ? { user: decodeURIComponent(parsed.username) } : {}),
+    ...(parsed.password ? { password: decodeURIComponent(parsed.password) } : {}),
+    database: decodeURIComponent(parsed.pathname.replace(/^\//, '')),
+    params,
+    ...(dialect === 'postgres' && params.schema ? { schema: params.schema } : {}),
+    redacted: redactedUrl.href,
+  }
+}
+
+// ----- PostgreSQL value parsing -----
+
+const PG_OID = {
+  date: 1082,
+  timestamp: 1114,
+  point: 600,
+  lseg: 601,
+  box: 603,
+  polygon: 604,
+  line: 628,
+  circle: 718,
+  interval: 1186,
+  intervalArray: 1187,
+  pointArray: 1017,
+} as const
+
+const PG_TS = /^(\d{4,})-(\d\d)-(\d\d)(?:[ T](\d\d):(\d\d):(\d\d)(\.\d+)?)?( BC)?$/
+
+/**
+ * Reads a PostgreSQL `timestamp without time zone` / `date` text value as a UTC instant.
+ * `infinity` / `-infinity` and anything unexpected are returned as the text.
+ */
+export function parsePgUtcTimestamp(text: string): Date | string {
+  const m = PG_TS.exec(text)
+  if (!m) return text
+  let year = Number(m[1])
+  if (m[8]) year = 1 - year
+  const ms = m[7] ? Math.floor(Number(m[7]) * 1000) : 0
+  const d = new Date(Date.UTC(2000, Number(m[2]) - 1, Number(m[3]), Number(m[4] ?? 0), Number(m[5] ?? 0), Number(m[6] ?? 0), ms))
+  d.setUTCFullYear(year)
+  return d
+}
+
+const asText = (value: string): string => value
+
+/** pg `types` for our connections only (the global pg type registry is left alone). */
+const pgTypes: pg.CustomTypesConfig = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') => {
+    if (format === undefined || format === 'text') {
+      switch (oid) {
+        case PG_OID.date:
+        case PG_OID.timestamp:
+          return parsePgUtcTimestamp
+        case PG_OID.point:
+        case PG_OID.lseg:
+        case PG_OID.box:
+        case PG_OID.polygon:
+        case PG_OID.line:
+        case PG_OID.circle:
+        case PG_OID.interval:
+        case PG_OID.intervalArray:
+        case PG_OID.pointArray:
+          return asText
+        default:
+      }
+    }
+    // int8 (20) and numeric (1700) already come back as strings from pg's defaults.
+    return pg.types.getTypeParser(oid, format ?? 'text')
+  }) as pg.CustomTypesConfig['getTypeParser'],
+}
+
+type DoneCallback = (err: Error | null, connection?: unknown) => void
+
+interface SqliteConnection {
+  pragma(source: string): unknown
+  memory: boolean
+}
+
+interface CallbackQueryable {
+  query(sql: string, cb: (err: Error | null) => void): unknown
+}
+
+/**
+ * Opens a Knex instance for a database URL. Nothing is sent until the first query, except that a
+ * SQLite file's parent directory is created.
+ *
+ * @param url see {@link parseDatabaseUrl}.
+ * @param options pool size, PostgreSQL search path and the base directory for relative SQLite paths.
+ * @returns `{ knex, dialect }`. Close it with `knex.destroy()`.
+ * @throws ConfigInvalidError (`TRB_ERR_CONFIG_INVALID`) for an unsupported or malformed URL.
+ */
+export function createKnex(url: string, options: CreateKnexOptions = {}): KnexConnection {
+  const parsed = parseDatabaseUrl(url, options.cwd)
+  const pool = options.pool ?? {}
+  switch (parsed.dialect) {
+    case 'sqlite': {
+      if (parsed.filename !== ':memory:') fs.mkdirSync(path.dirname(parsed.filename), { recursive: true })
+      const knex = knexFactory({
+        client: 'better-sqlite3',
+        connection: { filename: parsed.filename },
+        useNullAsDefault: true,
+        pool: {
+          min: pool.min ?? 1,
+          max: pool.max ?? 1,
+          afterCreate: (conn: SqliteConnection, done: DoneCallback) => {
+            try {
+              conn.pragma('foreign_keys = ON')
+              conn.pragma('busy_timeout = 5000')
+              if (!conn.memory) conn.pragma('journal_mode = WAL')
+              done(null, conn)
+            } catch (err) {
+              done(err as Error, conn)
+            }
+          },
+        },
+      })
+      return { knex, dialect: 'sqlite' }
+    }
+    case 'postgres': {
+      const { params } = parsed
+      const ssl = params.sslmode && params.sslmode !== 'disable' ? { rejectUnauthorized: params.sslmode === 'verify-full' || params.sslmode === 'verify-ca' } : undefined
+      const knex = knexFactory({
+        client: 'pg',
+        connection: {
+          host: parsed.host,
+          port: parsed.port,
+          ...(parsed.user !== undefined ? { user: parsed.user } : {}),
+          ...(parsed.password !== undefined ? { password: parsed.password } : {}),
+          ...(parsed.database ? { database: parsed.database } : {}),
+          ...(params.application_name ? { application_name: params.application_name } : {}),
+          ...(ssl ? { ssl } : {}),
+          types: pgTypes,
+        } as Knex.PgConnectionConfig,
+        ...((options.schema ?? parsed.schema) ? { searchPath: [(options.schema ?? parsed.schema) as string] } : {}),
+        pool: {
+          min: pool.min ?? 0,
+          max: pool.max ?? 10,
+          afterCreate: (conn: CallbackQueryable, done: DoneCallback) => {
+            conn.query("SET TIME ZONE 'UTC'", (err) => done(err, conn))
+          },
+        },
+      })
+      return { knex, dialect: 'postgres' }
+    }
+    case 'mysql': {
+      const knex = knexFactory({
+        client: 'mysql2',
+        connection: {
+          host: parsed.host,
+          port: parsed.port,
+          ...(parsed.user !== undefined ? { user: parsed.user } : {}),
+          ...(parsed.password !== undefined ? { password: parsed.password } : {}),
+          ...(parsed.database ? { database: parsed.database } : {}),
+          charset: 'utf8mb4',
+          supportBigNumbers: true,
+          bigNumberStrings: true,
+          decimalNumbers: false,
+          timezone: 'Z',
+          dateStrings: false,
+        } as Knex.MySql2ConnectionConfig,
+        pool: {
+          min: pool.min ?? 0,
+          max: pool.max ?? 10,
+          afterCreate: (conn: CallbackQueryable, done: DoneCallback) => {
+            conn.query("SET time_zone = '+00:00'", (err) => done(err, conn))
+          },
+        },
+      })
+      return { knex, dialect: 'mysql' }
+    }
+  }
+}

@@ -1,0 +1,87 @@
+/**
+ * Helpers shared by the per-engine introspection queries: stable sorting, name synthesis and the
+ * final assembly of {@link TableInfo}s. Pure.
+ */
+import type { ColumnInfo, EnumInfo, ForeignKeyInfo, TableInfo, UniqueConstraintInfo } from '../model.js'
+
+/** Tables the gateway never exposes (SQLite internals and Knex's migration bookkeeping). */
+export const INTERNAL_TABLES: ReadonlySet<string> = new Set(['knex_migrations', 'knex_migrations_lock'])
+
+/** True for a table the introspection skips: `sqlite_%` and Knex's migration tables. */
+export function isInternalTable(name: string): boolean {
+  return INTERNAL_TABLES.has(name) || name.toLowerCase().startsWith('sqlite_')
+}
+
+/** Code-point comparison: the same order on every machine and locale. */
+export function compareNames(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0
+}
+
+/** One table as the engine queries assemble it, before sorting and clean-up. */
+export interface RawTable {
+  name: string
+  kind: 'table' | 'view'
+  columns: ColumnInfo[]
+  primaryKey: string[]
+  uniqueConstraints: UniqueConstraintInfo[]
+  foreignKeys: ForeignKeyInfo[]
+}
+
+/** Normalises a referential action to upper-case words (`NO ACTION`, `CASCADE`, `SET NULL`…). */
+export function normalizeAction(action: string | null | undefined): string | undefined {
+  if (action === null || action === undefined || action === '') return undefined
+  return action.toUpperCase().replace(/_/g, ' ').trim()
+}
+
+/**
+ * Finishes tables: drops unique constraints that repeat the primary key or another constraint's
+ * column set, drops foreign keys to tables outside the document, sorts constraints and foreign keys
+ * by name and tables by name.
+ */
+export function finishTables(tables: RawTable[]): TableInfo[] {
+  const names = new Set(tables.map((t) => t.name))
+  const out: TableInfo[] = []
+  for (const t of tables) {
+    const seen = new Set<string>()
+    if (t.primaryKey.length > 0) seen.add(t.primaryKey.join('\u0000'))
+    const uniques: UniqueConstraintInfo[] = []
+    for (const u of [...t.uniqueConstraints].sort((a, b) => compareNames(a.name, b.name))) {
+      if (u.columns.length === 0) continue
+      const key = u.columns.join('\u0000')
+      if (seen.has(key)) continue
+      seen.add(key)
+      uniques.push({ name: u.name, columns: [...u.columns] })
+    }
+    const fks = t.foreignKeys
+      .filter((fk) => names.has(fk.referencedTable) && fk.columns.length > 0 && fk.columns.length === fk.referencedColumns.length)
+      .sort((a, b) => compareNames(a.name, b.name))
+    out.push({
+      name: t.name,
+      kind: t.kind,
+      columns: t.columns,
+      primaryKey: t.primaryKey,
+      uniqueConstraints: uniques,
+      foreignKeys: fks,
+    })
+  }
+  return out.sort((a, b) => compareNames(a.name, b.name))
+}
+
+/** Sorts enums by name and drops duplicates (first wins). */
+export function finishEnums(enums: EnumInfo[]): EnumInfo[] {
+  const byName = new Map<string, EnumInfo>()
+  for (const e of enums) if (!byName.has(e.name)) byName.set(e.name, e)
+  return [...byName.values()].sort((a, b) => compareNames(a.name, b.name))
+}
+
+/** Groups rows by a key, keeping first-seen order. */
+export function groupBy<T>(rows: readonly T[], key: (row: T) => string): Map<string, T[]> {
+  const m = new Map<string, T[]>()
+  for (const r of rows) {
+    const k = key(r)
+    const list = m.get(k)
+    if (list) list.push(r)
+    else m.set(k, [r])
+  }
+  return m
+}

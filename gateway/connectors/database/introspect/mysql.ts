@@ -1,0 +1,146 @@
+/**
+ * MySQL / MariaDB introspection from `information_schema` (TABLES, COLUMNS, STATISTICS,
+ * KEY_COLUMN_USAGE, REFERENTIAL_CONSTRAINTS, CHECK_CONSTRAINTS). One database at a time.
+ */
+import type { Knex } from 'knex'
+import type { ColumnInfo, EnumInfo, ForeignKeyInfo, UniqueConstraintInfo } from '../model.js'
+import { mapColumnType } from '../type-map.js'
+import { groupBy, isInternalTable, normalizeAction, type RawTable } from './common.js'
+
+interface TableRow { name: string; table_type: string }
+interface ColumnRow { tbl: string; name: string; column_type: string; is_nullable: string; column_default: string | null; extra: string }
+interface IndexRow { tbl: string; idx: string; non_unique: number | string; seq: number; col: string | null }
+interface FkRow { tbl: string; name: string; col: string; ref_table: string; ref_col: string; ref_schema: string; on_delete: string | null; on_update: string | null }
+interface CheckRow { tbl: string; clause: string }
+
+async function rows<T>(knex: Knex, sql: string, bindings: readonly Knex.Value[] = []): Promise<T[]> {
+  return ((await knex.raw(sql, bindings)) as unknown as [T[], unknown])[0]
+}
+
+/**
+ * Parses the values of a MySQL `enum('a','b''c')` column type. Quotes inside values are doubled
+ * (`''`); backslash escapes are resolved.
+ */
+export function parseMysqlEnumValues(columnType: string): string[] {
+  const m = /^enum\s*\((.*)\)\s*$/is.exec(columnType.trim())
+  if (!m) return []
+  const body = m[1]!
+  const values: string[] = []
+  let i = 0
+  while (i < body.length) {
+    while (i < body.length && (body[i] === ',' || body[i] === ' ')) i++
+    if (body[i] !== "'") break
+    i++
+    let v = ''
+    for (; i < body.length; i++) {
+      const ch = body[i]!
+      if (ch === '\\' && i + 1 < body.length) { v += body[++i]; continue }
+      if (ch === "'") {
+        if (body[i + 1] === "'") { v += "'"; i++; continue }
+        i++
+        break
+      }
+      v += ch
+    }
+    values.push(v)
+  }
+  return values
+}
+
+/** The synthesised name of a MySQL inline enum: `<table>_<column>` (as Prisma names them). */
+export function mysqlEnumName(table: string, column: string): string {
+  return `${table}_${column}`
+}
+
+/**
+ * Reads the base tables and views of one database (`schema`, default `DATABASE()`).
+ * Auto-increment: `EXTRA` contains `auto_increment`. Inline enums become {@link EnumInfo}s named by
+ * {@link mysqlEnumName}. MariaDB `JSON` columns (a `longtext` with a `json_valid` check) are reported
+ * with `dataType: 'json'`; MariaDB's `NULL` default is reported as `null`.
+ */
+export async function introspectMysql(knex: Knex, schema?: string): Promise<{ tables: RawTable[]; enums: EnumInfo[] }> {
+  const [dbRow] = await rows<{ db: string | null; version: string }>(knex, 'select database() as db, version() as version')
+  const db = schema ?? dbRow?.db ?? null
+  if (!db) return { tables: [], enums: [] }
+  const mariadb = /mariadb/i.test(dbRow?.version ?? '')
+
+  const tableRows = (await rows<TableRow>(knex, `select table_name as name, table_type as table_type from information_schema.tables
+    where table_schema = ? and table_type in ('BASE TABLE', 'VIEW', 'SYSTEM VERSIONED') order by table_name`, [db]))
+    .filter((t) => !isInternalTable(t.name))
+  const columnRows = await rows<ColumnRow>(knex, `select table_name as tbl, column_name as name, column_type as column_type,
+      is_nullable as is_nullable, column_default as column_default, extra as extra
+    from information_schema.columns where table_schema = ? order by table_name, ordinal_position`, [db])
+  const indexRows = await rows<IndexRow>(knex, `select table_name as tbl, index_name as idx, non_unique as non_unique, seq_in_index as seq, column_name as col
+    from information_schema.statistics where table_schema = ? and non_unique = 0 order by table_name, index_name, seq_in_index`, [db])
+  const fkRows = await rows<FkRow>(knex, `select k.table_name as tbl, k.constraint_name as name, k.column_name as col,
+      k.referenced_table_name as ref_table, k.referenced_column_name as ref_col, k.referenced_table_schema as ref_schema,
+      r.delete_rule as on_delete, r.update_rule as on_update
+    from information_schema.key_column_usage k
+      left join information_schema.referential_constraints r on r.constraint_schema = k.constraint_schema and r.constraint_name = k.constraint_name and r.table_name = k.table_name
+    where k.table_schema = ? and k.referenced_table_name is not null
+    order by k.table_name, k.constraint_name, k.ordinal_position`, [db])
+  let checkRows: CheckRow[] = []
+  if (mariadb) {
+    try {
+      checkRows = await rows<CheckRow>(knex, `select table_name as tbl, check_clause as clause from information_schema.check_constraints where constraint_schema = ?`, [db])
+    } catch {
+      checkRows = []
+    }
+  }
+  const jsonColumns = new Set<string>()
+  for (const c of checkRows) {
+    const m = /^json_valid\(`((?:[^`]|``)+)`\)$/i.exec(c.clause.trim())
+    if (m) jsonColumns.add(`${c.tbl}\u0000${m[1]!.replace(/``/g, '`')}`)
+  }
+
+  const colsBy = groupBy(columnRows, (r) => r.tbl)
+  const idxBy = groupBy(indexRows, (r) => r.tbl)
+  const fkBy = groupBy(fkRows, (r) => r.tbl)
+  const enums: EnumInfo[] = []
+  const out: RawTable[] = []
+  for (const t of tableRows) {
+    const kind = t.table_type === 'VIEW' ? 'view' : 'table'
+    const columns: ColumnInfo[] = (colsBy.get(t.name) ?? []).map((c) => {
+      let dataType = c.column_type.toLowerCase().trim()
+      if (mariadb && dataType === 'longtext' && jsonColumns.has(`${t.name}\u0000${c.name}`)) dataType = 'json'
+      const mapping = mapColumnType('mysql', dataType)
+      let def = c.column_default
+      if (mariadb && def === 'NULL') def = null
+      const col: ColumnInfo = {
+        name: c.name,
+        dataType,
+        scalar: mapping.scalar,
+        nullable: c.is_nullable === 'YES',
+        default: def,
+        autoIncrement: /auto_increment/i.test(c.extra),
+      }
+      if (mapping.unknownType) col.unknownType = true
+      if (mapping.scalar === 'Enum') {
+        col.enumName = mysqlEnumName(t.name, c.name)
+        enums.push({ name: col.enumName, values: parseMysqlEnumValues(c.column_type) })
+      }
+      return col
+    })
+    let primaryKey: string[] = []
+    const uniqueConstraints: UniqueConstraintInfo[] = []
+    for (const [idx, list] of groupBy(idxBy.get(t.name) ?? [], (r) => r.idx)) {
+      if (list.some((r) => r.col === null)) continue // functional index
+      const cols = list.map((r) => r.col as string)
+      if (idx === 'PRIMARY') primaryKey = cols
+      else uniqueConstraints.push({ name: idx, columns: cols })
+    }
+    const foreignKeys: ForeignKeyInfo[] = []
+    for (const [name, list] of groupBy(fkBy.get(t.name) ?? [], (r) => r.name)) {
+      const first = list[0]!
+      if (first.ref_schema !== db) continue
+      const fk: ForeignKeyInfo = { name, columns: list.map((r) => r.col), referencedTable: first.ref_table, referencedColumns: list.map((r) => r.ref_col) }
+      const onDelete = normalizeAction(first.on_delete)
+      const onUpdate = normalizeAction(first.on_update)
+      if (onDelete) fk.onDelete = onDelete
+      if (onUpdate) fk.onUpdate = onUpdate
+      foreignKeys.push(fk)
+    }
+    out.push({ name: t.name, kind, columns, primaryKey, uniqueConstraints, foreignKeys })
+  }
+  return { tables: out, enums }
+}

@@ -1,0 +1,126 @@
+/**
+ * SQLite introspection: `sqlite_master` joined with the table-valued pragmas `pragma_table_info`,
+ * `pragma_foreign_key_list`, `pragma_index_list` and `pragma_index_info` (sqlite.org/pragma.html),
+ * one query each for the whole database.
+ */
+import type { Knex } from 'knex'
+import type { ColumnInfo, ForeignKeyInfo } from '../model.js'
+import { mapColumnType } from '../type-map.js'
+import { groupBy, isInternalTable, normalizeAction, type RawTable } from './common.js'
+
+interface MasterRow { name: string; type: 'table' | 'view'; sql: string | null }
+interface ColumnRow { tbl: string; cid: number; name: string; type: string | null; notnull: number; dflt_value: string | null; pk: number }
+interface FkRow { tbl: string; id: number; seq: number; ref: string; from: string; to: string | null; on_update: string; on_delete: string }
+interface IndexRow { tbl: string; idx: string; origin: string; partial: number; seqno: number; cid: number; col: string | null }
+
+async function all<T>(knex: Knex, sql: string, bindings: readonly Knex.Value[] = []): Promise<T[]> {
+  return (await knex.raw(sql, bindings)) as unknown as T[]
+}
+
+/**
+ * Reads every user table and view of a SQLite database.
+ * Auto-increment: an `INTEGER PRIMARY KEY` rowid alias (with or without `AUTOINCREMENT`) in a rowid table.
+ * Foreign keys get the synthesised name `<table>_<columns joined by _>_fkey`; unique indexes created by
+ * constraints (`sqlite_autoindex_…`) get `<table>_<columns joined by _>_key`.
+ * Primary-key columns are reported NOT NULL (SQLite's legacy rule lets non-INTEGER key columns hold
+ * NULL unless declared NOT NULL; the gateway treats keys as required, as Prisma does).
+ * Partial and expression unique indexes are not unique constraints and are left out.
+ */
+export async function introspectSqlite(knex: Knex): Promise<RawTable[]> {
+  const master = (await all<MasterRow>(knex, `select name, type, sql from sqlite_master where type in ('table', 'view') order by name`))
+    .filter((m) => !isInternalTable(m.name))
+  const wanted = new Set(master.map((m) => m.name))
+
+  let columnRows: ColumnRow[]
+  try {
+    columnRows = await all<ColumnRow>(knex, `select m.name as tbl, p.cid as cid, p.name as name, p.type as type, p."notnull" as "notnull", p.dflt_value as dflt_value, p.pk as pk
+      from sqlite_master m join pragma_table_info(m.name) p where m.type in ('table', 'view') order by m.name, p.cid`)
+  } catch {
+    // One broken view makes the joined query fail: read table by table and skip what cannot be read.
+    columnRows = []
+    for (const m of master) {
+      try {
+        const rows = await all<Omit<ColumnRow, 'tbl'>>(knex, `select cid, name, type, "notnull", dflt_value, pk from pragma_table_info(?) order by cid`, [m.name])
+        for (const r of rows) columnRows.push({ ...r, tbl: m.name })
+      } catch {
+        wanted.delete(m.name)
+      }
+    }
+  }
+  const fkRows = await all<FkRow>(knex, `select m.name as tbl, f.id as id, f.seq as seq, f."table" as ref, f."from" as "from", f."to" as "to", f.on_update as on_update, f.on_delete as on_delete
+    from sqlite_master m join pragma_foreign_key_list(m.name) f where m.type = 'table' order by m.name, f.id, f.seq`)
+  const indexRows = await all<IndexRow>(knex, `select m.name as tbl, il.name as idx, il.origin as origin, il.partial as partial, ii.seqno as seqno, ii.cid as cid, ii.name as col
+    from sqlite_master m join pragma_index_list(m.name) il join pragma_index_info(il.name) ii
+    where m.type = 'table' and il."unique" = 1 order by m.name, il.name, ii.seqno`)
+
+  const columnsByTable = groupBy(columnRows, (r) => r.tbl)
+  const fksByTable = groupBy(fkRows, (r) => r.tbl)
+  const indexesByTable = groupBy(indexRows, (r) => r.tbl)
+  const byLowerName = new Map(master.map((m) => [m.name.toLowerCase(), m.name]))
+
+  const pkOf = (table: string): string[] =>
+    (columnsByTable.get(table) ?? []).filter((c) => c.pk > 0).sort((a, b) => a.pk - b.pk).map((c) => c.name)
+
+  const tables: RawTable[] = []
+  for (const m of master) {
+    if (!wanted.has(m.name)) continue
+    const cols = columnsByTable.get(m.name) ?? []
+    const primaryKey = m.type === 'table' ? pkOf(m.name) : []
+    const withoutRowid = m.sql !== null && /\)\s*without\s+rowid\s*[;,]?\s*(strict\s*)?$/i.test(m.sql.trim())
+    const columns: ColumnInfo[] = cols.map((c) => {
+      const dataType = (c.type ?? '').toLowerCase().trim()
+      const mapping = mapColumnType('sqlite', dataType)
+      const rowidAlias = m.type === 'table' && !withoutRowid && primaryKey.length === 1 && c.pk === 1 && dataType === 'integer'
+      const isPk = m.type === 'table' && c.pk > 0
+      const col: ColumnInfo = {
+        name: c.name,
+        dataType,
+        scalar: mapping.scalar,
+        nullable: !(c.notnull || isPk),
+        default: c.dflt_value ?? null,
+        autoIncrement: rowidAlias,
+      }
+      if (mapping.unknownType) col.unknownType = true
+      return col
+    })
+
+    const foreignKeys: ForeignKeyInfo[] = []
+    for (const rows of groupBy(fksByTable.get(m.name) ?? [], (r) => String(r.id)).values()) {
+      const referencedTable = byLowerName.get(rows[0]!.ref.toLowerCase()) ?? rows[0]!.ref
+      const colsFrom = rows.map((r) => r.from)
+      let colsTo = rows.map((r) => r.to)
+      if (colsTo.some((c) => c === null)) colsTo = pkOf(referencedTable)
+      const fk: ForeignKeyInfo = {
+        name: `${m.name}_${colsFrom.join('_')}_fkey`,
+        columns: colsFrom,
+        referencedTable,
+        referencedColumns: colsTo as string[],
+      }
+      const onDelete = normalizeAction(rows[0]!.on_delete)
+      const onUpdate = normalizeAction(rows[0]!.on_update)
+      if (onDelete) fk.onDelete = onDelete
+      if (onUpdate) fk.onUpdate = onUpdate
+      foreignKeys.push(fk)
+    }
+    // Two foreign keys on the same columns would collide on the synthesised name: suffix the later ones.
+    const fkNames = new Map<string, number>()
+    for (const fk of foreignKeys) {
+      const n = fkNames.get(fk.name) ?? 0
+      fkNames.set(fk.name, n + 1)
+      if (n > 0) fk.name = `${fk.name}${n + 1}`
+    }
+
+    const uniqueConstraints = []
+    for (const rows of groupBy(indexesByTable.get(m.name) ?? [], (r) => r.idx).values()) {
+      const first = rows[0]!
+      if (first.origin === 'pk' || first.partial) continue
+      if (rows.some((r) => r.col === null || r.cid < 0)) continue // expression index
+      const columns = rows.map((r) => r.col as string)
+      const name = first.idx.startsWith('sqlite_autoindex_') ? `${m.name}_${columns.join('_')}_key` : first.idx
+      uniqueConstraints.push({ name, columns })
+    }
+
+    tables.push({ name: m.name, kind: m.type, columns, primaryKey, uniqueConstraints, foreignKeys })
+  }
+  return tables
+}

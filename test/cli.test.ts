@@ -1,0 +1,75 @@
+/**
+ * The CLI as a user runs it: `tributary start` brings up the role service and the gateway and prints
+ * every URL; `tributary generate` fails on an invalid operation naming file, line and column.
+ */
+import t from 'tap'
+import { spawn, spawnSync } from 'node:child_process'
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs'
+import { createServer } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+const root = fileURLToPath(new URL('..', import.meta.url))
+const cli = join(root, 'dist/gateway/cli.js')
+
+function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port
+      s.close(() => resolve(port))
+    })
+  })
+}
+
+t.test('start prints its sources, operations and URLs, and serves them', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'tributary-cli-'))
+  const [port, rolePort] = [await freePort(), await freePort()]
+  const child = spawn(process.execPath, [cli, 'start'], {
+    cwd: root,
+    env: { ...process.env, PORT: String(port), ROLE_SERVICE_PORT: String(rolePort), SYSTEM_API_URL: '', TODO_DATABASE_URL: `sqlite:${join(dir, 'todo.sqlite')}`, LOG_LEVEL: 'warn' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  let out = ''
+  child.stdout.on('data', (c: Buffer) => (out += c.toString()))
+  child.stderr.on('data', (c: Buffer) => (out += c.toString()))
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)))
+  t.teardown(() => {
+    if (child.exitCode === null) child.kill('SIGKILL')
+  })
+  const deadline = Date.now() + 60_000
+  while (!out.includes('Health') && Date.now() < deadline && child.exitCode === null) await new Promise((r) => setTimeout(r, 100))
+  t.match(out, /Tributary is up/, out)
+  const base = `http://127.0.0.1:${port}`
+  t.match(out, new RegExp(`GraphQL\\s+${base}/graphql`))
+  t.match(out, new RegExp(`${base}/operations/TodoById`))
+  t.match(out, new RegExp(`${base}/operations/TodoAndRoles`))
+  t.match(out, new RegExp(`role service\\s+http://127.0.0.1:${rolePort}`))
+  t.match(out, /todo\s+database/)
+  t.match(out, /system\s+rest/)
+
+  const todo = await fetch(`${base}/operations/TodoById?id=1`)
+  t.equal(todo.status, 200)
+  t.same(await todo.json(), { todo_findUniqueTodo: { completed: true, createdAt: '2026-11-20T09:00:00.000Z', id: 1, title: 'Read DESIGN.md' } })
+  const both = await fetch(`${base}/operations/TodoAndRoles`)
+  t.equal((await both.json()).system_getAllRoles[0].code, 'admin')
+  const roles = await fetch(`http://127.0.0.1:${rolePort}/api/v1/role/all`)
+  t.equal(roles.status, 200)
+
+  child.kill('SIGTERM')
+  t.equal(await exited, 0, 'exits cleanly on SIGTERM')
+  const after = await fetch(`http://127.0.0.1:${rolePort}/api/v1/role/all`).then(() => 'up', () => 'down')
+  t.equal(after, 'down', 'the role service stopped with the gateway')
+})
+
+t.test('generate fails on an invalid operation, naming file, line and column', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'tributary-cli-bad-'))
+  mkdirSync(join(dir, 'operations'))
+  writeFileSync(join(dir, 'config.js'), `export default { datasources: [{ kind: 'schema', typeDefs: 'type Query { hello: String }' }], operations: { dir: ${JSON.stringify(join(dir, 'operations'))} }, generatedDir: ${JSON.stringify(join(dir, 'generated'))} }\n`)
+  writeFileSync(join(dir, 'operations/Good.graphql'), 'query Good { hello }\n')
+  writeFileSync(join(dir, 'operations/Bad.graphql'), 'query Bad {\n  hello\n  goodbye\n}\n')
+  const res = spawnSync(process.execPath, [cli, 'generate', '--config', join(dir, 'config.js')], { cwd: root, encoding: 'utf8' })
+  t.equal(res.status, 1)
+  t.match(res.stderr, /TRB_ERR_OPERATION_INVALID/)
+  t.match(res.stderr, /operations\/Bad\.graphql:3:3: Cannot query field "goodbye" on type "Query"/)
+})

@@ -1,0 +1,67 @@
+/** Config validation (errors name their path), defaults, and finding the config file. */
+import t from 'tap'
+import { mkdtempSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join, resolve } from 'node:path'
+import { resolveConfig, database, schema, rest } from '../gateway/config/index.js'
+import { configPathFrom, loadConfigFile } from '../gateway/config/load.js'
+
+const demo = schema({ typeDefs: 'type Query { a: Int }' })
+
+t.test('a bad config fails with one message naming the path', async (t) => {
+  const cases: [unknown, RegExp][] = [
+    [{}, /^Invalid config: datasources: is required$/],
+    [{ datasources: [] }, /datasources: must NOT have fewer than 1 items/],
+    [{ datasources: [demo, { kind: 'database', url: 42 }] }, /datasources\[1\]\.url: must be string/],
+    [{ datasources: [demo, { kind: 'database', url: 'oracle://x' }] }, /datasources\[1\]\.url: must match pattern/],
+    [{ datasources: [{ kind: 'rest' }] }, /datasources\[0\]\.openapi: is required/],
+    [{ datasources: [{ kind: 'nope' }] }, /datasources\[0\]\.kind: must be one of/],
+    [{ datasources: [{ ...demo, namespace: 'a__b' }] }, /datasources\[0\]\.namespace: must not contain "__"/],
+    [{ datasources: [{ ...demo, namespace: 'todo-list' }] }, /datasources\[0\]\.namespace: must match pattern/],
+    [{ datasources: [demo], server: { port: 70000 } }, /server\.port: must be <= 65535/],
+    [{ datasources: [demo], server: { prot: 1 } }, /server\.prot: is not a known option/],
+    [{ datasources: [database({ url: 'sqlite:x', migrations: { a: { up: 'no' as never } } })] }, /datasources\[0\]\.migrations\.a\.up: must be a function/],
+    [{ datasources: [demo], routes: [{ method: 'GET', path: 'x', operation: 'A' }] }, /routes\[0\]\.path: must match pattern/],
+  ]
+  for (const [input, message] of cases) {
+    t.throws(() => resolveConfig(input, {}), { code: 'TRB_ERR_CONFIG_INVALID', message }, JSON.stringify(input))
+  }
+})
+
+t.test('defaults come from the environment of DESIGN.md §3 and the result is frozen', async (t) => {
+  const c = resolveConfig({ datasources: [demo] }, { PORT: '4555', HOST: '0.0.0.0', LOG_LEVEL: 'warn' })
+  t.equal(c.server.port, 4555)
+  t.equal(c.server.host, '0.0.0.0')
+  t.equal(c.server.logLevel, 'warn')
+  t.equal(c.mode, 'development')
+  t.equal(c.graphql.introspection, true)
+  t.equal(c.server.bodyLimit, 1048576)
+  t.ok(Object.isFrozen(c) && Object.isFrozen(c.server) && Object.isFrozen(c.datasources[0]))
+  const prod = resolveConfig({ datasources: [rest({ openapi: 'x.json' })] }, { NODE_ENV: 'production' })
+  t.equal(prod.mode, 'production')
+  t.equal(prod.graphql.introspection, false)
+  t.equal(prod.graphql.playground, false)
+  t.equal(resolveConfig({ datasources: [demo] }, {}).server.port, 4000)
+})
+
+t.test('--config and TRIBUTARY_CONFIG choose the file', async (t) => {
+  t.equal(configPathFrom(['--config', 'examples/chinook/config.ts'], {}, '/p'), resolve('/p/examples/chinook/config.ts'))
+  t.equal(configPathFrom(['--config=other.js'], {}, '/p'), resolve('/p/other.js'))
+  t.equal(configPathFrom([], { TRIBUTARY_CONFIG: '/abs/c.ts' }, '/p'), '/abs/c.ts')
+  t.equal(configPathFrom([], {}, '/p'), resolve('/p/config.ts'))
+})
+
+t.test('a .js config file loads and validates; a missing one fails clearly', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'tributary-config-'))
+  const file = join(dir, 'config.js')
+  writeFileSync(file, `export default { datasources: [{ kind: 'schema', typeDefs: 'type Query { a: Int }' }], server: { port: 4321 } }\n`)
+  const c = await loadConfigFile(file)
+  t.equal(c.server.port, 4321)
+  const bad = join(dir, 'bad.js')
+  writeFileSync(bad, `export default { datasources: [{ kind: 'schema' }] }\n`)
+  await t.rejects(loadConfigFile(bad), { code: 'TRB_ERR_CONFIG_INVALID', message: /datasources\[0\]\.typeDefs: is required/ })
+  await t.rejects(loadConfigFile(join(dir, 'missing.ts')), { code: 'TRB_ERR_CONFIG_LOAD' })
+  const ts = join(dir, 'config.ts')
+  writeFileSync(ts, `const port: number = 4322\nexport default { datasources: [{ kind: 'schema' as const, typeDefs: 'type Query { a: Int }' }], server: { port } }\n`)
+  t.equal((await loadConfigFile(ts)).server.port, 4322, 'a .ts config outside the project loads through tsx')
+})
