@@ -20,7 +20,7 @@ export default defineConfig({
       script: fileURLToPath(new URL('./datasources/system/service.js', import.meta.url)),
       url: roleServiceUrl,
       readyUrl: `${roleServiceUrl}/openapi.json`,
-      env: { ROLE_SERVICE_PORT: rolePort },
+      env: { ROLE_SERVICE_PORT: rolePort, LOG_LEVEL: process.env.LOG_LEVEL || 'warn' },
     },
   ],
   routes: [

@@ -40,7 +40,7 @@ function summary(gateway: Gateway, base: string, services: RunningService[], con
       t ? Object.keys(t.getFields()).filter((f) => (name ? f.startsWith(`${name}_`) : true)).length : 0
     return `${count(gateway.schema.getQueryType())} queries, ${count(gateway.schema.getMutationType())} mutations, ${count(gateway.schema.getSubscriptionType())} subscriptions`
   }
-  for (const s of gateway.sources) lines.push(`  ${(s.namespace || '(no namespace)').padEnd(16)} ${s.kind.padEnd(9)} ${s.namespace ? rootCounts(s.namespace) : ''}`)
+  for (const s of gateway.sources) lines.push(`  ${(s.namespace ? s.name : `${s.name} (no namespace)`).padEnd(22)} ${s.kind.padEnd(9)} ${s.namespace ? rootCounts(s.namespace) : ''}`)
   lines.push('', 'Operations:')
   for (const op of gateway.operations.values()) {
     if (op.stored.internal) {

@@ -49,11 +49,11 @@ export interface CreateGatewayOptions {
 }
 
 function sourceName(def: DataSourceDefinition, index: number): string {
-  return def.namespace || `source#${index}`
+  return def.name || def.namespace || `source#${index}`
 }
 
 async function loadSource(def: DataSourceDefinition, ctx: ConnectorContext): Promise<ConnectorSubschema> {
-  const { kind, namespace: _ns, ...options } = def
+  const { kind, namespace: _ns, name: _name, ...options } = def
   switch (def.kind) {
     case 'database':
       return createDatabaseSource(options as Parameters<typeof createDatabaseSource>[0], ctx)

@@ -106,7 +106,7 @@ t.test('stored operations over HTTP', async (t) => {
     t.equal(res.statusCode, 200)
     const body = res.json()
     t.equal(body.status, 'ok')
-    t.same(Object.keys(body.sources).sort(), ['source#2', 'system', 'todo'])
+    t.same(Object.keys(body.sources).sort(), ['demo', 'system', 'todo'])
     t.equal(body.sources.todo.status, 'up')
   })
 })

@@ -5,6 +5,7 @@ import { schema } from '../../gateway/config/index.js'
 import { resolvers } from './resolvers.js'
 
 export default schema({
+  name: 'demo',
   typeDefs: readFileSync(fileURLToPath(new URL('./schema.graphql', import.meta.url)), 'utf8'),
   resolvers,
 })

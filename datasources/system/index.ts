@@ -11,5 +11,5 @@ export default rest({
   namespace: 'system',
   // The build copies openapi.json next to the compiled module, so this works from tsx and from dist/.
   openapi: fileURLToPath(new URL('./openapi.json', import.meta.url)),
-  baseUrl: process.env.SYSTEM_API_URL ?? 'http://127.0.0.1:4001',
+  baseUrl: process.env.SYSTEM_API_URL || `http://127.0.0.1:${process.env.ROLE_SERVICE_PORT || '4001'}`,
 })

@@ -1,13 +1,15 @@
 /**
  * Writes `generated/`: the composed SDL (`schema.graphql`), the standard introspection result
- * (`introspection.json`), the operations manifest (`operations.json`) and the operations' OpenAPI 3.1
- * document (`openapi.json`). Files are rewritten only when their content changes.
+ * (`introspection.json`), the operations manifest (`operations.json`), the operations' OpenAPI 3.1
+ * document (`openapi.json`) and the typed fetch client (`client.ts`). Files are rewritten only when
+ * their content changes.
  */
 import { mkdir, readFile, writeFile } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
 import { getIntrospectionQuery, graphqlSync, lexicographicSortSchema, printSchema } from 'graphql'
 import type { Gateway } from '../runtime.js'
 import { buildOpenApiDocument } from './openapi.js'
+import { renderClient } from './client.js'
 
 /** The generated files, by name relative to `generated/`, with their contents. */
 export function renderGenerated(gateway: Gateway): Record<string, string> {
@@ -35,6 +37,7 @@ export function renderGenerated(gateway: Gateway): Record<string, string> {
     'introspection.json': JSON.stringify(introspection.data, null, 2) + '\n',
     'operations.json': JSON.stringify(manifest, null, 2) + '\n',
     'openapi.json': JSON.stringify(buildOpenApiDocument(gateway), null, 2) + '\n',
+    'client.ts': renderClient(gateway),
   }
 }
 

@@ -1,7 +1,14 @@
 /**
- * The OpenAPI 3.1 description of every served stored operation (DESIGN.md §5): queries as GET with
- * query parameters (and POST with a JSON body), mutations as POST with a JSON body, subscriptions as
- * GET `text/event-stream`; response schemas derived from selection sets; the error responses of §5.
+ * The OpenAPI 3.1 description (https://spec.openapis.org/oas/v3.1.0) of every served stored
+ * operation (DESIGN.md §5) and of the config's custom routes:
+ * - queries: GET with one query parameter per variable (scalars and lists as `form`/`explode`
+ *   params, input objects as JSON in their param), the optional `variables=<JSON>` and `live`
+ *   params, `ETag` / `Cache-Control` headers and 304; and POST with a JSON body;
+ * - mutations: POST with a JSON body;
+ * - subscriptions: GET `text/event-stream`;
+ * - response schemas derived from selection sets (`gateway/operations/json-schema.ts`, JSON Schema
+ *   2020-12 as OpenAPI 3.1 uses it), and the error responses of DESIGN.md §5 (`#/components/schemas/Errors`).
+ * Internal operations (`operations/internal/`) are left out.
  */
 import type { Gateway } from '../runtime.js'
 import type { CompiledOperation } from '../operations/compile.js'
@@ -12,119 +19,226 @@ export type OpenApiDocument = Record<string, unknown>
 
 const errorSchema: JsonSchema = {
   type: 'object',
+  description: 'Every error response of /operations/* and of the custom routes (DESIGN.md §5).',
   required: ['errors'],
   properties: {
     errors: {
       type: 'array',
+      minItems: 1,
       items: {
         type: 'object',
         required: ['message'],
         properties: {
           message: { type: 'string' },
           path: { type: 'array', items: { type: ['string', 'integer'] } },
-          extensions: { type: 'object', properties: { code: { type: 'string' } } },
+          locations: { type: 'array', items: { type: 'object', properties: { line: { type: 'integer' }, column: { type: 'integer' } } } },
+          extensions: {
+            type: 'object',
+            properties: {
+              code: { type: 'string', description: 'A `TRB_ERR_*` code (README "Error codes"), or a GraphQL error code' },
+              variable: { type: 'string', description: '400: the variable at fault' },
+              instancePath: { type: 'string', description: '400: JSON Pointer into the variables (`/where/id/equals`)' },
+              schemaPath: { type: 'string', description: "400: the failing keyword in the operation's variables JSON Schema" },
+              errorId: { type: 'string', description: '500: the id of the log line of a masked error' },
+              http: { type: 'object', properties: { status: { type: 'integer' } }, description: '502: the upstream status' },
+            },
+          },
         },
       },
     },
-    data: {},
+    data: { description: 'Partial data, when some root fields succeeded' },
   },
 }
 
-function errorResponses(kind: CompiledOperation['kind']): Record<string, unknown> {
-  const ref = { content: { 'application/json': { schema: { $ref: '#/components/schemas/Errors' } } } }
+const ERRORS_REF = { $ref: '#/components/schemas/Errors' }
+
+function errorResponses(kind: CompiledOperation['kind'], stream: boolean): Record<string, unknown> {
+  const ref = { content: { 'application/json': { schema: ERRORS_REF } } }
   return {
-    '400': { description: 'Invalid variables: each bad variable is named with its JSON Schema path', ...ref },
+    '400': { description: 'Invalid variables: every bad variable is named with its JSON Schema path, every missing required one too', ...ref },
     '404': { description: 'Unknown operation, or no row found (custom routes)', ...ref },
-    '405': { description: `Wrong method; see Allow${kind === 'mutation' ? ' (POST only)' : ''}`, ...ref },
+    '405': { description: `Wrong method; see the Allow header${kind === 'mutation' ? ' (POST only)' : ''}`, ...ref },
+    ...(stream ? { '406': { description: 'A stream was asked for without Accept: text/event-stream', ...ref } } : {}),
     '500': { description: 'Internal error; the message is masked and its id logged', ...ref },
     '502': { description: 'An upstream failed; partial data is included', ...ref },
     '504': { description: 'An upstream timed out', ...ref },
   }
 }
 
-function queryParameters(op: CompiledOperation): unknown[] {
+const cacheHeaders = {
+  ETag: { description: 'A weak ETag of the body; send it back in If-None-Match to get 304', schema: { type: 'string' } },
+  'Cache-Control': { description: 'From the operation\'s `# @cache` line; `private` when the request carries Authorization or a cookie', schema: { type: 'string' } },
+}
+
+function isComplex(schema: JsonSchema): boolean {
+  return JSON.stringify(schema).includes('"object"') || (schema.type === undefined && !schema.anyOf && !schema.enum)
+}
+
+function queryParameters(op: CompiledOperation, exclude: readonly string[] = []): Record<string, unknown>[] {
   const props = op.variablesSchema.properties ?? {}
   const required = new Set(op.variablesSchema.required ?? [])
-  return Object.entries(props).map(([name, schema]) => {
-    const isComplex = JSON.stringify(schema).includes('"object"')
-    return {
+  const params: Record<string, unknown>[] = Object.entries(props)
+    .filter(([name]) => !exclude.includes(name))
+    .map(([name, schema]) => ({
       name,
       in: 'query',
       required: required.has(name),
-      ...(isComplex ? { content: { 'application/json': { schema } } } : { schema, explode: true, style: 'form' }),
-    }
-  })
+      ...(schema.description ? { description: schema.description } : {}),
+      ...(isComplex(schema) ? { content: { 'application/json': { schema } } } : { schema, style: 'form', explode: true }),
+    }))
+  if (params.length > 0 && !props.variables) {
+    params.push({
+      name: 'variables',
+      in: 'query',
+      required: false,
+      description: 'Any of the variables as one JSON object (for nested input objects); other params are merged into it',
+      content: { 'application/json': { schema: withoutRequired(op.variablesSchema, []) } },
+    })
+  }
+  return params
+}
+
+/** The variables schema without the given properties (they come from the path) and with nothing required. */
+function withoutRequired(schema: JsonSchema, drop: readonly string[], keepRequired = false): JsonSchema {
+  const properties = Object.fromEntries(Object.entries(schema.properties ?? {}).filter(([k]) => !drop.includes(k)))
+  const required = keepRequired ? (schema.required ?? []).filter((k) => !drop.includes(k)) : []
+  const { required: _r, properties: _p, ...rest } = schema
+  return { ...rest, properties, ...(required.length ? { required } : {}) }
+}
+
+function operationId(op: CompiledOperation, suffix = ''): string {
+  return `${op.name.replace(/[^A-Za-z0-9_]/g, '_')}${suffix}`
 }
 
 /**
  * Builds the document.
  * @param serverUrl the gateway's base URL for `servers` (omitted when undefined).
+ * @returns a plain JSON object; `paths` has one entry per served operation (`/operations/<name>`)
+ *   and per custom route path (`:id` becomes `{id}`).
  */
 export function buildOpenApiDocument(gateway: Gateway, serverUrl?: string): OpenApiDocument {
   const paths: Record<string, Record<string, unknown>> = {}
   const ops = [...gateway.operations.values()].filter((op) => !op.stored.internal).sort((a, b) => a.name.localeCompare(b.name))
   for (const op of ops) {
-    const okJson = { content: { 'application/json': { schema: op.responseSchema } } }
+    const okJson = { 'application/json': { schema: op.responseSchema } }
     const entry: Record<string, unknown> = {}
-    const common = { tags: [op.kind], description: `Stored ${op.kind} \`${op.name}\` (operations/${op.name}.graphql).` }
+    const common = {
+      tags: [op.kind],
+      summary: `${op.kind} ${op.name}`,
+      description: `Stored ${op.kind} \`${op.name}\` (operations/${op.name}.graphql).`,
+    }
+    const bodyRequired = (op.variablesSchema.required ?? []).length > 0
     if (op.kind === 'query') {
+      const live = op.stored.directives.liveIntervalMs ?? gateway.config.operations.liveIntervalMs
       entry.get = {
         ...common,
-        operationId: op.name.replace(/\//g, '_'),
-        parameters: [...queryParameters(op), { name: 'live', in: 'query', required: false, schema: { type: 'boolean' }, description: 'With Accept: text/event-stream, stream the result on every change' }],
-        responses: { '200': { description: 'The data object, without a wrapper. ETag and Cache-Control are set.', ...okJson }, '304': { description: 'Not modified (If-None-Match)' }, ...errorResponses(op.kind) },
+        operationId: operationId(op),
+        parameters: [
+          ...queryParameters(op),
+          {
+            name: 'live',
+            in: 'query',
+            required: false,
+            schema: { type: 'boolean' },
+            description: `With Accept: text/event-stream, stream the result (re-run every ${live} ms, sent when it changes)`,
+          },
+        ],
+        responses: {
+          '200': {
+            description: 'The data object, without a wrapper. With live=true: Server-Sent Events, one `data:` event of JSON `{data, errors?}` per change.',
+            headers: cacheHeaders,
+            content: { ...okJson, 'text/event-stream': { schema: { type: 'string' } } },
+          },
+          '304': { description: 'Not modified (If-None-Match matched the ETag)', headers: cacheHeaders },
+          ...errorResponses(op.kind, true),
+        },
       }
       entry.post = {
         ...common,
-        operationId: `${op.name.replace(/\//g, '_')}_post`,
-        requestBody: { required: false, content: { 'application/json': { schema: op.variablesSchema } } },
-        responses: { '200': { description: 'The data object, without a wrapper', ...okJson }, ...errorResponses(op.kind) },
+        operationId: operationId(op, '_post'),
+        requestBody: { required: bodyRequired, content: { 'application/json': { schema: op.variablesSchema } } },
+        responses: { '200': { description: 'The data object, without a wrapper', content: okJson }, ...errorResponses(op.kind, false) },
       }
     } else if (op.kind === 'mutation') {
       entry.post = {
         ...common,
-        operationId: op.name.replace(/\//g, '_'),
-        requestBody: { required: (op.variablesSchema.required ?? []).length > 0, content: { 'application/json': { schema: op.variablesSchema } } },
-        responses: { '200': { description: 'The data object, without a wrapper', ...okJson }, ...errorResponses(op.kind) },
+        operationId: operationId(op),
+        requestBody: { required: bodyRequired, content: { 'application/json': { schema: op.variablesSchema } } },
+        responses: { '200': { description: 'The data object, without a wrapper', content: okJson }, ...errorResponses(op.kind, false) },
       }
     } else {
       entry.get = {
         ...common,
-        operationId: op.name.replace(/\//g, '_'),
+        operationId: operationId(op),
         parameters: queryParameters(op),
         responses: {
-          '200': { description: 'Server-Sent Events: one `data:` event of JSON `{data, errors?}` per result', content: { 'text/event-stream': { schema: { type: 'string' } } } },
-          ...errorResponses(op.kind),
+          '200': {
+            description: 'Server-Sent Events: one `data:` event of JSON `{data, errors?}` per result (data as in `x-event-schema`)',
+            content: { 'text/event-stream': { schema: { type: 'string' }, 'x-event-schema': { type: 'object', properties: { data: op.responseSchema, errors: { type: 'array' } } } } },
+          },
+          ...errorResponses(op.kind, true),
         },
       }
     }
     paths[`/operations/${op.name}`] = entry
   }
+
   for (const route of gateway.config.routes) {
     const op = gateway.operations.get(route.operation)
-    if (!op) continue
+    if (!op || op.stored.internal) continue
     const path = route.path.replace(/:([A-Za-z_][A-Za-z0-9_]*)/g, '{$1}')
     const pathParams = [...route.path.matchAll(/:([A-Za-z_][A-Za-z0-9_]*)/g)].map((m) => m[1])
     const method = route.method.toLowerCase()
-    const params = pathParams.map((name) => ({ name, in: 'path', required: true, schema: op.variablesSchema.properties?.[name] ?? { type: 'string' } }))
+    const params = pathParams.map((name) => {
+      const schema = op.variablesSchema.properties?.[name] ?? { type: 'string' }
+      return { name, in: 'path', required: true, schema: stripNull(schema) }
+    })
     const usesBody = !['GET', 'DELETE'].includes(route.method)
+    const isGet = route.method === 'GET'
     paths[path] = {
       ...(paths[path] ?? {}),
       [method]: {
         tags: ['routes'],
+        summary: `${route.method} ${route.path} → ${op.name}`,
         operationId: `route_${method}_${path.replace(/[^A-Za-z0-9]+/g, '_').replace(/^_|_$/g, '')}`,
-        description: `Custom route for the stored ${op.kind} \`${op.name}\`.`,
-        parameters: [...params, ...(usesBody ? [] : queryParameters(op).filter((p) => !pathParams.includes((p as { name: string }).name)))],
-        ...(usesBody ? { requestBody: { content: { 'application/json': { schema: op.variablesSchema } } } } : {}),
-        responses: { '200': { description: 'The data object', content: { 'application/json': { schema: op.responseSchema } } }, ...errorResponses(op.kind) },
+        description: `Custom route for the stored ${op.kind} \`${op.name}\`. Path params feed its variables; a result whose every root field is null is a 404.`,
+        parameters: [...params, ...(usesBody ? [] : queryParameters(op, pathParams))],
+        ...(usesBody
+          ? { requestBody: { required: (op.variablesSchema.required ?? []).some((r) => !pathParams.includes(r)), content: { 'application/json': { schema: withoutRequired(op.variablesSchema, pathParams, true) } } } }
+          : {}),
+        responses: {
+          '200': { description: 'The data object', ...(isGet ? { headers: cacheHeaders } : {}), content: { 'application/json': { schema: op.responseSchema } } },
+          ...(isGet ? { '304': { description: 'Not modified (If-None-Match matched the ETag)', headers: cacheHeaders } } : {}),
+          ...errorResponses(op.kind, false),
+        },
       },
     }
   }
   return {
     openapi: '3.1.0',
     info: { title: 'Tributary operations', version: '1.0.0', description: 'Every stored operation of this deployment as a REST endpoint.' },
+    jsonSchemaDialect: 'https://spec.openapis.org/oas/3.1/dialect/base',
     ...(serverUrl ? { servers: [{ url: serverUrl }] } : {}),
+    tags: [
+      { name: 'query', description: 'Stored queries: GET (variables as query params) or POST (JSON body)' },
+      { name: 'mutation', description: 'Stored mutations: POST with a JSON body' },
+      { name: 'subscription', description: 'Stored subscriptions: GET with Accept: text/event-stream' },
+      { name: 'routes', description: 'Custom REST routes of the config' },
+    ],
     paths,
     components: { schemas: { Errors: errorSchema } },
   }
+}
+
+/** A path parameter is never null: drop `null` from its type. */
+function stripNull(schema: JsonSchema): JsonSchema {
+  if (Array.isArray(schema.type)) {
+    const types = schema.type.filter((x) => x !== 'null')
+    return { ...schema, type: types.length === 1 ? types[0] : types }
+  }
+  if (schema.anyOf) {
+    const rest = schema.anyOf.filter((s) => s.type !== 'null')
+    return rest.length === 1 ? rest[0] : { ...schema, anyOf: rest }
+  }
+  return schema
 }

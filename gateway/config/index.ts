@@ -25,6 +25,8 @@ export interface DataSourceBase {
    * A GraphQL name without `__` and without a trailing `_`, e.g. `todo`. Omit it to merge the source as it is.
    */
   namespace?: string
+  /** Name in logs, `/health` and cache files. Default: the namespace, else `source#<index>`. */
+  name?: string
 }
 
 /** A SQL database (SQLite, PostgreSQL, MySQL/MariaDB) introspected through Knex. */

@@ -12,6 +12,7 @@ const fn = { function: true }
 const base = {
   kind: { type: 'string' },
   namespace: { type: 'string', pattern: name, not: { anyOf: [{ pattern: '__' }, { pattern: '_$' }] } },
+  name: { type: 'string', pattern: '^[A-Za-z0-9_.#-]+$' },
 }
 
 const sourceSchemas = {

@@ -6,13 +6,20 @@
  */
 import { createHash } from 'node:crypto'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import type { ExecutionResult, GraphQLFormattedError } from 'graphql'
+import { GraphQLError, type ExecutionResult, type GraphQLFormattedError } from 'graphql'
 import type { CompiledOperation, Variables, VariablesError } from '../operations/compile.js'
 import { formatGraphQLErrors } from './format-error.js'
 import type { GatewayHolder } from './app.js'
 import { LivePollers } from './live.js'
 
 type Query = Record<string, string | string[] | undefined>
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The live-query pollers of `/operations/*?live=true`: `size` is the number running (one per operation + variables + credentials). */
+    livePollers: LivePollers
+  }
+}
 
 function json(reply: FastifyReply, status: number, body: unknown) {
   return reply.code(status).header('cache-control', 'no-store').type('application/json; charset=utf-8').send(JSON.stringify(body))
@@ -45,10 +52,15 @@ function cacheControl(op: CompiledOperation, request: FastifyRequest): string {
   return parts.join(', ')
 }
 
+/** ajv says `must be integer,null`; clients read `must be integer or null`. */
+function readableMessage(message: string): string {
+  return message.replace(/^must be ([a-z]+(?:,[a-z]+)+)$/, (_m, list: string) => `must be ${list.split(',').join(' or ')}`)
+}
+
 function variablesProblem(reply: FastifyReply, err: VariablesError) {
   return json(reply, 400, {
     errors: err.problems.map((p) => ({
-      message: `Variable "${p.path.slice(1).replace(/\//g, '.') || p.variable}" ${p.message}`,
+      message: `Variable "${p.path.slice(1).replace(/\//g, '.') || p.variable}" ${readableMessage(p.message)}`,
       path: p.path ? p.path.slice(1).split('/') : undefined,
       extensions: { code: 'TRB_ERR_OPERATION_VARIABLES', variable: p.variable, instancePath: p.path, schemaPath: p.schemaPath },
     })),
@@ -80,7 +92,24 @@ async function respond(op: CompiledOperation, variables: Variables, request: Fas
   return reply.code(200).type('application/json; charset=utf-8').send(body)
 }
 
-function startSse(request: FastifyRequest, reply: FastifyReply): { send(result: ExecutionResult | string): void; close(): void; onClose(fn: () => void): void } {
+/** An open Server-Sent Events response. */
+interface SseStream {
+  /** Writes one `data:` event (a result object is serialised as JSON). No-op once closed. */
+  send(result: ExecutionResult | string): void
+  /** Ends the response (idempotent); runs the `onClose` callbacks. */
+  close(): void
+  /** Runs `fn` once when the stream closes, by the server or because the client left. */
+  onClose(fn: () => void): void
+  /** Aborted when the stream closes: handed to resolvers as `context.signal`. */
+  readonly signal: AbortSignal
+}
+
+/**
+ * Takes over the response and starts a `text/event-stream` (HTML Living Standard §9.2): a comment
+ * line at once (so proxies and clients see the stream open), a `: ping` comment every 15 s, one
+ * `data:` line per event. A client that disconnects closes the stream (socket `close`).
+ */
+function startSse(request: FastifyRequest, reply: FastifyReply, open: Set<SseStream>): SseStream {
   reply.hijack()
   const res = reply.raw
   res.writeHead(200, {
@@ -91,48 +120,89 @@ function startSse(request: FastifyRequest, reply: FastifyReply): { send(result: 
   })
   res.write(': stream opened\n\n')
   const heartbeat = setInterval(() => res.write(': ping\n\n'), 15_000)
+  heartbeat.unref()
   const closers: (() => void)[] = []
+  const controller = new AbortController()
   let closed = false
   const close = () => {
     if (closed) return
     closed = true
+    open.delete(stream)
     clearInterval(heartbeat)
-    for (const fn of closers) fn()
+    controller.abort()
+    for (const fn of closers) {
+      try {
+        fn()
+      } catch (err) {
+        request.log.error({ err }, 'closing an event stream failed')
+      }
+    }
     if (!res.writableEnded) res.end()
   }
-  request.raw.on('close', close)
-  return {
+  // The response's `close` fires when the client goes away (or after `end()`); the request's
+  // `close` can fire as soon as its (empty) body is read, so it is not a disconnect signal.
+  res.on('close', close)
+  res.on('error', close)
+  const stream: SseStream = {
     send(result) {
       if (!closed) res.write(`data: ${typeof result === 'string' ? result : JSON.stringify(result)}\n\n`)
     },
     close,
     onClose(fn) {
-      closers.push(fn)
+      if (closed) fn()
+      else closers.push(fn)
     },
+    signal: controller.signal,
   }
+  open.add(stream)
+  return stream
 }
 
-async function streamSubscription(op: CompiledOperation, variables: Variables, request: FastifyRequest, reply: FastifyReply, holder: GatewayHolder) {
-  const stream = startSse(request, reply)
+/**
+ * Streams a subscription as Server-Sent Events: one `data:` event of JSON `{data, errors?}` per
+ * result. When the client leaves, the source iterator is returned (its `finally` blocks run) and
+ * `context.signal` is aborted, so upstream resources are released.
+ */
+async function streamSubscription(op: CompiledOperation, variables: Variables, request: FastifyRequest, reply: FastifyReply, holder: GatewayHolder, open: Set<SseStream>) {
+  const stream = startSse(request, reply, open)
   const format = (r: ExecutionResult) => {
     const out: { data?: unknown; errors?: GraphQLFormattedError[] } = { data: r.data }
     if (r.errors?.length) out.errors = formatGraphQLErrors(r.errors, { mode: holder.current.config.mode, logger: request.log }).errors
     return out
   }
-  const iterator = await op.subscribe(variables, { request, headers: request.headers })
+  let iterator: AsyncIterableIterator<ExecutionResult> | ExecutionResult
+  try {
+    iterator = await op.subscribe(variables, { request, headers: request.headers, signal: stream.signal })
+  } catch (err) {
+    const { errors } = formatGraphQLErrors([toGraphQLError(err)], { mode: holder.current.config.mode, logger: request.log })
+    stream.send(JSON.stringify({ errors }))
+    stream.close()
+    return
+  }
   if (!(Symbol.asyncIterator in iterator)) {
     stream.send(JSON.stringify(format(iterator)))
     stream.close()
     return
   }
-  stream.onClose(() => void iterator.return?.())
+  const source = iterator
+  stream.onClose(() => void source.return?.()?.catch(() => undefined))
   try {
-    for await (const result of iterator) stream.send(JSON.stringify(format(result)))
+    for await (const result of source) {
+      if (stream.signal.aborted) break
+      stream.send(JSON.stringify(format(result)))
+    }
   } catch (err) {
-    request.log.error({ err }, 'subscription failed')
+    if (!stream.signal.aborted) {
+      const { errors } = formatGraphQLErrors([toGraphQLError(err)], { mode: holder.current.config.mode, logger: request.log })
+      stream.send(JSON.stringify({ errors }))
+    }
   } finally {
     stream.close()
   }
+}
+
+function toGraphQLError(err: unknown): GraphQLError {
+  return err instanceof GraphQLError ? err : new GraphQLError((err as Error)?.message ?? String(err), { originalError: err as Error })
 }
 
 /**
@@ -143,6 +213,12 @@ async function streamSubscription(op: CompiledOperation, variables: Variables, r
  */
 export function registerOperationRoutes(app: FastifyInstance, holder: GatewayHolder): void {
   const live = new LivePollers(holder)
+  app.decorate('livePollers', live)
+  // Event streams are long-lived: end them before the server closes, or `close()` would wait for them.
+  const open = new Set<SseStream>()
+  app.addHook('preClose', async () => {
+    for (const stream of [...open]) stream.close()
+  })
   app.addHook('onClose', async () => live.close())
 
   async function serve(name: string, request: FastifyRequest, reply: FastifyReply, pathParams: Record<string, string> = {}) {
@@ -164,8 +240,8 @@ export function registerOperationRoutes(app: FastifyInstance, holder: GatewayHol
         if (liveParam !== undefined && liveParam !== 'false') {
           if (op.kind !== 'query') return json(reply, 400, errorBody('TRB_ERR_BAD_REQUEST', 'live=true applies to queries only'))
           if (!wantsStream) return json(reply, 406, errorBody('TRB_ERR_BAD_REQUEST', 'Live queries need Accept: text/event-stream'))
-          const stream = startSse(request, reply)
-          stream.onClose(live.subscribe(op, variables, (body) => stream.send(body)))
+          const stream = startSse(request, reply, open)
+          stream.onClose(live.subscribe(op, variables, (body) => stream.send(body), { headers: request.headers }))
           return reply
         }
       } else {
@@ -183,7 +259,7 @@ export function registerOperationRoutes(app: FastifyInstance, holder: GatewayHol
     }
     if (op.kind === 'subscription') {
       if (!wantsStream) return json(reply, 406, errorBody('TRB_ERR_BAD_REQUEST', 'Subscriptions need Accept: text/event-stream'))
-      await streamSubscription(op, variables, request, reply, holder)
+      await streamSubscription(op, variables, request, reply, holder, open)
       return reply
     }
     return respond(op, variables, request, reply, holder, viaCustomRoute)

@@ -1,0 +1,498 @@
+/**
+ * The Prisma-style CRUD schema of a database (DESIGN.md §4), built from its introspection document.
+ * Pure: no I/O happens while building; the resolvers attached to the root fields run statements
+ * through `options.db` when they execute.
+ *
+ * Every model type carries `extensions.tributary = { model, table }`, every scalar field
+ * `extensions.tributary = { column }` and every relation field `extensions.tributary = { relation,
+ * target }`, so that the compiler finds its tables after `compose/` renamed the types.
+ */
+import {
+  GraphQLBoolean,
+  GraphQLEnumType,
+  GraphQLFloat,
+  GraphQLInputObjectType,
+  GraphQLInt,
+  GraphQLList,
+  GraphQLNonNull,
+  GraphQLObjectType,
+  GraphQLSchema,
+  GraphQLString,
+  type GraphQLFieldConfigArgumentMap,
+  type GraphQLFieldConfigMap,
+  type GraphQLInputFieldConfigMap,
+  type GraphQLInputType,
+  type GraphQLOutputType,
+  type GraphQLScalarType,
+} from 'graphql'
+import { BigIntScalar, BytesScalar, DateTimeScalar, DecimalScalar, JSONScalar } from '../../scalars.js'
+import { aggregateApplies, AGGREGATES, type AggregateOp } from './compiler/aggregate.js'
+import type { Db } from './compiler/db.js'
+import { SqlDialect, type MysqlFlavor } from './compiler/dialect.js'
+import { EXT } from './compiler/read.js'
+import { buildRegistry, type Model, type Registry, type ScalarField } from './compiler/registry.js'
+import type { DatabaseIntrospection, ScalarKind } from './model.js'
+import { makeMutationResolvers } from './mutations.js'
+import { pascalCase } from './naming.js'
+import { byResponseKey, makeQueryResolvers, makeRawResolvers, type Runtime } from './resolvers.js'
+
+/** Options of {@link buildSchema}. */
+export interface BuildSchemaOptions {
+  /** The statement runner the resolvers use. Without it the schema can be printed but its resolvers throw. */
+  db?: Db
+  /** For `dialect: 'mysql'`: which server the SQL targets. Default `mariadb`. */
+  mysqlFlavor?: MysqlFlavor
+  /** Show the engine's message when a raw query fails (development mode). Default false. */
+  rawErrors?: boolean
+}
+
+const nn = <T extends GraphQLInputType | GraphQLOutputType>(t: T): GraphQLNonNull<T> => new GraphQLNonNull(t) as GraphQLNonNull<T>
+const list = <T extends GraphQLInputType | GraphQLOutputType>(t: T): GraphQLList<T> => new GraphQLList(t)
+
+/** Scalar kinds that get number update operations. */
+const NUMERIC: ReadonlySet<ScalarKind> = new Set(['Int', 'BigInt', 'Float', 'Decimal'])
+
+/**
+ * Builds the executable schema of one database.
+ * @param introspection the document from `introspect()` (or its cached copy)
+ * @returns a schema with Query (and Mutation when there are tables) fields per model, resolvers attached
+ * @throws Error when the document is inconsistent (a key names a missing column)
+ */
+export function buildSchema(introspection: DatabaseIntrospection, options: BuildSchemaOptions = {}): GraphQLSchema {
+  const reg = buildRegistry(introspection)
+  const d = new SqlDialect(introspection.dialect, options.mysqlFlavor ?? 'mariadb', introspection.schema)
+  const rt: Runtime = {
+    reg,
+    d,
+    db: () => {
+      if (!options.db) throw new Error('this schema was built without a database connection')
+      return options.db
+    },
+    rawErrors: options.rawErrors ?? false,
+  }
+  return new SchemaBuilder(reg, rt).build()
+}
+
+class SchemaBuilder {
+  private readonly sortOrder = new GraphQLEnumType({ name: 'SortOrder', values: { asc: { value: 'asc' }, desc: { value: 'desc' } } })
+  private readonly queryMode = new GraphQLEnumType({
+    name: 'QueryMode',
+    description: '`insensitive` compares strings case-insensitively (ASCII on SQLite).',
+    values: { default: { value: 'default' }, insensitive: { value: 'insensitive' } },
+  })
+  private readonly affectedRows = new GraphQLObjectType({ name: 'AffectedRowsOutput', fields: { count: { type: nn(GraphQLInt) } } })
+  private readonly relationAggregateOrder = new GraphQLInputObjectType({ name: 'OrderByRelationAggregateInput', fields: () => ({ _count: { type: this.sortOrder } }) })
+  private readonly enums = new Map<string, GraphQLEnumType>()
+  private readonly filters = new Map<string, GraphQLInputObjectType>()
+  private readonly aggFilters = new Map<string, GraphQLInputObjectType>()
+  private readonly updateOps = new Map<string, GraphQLInputObjectType>()
+  private readonly objects = new Map<string, GraphQLObjectType>()
+  private readonly whereInputs = new Map<string, GraphQLInputObjectType>()
+  private readonly uniqueInputs = new Map<string, GraphQLInputObjectType | null>()
+  private readonly orderInputs = new Map<string, GraphQLInputObjectType>()
+  private readonly fieldEnums = new Map<string, GraphQLEnumType>()
+  private readonly relationFilters = new Map<string, GraphQLInputObjectType>()
+  private readonly listRelationFilters = new Map<string, GraphQLInputObjectType>()
+
+  constructor(
+    private readonly reg: Registry,
+    private readonly rt: Runtime,
+  ) {
+    for (const e of reg.enums.values()) {
+      this.enums.set(
+        e.name,
+        new GraphQLEnumType({ name: e.name, values: Object.fromEntries([...e.values].map(([name, value]) => [name, { value }])) }),
+      )
+    }
+  }
+
+  private model(name: string): Model {
+    return this.reg.models.get(name)!
+  }
+
+  /** The GraphQL type of a scalar field's values. */
+  private scalarType(f: Pick<ScalarField, 'scalar' | 'enumName'>): GraphQLScalarType | GraphQLEnumType {
+    switch (f.scalar) {
+      case 'Int':
+        return GraphQLInt
+      case 'BigInt':
+        return BigIntScalar
+      case 'Float':
+        return GraphQLFloat
+      case 'Decimal':
+        return DecimalScalar
+      case 'Boolean':
+        return GraphQLBoolean
+      case 'DateTime':
+        return DateTimeScalar
+      case 'JSON':
+        return JSONScalar
+      case 'Bytes':
+        return BytesScalar
+      case 'Enum':
+        return this.enums.get(f.enumName!)!
+      default:
+        return GraphQLString
+    }
+  }
+
+  private kindName(f: Pick<ScalarField, 'scalar' | 'enumName'>): string {
+    if (f.scalar === 'Enum') return `Enum${f.enumName}`
+    if (f.scalar === 'Boolean') return 'Bool'
+    if (f.scalar === 'JSON') return 'Json'
+    return f.scalar
+  }
+
+  /** `IntFilter`, `StringFilter`, `EnumRoleFilter`...: `equals in notIn lt lte gt gte not` (+ string operators). */
+  private filter(f: Pick<ScalarField, 'scalar' | 'enumName'>): GraphQLInputObjectType {
+    const name = `${this.kindName(f)}Filter`
+    let t = this.filters.get(name)
+    if (t) return t
+    const v = this.scalarType(f)
+    const ops = this.filterOps(f, v)
+    t = new GraphQLInputObjectType({ name, fields: () => ({ ...ops(), not: { type: t!, description: 'Negates the nested filter; `not: null` means IS NOT NULL.' } }) })
+    this.filters.set(name, t)
+    return t
+  }
+
+  private filterOps(f: Pick<ScalarField, 'scalar' | 'enumName'>, v: GraphQLScalarType | GraphQLEnumType): () => GraphQLInputFieldConfigMap {
+    return () => {
+      const fields: GraphQLInputFieldConfigMap = { equals: { type: v, description: '`equals: null` means IS NULL.' } }
+      if (f.scalar === 'Boolean' || f.scalar === 'JSON') return fields
+      fields['in'] = { type: list(nn(v)) }
+      fields['notIn'] = { type: list(nn(v)) }
+      if (f.scalar === 'Enum' || f.scalar === 'Bytes') return fields
+      for (const op of ['lt', 'lte', 'gt', 'gte']) fields[op] = { type: v }
+      if (f.scalar === 'String') {
+        fields['contains'] = { type: GraphQLString }
+        fields['startsWith'] = { type: GraphQLString }
+        fields['endsWith'] = { type: GraphQLString }
+        fields['mode'] = { type: this.queryMode }
+      }
+      return fields
+    }
+  }
+
+  /** `IntWithAggregatesFilter`...: a filter plus `_count _avg _sum _min _max` filters, for `having`. */
+  private aggFilter(f: ScalarField): GraphQLInputObjectType {
+    const name = `${this.kindName(f)}WithAggregatesFilter`
+    let t = this.aggFilters.get(name)
+    if (t) return t
+    const ops = this.filterOps(f, this.scalarType(f))
+    t = new GraphQLInputObjectType({
+      name,
+      fields: () => {
+        const fields: GraphQLInputFieldConfigMap = { ...ops(), not: { type: this.filter(f) } }
+        for (const op of AGGREGATES) {
+          if (!aggregateApplies(op, f)) continue
+          fields[op] = { type: op === '_count' ? this.filter({ scalar: 'Int' }) : op === '_avg' ? this.filter({ scalar: 'Float' }) : this.filter(f) }
+        }
+        return fields
+      },
+    })
+    this.aggFilters.set(name, t)
+    return t
+  }
+
+  /** `IntFieldUpdateOperationsInput { set increment decrement multiply divide }`, `StringFieldUpdateOperationsInput { set }`... */
+  private updateOp(f: ScalarField): GraphQLInputObjectType {
+    const name = `${this.kindName(f)}FieldUpdateOperationsInput`
+    let t = this.updateOps.get(name)
+    if (t) return t
+    const v = this.scalarType(f)
+    const fields: GraphQLInputFieldConfigMap = { set: { type: v } }
+    if (NUMERIC.has(f.scalar)) for (const op of ['increment', 'decrement', 'multiply', 'divide']) fields[op] = { type: v }
+    t = new GraphQLInputObjectType({ name, fields })
+    this.updateOps.set(name, t)
+    return t
+  }
+
+  private fieldEnum(m: Model): GraphQLEnumType {
+    let t = this.fieldEnums.get(m.name)
+    if (!t) {
+      t = new GraphQLEnumType({ name: `${m.name}ScalarFieldEnum`, values: Object.fromEntries(m.fields.map((f) => [f.name, { value: f.name }])) })
+      this.fieldEnums.set(m.name, t)
+    }
+    return t
+  }
+
+  private where(m: Model): GraphQLInputObjectType {
+    let t = this.whereInputs.get(m.name)
+    if (t) return t
+    t = new GraphQLInputObjectType({
+      name: `${m.name}WhereInput`,
+      fields: () => {
+        const self = this.whereInputs.get(m.name)!
+        const fields: GraphQLInputFieldConfigMap = {
+          AND: { type: list(nn(self)) },
+          OR: { type: list(nn(self)) },
+          NOT: { type: list(nn(self)) },
+        }
+        for (const f of m.fields) fields[f.name] = { type: this.filter(f) }
+        for (const r of m.relations.values()) {
+          fields[r.name] = { type: r.kind === 'one' ? this.relationFilter(this.model(r.target)) : this.listRelationFilter(this.model(r.target)) }
+        }
+        return fields
+      },
+    })
+    this.whereInputs.set(m.name, t)
+    return t
+  }
+
+  private relationFilter(m: Model): GraphQLInputObjectType {
+    let t = this.relationFilters.get(m.name)
+    if (!t) {
+      t = new GraphQLInputObjectType({ name: `${m.name}RelationFilter`, fields: () => ({ is: { type: this.where(m) }, isNot: { type: this.where(m) } }) })
+      this.relationFilters.set(m.name, t)
+    }
+    return t
+  }
+
+  private listRelationFilter(m: Model): GraphQLInputObjectType {
+    let t = this.listRelationFilters.get(m.name)
+    if (!t) {
+      t = new GraphQLInputObjectType({
+        name: `${m.name}ListRelationFilter`,
+        fields: () => ({ every: { type: this.where(m) }, some: { type: this.where(m) }, none: { type: this.where(m) } }),
+      })
+      this.listRelationFilters.set(m.name, t)
+    }
+    return t
+  }
+
+  /** `XWhereUniqueInput`, or null when the model has no unique key. */
+  private unique(m: Model): GraphQLInputObjectType | null {
+    if (this.uniqueInputs.has(m.name)) return this.uniqueInputs.get(m.name)!
+    if (m.uniqueKeys.length === 0) {
+      this.uniqueInputs.set(m.name, null)
+      return null
+    }
+    const fields: GraphQLInputFieldConfigMap = {}
+    for (const k of m.uniqueKeys) {
+      if (k.fields.length === 1) {
+        fields[k.name] = { type: this.scalarType(m.fieldMap.get(k.fields[0]!)!) }
+      } else {
+        fields[k.name] = {
+          type: new GraphQLInputObjectType({
+            name: `${m.name}${pascalCase(k.name)}CompoundUniqueInput`,
+            fields: Object.fromEntries(k.fields.map((fname) => [fname, { type: nn(this.scalarType(m.fieldMap.get(fname)!)) }])),
+          }),
+        }
+      }
+    }
+    const t = new GraphQLInputObjectType({
+      name: `${m.name}WhereUniqueInput`,
+      description: `One of: ${m.uniqueKeys.map((k) => k.name).join(', ')}.`,
+      fields,
+    })
+    this.uniqueInputs.set(m.name, t)
+    return t
+  }
+
+  private orderBy(m: Model): GraphQLInputObjectType {
+    let t = this.orderInputs.get(m.name)
+    if (t) return t
+    t = new GraphQLInputObjectType({
+      name: `${m.name}OrderByWithRelationInput`,
+      fields: () => {
+        const fields: GraphQLInputFieldConfigMap = {}
+        for (const f of m.fields) fields[f.name] = { type: this.sortOrder }
+        for (const r of m.relations.values()) {
+          fields[r.name] = { type: r.kind === 'one' ? this.orderBy(this.model(r.target)) : this.relationAggregateOrder }
+        }
+        return fields
+      },
+    })
+    this.orderInputs.set(m.name, t)
+    return t
+  }
+
+  /** Arguments of lists: findMany and one-to-many relation fields. */
+  private listArgs(m: Model): GraphQLFieldConfigArgumentMap {
+    const args: GraphQLFieldConfigArgumentMap = {
+      where: { type: this.where(m) },
+      orderBy: { type: list(nn(this.orderBy(m))) },
+    }
+    const u = this.unique(m)
+    if (u) args['cursor'] = { type: u, description: 'Start at this row (inclusive), in the order of `orderBy`.' }
+    args['take'] = { type: GraphQLInt, description: 'At most this many rows; negative takes from the end.' }
+    args['skip'] = { type: GraphQLInt }
+    args['distinct'] = { type: list(nn(this.fieldEnum(m))) }
+    return args
+  }
+
+  private object(m: Model): GraphQLObjectType {
+    let t = this.objects.get(m.name)
+    if (t) return t
+    t = new GraphQLObjectType({
+      name: m.name,
+      description: `${m.kind === 'view' ? 'View' : 'Table'} \`${m.table}\`.`,
+      extensions: { [EXT]: { model: m.name, table: m.table } },
+      fields: () => {
+        const fields: GraphQLFieldConfigMap<unknown, unknown> = {}
+        for (const f of m.fields) {
+          const v = this.scalarType(f)
+          fields[f.name] = { type: f.nullable ? v : nn(v), extensions: { [EXT]: { column: f.column } } }
+        }
+        for (const r of m.relations.values()) {
+          const target = this.model(r.target)
+          const ext = { [EXT]: { relation: r.name, target: target.name } }
+          if (r.kind === 'one') fields[r.name] = { type: r.nullable ? this.object(target) : nn(this.object(target)), resolve: byResponseKey, extensions: ext }
+          else fields[r.name] = { type: nn(list(nn(this.object(target)))), args: this.listArgs(target), resolve: byResponseKey, extensions: ext }
+        }
+        return fields
+      },
+    })
+    this.objects.set(m.name, t)
+    return t
+  }
+
+  private aggregateTypes(m: Model): { aggregate: GraphQLObjectType; groupBy: GraphQLObjectType; orderAgg: GraphQLInputObjectType; having: GraphQLInputObjectType } {
+    const outputs = new Map<AggregateOp, GraphQLObjectType>()
+    const label: Record<AggregateOp, string> = { _count: 'Count', _avg: 'Avg', _sum: 'Sum', _min: 'Min', _max: 'Max' }
+    for (const op of AGGREGATES) {
+      const fs = m.fields.filter((f) => aggregateApplies(op, f))
+      const fields: GraphQLFieldConfigMap<unknown, unknown> = {}
+      for (const f of fs) fields[f.name] = { type: op === '_count' ? nn(GraphQLInt) : op === '_avg' ? GraphQLFloat : this.scalarType(f) }
+      if (op === '_count') fields['_all'] = { type: nn(GraphQLInt) }
+      if (Object.keys(fields).length === 0) continue
+      outputs.set(op, new GraphQLObjectType({ name: `${m.name}${label[op]}AggregateOutputType`, fields }))
+    }
+    const aggFields = (): GraphQLFieldConfigMap<unknown, unknown> => Object.fromEntries([...outputs].map(([op, t]) => [op, { type: t }]))
+    const aggregate = new GraphQLObjectType({ name: `Aggregate${m.name}`, fields: aggFields })
+    const groupBy = new GraphQLObjectType({
+      name: `${m.name}GroupBy`,
+      fields: () => {
+        const fields: GraphQLFieldConfigMap<unknown, unknown> = {}
+        for (const f of m.fields) fields[f.name] = { type: this.scalarType(f) }
+        return { ...fields, ...aggFields() }
+      },
+    })
+    const orderAggInput = new GraphQLInputObjectType({
+      name: `${m.name}OrderByAggregateInput`,
+      fields: Object.fromEntries(m.fields.map((f) => [f.name, { type: this.sortOrder }])),
+    })
+    const orderAgg = new GraphQLInputObjectType({
+      name: `${m.name}OrderByWithAggregationInput`,
+      fields: () => {
+        const fields: GraphQLInputFieldConfigMap = {}
+        for (const f of m.fields) fields[f.name] = { type: this.sortOrder }
+        for (const op of AGGREGATES) fields[op] = { type: orderAggInput }
+        return fields
+      },
+    })
+    const having: GraphQLInputObjectType = new GraphQLInputObjectType({
+      name: `${m.name}ScalarWhereWithAggregatesInput`,
+      fields: () => {
+        const fields: GraphQLInputFieldConfigMap = {
+          AND: { type: list(nn(having)) },
+          OR: { type: list(nn(having)) },
+          NOT: { type: list(nn(having)) },
+        }
+        for (const f of m.fields) if (f.scalar !== 'JSON' && f.scalar !== 'Bytes') fields[f.name] = { type: this.aggFilter(f) }
+        return fields
+      },
+    })
+    return { aggregate, groupBy, orderAgg, having }
+  }
+
+  private createInput(m: Model, name: string): GraphQLInputObjectType {
+    return new GraphQLInputObjectType({
+      name,
+      fields: () =>
+        Object.fromEntries(
+          m.fields.map((f) => {
+            const v = this.scalarType(f)
+            return [f.name, { type: f.nullable || f.hasDefault ? v : nn(v) }]
+          }),
+        ),
+    })
+  }
+
+  private updateInput(m: Model, name: string): GraphQLInputObjectType {
+    return new GraphQLInputObjectType({
+      name,
+      fields: () => Object.fromEntries(m.fields.map((f) => [f.name, { type: this.updateOp(f) }])),
+    })
+  }
+
+  build(): GraphQLSchema {
+    const query: GraphQLFieldConfigMap<unknown, unknown> = {}
+    const mutation: GraphQLFieldConfigMap<unknown, unknown> = {}
+    for (const m of this.reg.models.values()) {
+      const obj = this.object(m)
+      const q = makeQueryResolvers(this.rt, m)
+      const u = this.unique(m)
+      const ext = { [EXT]: { model: m.name } }
+      if (u) query[`findUnique${m.name}`] = { type: obj, args: { where: { type: nn(u) } }, resolve: q['findUnique'], extensions: ext }
+      query[`findFirst${m.name}`] = { type: obj, args: this.listArgs(m), resolve: q['findFirst'], extensions: ext }
+      query[`findMany${m.name}`] = { type: nn(list(nn(obj))), args: this.listArgs(m), resolve: q['findMany'], extensions: ext }
+      const agg = this.aggregateTypes(m)
+      const aggArgs: GraphQLFieldConfigArgumentMap = { where: { type: this.where(m) }, orderBy: { type: list(nn(this.orderBy(m))) } }
+      if (u) aggArgs['cursor'] = { type: u }
+      aggArgs['take'] = { type: GraphQLInt }
+      aggArgs['skip'] = { type: GraphQLInt }
+      query[`aggregate${m.name}`] = { type: nn(agg.aggregate), args: aggArgs, resolve: q['aggregate'], extensions: ext }
+      query[`groupBy${m.name}`] = {
+        type: nn(list(nn(agg.groupBy))),
+        args: {
+          by: { type: nn(list(nn(this.fieldEnum(m)))) },
+          where: { type: this.where(m) },
+          having: { type: agg.having },
+          orderBy: { type: list(nn(agg.orderAgg)) },
+          take: { type: GraphQLInt },
+          skip: { type: GraphQLInt },
+        },
+        resolve: q['groupBy'],
+        extensions: ext,
+      }
+      if (m.kind !== 'table') continue
+      const w = makeMutationResolvers(this.rt, m)
+      const create = this.createInput(m, `${m.name}CreateInput`)
+      const update = this.updateInput(m, `${m.name}UpdateInput`)
+      mutation[`createOne${m.name}`] = { type: nn(obj), args: { data: { type: nn(create) } }, resolve: w['createOne'], extensions: ext }
+      mutation[`createMany${m.name}`] = {
+        type: nn(this.affectedRows),
+        args: { data: { type: nn(list(nn(this.createInput(m, `${m.name}CreateManyInput`)))) }, skipDuplicates: { type: GraphQLBoolean } },
+        resolve: w['createMany'],
+        extensions: ext,
+      }
+      if (u && m.identity.length > 0) {
+        mutation[`updateOne${m.name}`] = { type: obj, args: { data: { type: nn(update) }, where: { type: nn(u) } }, resolve: w['updateOne'], extensions: ext }
+      }
+      mutation[`updateMany${m.name}`] = {
+        type: nn(this.affectedRows),
+        args: { data: { type: nn(this.updateInput(m, `${m.name}UpdateManyMutationInput`)) }, where: { type: this.where(m) } },
+        resolve: w['updateMany'],
+        extensions: ext,
+      }
+      if (u && m.identity.length > 0) {
+        mutation[`upsertOne${m.name}`] = {
+          type: nn(obj),
+          args: { where: { type: nn(u) }, create: { type: nn(create) }, update: { type: nn(update) } },
+          resolve: w['upsertOne'],
+          extensions: ext,
+        }
+      }
+      if (u) mutation[`deleteOne${m.name}`] = { type: obj, args: { where: { type: nn(u) } }, resolve: w['deleteOne'], extensions: ext }
+      mutation[`deleteMany${m.name}`] = { type: nn(this.affectedRows), args: { where: { type: this.where(m) } }, resolve: w['deleteMany'], extensions: ext }
+    }
+    const raw = makeRawResolvers(this.rt)
+    query['queryRaw'] = {
+      type: JSONScalar,
+      description: 'Runs a SQL query and returns its rows as a JSON array. Placeholders: `?` with `parameters` a JSON array, or `:name` with an object. Values are always bound.',
+      args: { query: { type: nn(GraphQLString) }, parameters: { type: JSONScalar } },
+      resolve: raw.queryRaw,
+    }
+    mutation['executeRaw'] = {
+      type: nn(GraphQLInt),
+      description: 'Runs a SQL statement and returns the number of affected rows. Placeholders as for `queryRaw`.',
+      args: { query: { type: nn(GraphQLString) }, parameters: { type: JSONScalar } },
+      resolve: raw.executeRaw,
+    }
+    return new GraphQLSchema({
+      query: new GraphQLObjectType({ name: 'Query', fields: query }),
+      mutation: new GraphQLObjectType({ name: 'Mutation', fields: mutation }),
+    })
+  }
+}

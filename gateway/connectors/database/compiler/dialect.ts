@@ -1,0 +1,193 @@
+/**
+ * Engine-specific SQL: identifier quoting (the same rules as knex's dialect clients), JSON builders,
+ * casts for exact output (Decimal and BigInt as text, Bytes as hex), LIMIT/OFFSET, LIKE patterns and
+ * the conversion of bound values. Everything else in the compiler is engine-neutral.
+ */
+import type { Dialect, ScalarKind } from '../model.js'
+import type { ScalarField } from './registry.js'
+import { toIsoDateTime } from '../../../scalars.js'
+
+/** `mariadb` (MariaDB ≥ 10.5: `JSON_ARRAYAGG(... ORDER BY ... LIMIT)`, no outer references in derived tables) or `mysql` (MySQL ≥ 8.0.14). */
+export type MysqlFlavor = 'mariadb' | 'mysql'
+
+/** The largest LIMIT MySQL accepts, for OFFSET without LIMIT. */
+const MYSQL_MAX_LIMIT = '18446744073709551615'
+
+/** PostgreSQL's json_build_object takes at most 100 arguments: 50 pairs. */
+const PG_MAX_PAIRS = 50
+
+/** Dialect helpers bound to one engine. */
+export class SqlDialect {
+  constructor(
+    readonly dialect: Dialect,
+    readonly flavor: MysqlFlavor = 'mariadb',
+    readonly pgSchema?: string,
+  ) {}
+
+  /** Quotes an identifier: `"name"` (SQLite, PostgreSQL) or `` `name` `` (MySQL), doubling embedded quotes. */
+  q(name: string): string {
+    return this.dialect === 'mysql' ? `\`${name.replace(/`/g, '``')}\`` : `"${name.replace(/"/g, '""')}"`
+  }
+
+  /** A table reference, schema-qualified on PostgreSQL. */
+  table(name: string): string {
+    return this.dialect === 'postgres' && this.pgSchema ? `${this.q(this.pgSchema)}.${this.q(name)}` : this.q(name)
+  }
+
+  /** A JSON object from `[key, sqlExpr]` pairs; keys are GraphQL names (safe in a string literal). */
+  jsonObject(pairs: readonly (readonly [string, string])[]): string {
+    const lit = (k: string): string => `'${k.replace(/'/g, "''")}'`
+    if (this.dialect === 'sqlite') return `json_object(${pairs.map(([k, e]) => `${lit(k)}, ${e}`).join(', ')})`
+    if (this.dialect === 'mysql') return `JSON_OBJECT(${pairs.map(([k, e]) => `${lit(k)}, ${e}`).join(', ')})`
+    if (pairs.length <= PG_MAX_PAIRS) return `json_build_object(${pairs.map(([k, e]) => `${lit(k)}, ${e}`).join(', ')})`
+    const chunks: string[] = []
+    for (let i = 0; i < pairs.length; i += PG_MAX_PAIRS) {
+      chunks.push(`json_build_object(${pairs.slice(i, i + PG_MAX_PAIRS).map(([k, e]) => `${lit(k)}, ${e}`).join(', ')})::jsonb`)
+    }
+    return `(${chunks.join(' || ')})::json`
+  }
+
+  /** True when a JSON aggregate accepts ORDER BY inside (all but MySQL 8). */
+  get aggOrderBy(): boolean {
+    return !(this.dialect === 'mysql' && this.flavor === 'mysql')
+  }
+
+  /** True when derived tables may reference columns of an enclosing query (all but MariaDB). */
+  get correlatedDerived(): boolean {
+    return !(this.dialect === 'mysql' && this.flavor === 'mariadb')
+  }
+
+  /** A JSON array aggregate of `expr`, `[]` on no rows. `orderBy` are `expr ASC|DESC` terms; `limit` is MariaDB's in-aggregate LIMIT. */
+  jsonArrayAgg(expr: string, orderBy: readonly string[], limit = ''): string {
+    const ob = orderBy.length > 0 && this.aggOrderBy ? ` ORDER BY ${orderBy.join(', ')}` : ''
+    if (this.dialect === 'sqlite') return `json_group_array(${expr}${ob})`
+    if (this.dialect === 'postgres') return `COALESCE(json_agg(${expr}${ob}), '[]'::json)`
+    return `COALESCE(JSON_ARRAYAGG(${expr}${ob}${limit}), JSON_ARRAY())`
+  }
+
+  /** An ORDER BY term with the same NULL placement on every engine: NULLs first ascending, last descending. */
+  orderTerm(expr: string, dir: 'asc' | 'desc'): string {
+    if (this.dialect === 'postgres') return `${expr} ${dir === 'asc' ? 'ASC NULLS FIRST' : 'DESC NULLS LAST'}`
+    return `${expr} ${dir === 'asc' ? 'ASC' : 'DESC'}`
+  }
+
+  /** LIMIT/OFFSET text given which of them are bound (`?`). */
+  limitOffset(hasLimit: boolean, hasOffset: boolean): string {
+    if (!hasLimit && !hasOffset) return ''
+    if (hasLimit && hasOffset) return ' LIMIT ? OFFSET ?'
+    if (hasLimit) return ' LIMIT ?'
+    if (this.dialect === 'sqlite') return ' LIMIT -1 OFFSET ?'
+    if (this.dialect === 'mysql') return ` LIMIT ${MYSQL_MAX_LIMIT} OFFSET ?`
+    return ' OFFSET ?'
+  }
+
+  /** The expression that puts a column into the JSON result with an exact value. */
+  output(colRef: string, f: ScalarField): string {
+    const d = this.dialect
+    const guard = (e: string): string => (f.nullable ? `CASE WHEN ${colRef} IS NULL THEN NULL ELSE ${e} END` : e)
+    switch (f.scalar) {
+      case 'Decimal':
+        if (d === 'sqlite') return guard(f.scale !== undefined ? `printf('%.${f.scale}f', ${colRef})` : `CAST(${colRef} AS TEXT)`)
+        return d === 'postgres' ? `${colRef}::text` : `CAST(${colRef} AS CHAR)`
+      case 'BigInt':
+        if (d === 'sqlite') return `CAST(${colRef} AS TEXT)`
+        return d === 'postgres' ? `${colRef}::text` : `CAST(${colRef} AS CHAR)`
+      case 'Bytes':
+        if (d === 'sqlite') return guard(`hex(${colRef})`)
+        return d === 'postgres' ? `encode(${colRef}, 'hex')` : `HEX(${colRef})`
+      default:
+        return colRef
+    }
+  }
+
+  /** A column normalised for comparison. SQLite DateTime text is compared as `YYYY-MM-DD HH:MM:SS.SSS`. */
+  compareExpr(colRef: string, f: ScalarField): string {
+    if (this.dialect === 'sqlite' && f.scalar === 'DateTime') return `strftime('%Y-%m-%d %H:%M:%f', ${colRef})`
+    return colRef
+  }
+
+  /** Converts an input value (a literal or a coerced variable) to what the driver binds for column `f`. */
+  bindValue(f: Pick<ScalarField, 'scalar' | 'dataType'>, v: unknown, forCompare: boolean): unknown {
+    if (v === null || v === undefined) return null
+    return bindScalar(this.dialect, f.scalar, f.dataType, v, forCompare)
+  }
+
+  /** A case-sensitive or insensitive LIKE test of `colRef` against one bound pattern built by {@link likePattern}. */
+  like(colRef: string, insensitive: boolean): string {
+    if (this.dialect === 'sqlite') return insensitive ? `${colRef} LIKE ? ESCAPE '\\'` : `${colRef} GLOB ?`
+    if (this.dialect === 'postgres') return insensitive ? `${colRef} ILIKE ?` : `${colRef} LIKE ?`
+    return insensitive ? `LOWER(${colRef}) LIKE LOWER(?)` : `${colRef} LIKE BINARY ?`
+  }
+
+  /** Builds the pattern for {@link like}: `kind` is contains, startsWith or endsWith. */
+  likePattern(value: string, kind: 'contains' | 'startsWith' | 'endsWith', insensitive: boolean): string {
+    const globbing = this.dialect === 'sqlite' && !insensitive
+    const esc = globbing ? value.replace(/[*?[]/g, (c) => `[${c}]`) : value.replace(/[\\%_]/g, (c) => `\\${c}`)
+    const any = globbing ? '*' : '%'
+    if (kind === 'contains') return `${any}${esc}${any}`
+    if (kind === 'startsWith') return `${esc}${any}`
+    return `${any}${esc}`
+  }
+
+  /** Equality and ordering comparisons of strings; on MySQL the default mode is made case-sensitive with BINARY. */
+  stringCompare(colRef: string, op: string, insensitive: boolean, rhs = '?'): string {
+    if (insensitive) return `LOWER(${colRef}) ${op} LOWER(${rhs})`
+    if (this.dialect === 'mysql') return `${colRef} ${op} BINARY ${rhs}`
+    return `${colRef} ${op} ${rhs}`
+  }
+
+  /** Integer division for `divide` on Int/BigInt columns. */
+  intDivide(colRef: string): string {
+    if (this.dialect === 'sqlite') return `${colRef} / CAST(? AS INTEGER)`
+    return this.dialect === 'mysql' ? `${colRef} DIV ?` : `${colRef} / ?`
+  }
+
+  /** Replaces `?` placeholders by `$1, $2...` on PostgreSQL. The compiler never emits `?` elsewhere. */
+  native(text: string): string {
+    if (this.dialect !== 'postgres') return text
+    let n = 0
+    return text.replace(/\?/g, () => `$${++n}`)
+  }
+}
+
+function pad(n: number, w = 2): string {
+  return String(n).padStart(w, '0')
+}
+
+function sqlDateTime(iso: string, dataType: string, forCompare: boolean, dialect: Dialect): string {
+  const d = new Date(iso)
+  const date = `${d.getUTCFullYear()}-${pad(d.getUTCMonth() + 1)}-${pad(d.getUTCDate())}`
+  const time = `${pad(d.getUTCHours())}:${pad(d.getUTCMinutes())}:${pad(d.getUTCSeconds())}.${pad(d.getUTCMilliseconds(), 3)}`
+  if (!forCompare || dialect !== 'sqlite') {
+    if (/^date$/.test(dataType)) return date
+    if (/^time\b/.test(dataType)) return time
+  }
+  if (dialect === 'postgres') return iso
+  return `${date} ${time}`
+}
+
+/** Converts one scalar input value for the driver of `dialect`. */
+export function bindScalar(dialect: Dialect, scalar: ScalarKind, dataType: string, v: unknown, forCompare: boolean): unknown {
+  switch (scalar) {
+    case 'Boolean':
+      if (dialect === 'sqlite') return v ? 1 : 0
+      return Boolean(v)
+    case 'DateTime':
+      return sqlDateTime(toIsoDateTime(v), dataType, forCompare, dialect)
+    case 'BigInt':
+      if (dialect === 'sqlite') return typeof v === 'bigint' ? v : BigInt(v as string | number)
+      return String(v)
+    case 'Decimal':
+      // SQLite has no decimal type (NUMERIC affinity stores REAL): compare and store numbers.
+      if (dialect === 'sqlite') return typeof v === 'number' ? v : Number(v)
+      return typeof v === 'number' ? String(v) : v
+    case 'Bytes':
+      if (Buffer.isBuffer(v)) return v
+      if (typeof v === 'string') return Buffer.from(v, 'base64')
+      return Buffer.from(v as Uint8Array)
+    case 'JSON':
+      return JSON.stringify(v)
+    default:
+      return v
+  }
+}

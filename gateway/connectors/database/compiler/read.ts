@@ -1,0 +1,659 @@
+/**
+ * The read compiler: a root field's whole selection set (nested relations with their own arguments,
+ * fragments, aliases) becomes ONE SQL statement that builds the result with the engine's JSON
+ * functions. Also compiles `where` filters, `orderBy`, `cursor`, `distinct` and `take`/`skip`.
+ *
+ * Shapes of the SQL, with `J(x)` the engine's JSON object over alias `x`:
+ * - root lists: `SELECT J(t0) FROM table t0 WHERE … ORDER BY … LIMIT ? OFFSET ?` (one row per result);
+ * - nested lists: `(SELECT json_agg(J(t1) ORDER BY …) FROM table t1 WHERE t1.fk = t0.pk AND …)`, with a
+ *   derived table for take/skip/distinct (MariaDB: `JSON_ARRAYAGG(… ORDER BY … LIMIT …)` instead);
+ * - nested objects: `(SELECT J(t1) FROM table t1 WHERE t1.pk = t0.fk)`.
+ */
+import {
+  Kind,
+  getNamedType,
+  isObjectType,
+  type FieldNode,
+  type FragmentDefinitionNode,
+  type GraphQLObjectType,
+  type GraphQLSchema,
+  type SelectionSetNode,
+  type DirectiveNode,
+} from 'graphql'
+import { DbInputError } from '../../../errors.js'
+import { toIsoDateTime } from '../../../scalars.js'
+import { Leaf, NULL, isObj, readArgs, sampleOf, type ArgValue } from './args.js'
+import type { SqlDialect } from './dialect.js'
+import { constant, join, param, raw, sql, type Frag, type Getter, type Vars } from './frag.js'
+import type { Model, Registry, Relation, ScalarField } from './registry.js'
+
+/** Compile-time state of one plan. */
+export interface Ctx {
+  reg: Registry
+  d: SqlDialect
+  schema: GraphQLSchema
+  fragments: Record<string, FragmentDefinitionNode>
+  vars: Vars
+  /** Next table alias number. */
+  n: number
+}
+
+/** Fixes the JSON values of one object level of a result in place (booleans, dates, bytes...). */
+export type Post = (o: Record<string, unknown>) => void
+
+/** Extension key under which types and fields carry their SQL names. */
+export const EXT = 'tributary'
+
+/** `extensions.tributary` of a model's object type. */
+export interface ModelTypeExtension {
+  model: string
+  table: string
+}
+
+/** Returns the model an object type stands for, through its extensions (never its name). */
+export function modelOfType(reg: Registry, type: unknown): Model | undefined {
+  if (!isObjectType(type)) return undefined
+  const ext = (type.extensions as Record<string, unknown>)[EXT] as ModelTypeExtension | undefined
+  return ext ? reg.models.get(ext.model) : undefined
+}
+
+/** A fresh table alias. */
+export function newAlias(ctx: Ctx): string {
+  return `t${ctx.n++}`
+}
+
+/** Wraps values that are not lists in a one-item list, dropping nulls. */
+export function listOf(v: ArgValue | undefined): ArgValue[] {
+  if (v === undefined || v === NULL) return []
+  return (Array.isArray(v) ? v : [v]).filter((x) => x !== NULL)
+}
+
+/** A bound parameter for a leaf, converted by `conv` (at compile time for literals). */
+export function bound(leaf: Leaf, conv: (v: unknown) => unknown): Frag {
+  if (leaf.constant) return constant(conv(leaf.constant.value))
+  const g = leaf.get
+  return param((v, x) => conv(g(v, x)))
+}
+
+function and(parts: Frag[]): Frag {
+  return parts.length === 1 ? parts[0]! : join(parts.map((p) => sql`(${p})`), ' AND ')
+}
+
+function or(parts: Frag[]): Frag {
+  return parts.length === 1 ? parts[0]! : join(parts.map((p) => sql`(${p})`), ' OR ')
+}
+
+function col(ctx: Ctx, alias: string, f: ScalarField): string {
+  return `${alias}.${ctx.d.q(f.column)}`
+}
+
+function fieldOf(model: Model, name: string): ScalarField {
+  const f = model.fieldMap.get(name)
+  if (!f) throw new DbInputError(`Unknown field ${model.name}.${name}`)
+  return f
+}
+
+/** `target.to = source.from` for each column pair of a relation. */
+export function joinCond(ctx: Ctx, rel: Relation, model: Model, alias: string, target: Model, talias: string): string {
+  return rel.fromFields
+    .map((from, i) => `${talias}.${ctx.d.q(fieldOf(target, rel.toFields[i]!).column)} = ${alias}.${ctx.d.q(fieldOf(model, from).column)}`)
+    .join(' AND ')
+}
+
+// ---------------------------------------------------------------------------------------------
+// where
+
+/** What a scalar filter tests: an SQL expression and the scalar kind of its values. */
+export interface FilterTarget {
+  expr: string
+  scalar: ScalarField['scalar']
+  dataType: string
+}
+
+const COMPARE: Record<string, string> = { lt: '<', lte: '<=', gt: '>', gte: '>=' }
+
+/**
+ * Compiles a scalar filter (`IntFilter`, `StringFilter`...; DESIGN.md §4) on one expression.
+ * `equals: null` is `IS NULL`, `not: null` is `IS NOT NULL`, `in: []` matches nothing.
+ */
+export function scalarFilter(ctx: Ctx, tgt: FilterTarget, val: ArgValue, inheritedInsensitive = false): Frag | null {
+  const d = ctx.d
+  if (val === NULL) return raw(`${tgt.expr} IS NULL`)
+  if (val instanceof Leaf) return scalarFilter(ctx, tgt, { equals: val }, inheritedInsensitive)
+  if (!isObj(val)) return null
+  const mode = val['mode']
+  const insensitive = mode !== undefined ? sampleOf(mode) === 'insensitive' : inheritedInsensitive
+  const isString = tgt.scalar === 'String'
+  const ci = insensitive && isString
+  const conv = (v: unknown): unknown => (v === null || v === undefined ? null : d.bindValue(tgt, v, true))
+  let lhs = tgt.expr
+  let rhs = '?'
+  if (tgt.scalar === 'JSON') {
+    if (d.dialect === 'postgres') {
+      lhs = `${lhs}::jsonb`
+      rhs = '?::jsonb'
+    } else if (d.dialect === 'sqlite') {
+      lhs = `json(${lhs})`
+      rhs = 'json(?)'
+    } else {
+      lhs = `JSON_COMPACT(${lhs})`
+      rhs = 'JSON_COMPACT(?)'
+    }
+  }
+  const cmp = (op: string, leaf: Leaf): Frag => {
+    const p = bound(leaf, conv)
+    const text = isString ? d.stringCompare(lhs, op, ci, rhs) : `${lhs} ${op} ${rhs}`
+    return { s: text, p: p.p }
+  }
+  const parts: Frag[] = []
+  for (const [op, v] of Object.entries(val)) {
+    switch (op) {
+      case 'equals':
+        if (v === NULL) parts.push(raw(`${tgt.expr} IS NULL`))
+        else if (v instanceof Leaf) parts.push(cmp('=', v))
+        break
+      case 'in':
+      case 'notIn': {
+        const items = listOf(v).filter((x): x is Leaf => x instanceof Leaf)
+        if (items.length === 0) {
+          if (op === 'in') parts.push(raw('1=0'))
+          break
+        }
+        const ps = items.map((leaf) => {
+          const p = bound(leaf, conv)
+          const text = ci ? `LOWER(${rhs})` : isString && d.dialect === 'mysql' ? `BINARY ${rhs}` : rhs
+          return { s: text, p: p.p }
+        })
+        const left = ci ? `LOWER(${lhs})` : lhs
+        parts.push(sql`${left} ${op === 'in' ? 'IN' : 'NOT IN'} (${join(ps, ', ')})`)
+        break
+      }
+      case 'lt':
+      case 'lte':
+      case 'gt':
+      case 'gte':
+        if (v instanceof Leaf) parts.push(cmp(COMPARE[op]!, v))
+        break
+      case 'contains':
+      case 'startsWith':
+      case 'endsWith':
+        if (v instanceof Leaf) {
+          const kind = op
+          const p = bound(v, (x) => (x === null || x === undefined ? null : d.likePattern(String(x), kind, ci)))
+          parts.push({ s: d.like(lhs, ci), p: p.p })
+        }
+        break
+      case 'not':
+        if (v === NULL) parts.push(raw(`${tgt.expr} IS NOT NULL`))
+        else {
+          const inner = scalarFilter(ctx, tgt, v, insensitive)
+          if (inner) parts.push(sql`NOT (${inner})`)
+        }
+        break
+      default:
+        break
+    }
+  }
+  return parts.length ? and(parts) : null
+}
+
+function relationFilter(ctx: Ctx, model: Model, alias: string, rel: Relation, val: ArgValue): Frag | null {
+  const target = ctx.reg.models.get(rel.target)!
+  const tableRef = ctx.d.table(target.table)
+  /** `[NOT] EXISTS (SELECT 1 FROM target r WHERE join AND cond)`; `every` tests `(cond) IS NOT TRUE`. */
+  const exists = (where: ArgValue | null, negate: boolean, condNotTrue = false): Frag | null => {
+    const r = newAlias(ctx)
+    const cond = where === null ? null : compileWhere(ctx, target, r, where)
+    if (condNotTrue && !cond) return null
+    const c = cond ? (condNotTrue ? sql` AND (${cond}) IS NOT TRUE` : sql` AND (${cond})`) : raw('')
+    return sql`${negate ? 'NOT ' : ''}EXISTS (SELECT 1 FROM ${tableRef} AS ${r} WHERE ${joinCond(ctx, rel, model, alias, target, r)}${c})`
+  }
+  const isNull = (): Frag =>
+    rel.holdsKey ? raw(rel.fromFields.map((f) => `${col(ctx, alias, fieldOf(model, f))} IS NULL`).join(' OR ')) : exists(null, true)!
+  if (val === NULL) return rel.kind === 'one' ? isNull() : null
+  if (!isObj(val)) return null
+  const parts: (Frag | null)[] = []
+  for (const [op, v] of Object.entries(val)) {
+    if (rel.kind === 'many') {
+      const w = isObj(v) ? v : null
+      if (op === 'some') parts.push(exists(w, false))
+      else if (op === 'none') parts.push(exists(w, true))
+      else if (op === 'every' && w) parts.push(exists(w, true, true))
+    } else if (op === 'is') {
+      if (v === NULL) parts.push(isNull())
+      else if (isObj(v)) parts.push(exists(v, false))
+    } else if (op === 'isNot') {
+      if (v === NULL) parts.push(sql`NOT (${isNull()})`)
+      else if (isObj(v)) parts.push(exists(v, true))
+    }
+  }
+  const ok = parts.filter((p): p is Frag => p !== null)
+  return ok.length ? and(ok) : null
+}
+
+/**
+ * Compiles an `XWhereInput` on the table aliased `alias`: scalar filters, `AND`/`OR`/`NOT`
+ * (Prisma semantics: `OR: []` matches nothing) and relation filters (`some every none is isNot`).
+ * @returns null when the filter is empty (matches everything)
+ */
+export function compileWhere(ctx: Ctx, model: Model, alias: string, w: ArgValue | undefined): Frag | null {
+  if (!isObj(w)) return null
+  const parts: Frag[] = []
+  for (const [key, val] of Object.entries(w)) {
+    if (key === 'AND') {
+      const xs = listOf(val).map((x) => compileWhere(ctx, model, alias, x)).filter((x): x is Frag => x !== null)
+      if (xs.length) parts.push(and(xs))
+    } else if (key === 'OR') {
+      const items = listOf(val)
+      if (items.length === 0) parts.push(raw('1=0'))
+      else parts.push(or(items.map((x) => compileWhere(ctx, model, alias, x) ?? raw('1=1'))))
+    } else if (key === 'NOT') {
+      for (const x of listOf(val)) {
+        const c = compileWhere(ctx, model, alias, x)
+        if (c) parts.push(sql`NOT (${c})`)
+      }
+    } else {
+      const f = model.fieldMap.get(key)
+      if (f) {
+        const c = scalarFilter(ctx, { expr: ctx.d.compareExpr(col(ctx, alias, f), f), scalar: f.scalar, dataType: f.dataType }, val)
+        if (c) parts.push(c)
+        continue
+      }
+      const rel = model.relations.get(key)
+      if (rel) {
+        const c = relationFilter(ctx, model, alias, rel, val)
+        if (c) parts.push(c)
+      }
+    }
+  }
+  return parts.length ? and(parts) : null
+}
+
+/**
+ * Compiles an `XWhereUniqueInput`: equality on the primary key, a unique field, or a compound key
+ * (`a_b: { a, b }`). Several keys are ANDed.
+ * @throws DbInputError when no unique key is given
+ */
+export function compileUnique(ctx: Ctx, model: Model, alias: string, w: ArgValue | undefined): Frag {
+  const parts: Frag[] = []
+  const eq = (f: ScalarField, v: ArgValue): void => {
+    const lhs = ctx.d.compareExpr(col(ctx, alias, f), f)
+    if (v === NULL) parts.push(raw(`${lhs} IS NULL`))
+    else if (v instanceof Leaf) {
+      const p = bound(v, (x) => ctx.d.bindValue(f, x, true))
+      parts.push({ s: `${lhs} = ?`, p: p.p })
+    }
+  }
+  if (isObj(w)) {
+    for (const [key, v] of Object.entries(w)) {
+      const uk = model.uniqueKeys.find((u) => u.name === key)
+      if (!uk) continue
+      if (uk.fields.length === 1) eq(fieldOf(model, uk.fields[0]!), v)
+      else if (isObj(v)) for (const fname of uk.fields) if (v[fname] !== undefined) eq(fieldOf(model, fname), v[fname]!)
+    }
+  }
+  if (parts.length === 0) throw new DbInputError(`The unique filter of ${model.name} needs at least one of: ${model.uniqueKeys.map((u) => u.name).join(', ')}`)
+  return and(parts)
+}
+
+// ---------------------------------------------------------------------------------------------
+// orderBy, cursor
+
+/** One ORDER BY term, buildable on any alias (the cursor compares the same terms on the cursor row). */
+export interface Term {
+  build(alias: string): Frag
+  dir: 'asc' | 'desc'
+  field?: string
+}
+
+function dirOf(v: ArgValue): 'asc' | 'desc' | null {
+  const s = sampleOf(v)
+  return s === 'asc' || s === 'desc' ? s : null
+}
+
+/** Compiles `orderBy: [XOrderByWithRelationInput!]`: scalar fields, many-to-one relations' fields and `{ relation: { _count } }`. */
+export function compileOrder(ctx: Ctx, model: Model, ob: ArgValue | undefined): Term[] {
+  const terms: Term[] = []
+  for (const item of listOf(ob)) {
+    if (!isObj(item)) continue
+    for (const [key, v] of Object.entries(item)) {
+      const f = model.fieldMap.get(key)
+      if (f) {
+        const dir = dirOf(v)
+        if (dir) terms.push({ build: (a) => raw(col(ctx, a, f)), dir, field: key })
+        continue
+      }
+      const rel = model.relations.get(key)
+      if (!rel || !isObj(v)) continue
+      const target = ctx.reg.models.get(rel.target)!
+      const tableRef = ctx.d.table(target.table)
+      if (rel.kind === 'one') {
+        for (const nt of compileOrder(ctx, target, v)) {
+          terms.push({
+            dir: nt.dir,
+            build: (a) => {
+              const r = newAlias(ctx)
+              return sql`(SELECT ${nt.build(r)} FROM ${tableRef} AS ${r} WHERE ${joinCond(ctx, rel, model, a, target, r)})`
+            },
+          })
+        }
+      } else if (v['_count'] !== undefined) {
+        const dir = dirOf(v['_count'])
+        if (dir) {
+          terms.push({
+            dir,
+            build: (a) => {
+              const r = newAlias(ctx)
+              return raw(`(SELECT COUNT(*) FROM ${tableRef} AS ${r} WHERE ${joinCond(ctx, rel, model, a, target, r)})`)
+            },
+          })
+        }
+      }
+    }
+  }
+  return terms
+}
+
+/** Appends the model's identity (primary key) fields, ascending, as a tie-breaker so that every engine orders alike. */
+export function withTiebreak(ctx: Ctx, model: Model, terms: Term[]): Term[] {
+  const out = [...terms]
+  for (const name of model.identity) {
+    if (out.some((t) => t.field === name)) continue
+    const f = fieldOf(model, name)
+    out.push({ build: (a) => raw(col(ctx, a, f)), dir: 'asc', field: name })
+  }
+  return out
+}
+
+/** Prisma's cursor: rows from the cursor row on (inclusive), in the order of `terms`. */
+export function cursorCond(ctx: Ctx, model: Model, alias: string, cursor: ArgValue, terms: Term[]): Frag {
+  const tableRef = ctx.d.table(model.table)
+  if (terms.length === 0) return compileUnique(ctx, model, alias, cursor)
+  const cval = (t: Term): Frag => {
+    const c = newAlias(ctx)
+    return sql`(SELECT ${t.build(c)} FROM ${tableRef} AS ${c} WHERE ${compileUnique(ctx, model, c, cursor)})`
+  }
+  const build = (i: number): Frag => {
+    const t = terms[i]!
+    const op = t.dir === 'asc' ? '>' : '<'
+    if (i === terms.length - 1) return sql`${t.build(alias)} ${op}= ${cval(t)}`
+    return sql`(${t.build(alias)} ${op} ${cval(t)} OR (${t.build(alias)} = ${cval(t)} AND ${build(i + 1)}))`
+  }
+  return build(0)
+}
+
+// ---------------------------------------------------------------------------------------------
+// selection sets
+
+function skipped(directives: readonly DirectiveNode[] | undefined): boolean {
+  if (!directives) return false
+  for (const d of directives) {
+    const a = d.arguments?.find((x) => x.name.value === 'if')
+    // A variable condition selects the field anyway: extra JSON keys are ignored by the executor.
+    if (!a || a.value.kind !== Kind.BOOLEAN) continue
+    if (d.name.value === 'skip' && a.value.value) return true
+    if (d.name.value === 'include' && !a.value.value) return true
+  }
+  return false
+}
+
+/** Collects the fields of a selection set by response key, following fragments whose type condition is this model's type. */
+export function collectFields(ctx: Ctx, type: GraphQLObjectType, nodes: readonly FieldNode[]): Map<string, FieldNode[]> {
+  const out = new Map<string, FieldNode[]>()
+  const model = modelOfType(ctx.reg, type)
+  const applies = (name: string | undefined): boolean => {
+    if (name === undefined) return true
+    const t = ctx.schema.getType(name)
+    if (t === type) return true
+    return model !== undefined && modelOfType(ctx.reg, t) === model
+  }
+  const visit = (set: SelectionSetNode | undefined, seen: Set<string>): void => {
+    if (!set) return
+    for (const sel of set.selections) {
+      if (skipped(sel.directives)) continue
+      if (sel.kind === Kind.FIELD) {
+        const key = sel.alias?.value ?? sel.name.value
+        const list = out.get(key)
+        if (list) list.push(sel)
+        else out.set(key, [sel])
+      } else if (sel.kind === Kind.INLINE_FRAGMENT) {
+        if (applies(sel.typeCondition?.name.value)) visit(sel.selectionSet, seen)
+      } else {
+        const frag = ctx.fragments[sel.name.value]
+        if (!frag || seen.has(sel.name.value)) continue
+        if (applies(frag.typeCondition.name.value)) visit(frag.selectionSet, new Set([...seen, sel.name.value]))
+      }
+    }
+  }
+  for (const n of nodes) visit(n.selectionSet, new Set())
+  return out
+}
+
+/** A compiled object level: its JSON expression, the columns it reads from its alias, and its post-processing. */
+interface ObjectSql {
+  json: Frag
+  cols: Set<string>
+  post: Post | null
+}
+
+const hexToBase64 = (v: unknown): unknown => (typeof v === 'string' ? Buffer.from(v, 'hex').toString('base64') : v)
+const toBool = (v: unknown): unknown => (typeof v === 'boolean' ? v : v === 1 || v === '1' || v === 't' || v === 'true')
+const toDate = (v: unknown): unknown => {
+  try {
+    return toIsoDateTime(v)
+  } catch {
+    return v
+  }
+}
+const parseJson = (v: unknown): unknown => {
+  if (typeof v !== 'string') return v
+  try {
+    return JSON.parse(v)
+  } catch {
+    return v
+  }
+}
+
+/** The conversion a scalar needs after JSON.parse on this engine, or null. */
+export function outputConv(d: SqlDialect, scalar: ScalarField['scalar']): ((v: unknown) => unknown) | null {
+  switch (scalar) {
+    case 'Boolean':
+      return d.dialect === 'postgres' ? null : toBool
+    case 'DateTime':
+      return toDate
+    case 'Bytes':
+      return hexToBase64
+    case 'JSON':
+      return d.dialect === 'postgres' ? null : parseJson
+    default:
+      return null
+  }
+}
+
+/** Builds the in-place post-processor of one object level from its conversions and nested levels. */
+export function makePost(convs: [string, (v: unknown) => unknown][], rels: [string, boolean, Post][]): Post | null {
+  if (convs.length === 0 && rels.length === 0) return null
+  const nc = convs.length
+  const nr = rels.length
+  return (o) => {
+    for (let i = 0; i < nc; i++) {
+      const c = convs[i]!
+      const v = o[c[0]]
+      if (v !== null && v !== undefined) o[c[0]] = c[1](v)
+    }
+    for (let i = 0; i < nr; i++) {
+      const r = rels[i]!
+      const v = o[r[0]]
+      if (v === null || v === undefined) continue
+      if (r[1]) {
+        const list = v as Record<string, unknown>[]
+        for (let k = 0; k < list.length; k++) r[2](list[k]!)
+      } else r[2](v as Record<string, unknown>)
+    }
+  }
+}
+
+/**
+ * Compiles one object level of the selection: scalar fields under their field names, relations
+ * under their response keys (aliases), nothing for `__typename` (the executor answers it).
+ */
+export function compileObject(ctx: Ctx, model: Model, type: GraphQLObjectType, alias: string, nodes: readonly FieldNode[]): ObjectSql {
+  const d = ctx.d
+  const fields = collectFields(ctx, type, nodes)
+  const pairs: [string, Frag][] = []
+  const cols = new Set<string>()
+  const convs: [string, (v: unknown) => unknown][] = []
+  const rels: [string, boolean, Post][] = []
+  const seenScalars = new Set<string>()
+  const typeFields = type.getFields()
+  for (const [key, fnodes] of fields) {
+    const name = fnodes[0]!.name.value
+    if (name === '__typename') continue
+    const f = model.fieldMap.get(name)
+    if (f) {
+      if (seenScalars.has(name)) continue
+      seenScalars.add(name)
+      cols.add(f.column)
+      pairs.push([name, raw(d.output(col(ctx, alias, f), f))])
+      const conv = outputConv(d, f.scalar)
+      if (conv) convs.push([name, conv])
+      continue
+    }
+    const rel = model.relations.get(name)
+    const def = typeFields[name]
+    if (!rel || !def) continue
+    const target = ctx.reg.models.get(rel.target)!
+    const targetType = getNamedType(def.type) as GraphQLObjectType
+    for (const from of rel.fromFields) cols.add(fieldOf(model, from).column)
+    const r = newAlias(ctx)
+    const correlate = (a: string): Frag => raw(joinCond(ctx, rel, model, alias, target, a))
+    if (rel.kind === 'one') {
+      const sub = compileObject(ctx, target, targetType, r, fnodes)
+      pairs.push([key, sql`(SELECT ${sub.json} FROM ${d.table(target.table)} AS ${r} WHERE ${correlate(r)}${d.dialect === 'postgres' ? '' : ' LIMIT 1'})`])
+      if (sub.post) rels.push([key, false, sub.post])
+    } else {
+      const args = readArgs(fnodes[0]!, def.args, ctx.vars)
+      const list = compileList(ctx, target, targetType, fnodes, args, correlate, 'agg')
+      pairs.push([key, sql`(${list.frag})`])
+      if (list.post) rels.push([key, true, list.post])
+    }
+  }
+  const texts = pairs.map(([k, f]) => [k, f.s] as const)
+  const json: Frag = { s: d.jsonObject(texts), p: pairs.flatMap(([, f]) => f.p) }
+  return { json, cols, post: makePost(convs, rels) }
+}
+
+/** Options of {@link compileList}. */
+export interface ListOptions {
+  /** An extra condition (e.g. a unique where) on the row alias. */
+  extraWhere?: (alias: string) => Frag
+  /** Forces LIMIT 1 (findFirst). */
+  first?: boolean
+  /** No ordering at all (findUnique). */
+  unordered?: boolean
+}
+
+/**
+ * Compiles a list of rows of `model` with `where orderBy cursor take skip distinct`.
+ * - `rows` mode: a full SELECT returning one JSON object per row (root fields);
+ * - `agg` mode: a SELECT returning one JSON array (nested relation lists), correlated by `correlate`.
+ */
+export function compileList(
+  ctx: Ctx,
+  model: Model,
+  type: GraphQLObjectType,
+  nodes: readonly FieldNode[],
+  args: Record<string, ArgValue>,
+  correlate: ((alias: string) => Frag) | null,
+  mode: 'rows' | 'agg',
+  opts: ListOptions = {},
+): { frag: Frag; post: Post | null } {
+  const d = ctx.d
+  const tableRef = d.table(model.table)
+  let take = args['take'] instanceof Leaf ? (args['take'] as Leaf) : undefined
+  const skip = args['skip'] instanceof Leaf ? (args['skip'] as Leaf) : undefined
+  let negative = take !== undefined && typeof sampleOf(take) === 'number' && (sampleOf(take) as number) < 0
+  if (opts.first) {
+    take = new Leaf(() => 1, { value: 1 }, 1)
+  }
+  const distinct = listOf(args['distinct'])
+    .map((v) => sampleOf(v))
+    .filter((v): v is string => typeof v === 'string' && model.fieldMap.has(v))
+  const r = newAlias(ctx)
+  const conds: Frag[] = []
+  if (correlate) conds.push(correlate(r))
+  if (opts.extraWhere) conds.push(opts.extraWhere(r))
+  const w = compileWhere(ctx, model, r, args['where'])
+  if (w) conds.push(w)
+  const terms = opts.unordered ? [] : withTiebreak(ctx, model, compileOrder(ctx, model, args['orderBy']))
+  if (args['cursor'] !== undefined && args['cursor'] !== NULL) conds.push(cursorCond(ctx, model, r, args['cursor'], terms))
+  const whereSql = conds.length ? sql` WHERE ${and(conds)}` : raw('')
+  const absTake = (x: unknown): unknown => (typeof x === 'number' ? Math.abs(x) : x)
+  const limitParams: Frag[] = []
+  if (take) limitParams.push(bound(take, absTake))
+  if (skip) limitParams.push(bound(skip, (x) => x ?? 0))
+  const limitSql = (): Frag => ({ s: d.limitOffset(take !== undefined, skip !== undefined), p: limitParams.flatMap((p) => p.p) })
+  const needsLimit = take !== undefined || skip !== undefined
+  if (mode === 'agg' && !d.correlatedDerived) {
+    // MariaDB: no outer references in derived tables; LIMIT goes inside JSON_ARRAYAGG.
+    if (distinct.length > 0) throw new DbInputError('distinct on a nested relation list is not supported on MariaDB')
+    if (negative) throw new DbInputError('a negative take on a nested relation list is not supported on MariaDB')
+  }
+  const simple =
+    distinct.length === 0 && !negative && (mode === 'rows' || !needsLimit || !d.correlatedDerived) && (mode === 'rows' || d.aggOrderBy)
+  if (simple) {
+    const obj = compileObject(ctx, model, type, r, nodes)
+    const order = terms.map((t) => {
+      const b = t.build(r)
+      return { s: d.orderTerm(b.s, t.dir), p: b.p }
+    })
+    if (mode === 'rows') {
+      const ob = order.length ? sql` ORDER BY ${join(order, ', ')}` : raw('')
+      return { frag: sql`SELECT ${obj.json} AS j FROM ${tableRef} AS ${r}${whereSql}${ob}${limitSql()}`, post: obj.post }
+    }
+    const aggLimit = needsLimit ? limitSql() : raw('')
+    const agg = d.jsonArrayAgg(obj.json.s, order.map((o) => o.s), aggLimit.s)
+    return { frag: { s: `SELECT ${agg} FROM ${tableRef} AS ${r}${whereSql.s}`, p: [...obj.json.p, ...order.flatMap((o) => o.p), ...aggLimit.p, ...whereSql.p] }, post: obj.post }
+  }
+  // Derived table: project the needed columns and the order keys, limit inside, aggregate outside.
+  const s = newAlias(ctx)
+  const obj = compileObject(ctx, model, type, s, nodes)
+  const projections: Frag[] = [...obj.cols].map((c) => raw(`${r}.${d.q(c)}`))
+  terms.forEach((t, i) => projections.push(sql`${t.build(r)} AS __o${String(i)}`))
+  if (distinct.length > 0) {
+    const part = distinct.map((f) => col(ctx, r, fieldOf(model, f))).join(', ')
+    const winOrder = terms.map((t) => {
+      const b = t.build(r)
+      return { s: d.orderTerm(b.s, t.dir), p: b.p }
+    })
+    projections.push(sql`ROW_NUMBER() OVER (PARTITION BY ${part}${winOrder.length ? sql` ORDER BY ${join(winOrder, ', ')}` : ''}) AS __rn`)
+  }
+  if (projections.length === 0) projections.push(raw('1 AS __one'))
+  const flip = (dir: 'asc' | 'desc'): 'asc' | 'desc' => (negative ? (dir === 'asc' ? 'desc' : 'asc') : dir)
+  let inner: Frag = sql`SELECT ${join(projections, ', ')} FROM ${tableRef} AS ${r}${whereSql}`
+  if (distinct.length > 0) inner = sql`SELECT * FROM (${inner}) AS ${newAlias(ctx)} WHERE __rn = 1`
+  const innerOrder = terms.map((t, i) => d.orderTerm(`__o${i}`, flip(t.dir)))
+  const forceLimit = !d.aggOrderBy && mode === 'agg' && !needsLimit
+  if (needsLimit || forceLimit || mode === 'agg') {
+    if (innerOrder.length) inner = sql`${inner} ORDER BY ${innerOrder.join(', ')}`
+    inner = needsLimit ? sql`${inner}${limitSql()}` : forceLimit ? sql`${inner} LIMIT 18446744073709551615` : inner
+  }
+  const outerOrder = terms.map((t, i) => d.orderTerm(`${s}.__o${i}`, t.dir))
+  if (mode === 'rows') {
+    const ob = outerOrder.length ? ` ORDER BY ${outerOrder.join(', ')}` : ''
+    return { frag: sql`SELECT ${obj.json} AS j FROM (${inner}) AS ${s}${ob}`, post: obj.post }
+  }
+  return { frag: { s: `SELECT ${d.jsonArrayAgg(obj.json.s, outerOrder)} FROM (${inner.s}) AS ${s}`, p: [...obj.json.p, ...inner.p] }, post: obj.post }
+}
+
+/** A compiled read: one statement returning JSON rows, and how to finish its result. */
+export interface ReadPlan {
+  text: string
+  params: Getter[]
+  post: Post | null
+}
+
+/** Finalises a fragment into a plan: PostgreSQL placeholders become `$n`. */
+export function toPlan(ctx: Ctx, f: Frag, post: Post | null): ReadPlan {
+  return { text: ctx.d.native(f.s), params: f.p, post }
+}

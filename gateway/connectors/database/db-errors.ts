@@ -1,0 +1,101 @@
+/**
+ * Maps driver errors of constraint violations to the gateway's database errors (gateway/errors.ts):
+ * `TRB_ERR_DB_UNIQUE`, `TRB_ERR_DB_FOREIGN_KEY`, `TRB_ERR_DB_NOT_NULL`, `TRB_ERR_DB_CHECK`.
+ * Messages name the constraint or the GraphQL fields, never SQL or values; the driver error is kept
+ * as `cause` for the logs.
+ *
+ * Codes read: SQLite `SQLITE_CONSTRAINT_UNIQUE|PRIMARYKEY|FOREIGNKEY|NOTNULL|CHECK`; PostgreSQL
+ * SQLSTATE 23505, 23503, 23502, 23514; MySQL/MariaDB errno 1062 (ER_DUP_ENTRY), 1451/1452 (row
+ * referenced / no parent), 1048 (column cannot be null), 1364 (no default), 3819 (MySQL check) and
+ * 4025 (MariaDB check).
+ */
+import { DbCheckError, DbForeignKeyError, DbNotNullError, DbUniqueError, isTributaryError } from '../../errors.js'
+import type { Dialect } from './model.js'
+import type { Model, Registry } from './compiler/registry.js'
+
+interface DriverError {
+  code?: string | number
+  errno?: number
+  message?: string
+  constraint?: string
+  column?: string
+  table?: string
+}
+
+function fieldsOf(reg: Registry, table: string | undefined, columns: string[]): string {
+  const model: Model | undefined = [...reg.models.values()].find((m) => m.table === table)
+  if (!model) return columns.map((c) => `\`${c}\``).join(', ')
+  const names = columns.map((c) => model.byColumn.get(c)?.name ?? c)
+  return `${model.name} (${names.map((n) => `\`${n}\``).join(', ')})`
+}
+
+function constraintLabel(reg: Registry, name: string): string {
+  for (const m of reg.models.values()) {
+    const uk = m.uniqueKeys.find((u) => u.constraint === name)
+    if (uk) return `${m.name} (${uk.fields.map((f) => `\`${f}\``).join(', ')})`
+    for (const r of m.relations.values()) if (r.foreignKey === name && r.holdsKey) return `${m.name}.${r.name} (${r.fromFields.map((f) => `\`${f}\``).join(', ')})`
+  }
+  return `constraint \`${name}\``
+}
+
+/**
+ * Converts a driver error to a Tributary database error when it is a constraint violation.
+ * @param fallbackModel the model being written, named when the engine does not say which constraint failed
+ * @returns the mapped error, or the original error unchanged
+ */
+export function mapDbError(err: unknown, dialect: Dialect, reg: Registry, fallbackModel?: Model): unknown {
+  if (isTributaryError(err) || typeof err !== 'object' || err === null) return err
+  const e = err as DriverError
+  const msg = e.message ?? ''
+  const cause = { cause: err }
+  if (dialect === 'sqlite') {
+    const code = String(e.code ?? '')
+    if (!code.startsWith('SQLITE_CONSTRAINT')) return err
+    const m = /constraint failed: (.+)$/.exec(msg)
+    const detail = m?.[1] ?? ''
+    const cols = (): string => {
+      // "todo.title, todo.x" → Todo (`title`, `x`)
+      const pairs = detail.split(',').map((s) => s.trim().split('.'))
+      const table = pairs[0]?.length === 2 ? pairs[0][0] : undefined
+      return fieldsOf(reg, table, pairs.map((p) => p[p.length - 1]!))
+    }
+    if (code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY') return new DbUniqueError(cols(), cause)
+    if (code === 'SQLITE_CONSTRAINT_NOTNULL') return new DbNotNullError(cols(), cause)
+    if (code === 'SQLITE_CONSTRAINT_FOREIGNKEY') return new DbForeignKeyError(fallbackModel ? `a relation of ${fallbackModel.name}` : 'a relation', cause)
+    if (code === 'SQLITE_CONSTRAINT_CHECK') return new DbCheckError(detail ? `constraint \`${detail}\`` : (fallbackModel?.name ?? 'a row'), cause)
+    return err
+  }
+  if (dialect === 'postgres') {
+    switch (e.code) {
+      case '23505':
+        return new DbUniqueError(e.constraint ? constraintLabel(reg, e.constraint) : (fallbackModel?.name ?? 'a row'), cause)
+      case '23503':
+        return new DbForeignKeyError(e.constraint ? constraintLabel(reg, e.constraint) : 'a relation', cause)
+      case '23502':
+        return new DbNotNullError(fieldsOf(reg, e.table, e.column ? [e.column] : []), cause)
+      case '23514':
+        return new DbCheckError(e.constraint ? `constraint \`${e.constraint}\`` : (fallbackModel?.name ?? 'a row'), cause)
+      default:
+        return err
+    }
+  }
+  const errno = e.errno
+  if (errno === 1062) {
+    const key = /for key '(?:[^'.]*\.)?([^']+)'/.exec(msg)?.[1]
+    const label = key === 'PRIMARY' && fallbackModel ? `${fallbackModel.name} (${fallbackModel.primaryKey.map((f) => `\`${f}\``).join(', ')})` : key ? constraintLabel(reg, key) : 'a unique key'
+    return new DbUniqueError(label, cause)
+  }
+  if (errno === 1451 || errno === 1452) {
+    const name = /CONSTRAINT `([^`]+)`/.exec(msg)?.[1]
+    return new DbForeignKeyError(name ? constraintLabel(reg, name) : 'a relation', cause)
+  }
+  if (errno === 1048 || errno === 1364) {
+    const column = /(?:Column|Field) '([^']+)'/.exec(msg)?.[1]
+    return new DbNotNullError(fallbackModel && column ? fieldsOf(reg, fallbackModel.table, [column]) : (column ? `\`${column}\`` : 'a column'), cause)
+  }
+  if (errno === 3819 || errno === 4025) {
+    const name = /(?:constraint|CONSTRAINT) [`']([^`']+)[`']/.exec(msg)?.[1]
+    return new DbCheckError(name ? `constraint \`${name}\`` : (fallbackModel?.name ?? 'a row'), cause)
+  }
+  return err
+}

@@ -1,0 +1,150 @@
+/**
+ * The database connector: a SQL database (SQLite, PostgreSQL, MySQL/MariaDB) becomes a Prisma-style
+ * CRUD subschema (DESIGN.md §4) whose root fields each compile to one SQL statement.
+ *
+ * Startup: open the database (`createKnex`), run the migrations, introspect it, cache the
+ * introspection in `<cacheDir>/<source>.introspection.json` (or read that cache when the database
+ * is unreachable), then build the schema.
+ */
+import { readFile, writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import type { Knex } from 'knex'
+import { SourceLoadError } from '../../errors.js'
+import type { ConnectorContext, LocalSubschema, SourceHealth } from '../types.js'
+import { buildSchema } from './build-schema.js'
+import { Db } from './compiler/db.js'
+import type { MysqlFlavor } from './compiler/dialect.js'
+import { createKnex } from './connection.js'
+import { introspect } from './introspect.js'
+import type { DatabaseIntrospection } from './model.js'
+
+/** One Knex migration. */
+type DatabaseMigration = { up(knex: Knex): Promise<void>; down?(knex: Knex): Promise<void> }
+
+/** Options of a `database` data source (the config author writes these). */
+export interface DatabaseSourceOptions {
+  /** `sqlite:<path>` (relative to cwd), `postgres://…` or `mysql://…`. */
+  url: string
+  /** PostgreSQL schema to introspect. Default `public`. */
+  schema?: string
+  /** Knex migrations run at startup in key order, before introspection: `{ '001-create-todo': { up(knex), down?(knex) } }`. Default none. */
+  migrations?: Record<string, { up(knex: Knex): Promise<void>; down?(knex: Knex): Promise<void> }>
+  /** Connection pool bounds. Default: SQLite `{ min: 1, max: 1 }`, others `{ min: 0, max: 10 }`. */
+  pool?: { min?: number; max?: number }
+}
+
+function migrationSource(migrations: Record<string, DatabaseMigration>): Knex.MigrationSource<string> {
+  const names = Object.keys(migrations).sort()
+  return {
+    getMigrations: async () => names,
+    getMigrationName: (name) => name,
+    getMigration: async (name) => {
+      const m = migrations[name]!
+      return { up: (knex: Knex) => m.up(knex), down: (knex: Knex) => (m.down ? m.down(knex) : Promise.resolve()) }
+    },
+  }
+}
+
+function safeMessage(err: unknown): string {
+  const e = err as { code?: unknown; message?: unknown }
+  const code = typeof e?.code === 'string' ? e.code : undefined
+  const msg = typeof e?.message === 'string' ? e.message.replace(/\/\/[^@/\s]*@/g, '//***@') : String(err)
+  return code ? `${code}: ${msg}` : msg
+}
+
+async function detectMysqlFlavor(db: Db): Promise<MysqlFlavor> {
+  try {
+    const rows = await db.values('SELECT VERSION()', [])
+    return /mariadb/i.test(String(rows[0])) ? 'mariadb' : 'mysql'
+  } catch {
+    return 'mariadb'
+  }
+}
+
+/**
+ * Creates the subschema of one database data source.
+ *
+ * @param options see {@link DatabaseSourceOptions}
+ * @param ctx the connector context (logger, cache directory, source name)
+ * @returns `{ kind: 'local', schema, health, close }`; `close()` destroys the pool
+ * @throws SourceLoadError (`TRB_ERR_SOURCE_LOAD`) when the URL is invalid, a migration fails, or the
+ *   database is unreachable and no cached introspection exists
+ */
+export async function createDatabaseSource(options: DatabaseSourceOptions, ctx: ConnectorContext): Promise<LocalSubschema> {
+  const log = ctx.logger
+  let conn: ReturnType<typeof createKnex>
+  try {
+    conn = createKnex(options.url, { ...(options.pool ? { pool: options.pool } : {}), ...(options.schema ? { schema: options.schema } : {}), cwd: ctx.cwd })
+  } catch (err) {
+    throw new SourceLoadError(ctx.sourceName, safeMessage(err), { cause: err })
+  }
+  const { knex, dialect } = conn
+  const db = new Db(knex, dialect)
+  db.onQuery((sql, bindings) => {
+    if (log.isLevelEnabled('debug')) log.debug({ sql, bindings }, 'sql')
+  })
+  if (log.isLevelEnabled('debug')) {
+    // Statements knex sends itself (migrations, introspection).
+    knex.on('query', (q: { sql: string; bindings?: unknown[] }) => log.debug({ sql: q.sql, bindings: q.bindings ?? [] }, 'sql'))
+  }
+  const cacheFile = join(ctx.cacheDir, `${ctx.sourceName}.introspection.json`)
+  let doc: DatabaseIntrospection
+  let reachable = true
+  try {
+    if (options.migrations && Object.keys(options.migrations).length > 0) {
+      await knex.migrate.latest({ migrationSource: migrationSource(options.migrations), tableName: 'knex_migrations' })
+    }
+    doc = await introspect(knex, dialect, options.schema ? { schema: options.schema } : {})
+  } catch (err) {
+    reachable = false
+    let cached: string | undefined
+    try {
+      cached = await readFile(cacheFile, 'utf8')
+    } catch {
+      cached = undefined
+    }
+    if (cached === undefined) {
+      await knex.destroy().catch(() => undefined)
+      throw new SourceLoadError(ctx.sourceName, safeMessage(err), { cause: err })
+    }
+    log.warn({ err: safeMessage(err), cache: cacheFile }, 'database unreachable: using the cached introspection')
+    doc = JSON.parse(cached) as DatabaseIntrospection
+  }
+  if (reachable) {
+    const text = `${JSON.stringify(doc, null, 2)}\n`
+    let old: string | undefined
+    try {
+      old = await readFile(cacheFile, 'utf8')
+    } catch {
+      old = undefined
+    }
+    if (old !== text) await writeFile(cacheFile, text)
+  }
+  for (const t of doc.tables) {
+    for (const c of t.columns) {
+      if (c.unknownType) log.warn({ table: t.name, column: c.name, dataType: c.dataType }, `unknown column type ${c.dataType} of ${t.name}.${c.name}: mapped to String`)
+    }
+  }
+  const mysqlFlavor = dialect === 'mysql' && reachable ? await detectMysqlFlavor(db) : 'mariadb'
+  const schema = buildSchema(doc, { db, mysqlFlavor, rawErrors: ctx.mode !== 'production' })
+  let closed = false
+  return {
+    kind: 'local',
+    schema,
+    async health(): Promise<SourceHealth> {
+      const start = performance.now()
+      try {
+        await knex.raw('select 1')
+        return { status: 'up', latencyMs: Math.round((performance.now() - start) * 100) / 100 }
+      } catch (err) {
+        const code = (err as { code?: unknown }).code
+        return { status: 'down', message: `database unreachable${typeof code === 'string' ? ` (${code})` : ''}` }
+      }
+    },
+    async close(): Promise<void> {
+      if (closed) return
+      closed = true
+      await knex.destroy()
+    },
+  }
+}

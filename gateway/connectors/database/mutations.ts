@@ -1,0 +1,331 @@
+/**
+ * Mutation resolvers (DESIGN.md §4): `createOneX`, `createManyX`, `updateOneX`, `updateManyX`,
+ * `upsertOneX`, `deleteOneX`, `deleteManyX`. Each root field runs in ONE transaction, including the
+ * read-back of its selection (the read compiler with a where on the row's identity). Constraint
+ * violations roll back and become `TRB_ERR_DB_*` errors; a missing row for updateOne/deleteOne is
+ * `TRB_ERR_DB_NOT_FOUND`. Plans are cached per operation like reads (plan-cache.ts).
+ */
+import { getNamedType, type GraphQLFieldResolver, type GraphQLObjectType, type GraphQLResolveInfo } from 'graphql'
+import { DbInputError, DbNotFoundError } from '../../errors.js'
+import { Leaf, NULL, isObj, readArgs, type ArgValue } from './compiler/args.js'
+import { join, raw, sql, type Frag, type Getter, type Vars } from './compiler/frag.js'
+import { PlanCache } from './compiler/plan-cache.js'
+import { bound, compileList, compileUnique, compileWhere, listOf, toPlan, type Ctx, type ReadPlan } from './compiler/read.js'
+import type { Model, ScalarField } from './compiler/registry.js'
+import { mapDbError } from './db-errors.js'
+import { bindAll, finishRows, makeCtx, type Runtime } from './resolvers.js'
+
+/** A compiled statement: SQL text (engine placeholders) and its getters. */
+interface Stmt {
+  text: string
+  params: Getter[]
+}
+
+function stmt(ctx: Ctx, f: Frag): Stmt {
+  return { text: ctx.d.native(f.s), params: f.p }
+}
+
+function run(s: Stmt, vars: Vars, extra: readonly unknown[] = []): unknown[] {
+  return s.params.map((g) => g(vars, extra))
+}
+
+function argsOf(ctx: Ctx, info: GraphQLResolveInfo): Record<string, ArgValue> {
+  const def = info.parentType.getFields()[info.fieldName]!
+  return readArgs(info.fieldNodes[0]!, def.args, ctx.vars)
+}
+
+/** `[field, value]` pairs of a create data object (scalar fields only; relation inputs are ignored). */
+function createPairs(model: Model, data: ArgValue | undefined): [ScalarField, Leaf | typeof NULL][] {
+  if (!isObj(data)) return []
+  const out: [ScalarField, Leaf | typeof NULL][] = []
+  for (const [key, v] of Object.entries(data)) {
+    const f = model.fieldMap.get(key)
+    if (f && (v instanceof Leaf || v === NULL)) out.push([f, v])
+  }
+  return out
+}
+
+function insertFrag(ctx: Ctx, model: Model, rows: [ScalarField, Leaf | typeof NULL][][], opts: { returning?: boolean; skipDuplicates?: boolean }): Frag {
+  const d = ctx.d
+  const cols = rows[0]!.map(([f]) => f)
+  const tableRef = d.table(model.table)
+  const prefix = opts.skipDuplicates ? (d.dialect === 'sqlite' ? 'INSERT OR IGNORE INTO' : d.dialect === 'mysql' ? 'INSERT IGNORE INTO' : 'INSERT INTO') : 'INSERT INTO'
+  const conflict = opts.skipDuplicates && d.dialect === 'postgres' ? ' ON CONFLICT DO NOTHING' : ''
+  const returning = opts.returning && model.identity.length > 0 && (d.dialect !== 'mysql' || d.flavor === 'mariadb')
+    ? ` RETURNING ${model.identity.map((n) => d.q(model.fieldMap.get(n)!.column)).join(', ')}`
+    : ''
+  if (cols.length === 0) {
+    const body = d.dialect === 'mysql' ? `${prefix} ${tableRef} () VALUES ()` : `${prefix} ${tableRef} DEFAULT VALUES`
+    return raw(`${body}${conflict}${returning}`)
+  }
+  const values = rows.map((row) => sql`(${join(row.map(([f, v]) => (v === NULL ? raw('NULL') : bound(v, (x) => d.bindValue(f, x, false)))), ', ')})`)
+  return sql`${prefix} ${tableRef} (${cols.map((f) => d.q(f.column)).join(', ')}) VALUES ${join(values, ', ')}${conflict}${returning}`
+}
+
+/** `SET` assignments of an update data object: `{ field: { set | increment | decrement | multiply | divide } }`. */
+function setFrag(ctx: Ctx, model: Model, data: ArgValue | undefined): { frag: Frag | null; setsIdentity: [number, Leaf | typeof NULL][] } {
+  const d = ctx.d
+  const parts: Frag[] = []
+  const setsIdentity: [number, Leaf | typeof NULL][] = []
+  if (isObj(data)) {
+    for (const [key, ops] of Object.entries(data)) {
+      const f = model.fieldMap.get(key)
+      if (!f) continue
+      const c = d.q(f.column)
+      // A bare value is accepted as `set`.
+      const o: { [k: string]: ArgValue } = isObj(ops) ? ops : { set: ops }
+      const [op, v] = Object.entries(o)[0] ?? []
+      if (op === undefined || v === undefined) continue
+      if (v === NULL) {
+        if (op === 'set') parts.push(raw(`${c} = NULL`))
+        continue
+      }
+      if (!(v instanceof Leaf)) continue
+      const p = bound(v, (x) => d.bindValue(f, x, false))
+      const isInt = f.scalar === 'Int' || f.scalar === 'BigInt'
+      switch (op) {
+        case 'set':
+          parts.push({ s: `${c} = ?`, p: p.p })
+          break
+        case 'increment':
+          parts.push({ s: `${c} = ${c} + ?`, p: p.p })
+          break
+        case 'decrement':
+          parts.push({ s: `${c} = ${c} - ?`, p: p.p })
+          break
+        case 'multiply':
+          parts.push({ s: `${c} = ${c} * ?`, p: p.p })
+          break
+        case 'divide':
+          parts.push({ s: `${c} = ${isInt ? d.intDivide(c) : `${c} / ?`}`, p: p.p })
+          break
+        default:
+          continue
+      }
+      const idx = model.identity.indexOf(key)
+      if (idx >= 0) {
+        if (op !== 'set') throw new DbInputError(`${model.name}.${key} identifies the row: only \`set\` may change it`)
+        setsIdentity.push([idx, v])
+      }
+    }
+  }
+  return { frag: parts.length ? join(parts, ', ') : null, setsIdentity }
+}
+
+function identityWhere(ctx: Ctx, model: Model, alias: string): Frag {
+  return join(
+    model.identity.map((n, i) => {
+      const f = model.fieldMap.get(n)!
+      return { s: `${alias}.${ctx.d.q(f.column)} = ?`, p: [(_v: Vars, x: readonly unknown[]) => x[i]] }
+    }),
+    ' AND ',
+  )
+}
+
+function requireIdentity(model: Model): void {
+  if (model.identity.length === 0) throw new DbInputError(`${model.name} has no primary key or non-null unique key: this mutation needs one`)
+}
+
+/** The read-back plan: the mutation field's selection on the row whose identity is `extra`. */
+function readBack(ctx: Ctx, model: Model, info: GraphQLResolveInfo): ReadPlan {
+  const type = getNamedType(info.returnType) as GraphQLObjectType
+  const l = compileList(ctx, model, type, info.fieldNodes, {}, null, 'rows', { extraWhere: (a) => identityWhere(ctx, model, a), unordered: true })
+  return toPlan(ctx, l.frag, l.post)
+}
+
+function identitySelect(ctx: Ctx, model: Model, where: ArgValue | undefined): Stmt {
+  const tableRef = ctx.d.table(model.table)
+  const cols = model.identity.map((n) => `${tableRef}.${ctx.d.q(model.fieldMap.get(n)!.column)}`).join(', ')
+  return stmt(ctx, sql`SELECT ${cols} FROM ${tableRef} WHERE ${compileUnique(ctx, model, tableRef, where)}`)
+}
+
+function identityOf(model: Model, row: Record<string, unknown>): unknown[] {
+  return model.identity.map((n) => row[model.fieldMap.get(n)!.column])
+}
+
+function whereLabel(model: Model, where: ArgValue | undefined): string {
+  return isObj(where) ? `where { ${Object.keys(where).join(', ')} }` : 'where'
+}
+
+async function readOne(rt: Runtime, conn: unknown, plan: ReadPlan, vars: Vars, extra: unknown[]): Promise<unknown> {
+  const rows = await rt.db().values(plan.text, bindAll(plan.params, vars, extra), conn)
+  return finishRows(rows, plan.post)[0] ?? null
+}
+
+type Resolver = GraphQLFieldResolver<unknown, unknown>
+
+/** Wraps a transaction body: driver errors become Tributary errors. */
+async function inTransaction<T>(rt: Runtime, model: Model, fn: (conn: unknown) => Promise<T>): Promise<T> {
+  try {
+    return await rt.db().transaction(fn)
+  } catch (err) {
+    throw mapDbError(err, rt.reg.dialect, rt.reg, model)
+  }
+}
+
+/** Builds the mutation resolvers of one model. Only for tables (views are read-only). */
+export function makeMutationResolvers(rt: Runtime, model: Model): Record<string, Resolver> {
+  const d = rt.d
+  const mysqlNoReturning = d.dialect === 'mysql' && d.flavor === 'mysql'
+
+  interface CreatePlan {
+    insert: Stmt
+    fromData: (Getter | null)[]
+    back: ReadPlan | null
+  }
+  const compileCreate = (ctx: Ctx, info: GraphQLResolveInfo, data: ArgValue | undefined): CreatePlan => {
+    const pairs = createPairs(model, data)
+    const insert = stmt(ctx, insertFrag(ctx, model, [pairs], { returning: true }))
+    const fromData = model.identity.map((n) => {
+      const pair = pairs.find(([f]) => f.name === n)
+      if (!pair || pair[1] === NULL) return null
+      const leaf = pair[1]
+      const f = pair[0]
+      return ((v: Vars, x: readonly unknown[]) => d.bindValue(f, leaf.get(v, x), false)) as Getter
+    })
+    return { insert, fromData, back: model.identity.length ? readBack(ctx, model, info) : null }
+  }
+  const runCreate = async (conn: unknown, plan: CreatePlan, vars: Vars): Promise<unknown> => {
+    const res = await rt.db().exec(conn, plan.insert.text, run(plan.insert, vars))
+    if (!plan.back) return null
+    let id: unknown[]
+    if (!mysqlNoReturning && res.rows[0]) id = identityOf(model, res.rows[0])
+    else {
+      id = plan.fromData.map((g, i) => {
+        if (g) return g(vars, [])
+        const f = model.fieldMap.get(model.identity[i]!)!
+        return f.autoIncrement ? res.insertId : null
+      })
+    }
+    return readOne(rt, conn, plan.back, vars, id)
+  }
+
+  const createOne = new PlanCache<CreatePlan>()
+  const createMany = new PlanCache<Stmt[]>()
+  const updateOne = new PlanCache<{ find: Stmt; update: Stmt | null; setsIdentity: [number, Leaf | typeof NULL][]; back: ReadPlan; label: string }>()
+  const updateMany = new PlanCache<Stmt>()
+  const upsertOne = new PlanCache<{ find: Stmt; update: Stmt | null; setsIdentity: [number, Leaf | typeof NULL][]; create: CreatePlan; back: ReadPlan }>()
+  const deleteOne = new PlanCache<{ read: ReadPlan; del: Stmt; label: string }>()
+  const deleteMany = new PlanCache<Stmt>()
+  const tableRef = d.table(model.table)
+
+  const updateStmt = (ctx: Ctx, data: ArgValue | undefined): { update: Stmt | null; setsIdentity: [number, Leaf | typeof NULL][] } => {
+    const { frag, setsIdentity } = setFrag(ctx, model, data)
+    return { update: frag ? stmt(ctx, sql`UPDATE ${tableRef} SET ${frag} WHERE ${identityWhere(ctx, model, tableRef)}`) : null, setsIdentity }
+  }
+  const newIdentity = (old: unknown[], sets: [number, Leaf | typeof NULL][], vars: Vars): unknown[] => {
+    const id = [...old]
+    for (const [i, v] of sets) id[i] = v === NULL ? null : d.bindValue(model.fieldMap.get(model.identity[i]!)!, v.get(vars, []), false)
+    return id
+  }
+
+  return {
+    [`createOne`]: async (_s, _a, _c, info) => {
+      const plan = createOne.get(info, () => {
+        const ctx = makeCtx(rt, info)
+        return compileCreate(ctx, info, argsOf(ctx, info)['data'])
+      })
+      const vars = info.variableValues
+      return inTransaction(rt, model, (conn) => runCreate(conn, plan, vars))
+    },
+    [`createMany`]: async (_s, _a, _c, info) => {
+      const plan = createMany.get(info, () => {
+        const ctx = makeCtx(rt, info)
+        const args = argsOf(ctx, info)
+        const skipDuplicates = args['skipDuplicates'] instanceof Leaf && Boolean((args['skipDuplicates'] as Leaf).sample ?? (args['skipDuplicates'] as Leaf).constant?.value)
+        const groups = new Map<string, [ScalarField, Leaf | typeof NULL][][]>()
+        for (const row of listOf(args['data'])) {
+          const pairs = createPairs(model, row)
+          const key = pairs.map(([f]) => f.name).join(',')
+          groups.set(key, [...(groups.get(key) ?? []), pairs])
+        }
+        return [...groups.values()].map((rows) => stmt(ctx, insertFrag(ctx, model, rows, { skipDuplicates })))
+      })
+      const vars = info.variableValues
+      const count = await inTransaction(rt, model, async (conn) => {
+        let n = 0
+        for (const s of plan) n += (await rt.db().exec(conn, s.text, run(s, vars))).affected
+        return n
+      })
+      return { count }
+    },
+    [`updateOne`]: async (_s, _a, _c, info) => {
+      requireIdentity(model)
+      const plan = updateOne.get(info, () => {
+        const ctx = makeCtx(rt, info)
+        const args = argsOf(ctx, info)
+        return { find: identitySelect(ctx, model, args['where']), ...updateStmt(ctx, args['data']), back: readBack(ctx, model, info), label: whereLabel(model, args['where']) }
+      })
+      const vars = info.variableValues
+      return inTransaction(rt, model, async (conn) => {
+        const found = await rt.db().exec(conn, plan.find.text, run(plan.find, vars))
+        if (!found.rows[0]) throw new DbNotFoundError(model.name, plan.label)
+        const id = identityOf(model, found.rows[0])
+        if (plan.update) await rt.db().exec(conn, plan.update.text, run(plan.update, vars, id))
+        return readOne(rt, conn, plan.back, vars, newIdentity(id, plan.setsIdentity, vars))
+      })
+    },
+    [`updateMany`]: async (_s, _a, _c, info) => {
+      const plan = updateMany.get(info, () => {
+        const ctx = makeCtx(rt, info)
+        const args = argsOf(ctx, info)
+        const { frag } = setFrag(ctx, model, args['data'])
+        const w = compileWhere(ctx, model, tableRef, args['where'])
+        const where = w ? sql` WHERE ${w}` : raw('')
+        return stmt(ctx, frag ? sql`UPDATE ${tableRef} SET ${frag}${where}` : sql`SELECT COUNT(*) AS n FROM ${tableRef}${where}`)
+      })
+      const vars = info.variableValues
+      const count = await inTransaction(rt, model, async (conn) => {
+        const res = await rt.db().exec(conn, plan.text, run(plan, vars))
+        return res.rows[0] && 'n' in res.rows[0] ? Number(res.rows[0]['n']) : res.affected
+      })
+      return { count }
+    },
+    [`upsertOne`]: async (_s, _a, _c, info) => {
+      requireIdentity(model)
+      const plan = upsertOne.get(info, () => {
+        const ctx = makeCtx(rt, info)
+        const args = argsOf(ctx, info)
+        return { find: identitySelect(ctx, model, args['where']), ...updateStmt(ctx, args['update']), create: compileCreate(ctx, info, args['create']), back: readBack(ctx, model, info) }
+      })
+      const vars = info.variableValues
+      return inTransaction(rt, model, async (conn) => {
+        const found = await rt.db().exec(conn, plan.find.text, run(plan.find, vars))
+        if (!found.rows[0]) return runCreate(conn, plan.create, vars)
+        const id = identityOf(model, found.rows[0])
+        if (plan.update) await rt.db().exec(conn, plan.update.text, run(plan.update, vars, id))
+        return readOne(rt, conn, plan.back, vars, newIdentity(id, plan.setsIdentity, vars))
+      })
+    },
+    [`deleteOne`]: async (_s, _a, _c, info) => {
+      const plan = deleteOne.get(info, () => {
+        const ctx = makeCtx(rt, info)
+        const args = argsOf(ctx, info)
+        const type = getNamedType(info.returnType) as GraphQLObjectType
+        const l = compileList(ctx, model, type, info.fieldNodes, {}, null, 'rows', { extraWhere: (a) => compileUnique(ctx, model, a, args['where']), unordered: true })
+        return {
+          read: toPlan(ctx, l.frag, l.post),
+          del: stmt(ctx, sql`DELETE FROM ${tableRef} WHERE ${compileUnique(ctx, model, tableRef, args['where'])}`),
+          label: whereLabel(model, args['where']),
+        }
+      })
+      const vars = info.variableValues
+      return inTransaction(rt, model, async (conn) => {
+        const row = await readOne(rt, conn, plan.read, vars, [])
+        if (row === null) throw new DbNotFoundError(model.name, plan.label)
+        await rt.db().exec(conn, plan.del.text, run(plan.del, vars))
+        return row
+      })
+    },
+    [`deleteMany`]: async (_s, _a, _c, info) => {
+      const plan = deleteMany.get(info, () => {
+        const ctx = makeCtx(rt, info)
+        const w = compileWhere(ctx, model, tableRef, argsOf(ctx, info)['where'])
+        return stmt(ctx, sql`DELETE FROM ${tableRef}${w ? sql` WHERE ${w}` : ''}`)
+      })
+      const vars = info.variableValues
+      const count = await inTransaction(rt, model, async (conn) => (await rt.db().exec(conn, plan.text, run(plan, vars))).affected)
+      return { count }
+    },
+  }
+}

@@ -1,0 +1,179 @@
+/**
+ * Query resolvers (DESIGN.md §4): `findUniqueX`, `findFirstX`, `findManyX`, `aggregateX`,
+ * `groupByX`, and the raw SQL fields `executeRaw` / `queryRaw`. Each root field runs ONE statement,
+ * compiled once per operation (plan-cache.ts) and bound with the request's variables. Nested
+ * relation fields read their value from the parent's JSON by response key (aliases work).
+ */
+import { getNamedType, type GraphQLFieldResolver, type GraphQLObjectType, type GraphQLResolveInfo } from 'graphql'
+import { DbInputError, DbRawError } from '../../errors.js'
+import { readArgs } from './compiler/args.js'
+import { compileAggregate, compileGroupBy } from './compiler/aggregate.js'
+import type { Db } from './compiler/db.js'
+import type { SqlDialect } from './compiler/dialect.js'
+import type { Getter, Vars } from './compiler/frag.js'
+import { PlanCache } from './compiler/plan-cache.js'
+import { compileList, compileUnique, toPlan, type Ctx, type Post, type ReadPlan } from './compiler/read.js'
+import type { Model, Registry } from './compiler/registry.js'
+import { mapDbError } from './db-errors.js'
+
+/** What the resolvers of one schema share. */
+export interface Runtime {
+  reg: Registry
+  d: SqlDialect
+  /** The statement runner; throws when the schema was built without a database. */
+  db(): Db
+  /** Show engine messages of failed raw queries (development); otherwise a generic message. */
+  rawErrors: boolean
+}
+
+/** A fresh compile context for one root field. */
+export function makeCtx(rt: Runtime, info: Pick<GraphQLResolveInfo, 'schema' | 'fragments' | 'variableValues'>): Ctx {
+  return { reg: rt.reg, d: rt.d, schema: info.schema, fragments: info.fragments, vars: info.variableValues as Vars, n: 0 }
+}
+
+/** Evaluates a plan's getters. */
+export function bindAll(params: readonly Getter[], vars: Vars, extra: readonly unknown[] = []): unknown[] {
+  const out = new Array<unknown>(params.length)
+  for (let i = 0; i < params.length; i++) out[i] = params[i]!(vars, extra)
+  return out
+}
+
+/** Parses JSON rows (strings from SQLite/MariaDB, values from pg/MySQL) and applies the plan's post-processing. */
+export function finishRows(rows: unknown[], post: Post | null): Record<string, unknown>[] {
+  let out: Record<string, unknown>[]
+  if (rows.length > 0 && typeof rows[0] === 'string') {
+    out = rows.length === 1 ? [JSON.parse(rows[0] as string)] : (JSON.parse(`[${(rows as string[]).join(',')}]`) as Record<string, unknown>[])
+  } else out = rows.map((r) => (typeof r === 'string' ? JSON.parse(r) : r)) as Record<string, unknown>[]
+  if (post) for (let i = 0; i < out.length; i++) post(out[i]!)
+  return out
+}
+
+type Resolver = GraphQLFieldResolver<unknown, unknown>
+
+function argsOf(ctx: Ctx, info: GraphQLResolveInfo) {
+  const def = info.parentType.getFields()[info.fieldName]!
+  return readArgs(info.fieldNodes[0]!, def.args, ctx.vars)
+}
+
+function returnObject(info: GraphQLResolveInfo): GraphQLObjectType {
+  return getNamedType(info.returnType) as GraphQLObjectType
+}
+
+async function runRead(rt: Runtime, plan: ReadPlan, vars: Vars): Promise<Record<string, unknown>[]> {
+  const rows = await rt.db().values(plan.text, bindAll(plan.params, vars))
+  return finishRows(rows, plan.post)
+}
+
+/** Builds the query resolvers of one model. */
+export function makeQueryResolvers(rt: Runtime, model: Model): Record<string, Resolver> {
+  const unique = new PlanCache<ReadPlan>()
+  const first = new PlanCache<ReadPlan>()
+  const many = new PlanCache<ReadPlan>()
+  const aggregate = new PlanCache<ReadPlan>()
+  const groupBy = new PlanCache<ReadPlan>()
+  return {
+    findUnique: async (_s, _a, _c, info) => {
+      const plan = unique.get(info, () => {
+        const ctx = makeCtx(rt, info)
+        const args = argsOf(ctx, info)
+        const l = compileList(ctx, model, returnObject(info), info.fieldNodes, {}, null, 'rows', {
+          extraWhere: (a) => compileUnique(ctx, model, a, args['where']),
+          unordered: true,
+        })
+        return toPlan(ctx, l.frag, l.post)
+      })
+      return (await runRead(rt, plan, info.variableValues))[0] ?? null
+    },
+    findFirst: async (_s, _a, _c, info) => {
+      const plan = first.get(info, () => {
+        const ctx = makeCtx(rt, info)
+        const l = compileList(ctx, model, returnObject(info), info.fieldNodes, argsOf(ctx, info), null, 'rows', { first: true })
+        return toPlan(ctx, l.frag, l.post)
+      })
+      return (await runRead(rt, plan, info.variableValues))[0] ?? null
+    },
+    findMany: async (_s, _a, _c, info) => {
+      const plan = many.get(info, () => {
+        const ctx = makeCtx(rt, info)
+        const l = compileList(ctx, model, returnObject(info), info.fieldNodes, argsOf(ctx, info), null, 'rows')
+        return toPlan(ctx, l.frag, l.post)
+      })
+      return runRead(rt, plan, info.variableValues)
+    },
+    aggregate: async (_s, _a, _c, info) => {
+      const plan = aggregate.get(info, () => {
+        const ctx = makeCtx(rt, info)
+        return compileAggregate(ctx, model, returnObject(info), info.fieldNodes, argsOf(ctx, info))
+      })
+      return (await runRead(rt, plan, info.variableValues))[0] ?? {}
+    },
+    groupBy: async (_s, _a, _c, info) => {
+      const plan = groupBy.get(info, () => {
+        const ctx = makeCtx(rt, info)
+        return compileGroupBy(ctx, model, returnObject(info), info.fieldNodes, argsOf(ctx, info))
+      })
+      return runRead(rt, plan, info.variableValues)
+    },
+  }
+}
+
+/** Resolver of relation fields and other JSON-keyed fields: reads the parent's value by response key (alias or name). */
+export const byResponseKey: Resolver = (parent, _args, _ctx, info) => (parent as Record<string, unknown>)[info.path.key as string]
+
+function toJsonValue(v: unknown): unknown {
+  if (v === null || v === undefined) return null
+  if (typeof v === 'bigint') return v.toString()
+  if (v instanceof Date) return v.toISOString()
+  if (Buffer.isBuffer(v)) return v.toString('base64')
+  if (v instanceof Uint8Array) return Buffer.from(v).toString('base64')
+  return v
+}
+
+function rawBindings(parameters: unknown): unknown[] | Record<string, unknown> {
+  if (parameters === null || parameters === undefined) return []
+  const conv = (v: unknown): unknown => (v !== null && typeof v === 'object' && !Array.isArray(v) ? JSON.stringify(v) : typeof v === 'boolean' ? (v ? 1 : 0) : v)
+  if (Array.isArray(parameters)) return parameters.map(conv)
+  if (typeof parameters === 'object') return Object.fromEntries(Object.entries(parameters as Record<string, unknown>).map(([k, v]) => [k, conv(v)]))
+  throw new DbInputError('`parameters` must be a JSON array (for `?` placeholders) or object (for `:name` placeholders)')
+}
+
+/**
+ * `executeRaw(query, parameters)` → affected rows and `queryRaw(query, parameters)` → rows as JSON.
+ * Placeholders are `?` (positional, `parameters` a JSON array) or `:name` (`parameters` an object) on
+ * every engine; values are always bound, never interpolated.
+ */
+export function makeRawResolvers(rt: Runtime): { executeRaw: Resolver; queryRaw: Resolver } {
+  const prepare = (args: { query?: unknown; parameters?: unknown }): { sql: string; bindings: unknown[] } => {
+    if (typeof args.query !== 'string' || args.query.trim() === '') throw new DbInputError('`query` must be a non-empty SQL string')
+    const b = rawBindings(args.parameters)
+    const native = (Array.isArray(b) ? rt.db().knex.raw(args.query, b as never[]) : rt.db().knex.raw(args.query, b as never)).toSQL().toNative()
+    return { sql: native.sql, bindings: [...native.bindings] }
+  }
+  const fail = (err: unknown): never => {
+    const mapped = mapDbError(err, rt.reg.dialect, rt.reg)
+    if (mapped !== err) throw mapped
+    if (err instanceof Error && 'code' in err && String((err as { code: unknown }).code).startsWith('TRB_ERR_')) throw err
+    const message = rt.rawErrors && err instanceof Error ? err.message : 'the database rejected the statement'
+    throw new DbRawError(message, { cause: err })
+  }
+  return {
+    executeRaw: async (_s, args) => {
+      try {
+        const { sql, bindings } = prepare(args)
+        const res = await rt.db().withConnection((conn) => rt.db().exec(conn, sql, bindings))
+        return res.affected
+      } catch (err) {
+        return fail(err)
+      }
+    },
+    queryRaw: async (_s, args) => {
+      try {
+        const { sql, bindings } = prepare(args)
+        const res = await rt.db().withConnection((conn) => rt.db().exec(conn, sql, bindings))
+        return res.rows.map((row) => Object.fromEntries(Object.entries(row).map(([k, v]) => [k, toJsonValue(v)])))
+      } catch (err) {
+        return fail(err)
+      }
+    },
+  }
+}
