@@ -7,7 +7,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstanc
 import websocket from '@fastify/websocket'
 import mercurius from 'mercurius'
 import { randomUUID } from 'node:crypto'
-import { NoSchemaIntrospectionCustomRule, type GraphQLError } from 'graphql'
+import { GraphQLError, NoSchemaIntrospectionCustomRule } from 'graphql'
 import type { Gateway } from '../runtime.js'
 import { isTributaryError } from '../errors.js'
 import { registerGraphQLEndpoint } from './graphql-endpoint.js'
@@ -15,6 +15,7 @@ import { registerOperationRoutes } from './operations-routes.js'
 import { playgroundPlugin } from './playground.js'
 import { createSubscriptionHandler, websocketServerOptions } from './subscriptions.js'
 import { formatGraphQLError } from './format-error.js'
+import { PersistedOperations } from './persisted.js'
 import { buildOpenApiDocument } from '../codegen/openapi.js'
 
 /**
@@ -101,6 +102,7 @@ export async function buildApp(gateway: Gateway, options: BuildAppOptions = {}):
   })
   await app.register(playgroundPlugin, { endpoint: '/graphql', subscriptionEndpoint: '/graphql', title: 'Tributary' })
 
+  const persisted = new PersistedOperations(holder)
   const wsHandler = createSubscriptionHandler({
     getSchema: () => holder.current.schema,
     context: (request) => ({ request, headers: request.headers }),
@@ -108,9 +110,13 @@ export async function buildApp(gateway: Gateway, options: BuildAppOptions = {}):
     maxTokens: config.graphql.maxTokens,
     validationRules: config.graphql.introspection ? [] : [NoSchemaIntrospectionCustomRule],
     formatError: (err: GraphQLError) => formatGraphQLError(err, { mode: holder.current.config.mode, logger: app.log }).error,
+    onOperation: (info) =>
+      persisted.enforced && !persisted.allowsDocument(info.document)
+        ? [new GraphQLError('Only persisted operations are allowed', { extensions: { code: 'TRB_ERR_PERSISTED_ONLY' } })]
+        : undefined,
     logger: app.log,
   })
-  registerGraphQLEndpoint(app, holder, wsHandler)
+  registerGraphQLEndpoint(app, holder, persisted, wsHandler)
   registerOperationRoutes(app, holder)
 
   app.get('/health', async (_request, reply) => {

@@ -7,14 +7,12 @@
  * Every distinct document is parsed (with a token limit), validated and checked against the depth
  * and alias limits once, then cached until the schema changes.
  */
-import { createHash } from 'node:crypto'
 import {
   GraphQLError,
   NoSchemaIntrospectionCustomRule,
   execute,
   getOperationAST,
   parse,
-  print,
   specifiedRules,
   validate,
   type DocumentNode,
@@ -27,6 +25,7 @@ import { isJitSafe } from '../operations/jit-safety.js'
 import { formatGraphQLErrors } from './format-error.js'
 import { PLAYGROUND_ASSETS_PREFIX, playgroundContentSecurityPolicy, renderPlaygroundHtml } from './playground.js'
 import type { GatewayHolder } from './app.js'
+import type { PersistedOperations } from './persisted.js'
 
 const GRAPHQL_RESPONSE = 'application/graphql-response+json'
 const JSON_TYPE = 'application/json'
@@ -87,27 +86,11 @@ interface GraphQLParams {
 export function registerGraphQLEndpoint(
   app: FastifyInstance,
   holder: GatewayHolder,
+  persisted: PersistedOperations,
   wsHandler: (socket: import('ws').WebSocket, request: FastifyRequest) => void,
 ): void {
   const cache = new DocumentCache(1000)
   let cacheVersion = holder.version
-  const persisted = new Map<string, string>()
-  let persistedVersion = -1
-
-  function persistedSources(): Map<string, string> {
-    if (persistedVersion !== holder.version) {
-      persisted.clear()
-      for (const op of holder.current.operations.values()) {
-        const sha = (s: string) => createHash('sha256').update(s).digest('hex')
-        persisted.set(sha(op.stored.source), op.stored.source)
-        persisted.set(sha(print(op.stored.document)), op.stored.source)
-        persisted.set(op.name, op.stored.source)
-      }
-      persistedVersion = holder.version
-    }
-    return persisted
-  }
-
   function prepare(query: string): Prepared {
     if (cacheVersion !== holder.version) {
       cache.clear()
@@ -178,16 +161,13 @@ export function registerGraphQLEndpoint(
       (typeof params.documentId === 'string' && params.documentId) ||
       ((extensions as { persistedQuery?: { sha256Hash?: unknown } } | null)?.persistedQuery?.sha256Hash as string | undefined)
     if (persistedHash !== undefined && query === undefined) {
-      const source = persistedSources().get(String(persistedHash).replace(/^sha256:/, ''))
+      const source = persisted.source(String(persistedHash))
       if (!source) return requestError(reply, mediaType, [new GraphQLError('PersistedQueryNotFound', { extensions: { code: 'PERSISTED_QUERY_NOT_FOUND' } })], 400)
       query = source
     }
     if (typeof query !== 'string' || query.trim() === '') return malformed(reply, 'query must be a non-empty string')
-    if (gateway.config.mode === 'production' && !gateway.config.graphql.allowArbitraryOperationsInProduction && persistedHash === undefined) {
-      const sha = createHash('sha256').update(query).digest('hex')
-      if (!persistedSources().has(sha)) {
-        return requestError(reply, mediaType, [new GraphQLError('Only persisted operations are allowed', { extensions: { code: 'TRB_ERR_PERSISTED_ONLY' } })], 400)
-      }
+    if (persisted.enforced && persistedHash === undefined && !persisted.allowsText(query)) {
+      return requestError(reply, mediaType, [new GraphQLError('Only persisted operations are allowed', { extensions: { code: 'TRB_ERR_PERSISTED_ONLY' } })], 400)
     }
 
     const prepared = prepare(query)

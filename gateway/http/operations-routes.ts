@@ -82,7 +82,7 @@ async function respond(op: CompiledOperation, variables: Variables, request: Fas
     return json(reply, 404, errorBody('TRB_ERR_DB_NOT_FOUND', `No result for ${request.method} ${request.url}`))
   }
   const body = op.stringifyData(data)
-  if (request.method === 'GET') {
+  if (request.method === 'GET' || request.method === 'HEAD') {
     const etag = weakEtag(body)
     reply.header('etag', etag).header('cache-control', cacheControl(op, request))
     if (etagMatches(request.headers['if-none-match'], etag)) return reply.code(304).send()
@@ -224,7 +224,7 @@ export function registerOperationRoutes(app: FastifyInstance, holder: GatewayHol
   async function serve(name: string, request: FastifyRequest, reply: FastifyReply, pathParams: Record<string, string> = {}) {
     const op = holder.current.operations.get(name)
     if (!op || op.stored.internal) return json(reply, 404, errorBody('TRB_ERR_OPERATION_NOT_FOUND', `Unknown operation: ${name}`))
-    const method = request.method
+    const method = request.method === 'HEAD' ? 'GET' : request.method
     const wantsStream = (request.headers.accept ?? '').includes('text/event-stream')
     const allowed = op.kind === 'mutation' ? ['POST'] : op.kind === 'subscription' ? ['GET'] : ['GET', 'POST']
     const viaCustomRoute = Object.keys(pathParams).length > 0 || request.routeOptions.url !== '/operations/*'
@@ -245,6 +245,17 @@ export function registerOperationRoutes(app: FastifyInstance, holder: GatewayHol
           return reply
         }
       } else {
+        // CSRF: a browser may send a cross-site POST without a preflight only with a "simple" content
+        // type (text/plain, forms) or none. Variables come as JSON, so anything else is refused, and a
+        // body-less cross-site POST too (Sec-Fetch-Site), so no form or no-cors fetch runs a mutation.
+        const contentType = (request.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase()
+        if (contentType !== '' && contentType !== 'application/json' && !contentType.endsWith('+json')) {
+          return json(reply, 415, errorBody('TRB_ERR_BAD_REQUEST', `Send the variables as JSON (Content-Type: application/json), not ${contentType}`))
+        }
+        const site = request.headers['sec-fetch-site']
+        if (contentType === '' && (site === 'cross-site' || site === 'same-site')) {
+          return json(reply, 400, errorBody('TRB_ERR_BAD_REQUEST', 'A cross-site request must send its variables as JSON (Content-Type: application/json)'))
+        }
         const body = request.body
         const fromBody = body === undefined || body === null ? {} : body
         variables = op.variablesFromBody(
