@@ -8,7 +8,7 @@
  *   swapping the schema and operations in place; a broken edit keeps the last good version.
  * - `generate` (alias `build`): loads everything and writes `generated/`; fails on an invalid operation.
  */
-import { watch } from 'node:fs'
+import { existsSync, watch } from 'node:fs'
 import { dirname, relative, resolve } from 'node:path'
 import closeWithGrace from 'close-with-grace'
 import { pino, type Logger } from 'pino'
@@ -123,7 +123,7 @@ async function serve(configFile: string, dev: boolean): Promise<void> {
         })
       }, 150)
     }
-    const dirs = [resolve(initial.operations.dir), resolve('datasources'), dirname(configFile)]
+    const dirs = [resolve(initial.operations.dir), resolve('datasources'), dirname(configFile)].filter((d) => existsSync(d))
     watcher = dirs.map((dir) =>
       watch(dir, { recursive: dir !== dirname(configFile) }, (_event, file) => {
         const name = String(file ?? '')

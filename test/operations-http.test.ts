@@ -95,6 +95,28 @@ t.test('stored operations over HTTP', async (t) => {
     t.equal(res.headers.allow, 'POST')
   })
 
+  t.test('HEAD answers like GET without a body', async (t) => {
+    const get = await app.inject({ method: 'GET', url: '/operations/TodoById?id=1' })
+    const head = await app.inject({ method: 'HEAD', url: '/operations/TodoById?id=1' })
+    t.equal(head.statusCode, 200)
+    t.equal(head.body, '')
+    t.equal(head.headers.etag, get.headers.etag)
+  })
+
+  t.test('CSRF: POST variables must be JSON; a body-less cross-site POST is refused', async (t) => {
+    const form = await app.inject({ method: 'POST', url: '/operations/CreateTodo', headers: { 'content-type': 'text/plain' }, payload: '' })
+    t.equal(form.statusCode, 415)
+    t.equal(form.json().errors[0].extensions.code, 'TRB_ERR_BAD_REQUEST')
+    const urlencoded = await app.inject({ method: 'POST', url: '/operations/CreateTodo', headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: 'title=x' })
+    t.equal(urlencoded.statusCode, 415)
+    const crossSite = await app.inject({ method: 'POST', url: '/operations/TodoById', headers: { 'sec-fetch-site': 'cross-site' } })
+    t.equal(crossSite.statusCode, 400)
+    const sameOrigin = await app.inject({ method: 'POST', url: '/operations/TodoById', headers: { 'sec-fetch-site': 'same-origin' } })
+    t.equal(sameOrigin.statusCode, 200, 'a same-origin POST without a body runs with no variables')
+    const noBody = await app.inject({ method: 'POST', url: '/operations/TodoById' })
+    t.equal(noBody.statusCode, 200, 'so does a non-browser POST without a body')
+  })
+
   t.test('a missing row comes back as null data on /operations', async (t) => {
     const res = await app.inject({ method: 'GET', url: '/operations/TodoById?id=999' })
     t.equal(res.statusCode, 200)

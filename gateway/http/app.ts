@@ -99,6 +99,9 @@ export async function buildApp(gateway: Gateway, options: BuildAppOptions = {}):
     jit: 1,
     cache: 1024,
     queryDepth: config.graphql.maxDepth + 20,
+    // Keep GraphQLError objects (and their originalError) so that http/format-error.ts masks them;
+    // mercurius' default formatter would flatten them, raw messages included.
+    errorFormatter: (execution) => ({ statusCode: 200, response: { data: execution.data ?? null, errors: execution.errors } }),
   })
   await app.register(playgroundPlugin, { endpoint: '/graphql', subscriptionEndpoint: '/graphql', title: 'Tributary' })
 

@@ -166,7 +166,7 @@ export function registerGraphQLEndpoint(
       query = source
     }
     if (typeof query !== 'string' || query.trim() === '') return malformed(reply, 'query must be a non-empty string')
-    if (persisted.enforced && persistedHash === undefined && !persisted.allowsText(query)) {
+    if (persisted.enforced && !persisted.allowsText(query)) {
       return requestError(reply, mediaType, [new GraphQLError('Only persisted operations are allowed', { extensions: { code: 'TRB_ERR_PERSISTED_ONLY' } })], 400)
     }
 

@@ -115,7 +115,9 @@ function startSse(request: FastifyRequest, reply: FastifyReply, open: Set<SseStr
   res.writeHead(200, {
     'content-type': 'text/event-stream; charset=utf-8',
     'cache-control': 'no-store',
-    connection: 'keep-alive',
+    // A stream is not worth keeping the socket for: once it ends, the socket goes too (so neither a
+    // client pool nor the server's close() waits on a half-idle connection).
+    connection: 'close',
     'x-accel-buffering': 'no',
   })
   res.write(': stream opened\n\n')
@@ -138,11 +140,17 @@ function startSse(request: FastifyRequest, reply: FastifyReply, open: Set<SseStr
       }
     }
     if (!res.writableEnded) res.end()
+    if (left) res.destroy()
   }
   // The response's `close` fires when the client goes away (or after `end()`); the request's
   // `close` can fire as soon as its (empty) body is read, so it is not a disconnect signal.
-  res.on('close', close)
-  res.on('error', close)
+  let left = false
+  const gone = () => {
+    left = true
+    close()
+  }
+  res.on('close', gone)
+  res.on('error', gone)
   const stream: SseStream = {
     send(result) {
       if (!closed) res.write(`data: ${typeof result === 'string' ? result : JSON.stringify(result)}\n\n`)

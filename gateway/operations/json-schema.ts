@@ -69,9 +69,10 @@ function scalarSchema(name: string): JsonSchema {
 }
 
 function nullable(schema: JsonSchema): JsonSchema {
-  if (typeof schema.type === 'string') return { ...schema, type: [schema.type, 'null'] }
-  if (schema.type === undefined && !schema.anyOf) return schema // any value already includes null
-  return { anyOf: [schema, { type: 'null' }] }
+  const s = schema.enum && !schema.enum.includes(null) ? { ...schema, enum: [...schema.enum, null] } : schema
+  if (typeof s.type === 'string') return { ...s, type: [s.type, 'null'] }
+  if (s.type === undefined && !s.anyOf) return s // any value already includes null
+  return { anyOf: [s, { type: 'null' }] }
 }
 
 /**

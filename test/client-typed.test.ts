@@ -1,0 +1,126 @@
+/**
+ * generated/client.ts: the typed fetch client. A small program using it is type-checked with tsc
+ * (strict, with a deliberate `@ts-expect-error` that proves the variable types are real), then run
+ * with tsx against a listening demo gateway.
+ */
+import t from 'tap'
+import { spawnSync, spawn } from 'node:child_process'
+import { mkdtempSync, rmSync, writeFileSync, readFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { startDemo } from './helpers/demo.js'
+import { renderClient } from '../gateway/codegen/client.js'
+import { renderGenerated } from '../gateway/codegen/index.js'
+
+const root = fileURLToPath(new URL('..', import.meta.url))
+const tsc = join(root, 'node_modules/typescript/bin/tsc')
+const tsxCli = join(root, 'node_modules/tsx/dist/cli.mjs')
+
+const program = `
+import { createClient, TributaryError, type TodoByIdResponse, type TodosVariables, type CreateTodoResponse, type DateTime } from './client.js'
+
+const client = createClient({ baseUrl: process.argv[2], headers: () => ({ 'x-test': '1' }) })
+const out: Record<string, unknown> = {}
+
+const one: TodoByIdResponse = await client.TodoById({ id: 1 })
+const title: string | undefined = one.todo_findUniqueTodo?.title
+out.one = { id: one.todo_findUniqueTodo?.id, title }
+
+// @ts-expect-error id is an Int: a string does not type-check
+await client.TodoById({ id: 'one' }).catch((e: unknown) => { out.badVariable = e instanceof TributaryError ? { status: e.status, code: e.code, variable: e.errors[0].extensions?.variable } : String(e) })
+
+// @ts-expect-error title is required
+void (() => client.CreateTodo({}))
+
+// @ts-expect-error not a variable of Todos
+const wrong: TodosVariables = { take: 1, nope: true }
+void wrong
+
+const list = await client.Todos({ take: 2, skip: 1 })
+out.list = list.todo_findManyTodo.map((todo) => todo.id)
+
+const created: CreateTodoResponse = await client.CreateTodo({ title: 'from the typed client', completed: true })
+const createdAt: DateTime = created.todo_createOneTodo.createdAt
+out.created = { title: created.todo_createOneTodo.title, completed: created.todo_createOneTodo.completed, createdAtIsIso: /^\\d{4}-\\d{2}-\\d{2}T/.test(createdAt) }
+
+const deleted = await client.DeleteTodo({ id: created.todo_createOneTodo.id })
+out.deleted = deleted.todo_deleteOneTodo?.id === created.todo_createOneTodo.id
+try {
+  await client.DeleteTodo({ id: created.todo_createOneTodo.id })
+  out.deleteAgain = 'no error'
+} catch (e) {
+  out.deleteAgain = e instanceof TributaryError ? { status: e.status, code: e.code } : String(e)
+}
+
+const ids: number[] = []
+for await (const event of client.MessageCreated()) {
+  ids.push(Number(event.messageCreated?.id))
+  if (ids.length === 2) break
+}
+out.events = ids
+
+for await (const result of client.live.TodoById({ id: 2 })) {
+  out.live = result.todo_findUniqueTodo?.id
+  break
+}
+console.log(JSON.stringify(out))
+`
+
+t.test('the generated client type-checks and calls the running gateway', async (t) => {
+  const { gateway, url } = await startDemo(t, { listen: true })
+  t.equal(renderGenerated(gateway)['client.ts'], renderClient(gateway), 'renderGenerated writes client.ts')
+
+  const dir = mkdtempSync(join(tmpdir(), 'tributary-client-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  writeFileSync(join(dir, 'client.ts'), renderClient(gateway))
+  writeFileSync(join(dir, 'main.ts'), program)
+  writeFileSync(join(dir, 'package.json'), JSON.stringify({ type: 'module' }))
+  const projectConfig = JSON.parse(readFileSync(join(root, 'tsconfig.json'), 'utf8')) as { compilerOptions: Record<string, unknown> }
+  writeFileSync(
+    join(dir, 'tsconfig.json'),
+    JSON.stringify({
+      compilerOptions: {
+        ...projectConfig.compilerOptions,
+        noEmit: true,
+        incremental: false,
+        outDir: undefined,
+        rootDir: undefined,
+        tsBuildInfoFile: undefined,
+        types: ['node'],
+        typeRoots: [join(root, 'node_modules/@types')],
+      },
+      files: ['client.ts', 'main.ts'],
+    }),
+  )
+
+  const check = spawnSync(process.execPath, [tsc, '-p', join(dir, 'tsconfig.json')], { encoding: 'utf8' })
+  t.equal(check.status, 0, `tsc --noEmit passes:\n${check.stdout}${check.stderr}`)
+
+  // Without the @ts-expect-error comments the wrong calls must fail to compile: the types are real.
+  writeFileSync(join(dir, 'main.ts'), program.replace(/\/\/ @ts-expect-error.*\n/g, ''))
+  const strict = spawnSync(process.execPath, [tsc, '-p', join(dir, 'tsconfig.json')], { encoding: 'utf8' })
+  t.not(strict.status, 0, 'the wrong calls are type errors')
+  t.match(strict.stdout, /main\.ts\(\d+,\d+\): error TS2322: Type 'string' is not assignable to type 'number'/)
+  t.match(strict.stdout, /Property 'title' is missing/)
+  t.match(strict.stdout, /'nope' does not exist in type/)
+  writeFileSync(join(dir, 'main.ts'), program)
+
+  const child = spawn(process.execPath, [tsxCli, join(dir, 'main.ts'), url], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] })
+  let stdout = ''
+  let stderr = ''
+  child.stdout.on('data', (d: Buffer) => (stdout += d))
+  child.stderr.on('data', (d: Buffer) => (stderr += d))
+  const code = await new Promise<number | null>((resolve) => child.on('close', resolve))
+  t.equal(code, 0, `the program exits cleanly: ${stderr}`)
+  const out = JSON.parse(stdout.trim().split('\n').pop() ?? '{}')
+  t.same(out.one, { id: 1, title: 'Read DESIGN.md' })
+  t.same(out.badVariable, { status: 400, code: 'TRB_ERR_OPERATION_VARIABLES', variable: 'id' })
+  t.same(out.list, [2, 3])
+  t.same(out.created, { title: 'from the typed client', completed: true, createdAtIsIso: true })
+  t.equal(out.deleted, true)
+  t.same(out.deleteAgain, { status: 404, code: 'TRB_ERR_DB_NOT_FOUND' })
+  t.equal(out.events.length, 2)
+  t.ok(out.events[1] > out.events[0], `subscription ids increase: ${out.events}`)
+  t.equal(out.live, 2)
+})
