@@ -62,6 +62,8 @@ export const DbForeignKeyError = createError('TRB_ERR_DB_FOREIGN_KEY', 'Foreign 
 export const DbNotNullError = createError('TRB_ERR_DB_NOT_NULL', 'Null constraint failed on %s', 400) as Ctor
 /** A CHECK constraint was violated; nothing was written. */
 export const DbCheckError = createError('TRB_ERR_DB_CHECK', 'Check constraint failed on %s', 400) as Ctor
+/** A value the column cannot hold (too long, out of range, malformed); nothing was written. */
+export const DbValueError = createError('TRB_ERR_DB_VALUE', 'Invalid value for %s', 400) as Ctor
 /** A row that an update or delete names does not exist. */
 export const DbNotFoundError = createError('TRB_ERR_DB_NOT_FOUND', 'No %s record found for %s', 404) as Ctor
 /** A bad argument to a database field (an empty where, a bad cursor...). */
@@ -83,7 +85,7 @@ export const errorCodes: readonly string[] = [
   OperationInvalidError, OperationNotFoundError, OperationMethodError, OperationVariablesError, BadRequestError,
   GraphQLRequestError, GraphQLMethodError, GraphQLLimitError, PersistedOnlyError,
   UpstreamError, UpstreamTimeoutError,
-  DbUniqueError, DbForeignKeyError, DbNotNullError, DbCheckError, DbNotFoundError, DbInputError, DbRawError,
+  DbUniqueError, DbForeignKeyError, DbNotNullError, DbCheckError, DbValueError, DbNotFoundError, DbInputError, DbRawError,
   RouteNotFoundError, InternalError,
 ].map((E) => new E().code)
 

@@ -4,7 +4,7 @@ import { graphql, printSchema } from 'graphql'
 import { makeExecutableSchema } from '@graphql-tools/schema'
 import { composeSchema, type ComposableSource } from '../gateway/compose/index.js'
 
-const local = (name: string, namespace: string, typeDefs: string, resolvers: Record<string, unknown> = {}): ComposableSource => ({
+const local = (name: string, namespace: string, typeDefs: string, resolvers: Parameters<typeof makeExecutableSchema>[0]['resolvers'] = {}): ComposableSource => ({
   name,
   namespace,
   subschema: { kind: 'local', schema: makeExecutableSchema({ typeDefs, resolvers }), health: async () => ({ status: 'up' }), close: async () => {} },

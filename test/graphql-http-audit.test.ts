@@ -5,7 +5,7 @@ import { startDemo } from './helpers/demo.js'
 
 t.test('GraphQL over HTTP audit', async (t) => {
   const { url } = await startDemo(t, { listen: true })
-  const results = { ok: 0, warn: 0, error: 0 }
+  const results: Record<string, number> = { ok: 0, warn: 0, error: 0, notice: 0 }
   const problems: string[] = []
   for (const audit of serverAudits({ url: `${url}/graphql`, fetchFn: fetch })) {
     const result = await audit.fn()

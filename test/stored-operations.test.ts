@@ -5,7 +5,7 @@
  * A value written `"<date-time>"` in an expected response matches any ISO 8601 UTC date-time (for
  * values the database sets, such as `createdAt` of a new row).
  */
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -38,7 +38,7 @@ function normalise(actual: unknown, expected: unknown): unknown {
   return actual
 }
 
-async function check(t: Tap.Test, app: FastifyInstance, dir: string) {
+async function check(t: Test, app: FastifyInstance, dir: string) {
   const files = readdirSync(dir).filter((f) => f.endsWith('.expected.json'))
   t.ok(files.length > 0, `${dir} has expected responses`)
   for (const file of files) {
@@ -56,13 +56,6 @@ async function check(t: Tap.Test, app: FastifyInstance, dir: string) {
   for (const op of readdirSync(dir).filter((f) => f.endsWith('.graphql'))) {
     const base = op.replace(/\.graphql$/, '')
     t.ok(existsSync(join(dir, `${base}.expected.json`)) || base === 'MessageCreated', `${op} has an expected response`)
-  }
-}
-
-declare global {
-  // eslint-disable-next-line @typescript-eslint/no-namespace
-  namespace Tap {
-    type Test = typeof t
   }
 }
 

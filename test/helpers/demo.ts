@@ -37,6 +37,11 @@ export async function startDemo(
 ): Promise<Demo> {
   const dir = mkdtempSync(join(tmpdir(), 'tributary-demo-'))
   const roles = await createRoleService({ logger: false })
+  const cleanup: (() => Promise<unknown> | unknown)[] = [() => roles.close(), () => rmSync(dir, { recursive: true, force: true })]
+  // Registered first, so that a gateway that fails to start still releases the role service.
+  t.teardown(async () => {
+    for (const fn of cleanup.reverse()) await fn()
+  })
   await roles.listen({ host: '127.0.0.1', port: 0 })
   const address = roles.server.address()
   const roleServiceUrl = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`
@@ -53,7 +58,9 @@ export async function startDemo(
     ...options.override,
   })
   const gateway = await createGateway(config, { logger: pino({ level: 'silent' }) })
+  cleanup.push(() => gateway.close())
   const app = await buildApp(gateway, { logger: false })
+  cleanup.push(() => app.close())
   let url = ''
   if (options.listen) {
     await app.listen({ host: '127.0.0.1', port: 0 })
@@ -62,11 +69,5 @@ export async function startDemo(
   } else {
     await app.ready()
   }
-  t.teardown(async () => {
-    await app.close()
-    await gateway.close()
-    await roles.close()
-    rmSync(dir, { recursive: true, force: true })
-  })
   return { app, gateway, config, url, roleServiceUrl, dir }
 }

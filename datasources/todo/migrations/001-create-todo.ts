@@ -2,8 +2,11 @@
 import type { Knex } from 'knex'
 
 export async function up(knex: Knex): Promise<void> {
+  const client = String(knex.client.config.client)
   await knex.schema.createTable('Todo', (t) => {
-    t.increments('id').primary()
+    // knex's increments() is `int unsigned` on MySQL, which maps to BigInt; keep `id` a signed Int everywhere.
+    if (client.includes('mysql')) t.specificType('id', 'int not null auto_increment primary key')
+    else t.increments('id').primary()
     t.string('title', 255).notNullable()
     t.boolean('completed').notNullable().defaultTo(false)
     t.timestamp('createdAt', { useTz: true }).notNullable().defaultTo(knex.fn.now())

@@ -9,7 +9,7 @@
  * referenced / no parent), 1048 (column cannot be null), 1364 (no default), 3819 (MySQL check) and
  * 4025 (MariaDB check).
  */
-import { DbCheckError, DbForeignKeyError, DbNotNullError, DbUniqueError, isTributaryError } from '../../errors.js'
+import { DbCheckError, DbForeignKeyError, DbNotNullError, DbUniqueError, DbValueError, isTributaryError } from '../../errors.js'
 import type { Dialect } from './model.js'
 import type { Model, Registry } from './compiler/registry.js'
 
@@ -36,6 +36,11 @@ function constraintLabel(reg: Registry, name: string): string {
     for (const r of m.relations.values()) if (r.foreignKey === name && r.holdsKey) return `${m.name}.${r.name} (${r.fromFields.map((f) => `\`${f}\``).join(', ')})`
   }
   return `constraint \`${name}\``
+}
+
+/** The problem a PostgreSQL data-exception SQLSTATE names. */
+function valueProblem(sqlstate: string): string {
+  return sqlstate === '22001' ? 'too long' : sqlstate === '22003' ? 'out of range' : 'malformed'
 }
 
 /**
@@ -76,6 +81,10 @@ export function mapDbError(err: unknown, dialect: Dialect, reg: Registry, fallba
       case '23514':
         return new DbCheckError(e.constraint ? `constraint \`${e.constraint}\`` : (fallbackModel?.name ?? 'a row'), cause)
       default:
+        // SQLSTATE class 22: data exceptions (22001 string too long, 22003 out of range, 22P02 bad text representation...).
+        if (typeof e.code === 'string' && e.code.startsWith('22')) {
+          return new DbValueError(fallbackModel ? `${fallbackModel.name}: ${valueProblem(e.code)}` : valueProblem(e.code), cause)
+        }
         return err
     }
   }
@@ -92,6 +101,12 @@ export function mapDbError(err: unknown, dialect: Dialect, reg: Registry, fallba
   if (errno === 1048 || errno === 1364) {
     const column = /(?:Column|Field) '([^']+)'/.exec(msg)?.[1]
     return new DbNotNullError(fallbackModel && column ? fieldsOf(reg, fallbackModel.table, [column]) : (column ? `\`${column}\`` : 'a column'), cause)
+  }
+  // ER_DATA_TOO_LONG, ER_WARN_DATA_OUT_OF_RANGE, ER_TRUNCATED_WRONG_VALUE(_FOR_FIELD), ER_DATETIME_FUNCTION_OVERFLOW...
+  if (errno === 1406 || errno === 1264 || errno === 1292 || errno === 1366 || errno === 1265) {
+    const column = /(?:column|Column) '([^']+)'/.exec(msg)?.[1]
+    const where = fallbackModel && column ? fieldsOf(reg, fallbackModel.table, [column]) : column ? `\`${column}\`` : (fallbackModel?.name ?? 'a column')
+    return new DbValueError(`${where}: ${errno === 1406 ? 'too long' : errno === 1264 ? 'out of range' : 'malformed'}`, cause)
   }
   if (errno === 3819 || errno === 4025) {
     const name = /(?:constraint|CONSTRAINT) [`']([^`']+)[`']/.exec(msg)?.[1]

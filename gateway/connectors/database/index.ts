@@ -33,6 +33,28 @@ export interface DatabaseSourceOptions {
   pool?: { min?: number; max?: number }
 }
 
+/**
+ * Runs the pending migrations. knex refuses at once when another process holds the migration lock
+ * (two gateway replicas starting together); this waits for it, up to 30 s, instead of failing.
+ * @throws the migration's own error, or knex's lock error after 30 s.
+ */
+async function migrateLatest(knex: Knex, source: Knex.MigrationSource<string>, ctx: ConnectorContext): Promise<void> {
+  const deadline = Date.now() + 30_000
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await knex.migrate.latest({ migrationSource: source, tableName: 'knex_migrations' })
+      return
+    } catch (err) {
+      const message = (err as Error).message
+      // The lock, or a race between two processes creating knex's bookkeeping tables.
+      const locked = /Migration table is already locked/i.test(message) || /create table .?knex_migrations/i.test(message)
+      if (!locked || Date.now() > deadline) throw err
+      if (attempt === 0) ctx.logger.info('another process is migrating this database; waiting for it')
+      await new Promise((r) => setTimeout(r, 200 + Math.random() * 300))
+    }
+  }
+}
+
 function migrationSource(migrations: Record<string, DatabaseMigration>): Knex.MigrationSource<string> {
   const names = Object.keys(migrations).sort()
   return {
@@ -92,7 +114,7 @@ export async function createDatabaseSource(options: DatabaseSourceOptions, ctx: 
   let reachable = true
   try {
     if (options.migrations && Object.keys(options.migrations).length > 0) {
-      await knex.migrate.latest({ migrationSource: migrationSource(options.migrations), tableName: 'knex_migrations' })
+      await migrateLatest(knex, migrationSource(options.migrations), ctx)
     }
     doc = await introspect(knex, dialect, options.schema ? { schema: options.schema } : {})
   } catch (err) {
