@@ -214,6 +214,17 @@ interface CallbackQueryable {
   query(sql: string, cb: (err: Error | null) => void): unknown
 }
 
+/** Pool bounds (default 0–10) and a statement run on every new connection (session time zone). */
+function sessionPool(pool: { min?: number; max?: number }, sessionSql: string): Knex.PoolConfig {
+  return {
+    min: pool.min ?? 0,
+    max: pool.max ?? 10,
+    afterCreate: (conn: CallbackQueryable, done: DoneCallback) => {
+      conn.query(sessionSql, (err) => done(err, conn))
+    },
+  }
+}
+
 /**
  * Opens a Knex instance for a database URL. Nothing is sent until the first query, except that a
  * SQLite file's parent directory is created.
@@ -266,13 +277,7 @@ export function createKnex(url: string, options: CreateKnexOptions = {}): KnexCo
           types: pgTypes,
         } as Knex.PgConnectionConfig,
         ...((options.schema ?? parsed.schema) ? { searchPath: [(options.schema ?? parsed.schema) as string] } : {}),
-        pool: {
-          min: pool.min ?? 0,
-          max: pool.max ?? 10,
-          afterCreate: (conn: CallbackQueryable, done: DoneCallback) => {
-            conn.query("SET TIME ZONE 'UTC'", (err) => done(err, conn))
-          },
-        },
+        pool: sessionPool(pool, "SET TIME ZONE 'UTC'"),
       })
       return { knex, dialect: 'postgres' }
     }
@@ -292,13 +297,7 @@ export function createKnex(url: string, options: CreateKnexOptions = {}): KnexCo
           timezone: 'Z',
           dateStrings: false,
         } as Knex.MySql2ConnectionConfig,
-        pool: {
-          min: pool.min ?? 0,
-          max: pool.max ?? 10,
-          afterCreate: (conn: CallbackQueryable, done: DoneCallback) => {
-            conn.query("SET time_zone = '+00:00'", (err) => done(err, conn))
-          },
-        },
+        pool: sessionPool(pool, "SET time_zone = '+00:00'"),
       })
       return { knex, dialect: 'mysql' }
     }

@@ -2,7 +2,7 @@
  * Helpers shared by the per-engine introspection queries: stable sorting, name synthesis and the
  * final assembly of {@link TableInfo}s. Pure.
  */
-import type { ColumnInfo, EnumInfo, ForeignKeyInfo, TableInfo, UniqueConstraintInfo } from '../model.js'
+import type { EnumInfo, TableInfo, UniqueConstraintInfo } from '../model.js'
 
 /** Tables the gateway never exposes (SQLite internals and Knex's migration bookkeeping). */
 export const INTERNAL_TABLES: ReadonlySet<string> = new Set(['knex_migrations', 'knex_migrations_lock'])
@@ -17,15 +17,8 @@ export function compareNames(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0
 }
 
-/** One table as the engine queries assemble it, before sorting and clean-up. */
-export interface RawTable {
-  name: string
-  kind: 'table' | 'view'
-  columns: ColumnInfo[]
-  primaryKey: string[]
-  uniqueConstraints: UniqueConstraintInfo[]
-  foreignKeys: ForeignKeyInfo[]
-}
+/** One table as the engine queries assemble it, before sorting and clean-up: the shape of {@link TableInfo}. */
+export type RawTable = TableInfo
 
 /** Normalises a referential action to upper-case words (`NO ACTION`, `CASCADE`, `SET NULL`…). */
 export function normalizeAction(action: string | null | undefined): string | undefined {
