@@ -1,0 +1,432 @@
+#!/usr/bin/env node
+/**
+ * Load benchmarks (issues 3 and 4, "Speed"): the gateway, started exactly as `npm start` starts it,
+ * A/B against a hand-written fastify + better-sqlite3 baseline (bench/baseline-server.mjs) in the same
+ * run; autocannon runs in its own process (bench/autocannon-worker.mjs), against 127.0.0.1 only.
+ *
+ *   npm run bench                                   # every scenario, defaults below
+ *   npm run bench -- --scenarios rest,graphql       # some scenarios
+ *   npm run bench -- --quick                        # smoke run: 3 s runs, 1 round, 5 s memory runs
+ *   npm run bench -- --scenarios rest --cpu-prof    # also profile the gateway (ratios then not comparable)
+ *
+ * Scenarios:
+ *   rest     GET /operations/TodoById?id=1 vs baseline GET /todo?id=1                  target ≥ 0.70
+ *   graphql  POST /graphql (TodoById document, variables {id:1}) vs the same baseline  target ≥ 0.35
+ *   memory   gateway RSS after each of 5 successive 20 s runs of `rest`               growth < 10 % (run 1 → run 5)
+ *   chinook  POST /graphql artists → albums → tracks (20 artists) on SQLite vs a route
+ *            running the same single SQL statement the gateway sends                   target ≥ 0.50
+ *
+ * Options (flag, or environment variable):
+ *   --duration <s>          BENCH_DURATION          seconds per measured run (10)
+ *   --connections <n>       BENCH_CONNECTIONS       autocannon connections (50)
+ *   --rounds <n>            BENCH_ROUNDS            A/B rounds per scenario; the median ratio is reported (3)
+ *   --warmup <s>            BENCH_WARMUP            unrecorded warm-up per server before a scenario (3)
+ *   --memory-runs <n>       BENCH_MEMORY_RUNS       runs of the memory scenario (5)
+ *   --memory-duration <s>   BENCH_MEMORY_DURATION   seconds per memory run (20)
+ *   --pipelining <n>        BENCH_PIPELINING        autocannon pipelining (1)
+ *   --scenarios <list>      BENCH_SCENARIOS         comma-separated subset of rest,graphql,memory,chinook
+ *   --perf                                          profile the gateway with Linux perf during the first
+ *                                                   measured gateway run of each A/B scenario (node
+ *                                                   --perf-basic-prof; bench/results/perf/); ratios stay
+ *                                                   comparable but perf costs the gateway a few %
+ *   --cpu-prof                                      run the gateways under `node --cpu-prof` and print
+ *                                                   the top self-time functions (bench/results/profiles/);
+ *                                                   biased towards syscalls on this VM: prefer --perf
+ *
+ * Each round alternates the order (baseline first in odd rounds, gateway first in even ones). The ratio
+ * of a round is gateway req/s ÷ baseline req/s of that round. Results: bench/results/<time>.json and
+ * bench/results/latest.json.
+ */
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { cpus, loadavg, tmpdir } from 'node:os'
+import { isDeepStrictEqual } from 'node:util'
+import { join } from 'node:path'
+import Database from 'better-sqlite3'
+import { cpuTimeOf, freePort, memoryOf, root, runLoad, startBaseline, startGateway } from './lib/processes.mjs'
+import { formatSummary, summarise } from './profile-summary.mjs'
+import { formatPerfSummary, perfScript, summarisePerfScript } from './perf-summary.mjs'
+import { spawn } from 'node:child_process'
+
+// ---------------------------------------------------------------- options
+const argv = process.argv.slice(2)
+function opt(flag, env, fallback) {
+  const i = argv.indexOf(`--${flag}`)
+  if (i >= 0 && argv[i + 1] !== undefined) return argv[i + 1]
+  return process.env[env] ?? fallback
+}
+const quick = argv.includes('--quick')
+const num = (flag, env, fallback, quickValue) => {
+  const v = Number(opt(flag, env, quick ? quickValue : fallback))
+  if (!Number.isFinite(v) || v <= 0) throw new Error(`--${flag} must be a positive number`)
+  return v
+}
+const options = {
+  duration: num('duration', 'BENCH_DURATION', 10, 3),
+  connections: num('connections', 'BENCH_CONNECTIONS', 50, 50),
+  rounds: num('rounds', 'BENCH_ROUNDS', 3, 1),
+  warmup: num('warmup', 'BENCH_WARMUP', 3, 1),
+  memoryRuns: num('memory-runs', 'BENCH_MEMORY_RUNS', 5, 5),
+  memoryDuration: num('memory-duration', 'BENCH_MEMORY_DURATION', 20, 5),
+  pipelining: num('pipelining', 'BENCH_PIPELINING', 1, 1),
+  scenarios: String(opt('scenarios', 'BENCH_SCENARIOS', 'rest,graphql,memory,chinook')).split(',').map((s) => s.trim()).filter(Boolean),
+  cpuProf: argv.includes('--cpu-prof'),
+  perf: argv.includes('--perf'),
+}
+const known = ['rest', 'graphql', 'memory', 'chinook']
+for (const s of options.scenarios) if (!known.includes(s)) throw new Error(`unknown scenario "${s}"; use ${known.join(', ')}`)
+if (options.connections > 1000 || options.duration > 600 || options.memoryDuration > 600) throw new Error('at most 1000 connections and 600 s per run')
+
+const TARGETS = { rest: 0.7, graphql: 0.35, memoryGrowth: 0.1, chinook: 0.5 }
+
+// ---------------------------------------------------------------- output
+const tty = process.stdout.isTTY
+let lastProgress = 0
+function progress(text) {
+  if (tty) process.stdout.write(`\r\x1b[K  ${text}`)
+  else if (Date.now() - lastProgress > 4500) {
+    lastProgress = Date.now()
+    process.stdout.write(`  ${text}\n`)
+  }
+}
+function say(text) {
+  if (tty) process.stdout.write('\r\x1b[K')
+  process.stdout.write(`${text}\n`)
+}
+const fmt = (n) => Math.round(n).toLocaleString('en-US')
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b)
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2
+}
+
+// ---------------------------------------------------------------- setup
+const work = mkdtempSync(join(tmpdir(), 'tributary-bench-'))
+const resultsDir = join(root, 'bench/results')
+const profileDir = join(resultsDir, 'profiles')
+mkdirSync(resultsDir, { recursive: true })
+if (options.cpuProf) mkdirSync(profileDir, { recursive: true })
+const started = new Date()
+const results = {
+  startedAt: started.toISOString(),
+  machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model, node: process.version, loadavgBefore: loadavg() },
+  options,
+  targets: TARGETS,
+  scenarios: {},
+}
+
+/** A consistent copy of a SQLite file (WAL included) at `dest`, through better-sqlite3's online backup. */
+async function copySqlite(src, dest) {
+  const db = new Database(src, { readonly: true, fileMustExist: true })
+  try {
+    await db.backup(dest)
+  } finally {
+    db.close()
+  }
+}
+
+const gatewayNodeArgs = (name) => [
+  ...(options.cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${join(profileDir, name)}`] : []),
+  ...(options.perf ? ['--perf-basic-prof', '--interpreted-frames-native-stack'] : []),
+]
+
+/**
+ * Records `seconds` of the process `pid` with `perf record -g` (cpu-clock, 999 Hz), then prints and
+ * stores the summary (bench/perf-summary.mjs): every sample charged to its nearest JS frame.
+ */
+async function recordPerf(name, pid, seconds) {
+  const dir = join(resultsDir, 'perf')
+  mkdirSync(dir, { recursive: true })
+  const file = join(dir, `${name}.perf.data`)
+  const code = await new Promise((ok) => {
+    const p = spawn('perf', ['record', '-e', 'cpu-clock', '-F', '999', '-g', '-p', String(pid), '-o', file, '--', 'sleep', String(seconds)], { stdio: 'ignore' })
+    p.once('error', () => ok(-1))
+    p.once('exit', (c) => ok(c))
+  })
+  if (code !== 0) {
+    say(`  (perf record failed with ${code}; is perf installed and perf_event_paranoid ≤ 2?)`)
+    return undefined
+  }
+  // Summarised by the caller once the load run has ended (perf script is CPU-heavy).
+  return () => {
+    const summary = summarisePerfScript(perfScript(file), { top: 45, mainTid: pid })
+    writeFileSync(join(dir, `${name}.summary.json`), JSON.stringify(summary, null, 2))
+    ;(results.perf ??= {})[name] = { file, seconds, ...summary }
+    say(`\n${formatPerfSummary(summary, `[${name}] perf record of gateway pid ${pid}, ${seconds} s: ${file}\n`)}\n`)
+  }
+}
+
+/** Stops a gateway; with --cpu-prof, summarises its profile. */
+async function stopGateway(gw, name) {
+  await gw.stop()
+  if (options.perf) rmSync(`/tmp/perf-${gw.pid}.map`, { force: true })
+  if (!options.cpuProf) return
+  // Only the samples since the measured runs started (no startup, no warm-up).
+  const lastMs = gw.measuredFrom ? Date.now() - gw.measuredFrom : undefined
+  const dir = join(profileDir, name)
+  const file = existsSync(dir) ? readdirSync(dir).filter((f) => f.includes(`.${gw.pid}.`) && f.endsWith('.cpuprofile')).sort().pop() : undefined
+  if (!file) {
+    say(`  (no .cpuprofile for pid ${gw.pid} in ${dir})`)
+    return
+  }
+  const summary = { lastMs, ...summarise(JSON.parse(readFileSync(join(dir, file), 'utf8')), { top: 40, lastMs }) }
+  writeFileSync(join(dir, `${file}.summary.json`), JSON.stringify(summary, null, 2))
+  say(`\n${formatSummary(summary, `[${name}] ${join(dir, file)}${lastMs ? ` (last ${fmt(lastMs)} ms: the measured runs)` : ''}\n`)}\n`)
+  ;(results.profiles ??= {})[name] = { file: join(dir, file), ...summary }
+}
+
+async function fetchJson(url, init) {
+  const res = await fetch(url, init)
+  const text = await res.text()
+  if (res.status !== 200) throw new Error(`${init?.method ?? 'GET'} ${url} answered ${res.status}: ${text.slice(0, 500)}`)
+  return JSON.parse(text)
+}
+
+/** Fails unless both bodies (after `pick`) are deeply equal: the A/B must compare the same answer. */
+function assertSame(label, a, b) {
+  if (!isDeepStrictEqual(a, b)) {
+    throw new Error(`${label}: the gateway and the baseline answer differently:\n gateway:  ${JSON.stringify(a).slice(0, 400)}\n baseline: ${JSON.stringify(b).slice(0, 400)}`)
+  }
+}
+
+function summariseRun(r) {
+  return {
+    reqPerSec: Math.round(r.reqPerSec),
+    serverCpuPct: r.serverCpuPct,
+    clientCpuPct: r.clientCpuPct,
+    total: r.requests.total,
+    durationS: r.duration,
+    latencyMs: { p50: r.latency.p50, p99: r.latency.p99, average: r.latency.average },
+    non2xx: r.non2xx,
+    errors: r.errors,
+    timeouts: r.timeouts,
+    loadavg1: +loadavg()[0].toFixed(2),
+  }
+}
+
+/** One run against `target` ({ url, method?, headers?, body?, pid }); also measures the server's CPU use (% of one core). */
+async function load(label, target, duration) {
+  const { pid, ...request } = target
+  const cpu0 = pid ? cpuTimeOf(pid) : 0
+  const r = await runLoad({ label, ...request, duration, connections: options.connections, pipelining: options.pipelining, progress })
+  if (pid) r.serverCpuPct = Math.round((100 * (cpuTimeOf(pid) - cpu0)) / (r.duration * 1000))
+  if (r.non2xx || r.errors || r.timeouts) throw new Error(`${label}: ${r.non2xx} non-2xx, ${r.errors} errors, ${r.timeouts} timeouts: the run is invalid`)
+  return r
+}
+
+/**
+ * A/B scenario: warm both, then `rounds` rounds of (baseline, gateway) or (gateway, baseline).
+ * @returns { runs, ratios, medianRatio, target, pass }
+ */
+async function ab(name, { baseline, gateway, target, gw }) {
+  say(`\n[${name}] warm-up ${options.warmup} s each`)
+  await load(`${name} warm-up baseline`, baseline, options.warmup)
+  await load(`${name} warm-up gateway`, gateway, options.warmup)
+  if (gw && !gw.measuredFrom) gw.measuredFrom = Date.now()
+  const runs = []
+  const ratios = []
+  let pendingPerf
+  for (let round = 1; round <= options.rounds; round++) {
+    const order = round % 2 ? ['baseline', 'gateway'] : ['gateway', 'baseline']
+    const got = {}
+    for (const which of order) {
+      const profiling = options.perf && round === 1 && which === 'gateway' && gw
+      const perfDone = profiling ? recordPerf(name, gw.pid, Math.max(1, options.duration - 2)) : null
+      const r = await load(`${name} round ${round}/${options.rounds} ${which}`, which === 'baseline' ? baseline : gateway, options.duration)
+      const summarisePerf = await perfDone
+      if (summarisePerf) pendingPerf = summarisePerf
+      got[which] = summariseRun(r)
+      runs.push({ round, which, ...got[which] })
+      say(`  round ${round} ${which.padEnd(8)} ${fmt(r.reqPerSec).padStart(7)} req/s   p50 ${r.latency.p50} ms  p99 ${r.latency.p99} ms  CPU server ${r.serverCpuPct} % autocannon ${r.clientCpuPct} %  load ${loadavg()[0].toFixed(1)}`)
+    }
+    const ratio = got.gateway.reqPerSec / got.baseline.reqPerSec
+    if (options.perf && round === 1) say('  (round 1: the gateway ran under perf record)')
+    pendingPerf?.()
+    pendingPerf = undefined
+    ratios.push(+ratio.toFixed(3))
+    say(`  round ${round} ratio    ${ratio.toFixed(3)}`)
+  }
+  const medianRatio = +median(ratios).toFixed(3)
+  const pass = medianRatio >= target
+  say(`[${name}] median ratio ${medianRatio} (target ≥ ${target}) ${pass ? 'PASS' : 'MISS'}${options.cpuProf ? ' (profiled: not comparable)' : ''}`)
+  return { runs, ratios, medianRatio, target, pass, profiled: options.cpuProf }
+}
+
+// ---------------------------------------------------------------- todo (issue 4)
+async function prepareTodoDb() {
+  const dest = join(work, 'todo.sqlite')
+  const src = join(root, 'data/todo.sqlite')
+  if (existsSync(src)) {
+    await copySqlite(src, dest)
+    say(`[setup] todo database: copy of data/todo.sqlite at ${dest}`)
+  } else {
+    say(`[setup] todo database: none at data/todo.sqlite; the gateway creates and seeds ${dest}`)
+  }
+  return dest
+}
+
+async function startDemoGateway(todoDb, profileName) {
+  const rolePort = await freePort()
+  say(`[setup] starting the gateway: node dist/gateway/cli.js start (TODO_DATABASE_URL=sqlite:${todoDb}, ROLE_SERVICE_PORT=${rolePort}, LOG_LEVEL=warn)`)
+  const gw = await startGateway({ env: { TODO_DATABASE_URL: `sqlite:${todoDb}`, ROLE_SERVICE_PORT: String(rolePort) }, nodeArgs: gatewayNodeArgs(profileName) })
+  say(`[setup] gateway ${gw.url} (pid ${gw.pid})`)
+  return gw
+}
+
+const todoByIdSource = readFileSync(join(root, 'operations/TodoById.graphql'), 'utf8')
+
+async function todoScenarios(which) {
+  const db = await prepareTodoDb()
+  const gw = await startDemoGateway(db, which.join('+'))
+  let base
+  try {
+    base = await startBaseline(['--todo-db', db])
+    say(`[setup] baseline ${base.url} (pid ${base.pid})`)
+    const baseline = { url: `${base.url}/todo?id=1`, pid: base.pid }
+    const expected = await fetchJson(baseline.url)
+    if (which.includes('rest')) {
+      const gateway = { url: `${gw.url}/operations/TodoById?id=1`, pid: gw.pid }
+      assertSame('rest', await fetchJson(gateway.url), expected)
+      say(`[rest] GET /operations/TodoById?id=1 vs baseline GET /todo?id=1: both answer ${JSON.stringify(expected)}`)
+      results.scenarios.rest = { gatewayUrl: '/operations/TodoById?id=1', ...(await ab('rest', { baseline, gateway, target: TARGETS.rest, gw })) }
+    }
+    if (which.includes('graphql')) {
+      const body = JSON.stringify({ query: todoByIdSource, variables: { id: 1 }, operationName: 'TodoById' })
+      const gateway = { url: `${gw.url}/graphql`, method: 'POST', headers: { 'content-type': 'application/json' }, body, pid: gw.pid }
+      const got = await fetchJson(gateway.url, { method: 'POST', headers: gateway.headers, body })
+      assertSame('graphql', got.data, expected)
+      say(`[graphql] POST /graphql (TodoById, {id:1}) vs baseline GET /todo?id=1`)
+      results.scenarios.graphql = { gatewayUrl: 'POST /graphql', ...(await ab('graphql', { baseline, gateway, target: TARGETS.graphql, gw })) }
+    }
+  } finally {
+    await base?.stop()
+    await stopGateway(gw, which.join('+'))
+  }
+}
+
+async function memoryScenario() {
+  const db = await prepareTodoDb()
+  const gw = await startDemoGateway(db, 'memory')
+  try {
+    const gateway = { url: `${gw.url}/operations/TodoById?id=1`, pid: gw.pid }
+    await fetchJson(gateway.url)
+    gw.measuredFrom = Date.now()
+    const atStart = memoryOf(gw.pid)
+    say(`\n[memory] gateway pid ${gw.pid}: RSS at start ${fmt(atStart.rssKb / 1024)} MB; ${options.memoryRuns} runs of ${options.memoryDuration} s of GET /operations/TodoById?id=1`)
+    const runs = []
+    for (let i = 1; i <= options.memoryRuns; i++) {
+      const r = await load(`memory run ${i}/${options.memoryRuns}`, gateway, options.memoryDuration)
+      await new Promise((ok) => setTimeout(ok, 1000))
+      const m = memoryOf(gw.pid)
+      runs.push({ run: i, ...summariseRun(r), rssKb: m.rssKb, hwmKb: m.hwmKb })
+      say(`  run ${i}  ${fmt(r.reqPerSec).padStart(7)} req/s   server CPU ${r.serverCpuPct} %   RSS ${(m.rssKb / 1024).toFixed(1)} MB (peak ${(m.hwmKb / 1024).toFixed(1)} MB)`)
+    }
+    const first = runs[0].rssKb
+    const last = runs[runs.length - 1].rssKb
+    const growth = (last - first) / first
+    const pass = growth < TARGETS.memoryGrowth
+    say(`[memory] RSS after run 1 → run ${runs.length}: ${(first / 1024).toFixed(1)} → ${(last / 1024).toFixed(1)} MB, growth ${(growth * 100).toFixed(1)} % (target < ${TARGETS.memoryGrowth * 100} %) ${pass ? 'PASS' : 'MISS'}`)
+    results.scenarios.memory = { rssAtStartKb: atStart.rssKb, runs, rssKb: runs.map((r) => r.rssKb), growthPct: +(growth * 100).toFixed(2), targetPct: TARGETS.memoryGrowth * 100, pass }
+  } finally {
+    await stopGateway(gw, 'memory')
+  }
+}
+
+// ---------------------------------------------------------------- chinook (issue 3)
+const CHINOOK_QUERY = `{ chinook_findManyArtist(take: 20, orderBy: [{ artistId: asc }]) { artistId name albums { albumId title tracks { trackId name milliseconds unitPrice } } } }`
+
+async function chinookScenario() {
+  const db = join(work, 'chinook.sqlite')
+  await copySqlite(join(root, 'examples/chinook/chinook.sqlite'), db)
+  const config = 'examples/chinook/config.ts'
+  const env = { CHINOOK_DATABASE_URL: `sqlite:${db}` }
+  const body = JSON.stringify({ query: CHINOOK_QUERY })
+  const headers = { 'content-type': 'application/json' }
+
+  // 1. Capture the statement(s) the gateway sends for the query (LOG_LEVEL=debug logs each as msg "sql").
+  say(`\n[chinook] capturing the SQL: gateway --config ${config} with LOG_LEVEL=debug`)
+  const logged = []
+  let capturing = false
+  const dbg = await startGateway({
+    config,
+    env: { ...env, LOG_LEVEL: 'debug' },
+    onLine: (line) => {
+      if (!capturing || !line.startsWith('{')) return
+      try {
+        const o = JSON.parse(line)
+        if (o.msg === 'sql') logged.push({ sql: o.sql, bindings: o.bindings })
+      } catch {
+        // not a log line
+      }
+    },
+  })
+  let gatewayAnswer
+  try {
+    capturing = true
+    gatewayAnswer = await fetchJson(`${dbg.url}/graphql`, { method: 'POST', headers, body })
+    await new Promise((ok) => setTimeout(ok, 500))
+    capturing = false
+  } finally {
+    await dbg.stop()
+  }
+  if (logged.length !== 1) throw new Error(`chinook: expected one SQL statement for the query, the gateway sent ${logged.length}: ${JSON.stringify(logged).slice(0, 1000)}`)
+  const captured = { ...logged[0], rootField: 'chinook_findManyArtist' }
+  writeFileSync(join(work, 'chinook-sql.json'), JSON.stringify(captured))
+  say(`[chinook] one statement (${captured.sql.length} chars, bindings ${JSON.stringify(captured.bindings)})`)
+
+  // 2. A/B.
+  const gw = await startGateway({ config, env, nodeArgs: gatewayNodeArgs('chinook') })
+  say(`[setup] gateway ${gw.url} (pid ${gw.pid}, LOG_LEVEL=warn)`)
+  let base
+  try {
+    base = await startBaseline(['--chinook-db', db, '--chinook-sql', join(work, 'chinook-sql.json')])
+    say(`[setup] baseline ${base.url} (pid ${base.pid})`)
+    const baseline = { url: `${base.url}/chinook`, pid: base.pid }
+    const gateway = { url: `${gw.url}/graphql`, method: 'POST', headers, body, pid: gw.pid }
+    const expected = await fetchJson(baseline.url)
+    assertSame('chinook', gatewayAnswer, expected)
+    assertSame('chinook', await fetchJson(gateway.url, { method: 'POST', headers, body }), expected)
+    const bytes = Buffer.byteLength(JSON.stringify(expected))
+    const counts = { artists: expected.data.chinook_findManyArtist.length, albums: 0, tracks: 0 }
+    for (const a of expected.data.chinook_findManyArtist) {
+      counts.albums += a.albums.length
+      for (const al of a.albums) counts.tracks += al.tracks.length
+    }
+    say(`[chinook] same answer from both: ${counts.artists} artists, ${counts.albums} albums, ${counts.tracks} tracks, ${fmt(bytes)} bytes`)
+    results.scenarios.chinook = { query: CHINOOK_QUERY, sql: captured.sql, bindings: captured.bindings, statements: logged.length, responseBytes: bytes, counts, ...(await ab('chinook', { baseline, gateway, target: TARGETS.chinook, gw })) }
+  } finally {
+    await base?.stop()
+    await stopGateway(gw, 'chinook')
+  }
+}
+
+// ---------------------------------------------------------------- main
+say(`Tributary load benchmarks: ${options.scenarios.join(', ')}; ${options.rounds} round(s) × ${options.duration} s, -c ${options.connections}, warm-up ${options.warmup} s; ${cpus().length} CPUs, load ${loadavg().map((l) => l.toFixed(2)).join(' ')}`)
+if (!existsSync(join(root, 'dist/gateway/cli.js'))) throw new Error('dist/gateway/cli.js is missing: run `npm run build` (npm run bench does it)')
+let failed
+try {
+  const todo = options.scenarios.filter((s) => s === 'rest' || s === 'graphql')
+  if (todo.length) await todoScenarios(todo)
+  if (options.scenarios.includes('memory')) await memoryScenario()
+  if (options.scenarios.includes('chinook')) await chinookScenario()
+} catch (err) {
+  failed = err
+  results.error = String(err?.stack ?? err)
+}
+results.finishedAt = new Date().toISOString()
+results.machine.loadavgAfter = loadavg()
+const stamp = started.toISOString().replace(/[:.]/g, '-')
+const out = join(resultsDir, `${stamp}.json`)
+writeFileSync(out, JSON.stringify(results, null, 2))
+writeFileSync(join(resultsDir, 'latest.json'), JSON.stringify(results, null, 2))
+rmSync(work, { recursive: true, force: true })
+
+say('\nSummary')
+for (const [name, s] of Object.entries(results.scenarios)) {
+  if (name === 'memory') say(`  memory   RSS MB ${s.rssKb.map((k) => (k / 1024).toFixed(1)).join(' → ')}  growth ${s.growthPct} % (< ${s.targetPct} %)  ${s.pass ? 'PASS' : 'MISS'}`)
+  else say(`  ${name.padEnd(8)} ratios ${s.ratios.join(', ')}  median ${s.medianRatio} (≥ ${s.target})  ${s.pass ? 'PASS' : 'MISS'}${s.profiled ? ' (profiled)' : ''}`)
+}
+say(`Results: ${out}`)
+if (failed) {
+  say(`\n✖ ${failed.message}`)
+  process.exit(1)
+}
+process.exit(0)
