@@ -14,7 +14,11 @@ function fail(scalar: string, message: string): never {
  * return them) is read as UTC.
  * @throws TypeError when the value is not a valid date.
  */
+const EXACT_ISO = /^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])T([01]\d|2[0-3]):[0-5]\d:[0-5]\d\.\d{3}Z$/
+
 export function toIsoDateTime(value: unknown): string {
+  // Already in the output form: nothing to convert (the common case for database values).
+  if (typeof value === 'string' && EXACT_ISO.test(value)) return value
   let date: Date
   if (value instanceof Date) date = value
   else if (typeof value === 'number' || typeof value === 'bigint') date = new Date(Number(value))

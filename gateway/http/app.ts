@@ -57,9 +57,11 @@ export async function buildApp(gateway: Gateway, options: BuildAppOptions = {}):
     ...(typeof loggerOption === 'object' && 'child' in loggerOption ? { loggerInstance: loggerOption as FastifyBaseLogger } : { logger: loggerOption }),
     bodyLimit: config.server.bodyLimit,
     requestTimeout: config.server.requestTimeoutMs,
-    genReqId: () => randomUUID(),
-    // Per-request info logs cost throughput; errors are still logged with their request id.
+    // Per-request info logs cost throughput; errors are still logged, with their request id.
     disableRequestLogging: true,
+    // A child logger per request costs ~1 µs; below debug level requests log through the root logger.
+    childLoggerFactory: (logger, bindings, options) =>
+      logger.level === 'debug' || logger.level === 'trace' ? logger.child(bindings, options) : logger,
     routerOptions: { ignoreTrailingSlash: true },
   })
   const holder: GatewayHolder = { current: gateway, version: 0, logger: app.log }
@@ -91,7 +93,6 @@ export async function buildApp(gateway: Gateway, options: BuildAppOptions = {}):
     })),
   )
 
-  await app.register(websocket, { options: { ...websocketServerOptions, maxPayload: config.server.bodyLimit } })
   await app.register(mercurius, {
     schema: gateway.schema,
     routes: false,
@@ -119,7 +120,14 @@ export async function buildApp(gateway: Gateway, options: BuildAppOptions = {}):
         : undefined,
     logger: app.log,
   })
-  registerGraphQLEndpoint(app, holder, persisted, wsHandler)
+  // @fastify/websocket adds onRequest/onResponse hooks to its scope: keep them off the other routes.
+  let wsScope: FastifyInstance | undefined
+  await app.register(async (scope) => {
+    await scope.register(websocket, { options: { ...websocketServerOptions, maxPayload: config.server.bodyLimit } })
+    wsScope = scope
+    registerGraphQLEndpoint(app, scope, holder, persisted, wsHandler)
+  })
+  if (!wsScope) throw new Error('the WebSocket scope was not registered')
   registerOperationRoutes(app, holder)
 
   app.get('/health', async (_request, reply) => {

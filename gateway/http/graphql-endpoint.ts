@@ -82,9 +82,13 @@ interface GraphQLParams {
   documentId?: unknown
 }
 
-/** Registers `GET` and `POST /graphql` on `app`. `wsHandler` carries the subscriptions. */
+/**
+ * Registers `POST /graphql` on `app`, and `GET /graphql` (queries, the playground, and `wsHandler`
+ * for WebSocket upgrades) on `wsScope`, the scope where @fastify/websocket is registered.
+ */
 export function registerGraphQLEndpoint(
   app: FastifyInstance,
+  wsScope: FastifyInstance,
   holder: GatewayHolder,
   persisted: PersistedOperations,
   wsHandler: (socket: import('ws').WebSocket, request: FastifyRequest) => void,
@@ -204,7 +208,7 @@ export function registerGraphQLEndpoint(
     return send(reply, 200, mediaType, body)
   }
 
-  app.route({
+  wsScope.route({
     method: 'GET',
     url: '/graphql',
     wsHandler,

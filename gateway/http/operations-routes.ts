@@ -4,7 +4,6 @@
  * coerced and checked by ajv, the operation runs through graphql-jit, and the data object is
  * serialised by fast-json-stringify from the operation's response schema.
  */
-import { createHash } from 'node:crypto'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { GraphQLError, type ExecutionResult, type GraphQLFormattedError } from 'graphql'
 import type { CompiledOperation, Variables, VariablesError } from '../operations/compile.js'
@@ -31,7 +30,19 @@ function errorBody(code: string, message: string, extra: Record<string, unknown>
 
 /** A weak ETag of a body (RFC 9110 §8.8.3). */
 export function weakEtag(body: string): string {
-  return `W/"${createHash('sha1').update(body).digest('base64url')}"`
+  // cyrb53 (a public-domain 53-bit string hash) plus the length: a weak validator needs no
+  // cryptographic strength, and this costs a fraction of a sha1 object per response.
+  let h1 = 0xdeadbeef
+  let h2 = 0x41c6ce57
+  for (let i = 0; i < body.length; i++) {
+    const ch = body.charCodeAt(i)
+    h1 = Math.imul(h1 ^ ch, 2654435761)
+    h2 = Math.imul(h2 ^ ch, 1597334677)
+  }
+  h1 = Math.imul(h1 ^ (h1 >>> 16), 2246822507) ^ Math.imul(h2 ^ (h2 >>> 13), 3266489909)
+  h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507) ^ Math.imul(h1 ^ (h1 >>> 13), 3266489909)
+  const hash = 4294967296 * (2097151 & h2) + (h1 >>> 0)
+  return `W/"${body.length.toString(36)}-${hash.toString(36)}"`
 }
 
 function etagMatches(header: string | undefined, etag: string): boolean {
@@ -229,13 +240,17 @@ export function registerOperationRoutes(app: FastifyInstance, holder: GatewayHol
   })
   app.addHook('onClose', async () => live.close())
 
-  async function serve(name: string, request: FastifyRequest, reply: FastifyReply, pathParams: Record<string, string> = {}) {
+  const ALLOWED = { query: ['GET', 'POST'], mutation: ['POST'], subscription: ['GET'] } as const
+  const NO_PARAMS: Record<string, string> = Object.freeze({}) as Record<string, string>
+
+  async function serve(name: string, request: FastifyRequest, reply: FastifyReply, pathParams: Record<string, string> = NO_PARAMS) {
     const op = holder.current.operations.get(name)
     if (!op || op.stored.internal) return json(reply, 404, errorBody('TRB_ERR_OPERATION_NOT_FOUND', `Unknown operation: ${name}`))
     const method = request.method === 'HEAD' ? 'GET' : request.method
-    const wantsStream = (request.headers.accept ?? '').includes('text/event-stream')
-    const allowed = op.kind === 'mutation' ? ['POST'] : op.kind === 'subscription' ? ['GET'] : ['GET', 'POST']
-    const viaCustomRoute = Object.keys(pathParams).length > 0 || request.routeOptions.url !== '/operations/*'
+    const accept = request.headers.accept
+    const wantsStream = accept !== undefined && accept.includes('text/event-stream')
+    const allowed: readonly string[] = ALLOWED[op.kind]
+    const viaCustomRoute = pathParams !== NO_PARAMS || request.routeOptions.url !== '/operations/*'
     if (!viaCustomRoute && !allowed.includes(method)) {
       reply.header('allow', allowed.join(', '))
       return json(reply, 405, errorBody('TRB_ERR_OPERATION_METHOD', `Method ${method} is not allowed for ${op.kind} ${name}; allowed: ${allowed.join(', ')}`))
@@ -243,8 +258,14 @@ export function registerOperationRoutes(app: FastifyInstance, holder: GatewayHol
     let variables: Variables
     try {
       if (method === 'GET' || method === 'DELETE') {
-        const { live: liveParam, ...rest } = request.query as Query
-        variables = op.variablesFromQuery({ ...rest, ...pathParams })
+        const query = request.query as Query
+        const liveParam = query.live
+        let params: Query = query
+        if (liveParam !== undefined || pathParams !== NO_PARAMS) {
+          const { live: _live, ...rest } = query
+          params = { ...rest, ...pathParams }
+        }
+        variables = op.variablesFromQuery(params)
         if (liveParam !== undefined && liveParam !== 'false') {
           if (op.kind !== 'query') return json(reply, 400, errorBody('TRB_ERR_BAD_REQUEST', 'live=true applies to queries only'))
           if (!wantsStream) return json(reply, 406, errorBody('TRB_ERR_BAD_REQUEST', 'Live queries need Accept: text/event-stream'))
