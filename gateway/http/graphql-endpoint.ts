@@ -27,6 +27,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit'
 import { checkDocumentLimits } from './limits.js'
 import { isJitSafe } from '../operations/jit-safety.js'
+import { compileDirectOperation, type DirectOperation } from '../operations/direct-plan.js'
 import { formatGraphQLErrors } from './format-error.js'
 import { PLAYGROUND_ASSETS_PREFIX, playgroundContentSecurityPolicy, renderPlaygroundHtml } from './playground.js'
 import type { GatewayHolder } from './app.js'
@@ -42,6 +43,8 @@ interface Prepared {
   jitSafe?: boolean
   /** graphql-jit compilations of the document, by operation name (`''` for an anonymous one). */
   compiled?: Map<string, CompiledQuery>
+  /** Direct JSON plans of its database-only queries, by operation name; null when there is none. */
+  direct?: Map<string, DirectOperation | null>
 }
 
 /** Chooses the response media type from `Accept` (GraphQL over HTTP §5.2.3); null when none is acceptable. */
@@ -213,6 +216,17 @@ export function registerGraphQLEndpoint(
     }
     if (operation.operation === 'subscription') {
       return requestError(reply, mediaType, [new GraphQLError('Subscriptions are served over WebSocket (graphql-transport-ws) at this path, or as Server-Sent Events at /operations/<Name>')])
+    }
+
+    if (operation.operation === 'query') {
+      prepared.direct ??= new Map()
+      const key = (operationName as string | null | undefined) ?? ''
+      let direct = prepared.direct.get(key)
+      if (direct === undefined) prepared.direct.set(key, (direct = compileDirectOperation(gateway.schema, prepared.document!, operation)))
+      if (direct) {
+        const data = await direct.run(variables as Record<string, unknown> | undefined, { reply, request, headers: request.headers })
+        if (data !== null) return reply.code(200).type(`${mediaType}; charset=utf-8`).send(`{"data":${data}}`)
+      }
     }
 
     let result: ExecutionResult

@@ -80,7 +80,14 @@ function variablesProblem(reply: FastifyReply, err: VariablesError) {
 
 /** Runs a query or mutation and sends its data (200), its errors (4xx/5xx) or 304. */
 async function respond(op: CompiledOperation, variables: Variables, request: FastifyRequest, reply: FastifyReply, holder: GatewayHolder, notFoundWhenNull: boolean) {
-  const result = await op.execute(variables, { reply, request, headers: request.headers })
+  const context = { reply, request, headers: request.headers }
+  // Database-only queries: the SQL already produced the body. A custom route needs the data object
+  // to tell a missing row, so it takes the normal path.
+  if (op.direct && !notFoundWhenNull) {
+    const body = await op.direct.run(variables, context)
+    if (body !== null) return sendData(op, body, request, reply)
+  }
+  const result = await op.execute(variables, context)
   if (result.errors?.length) {
     const { errors, status } = formatGraphQLErrors(result.errors, { mode: holder.current.config.mode, logger: request.log })
     const body: { errors: GraphQLFormattedError[]; data?: unknown } = { errors }
@@ -92,7 +99,11 @@ async function respond(op: CompiledOperation, variables: Variables, request: Fas
   if (notFoundWhenNull && Object.values(data).every((v) => v === null)) {
     return json(reply, 404, errorBody('TRB_ERR_DB_NOT_FOUND', `No result for ${request.method} ${request.url}`))
   }
-  const body = op.stringifyData(data)
+  return sendData(op, op.stringifyData(data), request, reply)
+}
+
+/** Sends a successful data object: ETag and Cache-Control for GET (304 on a match), no-store otherwise. */
+function sendData(op: CompiledOperation, body: string, request: FastifyRequest, reply: FastifyReply) {
   if (request.method === 'GET' || request.method === 'HEAD') {
     const etag = weakEtag(body)
     reply.header('etag', etag).header('cache-control', cacheControl(op, request))

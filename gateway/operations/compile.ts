@@ -9,6 +9,7 @@ import fastJson from 'fast-json-stringify'
 import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit'
 import { GraphQLError, execute as executeJs, subscribe as subscribeJs, type ExecutionResult, type GraphQLSchema } from 'graphql'
 import { isJitSafe } from './jit-safety.js'
+import { compileDirectOperation, type DirectOperation } from './direct-plan.js'
 import { OperationInvalidError, OperationVariablesError } from '../errors.js'
 import { responseSchema, variablesSchema, type JsonSchema } from './json-schema.js'
 import type { StoredOperation } from './load.js'
@@ -45,6 +46,8 @@ export interface CompiledOperation {
   execute(variables: Variables, context: Record<string, unknown>): Promise<ExecutionResult>
   /** Starts a subscription: an async iterator of results, or a result with errors. */
   subscribe(variables: Variables, context: Record<string, unknown>): Promise<AsyncIterableIterator<ExecutionResult> | ExecutionResult>
+  /** Direct JSON execution when every root field is a database read that supports it; else null. */
+  readonly direct: DirectOperation | null
   /** Serialises an error-free `data` object with the response schema. */
   stringifyData(data: unknown): string
 }
@@ -168,6 +171,7 @@ export function compileOperation(stored: StoredOperation, schema: GraphQLSchema)
     kind: stored.kind,
     variablesSchema: vSchema,
     responseSchema: rSchema,
+    direct: compileDirectOperation(schema, stored.document, stored.operation),
 
     variablesFromQuery(query) {
       const { variables: json, ...rest } = query

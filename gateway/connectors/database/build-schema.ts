@@ -5,7 +5,9 @@
  *
  * Every model type carries `extensions.tributary = { model, table }`, every scalar field
  * `extensions.tributary = { column }` and every relation field `extensions.tributary = { relation,
- * target }`, so that the compiler finds its tables after `compose/` renamed the types.
+ * target }`, so that the compiler finds its tables after `compose/` renamed the types. The root
+ * query fields `findUniqueX`, `findFirstX` and `findManyX` carry `extensions.tributary = { model,
+ * direct }`: their direct-JSON compiler (direct.ts).
  */
 import {
   GraphQLBoolean,
@@ -31,6 +33,7 @@ import type { Db } from './compiler/db.js'
 import { SqlDialect, type MysqlFlavor } from './compiler/dialect.js'
 import { EXT } from './compiler/read.js'
 import { buildRegistry, type Model, type Registry, type ScalarField } from './compiler/registry.js'
+import { createDirectCompiler, type DirectFieldExtension, type DirectFieldKind } from './direct.js'
 import type { DatabaseIntrospection, ScalarKind } from './model.js'
 import { makeMutationResolvers } from './mutations.js'
 import { pascalCase } from './naming.js'
@@ -424,9 +427,10 @@ class SchemaBuilder {
       const q = makeQueryResolvers(this.rt, m)
       const u = this.unique(m)
       const ext = { [EXT]: { model: m.name } }
-      if (u) query[`findUnique${m.name}`] = { type: obj, args: { where: { type: nn(u) } }, resolve: q['findUnique'], extensions: ext }
-      query[`findFirst${m.name}`] = { type: obj, args: this.listArgs(m), resolve: q['findFirst'], extensions: ext }
-      query[`findMany${m.name}`] = { type: nn(list(nn(obj))), args: this.listArgs(m), resolve: q['findMany'], extensions: ext }
+      const direct = (kind: DirectFieldKind): { [EXT]: DirectFieldExtension } => ({ [EXT]: { model: m.name, direct: createDirectCompiler(this.rt, m, kind) } })
+      if (u) query[`findUnique${m.name}`] = { type: obj, args: { where: { type: nn(u) } }, resolve: q['findUnique'], extensions: direct('findUnique') }
+      query[`findFirst${m.name}`] = { type: obj, args: this.listArgs(m), resolve: q['findFirst'], extensions: direct('findFirst') }
+      query[`findMany${m.name}`] = { type: nn(list(nn(obj))), args: this.listArgs(m), resolve: q['findMany'], extensions: direct('findMany') }
       const agg = this.aggregateTypes(m)
       const aggArgs: GraphQLFieldConfigArgumentMap = { where: { type: this.where(m) }, orderBy: { type: list(nn(this.orderBy(m))) } }
       if (u) aggArgs['cursor'] = { type: u }

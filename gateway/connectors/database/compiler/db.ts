@@ -1,7 +1,9 @@
 /**
  * Statement execution below knex: connections come from knex's pool, statements go straight to the
  * driver (better-sqlite3 with a prepared-statement cache, pg with named prepared statements, mysql2),
- * so that the hot path does no query building. Every statement is reported to `onQuery` (the
+ * so that the hot path does no query building. SQLite reads outside a transaction skip the pool's
+ * acquire/release when a connection is idle (see `Db.idleSqliteConnection`); writes and
+ * transactions always go through the pool. Every statement is reported to `onQuery` (the
  * debug log, statement counters) before it is sent.
  */
 import type { Knex } from 'knex'
@@ -36,12 +38,22 @@ interface MysqlConnection {
 
 const MAX_CACHED_STATEMENTS = 1000
 
+/** The parts of knex's tarn pool that {@link Db} reads (`free` is protected in tarn's typings). */
+interface TarnPool {
+  numUsed(): number
+  numPendingCreates(): number
+  free?: { resource: unknown }[]
+}
+
 /** Runs statements for one data source. `Tx` is a connection held for a transaction. */
 export class Db {
   private readonly listeners = new Set<QueryListener>()
-  private readonly sqliteCache = new WeakMap<object, Map<string, SqliteStatement>>()
+  /** Per SQLite connection: prepared statements by SQL text, one map for plucked ones (`values`) and one for `exec`. */
+  private readonly sqliteCache = new WeakMap<object, { pluck: Map<string, SqliteStatement>; rows: Map<string, SqliteStatement> }>()
   private readonly pgNames = new Map<string, string>()
   private readonly mysqlReady = new WeakSet<object>()
+  /** SQLite: the pooled connection last used for a read without the pool (its statement cache is warm). */
+  private sqliteIdle: SqliteConnection | undefined
 
   constructor(
     readonly knex: Knex,
@@ -105,29 +117,73 @@ export class Db {
   }
 
   private sqliteStatement(conn: SqliteConnection, sql: string, pluck: boolean): SqliteStatement {
-    let cache = this.sqliteCache.get(conn)
-    if (!cache) {
-      cache = new Map()
-      this.sqliteCache.set(conn, cache)
+    let caches = this.sqliteCache.get(conn)
+    if (!caches) {
+      caches = { pluck: new Map(), rows: new Map() }
+      this.sqliteCache.set(conn, caches)
     }
-    const key = pluck ? `p${sql}` : `r${sql}`
-    let stmt = cache.get(key)
+    // Keyed by the SQL text itself (not a derived string): plans reuse one string, whose hash V8 caches.
+    const cache = pluck ? caches.pluck : caches.rows
+    let stmt = cache.get(sql)
     if (!stmt) {
       if (cache.size >= MAX_CACHED_STATEMENTS) cache.clear()
       stmt = conn.prepare(sql)
       if (pluck) stmt.pluck(true)
-      cache.set(key, stmt)
+      cache.set(sql, stmt)
     }
     return stmt
   }
 
   /**
+   * SQLite only: runs a one-column read synchronously on an idle pooled connection (see
+   * {@link idleSqliteConnection}) and returns the column's values, or undefined when no connection is
+   * idle (or the engine is not SQLite): then use {@link values}.
+   * @throws the driver's error
+   */
+  valuesNow(sql: string, bindings: unknown[]): unknown[] | undefined {
+    if (this.dialect !== 'sqlite') return undefined
+    const idle = this.idleSqliteConnection()
+    if (!idle) return undefined
+    this.notify(sql, bindings)
+    return this.sqliteStatement(idle, sql, true).all(...bindings)
+  }
+
+  /**
+   * SQLite: a pooled connection nobody holds, to run one synchronous statement on without the
+   * pool's acquire/release (about 3 µs each), or undefined when every connection is in use.
+   *
+   * Why this is as safe as acquire → run → release: better-sqlite3 calls are synchronous, so a
+   * statement run here starts and ends before any other JS runs; it only runs while the pool
+   * reports no connection in use (`numUsed() === 0`: no transaction open, since `transaction()`
+   * holds its connection from BEGIN to COMMIT/ROLLBACK, and no acquire granted or being granted,
+   * since tarn moves a connection to `used` as soon as it assigns it to a waiting acquire) and
+   * none being created. So a read never runs on a connection that is inside another request's
+   * transaction; when one is, the read waits for the pool as before. knex's SQLite pool has one
+   * connection by default (createKnex: `{ min: 1, max: 1 }`), so every statement of the source
+   * goes through that one connection, in the order the event loop runs them, exactly as before;
+   * with a larger pool, an idle connection reads the committed state, as an acquired one would.
+   */
+  private idleSqliteConnection(): SqliteConnection | undefined {
+    const pool = (this.knex.client as { pool?: TarnPool }).pool
+    if (!pool || pool.numUsed() !== 0 || pool.numPendingCreates() !== 0) return undefined
+    const free = pool.free
+    if (!free || free.length === 0) return undefined
+    const last = this.sqliteIdle
+    if (last !== undefined) for (let i = 0; i < free.length; i++) if (free[i]!.resource === last) return last
+    this.sqliteIdle = free[0]!.resource as SqliteConnection
+    return this.sqliteIdle
+  }
+
+  /**
    * Runs a statement whose rows have one column and returns that column's values
-   * (the compiler's JSON rows). Uses `conn` when given, else a pooled connection.
+   * (the compiler's JSON rows). Uses `conn` when given, else a pooled connection (on SQLite, an idle
+   * one directly: see {@link idleSqliteConnection}).
    */
   async values(sql: string, bindings: unknown[], conn?: unknown): Promise<unknown[]> {
     if (conn === undefined) {
       if (this.dialect === 'sqlite') {
+        const now = this.valuesNow(sql, bindings)
+        if (now) return now
         // better-sqlite3 is synchronous: hold the connection only for the call.
         const c = await this.acquire()
         try {

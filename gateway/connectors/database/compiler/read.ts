@@ -430,7 +430,7 @@ export function collectFields(ctx: Ctx, type: GraphQLObjectType, nodes: readonly
 }
 
 /** A compiled object level: its JSON expression, the columns it reads from its alias, and its post-processing. */
-interface ObjectSql {
+export interface ObjectSql {
   json: Frag
   cols: Set<string>
   post: Post | null
@@ -551,6 +551,16 @@ export interface ListOptions {
   first?: boolean
   /** No ordering at all (findUnique). */
   unordered?: boolean
+  /** How rows become JSON and lists become arrays; default: the normal compiler's ({@link compileObject}, `SqlDialect.jsonArrayAgg`). The direct-JSON compiler (direct-read.ts) passes its own. */
+  emit?: ListEmitter
+}
+
+/** The object and array builders {@link compileList} uses. */
+export interface ListEmitter {
+  /** Compiles one object level of the selection on the row alias `alias`. */
+  object(ctx: Ctx, model: Model, type: GraphQLObjectType, alias: string, nodes: readonly FieldNode[]): ObjectSql
+  /** An aggregate of `expr` into a JSON array (`[]` on no rows), with `ORDER BY` terms and MariaDB's in-aggregate `LIMIT` text. */
+  arrayAgg(expr: string, orderBy: readonly string[], limit?: string): string
 }
 
 /**
@@ -599,10 +609,12 @@ export function compileList(
     if (distinct.length > 0) throw new DbInputError('distinct on a nested relation list is not supported on MariaDB')
     if (negative) throw new DbInputError('a negative take on a nested relation list is not supported on MariaDB')
   }
+  const objectOf = opts.emit ? opts.emit.object : compileObject
+  const arrayAgg = opts.emit ? opts.emit.arrayAgg : (expr: string, ob: readonly string[], limit?: string) => d.jsonArrayAgg(expr, ob, limit)
   const simple =
     distinct.length === 0 && !negative && (mode === 'rows' || !needsLimit || !d.correlatedDerived) && (mode === 'rows' || d.aggOrderBy)
   if (simple) {
-    const obj = compileObject(ctx, model, type, r, nodes)
+    const obj = objectOf(ctx, model, type, r, nodes)
     const order = terms.map((t) => {
       const b = t.build(r)
       return { s: d.orderTerm(b.s, t.dir), p: b.p }
@@ -612,12 +624,12 @@ export function compileList(
       return { frag: sql`SELECT ${obj.json} AS j FROM ${tableRef} AS ${r}${whereSql}${ob}${limitSql()}`, post: obj.post }
     }
     const aggLimit = needsLimit ? limitSql() : raw('')
-    const agg = d.jsonArrayAgg(obj.json.s, order.map((o) => o.s), aggLimit.s)
+    const agg = arrayAgg(obj.json.s, order.map((o) => o.s), aggLimit.s)
     return { frag: { s: `SELECT ${agg} FROM ${tableRef} AS ${r}${whereSql.s}`, p: [...obj.json.p, ...order.flatMap((o) => o.p), ...aggLimit.p, ...whereSql.p] }, post: obj.post }
   }
   // Derived table: project the needed columns and the order keys, limit inside, aggregate outside.
   const s = newAlias(ctx)
-  const obj = compileObject(ctx, model, type, s, nodes)
+  const obj = objectOf(ctx, model, type, s, nodes)
   const projections: Frag[] = [...obj.cols].map((c) => raw(`${r}.${d.q(c)}`))
   terms.forEach((t, i) => projections.push(sql`${t.build(r)} AS __o${String(i)}`))
   if (distinct.length > 0) {
@@ -643,7 +655,7 @@ export function compileList(
     const ob = outerOrder.length ? ` ORDER BY ${outerOrder.join(', ')}` : ''
     return { frag: sql`SELECT ${obj.json} AS j FROM (${inner}) AS ${s}${ob}`, post: obj.post }
   }
-  return { frag: { s: `SELECT ${d.jsonArrayAgg(obj.json.s, outerOrder)} FROM (${inner.s}) AS ${s}`, p: [...obj.json.p, ...inner.p] }, post: obj.post }
+  return { frag: { s: `SELECT ${arrayAgg(obj.json.s, outerOrder)} FROM (${inner.s}) AS ${s}`, p: [...obj.json.p, ...inner.p] }, post: obj.post }
 }
 
 /** A compiled read: one statement returning JSON rows, and how to finish its result. */

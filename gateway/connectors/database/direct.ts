@@ -1,0 +1,273 @@
+/**
+ * Direct JSON plans: a database root query field compiled into ONE SQL statement whose result is the
+ * field's final JSON text, exactly as GraphQL execution would serialise it, so that the gateway can
+ * paste it into the response without parsing, walking or re-serialising (what Hasura does).
+ *
+ * Every database root query field that supports it (`findUniqueX`, `findFirstX`, `findManyX`) carries
+ * a {@link DirectJsonCompiler} in `extensions.tributary.direct`; the gateway finds it there (extensions
+ * survive compose's namespace rename) and calls it once per operation at its compile time. The
+ * normal resolvers stay and remain the fallback: `null` from the compiler, or a rejected `run`,
+ * means "execute this field with GraphQL".
+ *
+ * What returns null (see compiler/direct-read.ts for the SQL side):
+ * - `@skip`/`@include` whose condition is a variable (the SQL would depend on it);
+ * - columns that cannot be printed exactly: JSON (everywhere), Bytes on SQLite, Float on MariaDB,
+ *   time-of-day DateTime columns, unknown column types on PostgreSQL/MariaDB;
+ * - MySQL 8 (`flavor: 'mysql'`): not tested here;
+ * - `aggregateX`, `groupByX` and raw queries: no direct plan;
+ * - anything the compiler rejects for the variables' compile-time sample (e.g. `distinct` or a
+ *   negative `take` on a nested list on MariaDB), and invalid documents (undefined variables, unknown
+ *   fields).
+ * A variable whose runtime *shape* changes the SQL (null vs value, the sign of `take`, an enum value,
+ * a list's length, a whole input object) is handled with shape keys: one statement per shape,
+ * compiled the first time the shape is seen (at most {@link MAX_SHAPES}); a shape that fails to
+ * compile rejects `run`.
+ */
+import {
+  getNamedType,
+  getNullableType,
+  isEnumType,
+  isInputObjectType,
+  isListType,
+  isNonNullType,
+  isScalarType,
+  typeFromAST,
+  valueFromAST,
+  type FieldNode,
+  type FragmentDefinitionNode,
+  type GraphQLArgument,
+  type GraphQLInputType,
+  type GraphQLObjectType,
+  type GraphQLSchema,
+  type VariableDefinitionNode,
+} from 'graphql'
+import { collectVariables, readArgs, shapeOf } from './compiler/args.js'
+import { DirectCompiler, DirectUnsupported, hasVariableDirectives } from './compiler/direct-read.js'
+import type { Vars } from './compiler/frag.js'
+import { EXT, compileList, compileUnique, modelOfType, toPlan, type Ctx, type ReadPlan } from './compiler/read.js'
+import type { Model } from './compiler/registry.js'
+import { bindAll, type Runtime } from './resolvers.js'
+
+/** Compiles one root field of a query into a single SQL statement whose result is the field's final JSON. */
+export type DirectJsonCompiler = (request: {
+  /** The composed gateway schema (public, namespaced type names: use it for __typename, e.g. `todo_Todo`). */
+  schema: GraphQLSchema
+  /** The root field's selection (its alias is the caller's business). */
+  field: FieldNode
+  /** Fragment definitions of the document, by name. */
+  fragments: Record<string, FragmentDefinitionNode>
+  /** The operation's variable definitions. */
+  variableDefinitions: readonly VariableDefinitionNode[]
+}) => DirectJsonPlan | null // null when anything is unsupported: the caller then uses normal GraphQL execution
+
+/** A compiled direct plan of one root field. */
+export interface DirectJsonPlan {
+  /**
+   * Runs the statement. Resolves to the JSON text of the field's value exactly as GraphQL execution would
+   * serialise it (same keys in selection order with aliases, same values: Booleans true/false, Int/Float
+   * numbers, DateTime ISO 8601 UTC with milliseconds `2026-11-20T09:00:00.000Z`, Decimal and BigInt as
+   * strings, enums as names, JSON values, `null` where null; `null` text for a missing row). `variables`
+   * are the coerced variable values (GraphQL spec CoerceVariableValues: defaults applied, custom scalars
+   * parsed — DateTime arrives as a Date, BigInt as a digit string). Rejects on any error; the caller then
+   * re-runs the operation through GraphQL execution to report it properly.
+   */
+  run(variables: Record<string, unknown>, context: unknown): Promise<string>
+}
+
+/** `extensions.tributary` of a database root query field. */
+export interface DirectFieldExtension {
+  /** The model the field reads. */
+  model: string
+  /** Its direct-JSON compiler, when it has one. */
+  direct?: DirectJsonCompiler
+}
+
+/** The root query fields that get a direct plan. */
+export type DirectFieldKind = 'findUnique' | 'findFirst' | 'findMany'
+
+/** At most this many shapes (statements) per plan; the cache is cleared when full. */
+export const MAX_SHAPES = 64
+
+/** A variable the field's arguments use, with its shape function. */
+interface VarRef {
+  name: string
+  shape: (value: unknown) => string
+}
+
+/** Fingerprint of one variable's runtime value, specialised for scalars (the common case). */
+function shapeFunction(type: GraphQLInputType): (value: unknown) => string {
+  const t = getNullableType(type)
+  if (isScalarType(t)) return (v) => (v === undefined ? 'u' : v === null ? 'n' : typeof v === 'number' && v < 0 ? '-' : 's')
+  if (isEnumType(t)) return (v) => (v === undefined ? 'u' : v === null ? 'n' : `e${String(v)}`)
+  return (v) => shapeOf(type, v)
+}
+
+/** A value of `type` for the compile-time plan: the default, else a representative non-null value, else undefined. */
+function sampleValue(type: GraphQLInputType): unknown {
+  const nonNull = isNonNullType(type)
+  const t = getNullableType(type) as GraphQLInputType
+  if (isListType(t)) {
+    const item = sampleValue(t.ofType as GraphQLInputType)
+    return item === undefined ? (nonNull ? [] : undefined) : [item]
+  }
+  if (isEnumType(t)) return t.getValues()[0]?.value
+  if (isInputObjectType(t)) return nonNull ? {} : undefined
+  switch (getNamedType(t).name) {
+    case 'Int':
+    case 'Float':
+      return 1
+    case 'Boolean':
+      return true
+    case 'DateTime':
+      return new Date(0)
+    case 'BigInt':
+    case 'Decimal':
+      return '1'
+    case 'Bytes':
+      return Buffer.alloc(0)
+    case 'JSON':
+      return nonNull ? {} : undefined
+    default:
+      return 'x'
+  }
+}
+
+/**
+ * Creates the direct-JSON compiler of one root query field.
+ * @param rt the schema's runtime (registry, dialect, statement runner)
+ * @param model the model the field reads
+ * @param kind which root field
+ * @returns the compiler to put in the field's `extensions.tributary.direct`
+ */
+export function createDirectCompiler(rt: Runtime, model: Model, kind: DirectFieldKind): DirectJsonCompiler {
+  const self: DirectJsonCompiler = (request) => {
+    try {
+      const { schema, field, fragments } = request
+      const root = schema.getQueryType()?.getFields()[field.name.value]
+      const ext = root?.extensions?.[EXT] as DirectFieldExtension | undefined
+      if (!root || ext?.direct !== self) return null
+      const type = getNamedType(root.type) as GraphQLObjectType
+      if (modelOfType(rt.reg, type) !== model) return null
+      if (hasVariableDirectives(field, fragments)) return null
+      const vars: VarRef[] = []
+      const sample: Vars = {}
+      for (const name of collectVariables([field], fragments)) {
+        const def = request.variableDefinitions.find((d) => d.variable.name.value === name)
+        const t = def ? (typeFromAST(schema, def.type as never) as GraphQLInputType | undefined) : undefined
+        if (!def || !t) return null
+        vars.push({ name, shape: shapeFunction(t) })
+        const value = def.defaultValue ? valueFromAST(def.defaultValue, t) : sampleValue(t)
+        if (value !== undefined) sample[name] = value
+      }
+      const compile = (values: Vars): ReadPlan => compileRoot(rt, model, kind, schema, type, root.args, field, fragments, values)
+      const shapeKey = (values: Record<string, unknown>): string => {
+        if (vars.length === 1) return vars[0]!.shape(values[vars[0]!.name])
+        let key = ''
+        for (const v of vars) key += `${v.shape(values[v.name])}|`
+        return key
+      }
+      let first: ReadPlan | undefined
+      try {
+        first = compile(sample)
+      } catch (err) {
+        // Unsupported whatever the variables: no plan. Otherwise the sample was not representative
+        // (e.g. `where: $where` sampled as `{}` for findUnique): compile the real shapes lazily.
+        if (err instanceof DirectUnsupported || vars.length === 0 || !selectionSupported(rt, model, schema, type, field, fragments, sample)) return null
+      }
+      const one = kind !== 'findMany'
+      const finish = (rows: unknown[]): string => {
+        if (one) return rows.length === 0 ? 'null' : text(rows[0])
+        if (rows.length === 0) return '[]'
+        if (rows.length === 1) return `[${text(rows[0])}]`
+        return `[${(typeof rows[0] === 'string' ? (rows as string[]) : rows.map(text)).join(',')}]`
+      }
+      const exec = (plan: ReadPlan, variables: Record<string, unknown>): Promise<string> => {
+        try {
+          const db = rt.db()
+          const bindings = bindAll(plan.params, variables)
+          // SQLite with an idle connection: no promise hops until the result.
+          const now = db.valuesNow(plan.text, bindings)
+          if (now) return Promise.resolve(finish(now))
+          return db.values(plan.text, bindings).then(finish)
+        } catch (err) {
+          return Promise.reject(err)
+        }
+      }
+      if (vars.length === 0 && first) {
+        const plan = first
+        return { run: (variables) => exec(plan, variables) }
+      }
+      const plans = new Map<string, ReadPlan | Error>(first ? [[shapeKey(sample), first]] : [])
+      return {
+        run: (variables) => {
+          const key = shapeKey(variables)
+          let plan = plans.get(key)
+          if (plan === undefined) {
+            try {
+              plan = compile(variables)
+            } catch (err) {
+              plan = err instanceof Error ? err : new Error(String(err))
+            }
+            if (plans.size >= MAX_SHAPES) plans.clear()
+            plans.set(key, plan)
+          }
+          return plan instanceof Error ? Promise.reject(plan) : exec(plan, variables)
+        },
+      }
+    } catch {
+      return null
+    }
+  }
+  return self
+}
+
+/** A row's JSON text: a string, or bytes (MariaDB returns binary strings as Buffers). */
+function text(row: unknown): string {
+  if (typeof row === 'string') return row
+  if (Buffer.isBuffer(row)) return row.toString('utf8')
+  throw new TypeError(`unexpected JSON row of type ${typeof row}`)
+}
+
+/**
+ * False when the selection set alone (the JSON it builds, without the root field's arguments) does
+ * not compile for the sample variables: then no plan is kept for later shapes.
+ */
+function selectionSupported(
+  rt: Runtime,
+  model: Model,
+  schema: GraphQLSchema,
+  type: GraphQLObjectType,
+  field: FieldNode,
+  fragments: Record<string, FragmentDefinitionNode>,
+  vars: Vars,
+): boolean {
+  try {
+    new DirectCompiler(rt.d).object({ reg: rt.reg, d: rt.d, schema, fragments, vars, n: 0 }, model, type, 't0', [field])
+    return true
+  } catch {
+    // Unsupported (or failing for the sample variables too): no plan, which is always safe.
+    return false
+  }
+}
+
+/** Compiles the root field's statement for the variables' shape of `vars`. */
+function compileRoot(
+  rt: Runtime,
+  model: Model,
+  kind: DirectFieldKind,
+  schema: GraphQLSchema,
+  type: GraphQLObjectType,
+  argDefs: readonly GraphQLArgument[],
+  field: FieldNode,
+  fragments: Record<string, FragmentDefinitionNode>,
+  vars: Vars,
+): ReadPlan {
+  const ctx: Ctx = { reg: rt.reg, d: rt.d, schema, fragments, vars, n: 0 }
+  const emit = new DirectCompiler(rt.d)
+  const args = readArgs(field, argDefs, vars)
+  const l =
+    kind === 'findUnique'
+      ? compileList(ctx, model, type, [field], {}, null, 'rows', { extraWhere: (a) => compileUnique(ctx, model, a, args['where']), unordered: true, emit })
+      : compileList(ctx, model, type, [field], args, null, 'rows', kind === 'findFirst' ? { first: true, emit } : { emit })
+  return toPlan(ctx, l.frag, null)
+}

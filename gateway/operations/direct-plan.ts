@@ -1,0 +1,75 @@
+/**
+ * Direct JSON execution of a whole query operation (cf. Hasura): when every root field of the
+ * operation is a database read whose connector offers a direct plan (`extensions.tributary.direct`,
+ * see `connectors/database/direct.ts`), the operation runs one SQL statement per root field whose
+ * result is already the field's final JSON, and the response body is assembled from those strings —
+ * no JSON parsing, no GraphQL result walk, no re-serialisation. Anything else uses normal GraphQL
+ * execution, which also reports every error.
+ */
+import {
+  Kind,
+  getVariableValues,
+  type DocumentNode,
+  type FieldNode,
+  type FragmentDefinitionNode,
+  type GraphQLSchema,
+  type OperationDefinitionNode,
+} from 'graphql'
+import type { DirectJsonCompiler, DirectJsonPlan } from '../connectors/database/direct.js'
+
+/** A query operation compiled for direct JSON execution. */
+export interface DirectOperation {
+  /**
+   * Coerces `variables` (GraphQL spec §6.1.2 CoerceVariableValues) and runs every root field's plan.
+   * @returns the JSON text of the operation's `data` object, or null when the variables do not coerce
+   *   or a plan fails: the caller then runs the operation through GraphQL execution, which reports why.
+   */
+  run(variables: Record<string, unknown> | undefined, context: unknown): Promise<string | null>
+}
+
+/**
+ * Compiles a query operation for direct execution, once.
+ * @returns null when the operation is not a query or any root selection cannot run directly
+ *   (a non-database field, `@skip`/`@include`, a fragment at the root, a repeated response key...).
+ */
+export function compileDirectOperation(schema: GraphQLSchema, document: DocumentNode, operation: OperationDefinitionNode): DirectOperation | null {
+  if (operation.operation !== 'query') return null
+  const root = schema.getQueryType()
+  if (!root) return null
+  const fragments: Record<string, FragmentDefinitionNode> = {}
+  for (const d of document.definitions) if (d.kind === Kind.FRAGMENT_DEFINITION) fragments[d.name.value] = d
+  const variableDefinitions = operation.variableDefinitions ?? []
+  const parts: { prefix: string; plan: DirectJsonPlan }[] = []
+  const keys = new Set<string>()
+  for (const selection of operation.selectionSet.selections) {
+    if (selection.kind !== Kind.FIELD || selection.directives?.length) return null
+    const field: FieldNode = selection
+    const key = field.alias?.value ?? field.name.value
+    if (keys.has(key)) return null
+    keys.add(key)
+    const compile = (root.getFields()[field.name.value]?.extensions as { tributary?: { direct?: DirectJsonCompiler } } | undefined)?.tributary?.direct
+    if (typeof compile !== 'function') return null
+    const plan = compile({ schema, field, fragments, variableDefinitions })
+    if (!plan) return null
+    parts.push({ prefix: `${parts.length ? ',' : '{'}${JSON.stringify(key)}:`, plan })
+  }
+  if (!parts.length) return null
+  return {
+    async run(variables, context) {
+      let coerced: Record<string, unknown> = {}
+      if (variableDefinitions.length) {
+        const result = getVariableValues(schema, variableDefinitions, variables ?? {})
+        if (result.errors) return null
+        coerced = result.coerced
+      }
+      try {
+        const values = parts.length === 1 ? [await parts[0].plan.run(coerced, context)] : await Promise.all(parts.map((p) => p.plan.run(coerced, context)))
+        let body = ''
+        for (let i = 0; i < parts.length; i++) body += parts[i].prefix + values[i]
+        return body + '}'
+      } catch {
+        return null
+      }
+    },
+  }
+}
