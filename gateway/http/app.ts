@@ -3,7 +3,7 @@
  * front, the playground, graphql-transport-ws subscriptions), `/operations/*`, the config's custom
  * REST routes, `/health` and `/openapi.json`. Every error leaves as JSON with a code.
  */
-import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify'
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify'
 import websocket from '@fastify/websocket'
 import mercurius from 'mercurius'
 import { randomUUID } from 'node:crypto'
@@ -58,7 +58,7 @@ export async function buildApp(gateway: Gateway, options: BuildAppOptions = {}):
     bodyLimit: config.server.bodyLimit,
     requestTimeout: config.server.requestTimeoutMs,
     // Per-request info logs cost throughput; errors are still logged, with their request id.
-    disableRequestLogging: true,
+    logController: new LogController({ disableRequestLogging: true }),
     // A child logger per request costs ~1 µs; below debug level requests log through the root logger.
     childLoggerFactory: (logger, bindings, options) =>
       logger.level === 'debug' || logger.level === 'trace' ? logger.child(bindings, options) : logger,

@@ -54,8 +54,17 @@ function etagMatches(header: string | undefined, etag: string): boolean {
 
 /** Cache-Control of a successful GET (ANCHORS: WunderGraph defaults; private when the request carries credentials). */
 function cacheControl(op: CompiledOperation, request: FastifyRequest): string {
-  const c = op.stored.directives.cache
   const credentialed = request.headers.authorization !== undefined || request.headers.cookie !== undefined
+  let values = cacheControlValues.get(op)
+  if (!values) cacheControlValues.set(op, (values = [cacheControlValue(op, false), cacheControlValue(op, true)]))
+  return values[credentialed ? 1 : 0]
+}
+
+/** The two Cache-Control values of an operation (anonymous, credentialed), computed once. */
+const cacheControlValues = new WeakMap<CompiledOperation, [string, string]>()
+
+function cacheControlValue(op: CompiledOperation, credentialed: boolean): string {
+  const c = op.stored.directives.cache
   if (!c) return `${credentialed ? 'private' : 'public'}, max-age=0, must-revalidate`
   const parts = [credentialed || !c.public ? 'private' : 'public', `max-age=${c.maxAge}`]
   if (c.staleWhileRevalidate !== undefined) parts.push(`stale-while-revalidate=${c.staleWhileRevalidate}`)
@@ -84,7 +93,7 @@ async function respond(op: CompiledOperation, variables: Variables, request: Fas
   // Database-only queries: the SQL already produced the body. A custom route needs the data object
   // to tell a missing row, so it takes the normal path.
   if (op.direct && !notFoundWhenNull) {
-    const body = await op.direct.run(variables, context)
+    const body = await op.direct.runValidated(variables, context)
     if (body !== null) return sendData(op, body, request, reply)
   }
   const result = await op.execute(variables, context)
@@ -254,14 +263,13 @@ export function registerOperationRoutes(app: FastifyInstance, holder: GatewayHol
   const ALLOWED = { query: ['GET', 'POST'], mutation: ['POST'], subscription: ['GET'] } as const
   const NO_PARAMS: Record<string, string> = Object.freeze({}) as Record<string, string>
 
-  async function serve(name: string, request: FastifyRequest, reply: FastifyReply, pathParams: Record<string, string> = NO_PARAMS) {
+  async function serve(name: string, request: FastifyRequest, reply: FastifyReply, pathParams: Record<string, string> = NO_PARAMS, viaCustomRoute = false) {
     const op = holder.current.operations.get(name)
     if (!op || op.stored.internal) return json(reply, 404, errorBody('TRB_ERR_OPERATION_NOT_FOUND', `Unknown operation: ${name}`))
     const method = request.method === 'HEAD' ? 'GET' : request.method
     const accept = request.headers.accept
     const wantsStream = accept !== undefined && accept.includes('text/event-stream')
     const allowed: readonly string[] = ALLOWED[op.kind]
-    const viaCustomRoute = pathParams !== NO_PARAMS || request.routeOptions.url !== '/operations/*'
     if (!viaCustomRoute && !allowed.includes(method)) {
       reply.header('allow', allowed.join(', '))
       return json(reply, 405, errorBody('TRB_ERR_OPERATION_METHOD', `Method ${method} is not allowed for ${op.kind} ${name}; allowed: ${allowed.join(', ')}`))
@@ -326,7 +334,7 @@ export function registerOperationRoutes(app: FastifyInstance, holder: GatewayHol
     app.route({
       method: route.method,
       url: route.path,
-      handler: (request, reply) => serve(route.operation, request, reply, request.params as Record<string, string>),
+      handler: (request, reply) => serve(route.operation, request, reply, request.params as Record<string, string>, true),
     })
   }
 }

@@ -8,7 +8,14 @@
  */
 import {
   Kind,
+  getNamedType,
   getVariableValues,
+  isEnumType,
+  isScalarType,
+  isSpecifiedScalarType,
+  typeFromAST,
+  valueFromAST,
+  type GraphQLInputType,
   type DocumentNode,
   type FieldNode,
   type FragmentDefinitionNode,
@@ -25,6 +32,12 @@ export interface DirectOperation {
    *   or a plan fails: the caller then runs the operation through GraphQL execution, which reports why.
    */
   run(variables: Record<string, unknown> | undefined, context: unknown): Promise<string | null>
+  /**
+   * The same, for variables already validated against the operation's variables JSON Schema (stored
+   * operations): when every variable is a built-in scalar or an enum (or a list of them), coercion is
+   * only applying the defaults, done without graphql-js; otherwise it is {@link run}.
+   */
+  runValidated(variables: Record<string, unknown>, context: unknown): Promise<string | null>
 }
 
 /**
@@ -54,22 +67,50 @@ export function compileDirectOperation(schema: GraphQLSchema, document: Document
     parts.push({ prefix: `${parts.length ? ',' : '{'}${JSON.stringify(key)}:`, plan })
   }
   if (!parts.length) return null
+
+  // Variables whose JSON value is already their coerced value once validated: Int, Float, String,
+  // Boolean, ID and enums, and lists of them. Their defaults are computed once.
+  const simple = variableDefinitions.every((def) => {
+    const type = typeFromAST(schema, def.type as never)
+    const named = type && getNamedType(type)
+    return !!named && (isEnumType(named) || (isScalarType(named) && isSpecifiedScalarType(named)))
+  })
+  const defaults: [string, unknown][] = []
+  if (simple) {
+    for (const def of variableDefinitions) {
+      if (def.defaultValue) defaults.push([def.variable.name.value, valueFromAST(def.defaultValue, typeFromAST(schema, def.type as never) as GraphQLInputType)])
+    }
+  }
+
+  async function execute(coerced: Record<string, unknown>, context: unknown): Promise<string | null> {
+    try {
+      const values = parts.length === 1 ? [await parts[0].plan.run(coerced, context)] : await Promise.all(parts.map((p) => p.plan.run(coerced, context)))
+      let body = ''
+      for (let i = 0; i < parts.length; i++) body += parts[i].prefix + values[i]
+      return body + '}'
+    } catch {
+      return null
+    }
+  }
+
+  function run(variables: Record<string, unknown> | undefined, context: unknown): Promise<string | null> {
+    let coerced: Record<string, unknown> = {}
+    if (variableDefinitions.length) {
+      const result = getVariableValues(schema, variableDefinitions, variables ?? {})
+      if (result.errors) return Promise.resolve(null)
+      coerced = result.coerced
+    }
+    return execute(coerced, context)
+  }
+
   return {
-    async run(variables, context) {
-      let coerced: Record<string, unknown> = {}
-      if (variableDefinitions.length) {
-        const result = getVariableValues(schema, variableDefinitions, variables ?? {})
-        if (result.errors) return null
-        coerced = result.coerced
-      }
-      try {
-        const values = parts.length === 1 ? [await parts[0].plan.run(coerced, context)] : await Promise.all(parts.map((p) => p.plan.run(coerced, context)))
-        let body = ''
-        for (let i = 0; i < parts.length; i++) body += parts[i].prefix + values[i]
-        return body + '}'
-      } catch {
-        return null
-      }
+    run,
+    runValidated(variables, context) {
+      if (!simple) return run(variables, context)
+      if (!defaults.length) return execute(variables, context)
+      const coerced = { ...variables }
+      for (const [name, value] of defaults) if (coerced[name] === undefined) coerced[name] = value
+      return execute(coerced, context)
     },
   }
 }
