@@ -327,7 +327,10 @@ export function registerOperationRoutes(app: FastifyInstance, holder: GatewayHol
   app.route({
     method: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'],
     url: '/operations/*',
-    handler: (request, reply) => serve((request.params as { '*': string })['*'].replace(/\/+$/, ''), request, reply),
+    handler: (request, reply) => {
+      const path = (request.params as { '*': string })['*']
+      return serve(path.endsWith('/') ? path.replace(/\/+$/, '') : path, request, reply)
+    },
   })
 
   for (const route of holder.current.config.routes) {

@@ -174,9 +174,9 @@ export function compileOperation(stored: StoredOperation, schema: GraphQLSchema)
     direct: compileDirectOperation(schema, stored.document, stored.operation),
 
     variablesFromQuery(query) {
-      const { variables: json, ...rest } = query
       let vars: Record<string, unknown> = {}
       const problems: VariableProblem[] = []
+      const json = query.variables
       if (json !== undefined) {
         try {
           const parsed = JSON.parse(Array.isArray(json) ? json[json.length - 1] : json) as unknown
@@ -186,14 +186,24 @@ export function compileOperation(stored: StoredOperation, schema: GraphQLSchema)
           problems.push({ variable: 'variables', path: '/variables', schemaPath: '#', message: 'must be a JSON object' })
         }
       }
-      for (const [key, value] of Object.entries(unflatten(rest))) {
+      let params: Record<string, unknown> = query
+      for (const key in query) {
+        if (key.includes('[')) {
+          params = unflatten(query)
+          break
+        }
+      }
+      for (const key in params) {
+        if (key === 'variables') continue
+        const value = params[key]
+        if (value === undefined) continue
         if (jsonVars.has(key) && typeof value === 'string') {
           try {
             vars[key] = JSON.parse(value)
           } catch {
             problems.push({ variable: key, path: `/${key}`, schemaPath: `#/properties/${key}`, message: 'must be JSON' })
           }
-        } else if (boolVars.has(key) && value === '') {
+        } else if (value === '' && boolVars.has(key)) {
           vars[key] = true // a bare ?flag is true (Hasura)
         } else {
           vars[key] = value
