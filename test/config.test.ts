@@ -1,6 +1,8 @@
 /** Config validation (errors name their path), defaults, and finding the config file. */
 import t from 'tap'
-import { mkdtempSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { spawnSync } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { resolveConfig, database, schema, rest } from '../gateway/config/index.js'
@@ -61,7 +63,19 @@ t.test('a .js config file loads and validates; a missing one fails clearly', asy
   writeFileSync(bad, `export default { datasources: [{ kind: 'schema' }] }\n`)
   await t.rejects(loadConfigFile(bad), { code: 'TRB_ERR_CONFIG_INVALID', message: /datasources\[0\]\.typeDefs: is required/ })
   await t.rejects(loadConfigFile(join(dir, 'missing.ts')), { code: 'TRB_ERR_CONFIG_LOAD' })
+})
+
+t.test('TRIBUTARY_CONFIG runs a .ts config outside the project (through tsx), as a user would', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'tributary-config-ts-'))
   const ts = join(dir, 'config.ts')
-  writeFileSync(ts, `const port: number = 4322\nexport default { datasources: [{ kind: 'schema' as const, typeDefs: 'type Query { a: Int }' }], server: { port } }\n`)
-  t.equal((await loadConfigFile(ts)).server.port, 4322, 'a .ts config outside the project loads through tsx')
+  writeFileSync(
+    ts,
+    `const generatedDir: string = ${JSON.stringify(join(dir, 'generated'))}\n` +
+      `export default { datasources: [{ kind: 'schema' as const, typeDefs: 'type Query { a: Int }' }], operations: { dir: ${JSON.stringify(join(dir, 'ops'))} }, generatedDir }\n`,
+  )
+  // The CLI runs as plain node (dist/), as `npm start` runs it; tests themselves run under tsx.
+  const cli = fileURLToPath(new URL('../dist/gateway/cli.js', import.meta.url))
+  const res = spawnSync(process.execPath, [cli, 'generate'], { env: { ...process.env, TRIBUTARY_CONFIG: ts }, encoding: 'utf8' })
+  t.equal(res.status, 0, res.stderr)
+  t.match(readFileSync(join(dir, 'generated/schema.graphql'), 'utf8'), /type Query \{\n  a: Int\n\}/)
 })
