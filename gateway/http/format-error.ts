@@ -24,6 +24,13 @@ export interface FormattedErrorWithStatus {
 
 const SUGGESTION = / ?Did you mean .*\?$/
 
+/** HTTP status of a GraphQL error by its `extensions.code`; other codes (validation, coercion) are 400. */
+const STATUS_BY_CODE: Readonly<Record<string, number>> = {
+  TRB_ERR_UPSTREAM: 502,
+  TRB_ERR_UPSTREAM_TIMEOUT: 504,
+  TRB_ERR_INTERNAL: 500,
+}
+
 /**
  * Formats one GraphQL error for a client (GraphQL spec §7.1.2: message, locations, path, extensions).
  * In production, field suggestions ("Did you mean ...?") are removed.
@@ -36,17 +43,16 @@ export function formatGraphQLError(err: GraphQLError, options: FormatErrorOption
     const source = (original as GraphQLError | undefined) ?? err
     const extensions = { ...source.extensions }
     const code = typeof extensions.code === 'string' ? extensions.code : undefined
-    const status = typeof (extensions.http as { status?: number } | undefined)?.status === 'number' && code?.startsWith('TRB_ERR_UPSTREAM')
-      ? 502
-      : code === 'TRB_ERR_UPSTREAM_TIMEOUT' ? 504 : code === 'TRB_ERR_UPSTREAM' ? 502 : code === 'TRB_ERR_INTERNAL' ? 500 : 400
+    const status = (code && STATUS_BY_CODE[code]) || 400
     return { error: { message: strip(source.message), ...base, extensions: { ...extensions, code: code ?? 'GRAPHQL_ERROR' } }, status }
   }
   if (isTributaryError(original)) {
     let message = original.message
     if (options.mode === 'production' && original.code === 'TRB_ERR_DB_RAW') message = 'Raw query failed'
-    const http = (original as { upstreamStatus?: number }).upstreamStatus
+    // Upstream errors carry the upstream's HTTP status (WunderGraph #822) in `extensions.http`.
+    const http = (original as { extensions?: { http?: { status?: number } } }).extensions?.http
     return {
-      error: { message, ...base, extensions: { code: original.code, ...(http ? { http: { status: http } } : {}) } },
+      error: { message, ...base, extensions: { code: original.code, ...(http ? { http } : {}) } },
       status: original.statusCode ?? 500,
     }
   }
