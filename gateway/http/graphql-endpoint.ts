@@ -104,13 +104,16 @@ export function registerGraphQLEndpoint(
   wsHandler: (socket: import('ws').WebSocket, request: FastifyRequest) => void,
 ): void {
   const cache = new DocumentCache(1000)
+  // Invalid documents are cached apart, so that a stream of distinct bad documents cannot evict the good ones.
+  const errorCache = new DocumentCache(200)
   let cacheVersion = holder.version
   function prepare(query: string): Prepared {
     if (cacheVersion !== holder.version) {
       cache.clear()
+      errorCache.clear()
       cacheVersion = holder.version
     }
-    const hit = cache.get(query)
+    const hit = cache.get(query) ?? errorCache.get(query)
     if (hit) return hit
     const { config, schema } = holder.current
     let prepared: Prepared
@@ -125,7 +128,7 @@ export function registerGraphQLEndpoint(
     } catch (err) {
       prepared = { errors: [err instanceof GraphQLError ? err : new GraphQLError((err as Error).message)] }
     }
-    cache.set(query, prepared)
+    ;(prepared.errors ? errorCache : cache).set(query, prepared)
     return prepared
   }
 
