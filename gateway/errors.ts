@@ -89,6 +89,11 @@ export const errorCodes: readonly string[] = [
   RouteNotFoundError, InternalError,
 ].map((E) => new E().code)
 
+/** The JSON error body of DESIGN.md §5 for one error of this table: `{ errors: [{ message, extensions: { code } }] }`. */
+export function errorBody(err: Error & { code: string }, extensions: Record<string, unknown> = {}): { errors: { message: string; extensions: Record<string, unknown> }[] } {
+  return { errors: [{ message: err.message, extensions: { code: err.code, ...extensions } }] }
+}
+
 /** True when `err` was created from this table, so its message is safe to send to clients. */
 export function isTributaryError(err: unknown): err is Error & { code: string; statusCode: number } {
   return err instanceof Error && typeof (err as { code?: unknown }).code === 'string' && (err as unknown as { code: string }).code.startsWith('TRB_ERR_')

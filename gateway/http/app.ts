@@ -9,12 +9,12 @@ import mercurius from 'mercurius'
 import { randomUUID } from 'node:crypto'
 import { GraphQLError, NoSchemaIntrospectionCustomRule } from 'graphql'
 import type { Gateway } from '../runtime.js'
-import { isTributaryError } from '../errors.js'
+import { InternalError, PersistedOnlyError, RouteNotFoundError, isTributaryError } from '../errors.js'
 import { registerGraphQLEndpoint } from './graphql-endpoint.js'
 import { registerOperationRoutes } from './operations-routes.js'
 import { playgroundPlugin } from './playground.js'
 import { createSubscriptionHandler, websocketServerOptions } from './subscriptions.js'
-import { formatGraphQLError } from './format-error.js'
+import { codedGraphQLError, formatGraphQLError, sendError } from './format-error.js'
 import { PersistedOperations } from './persisted.js'
 import { buildOpenApiDocument } from '../codegen/openapi.js'
 
@@ -78,20 +78,13 @@ export async function buildApp(gateway: Gateway, options: BuildAppOptions = {}):
 
   app.setErrorHandler((err: FastifyError, request, reply) => {
     const status = err.statusCode && err.statusCode >= 400 ? err.statusCode : 500
-    if (isTributaryError(err) || (status < 500 && err.code)) {
-      return reply.code(status).type('application/json; charset=utf-8').send(JSON.stringify({ errors: [{ message: err.message, extensions: { code: err.code } }] }))
-    }
+    // Errors of the table, and fastify's own 4xx errors (bad JSON, body too large...), are safe to show.
+    if (isTributaryError(err) || (status < 500 && err.code)) return sendError(reply, err, status)
     const id = randomUUID()
     request.log.error({ err, errorId: id }, 'internal error')
-    return reply.code(500).type('application/json; charset=utf-8').send(JSON.stringify({
-      errors: [{ message: `Internal error (id ${id})`, extensions: { code: 'TRB_ERR_INTERNAL', errorId: id } }],
-    }))
+    return sendError(reply, new InternalError(id), 500, { errorId: id })
   })
-  app.setNotFoundHandler((request, reply) =>
-    reply.code(404).type('application/json; charset=utf-8').send(JSON.stringify({
-      errors: [{ message: `Route ${request.method} ${request.url.split('?')[0]} not found`, extensions: { code: 'TRB_ERR_NOT_FOUND' } }],
-    })),
-  )
+  app.setNotFoundHandler((request, reply) => sendError(reply, new RouteNotFoundError(request.method, request.url.split('?')[0])))
 
   await app.register(mercurius, {
     schema: gateway.schema,
@@ -111,12 +104,13 @@ export async function buildApp(gateway: Gateway, options: BuildAppOptions = {}):
     getSchema: () => holder.current.schema,
     context: (request) => ({ request, headers: request.headers }),
     maxDepth: config.graphql.maxDepth,
+    maxAliases: config.graphql.maxAliases,
     maxTokens: config.graphql.maxTokens,
     validationRules: config.graphql.introspection ? [] : [NoSchemaIntrospectionCustomRule],
     formatError: (err: GraphQLError) => formatGraphQLError(err, { mode: holder.current.config.mode, logger: app.log }).error,
     onOperation: (info) =>
       persisted.enforced && !persisted.allowsDocument(info.document)
-        ? [new GraphQLError('Only persisted operations are allowed', { extensions: { code: 'TRB_ERR_PERSISTED_ONLY' } })]
+        ? [codedGraphQLError(new PersistedOnlyError())]
         : undefined,
     logger: app.log,
   })

@@ -4,9 +4,9 @@
  * `TRB_ERR_INTERNAL`. SQL text and stacks never reach a client.
  */
 import { randomUUID } from 'node:crypto'
-import { GraphQLError, type GraphQLFormattedError } from 'graphql'
-import type { FastifyBaseLogger } from 'fastify'
-import { isTributaryError } from '../errors.js'
+import { GraphQLError, type ASTNode, type GraphQLFormattedError } from 'graphql'
+import type { FastifyBaseLogger, FastifyReply } from 'fastify'
+import { errorBody, isTributaryError } from '../errors.js'
 import type { RunMode } from '../connectors/types.js'
 
 /** Options of {@link formatGraphQLError}. */
@@ -75,4 +75,21 @@ export function formatGraphQLErrors(errors: readonly GraphQLError[], options: Fo
   let status = 400
   for (const f of formatted) if (rank(f.status) > rank(status) || (rank(f.status) === rank(status) && f.status !== 400)) status = f.status
   return { errors: formatted.map((f) => f.error), status }
+}
+
+/**
+ * Sends an error of `gateway/errors.ts` as the JSON body of DESIGN.md §5, never cacheable.
+ * @param status overrides the error's own status (e.g. 406 or 415 for `TRB_ERR_BAD_REQUEST`).
+ */
+export function sendError(reply: FastifyReply, err: Error & { code: string; statusCode?: number }, status = err.statusCode ?? 500, extensions?: Record<string, unknown>) {
+  return reply
+    .code(status)
+    .header('cache-control', 'no-store')
+    .type('application/json; charset=utf-8')
+    .send(JSON.stringify(errorBody(err, extensions)))
+}
+
+/** A GraphQL error carrying an error of `gateway/errors.ts`, so that formatting keeps its code and status. */
+export function codedGraphQLError(err: Error & { code: string }, node?: ASTNode): GraphQLError {
+  return new GraphQLError(err.message, { originalError: err, extensions: { code: err.code }, ...(node ? { nodes: [node] } : {}) })
 }

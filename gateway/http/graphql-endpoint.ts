@@ -28,7 +28,8 @@ import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit'
 import { checkDocumentLimits } from './limits.js'
 import { isJitSafe } from '../operations/jit-safety.js'
 import { compileDirectOperation, type DirectOperation } from '../operations/direct-plan.js'
-import { formatGraphQLErrors } from './format-error.js'
+import { codedGraphQLError, formatGraphQLErrors, sendError } from './format-error.js'
+import { GraphQLMethodError, GraphQLRequestError, PersistedOnlyError, RouteNotFoundError } from '../errors.js'
 import { PLAYGROUND_ASSETS_PREFIX, playgroundContentSecurityPolicy, renderPlaygroundHtml } from './playground.js'
 import type { GatewayHolder } from './app.js'
 import type { PersistedOperations } from './persisted.js'
@@ -164,10 +165,7 @@ export function registerGraphQLEndpoint(
   }
 
   function malformed(reply: FastifyReply, message: string) {
-    return reply
-      .code(400)
-      .type('application/json; charset=utf-8')
-      .send(JSON.stringify({ errors: [{ message, extensions: { code: 'TRB_ERR_GRAPHQL_REQUEST' } }] }))
+    return sendError(reply, new GraphQLRequestError(message))
   }
 
   function parseJsonParam(value: unknown, name: string): { ok: true; value: unknown } | { ok: false; message: string } {
@@ -184,9 +182,7 @@ export function registerGraphQLEndpoint(
     const gateway = holder.current
     const mediaType = negotiate(request.headers.accept)
     if (!mediaType) {
-      return reply.code(406).type('application/json; charset=utf-8').send(JSON.stringify({
-        errors: [{ message: `Not acceptable; use Accept: ${GRAPHQL_RESPONSE} or ${JSON_TYPE}`, extensions: { code: 'TRB_ERR_GRAPHQL_REQUEST' } }],
-      }))
+      return sendError(reply, new GraphQLRequestError(`Not acceptable; use Accept: ${GRAPHQL_RESPONSE} or ${JSON_TYPE}`), 406)
     }
     let { query } = params
     const { variables, operationName, extensions } = params
@@ -204,7 +200,7 @@ export function registerGraphQLEndpoint(
     }
     if (typeof query !== 'string' || query.trim() === '') return malformed(reply, 'query must be a non-empty string')
     if (persisted.enforced && !persisted.allowsText(query)) {
-      return requestError(reply, mediaType, [new GraphQLError('Only persisted operations are allowed', { extensions: { code: 'TRB_ERR_PERSISTED_ONLY' } })], 400)
+      return requestError(reply, mediaType, [codedGraphQLError(new PersistedOnlyError())], 400)
     }
 
     const prepared = prepare(query)
@@ -215,7 +211,7 @@ export function registerGraphQLEndpoint(
     }
     if (method === 'GET' && operation.operation !== 'query') {
       reply.header('allow', 'POST')
-      return requestError(reply, mediaType, [new GraphQLError(`Only queries may be sent with GET; use POST for a ${operation.operation}`, { extensions: { code: 'TRB_ERR_GRAPHQL_METHOD' } })], 405)
+      return requestError(reply, mediaType, [codedGraphQLError(new GraphQLMethodError())], 405)
     }
     if (operation.operation === 'subscription') {
       return requestError(reply, mediaType, [new GraphQLError('Subscriptions are served over WebSocket (graphql-transport-ws) at this path, or as Server-Sent Events at /operations/<Name>')])
@@ -262,7 +258,7 @@ export function registerGraphQLEndpoint(
       const accept = request.headers.accept ?? ''
       if (q.query === undefined && accept.includes('text/html')) {
         if (!holder.current.config.graphql.playground) {
-          return reply.code(404).type('application/json; charset=utf-8').send(JSON.stringify({ errors: [{ message: 'The playground is disabled', extensions: { code: 'TRB_ERR_OPERATION_NOT_FOUND' } }] }))
+          return sendError(reply, new RouteNotFoundError(request.method, '/graphql (the playground is disabled)'))
         }
         return reply
           .type('text/html; charset=utf-8')

@@ -11,6 +11,7 @@ import type { IncomingHttpHeaders } from 'node:http'
 import type { GraphQLFormattedError } from 'graphql'
 import type { CompiledOperation, Variables } from '../operations/compile.js'
 import { formatGraphQLErrors } from './format-error.js'
+import { OperationNotFoundError, errorBody } from '../errors.js'
 import type { GatewayHolder } from './app.js'
 
 interface Poller {
@@ -100,7 +101,7 @@ export class LivePollers {
       const op = this.holder.current.operations.get(p.name)
       let out: { data?: unknown; errors?: GraphQLFormattedError[] }
       if (!op || op.kind !== 'query') {
-        out = { errors: [{ message: `The operation ${p.name} is no longer a stored query`, extensions: { code: 'TRB_ERR_OPERATION_NOT_FOUND' } }] }
+        out = errorBody(new OperationNotFoundError(`${p.name} (no longer a stored query)`))
       } else {
         p.runs++
         const result = await op.execute(p.variables, { headers: p.headers })

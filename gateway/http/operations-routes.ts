@@ -7,7 +7,8 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { GraphQLError, type ExecutionResult, type GraphQLFormattedError } from 'graphql'
 import type { CompiledOperation, Variables, VariablesError } from '../operations/compile.js'
-import { formatGraphQLErrors } from './format-error.js'
+import { formatGraphQLErrors, sendError } from './format-error.js'
+import { BadRequestError, DbNotFoundError, OperationMethodError, OperationNotFoundError } from '../errors.js'
 import type { GatewayHolder } from './app.js'
 import { LivePollers } from './live.js'
 
@@ -22,10 +23,6 @@ declare module 'fastify' {
 
 function json(reply: FastifyReply, status: number, body: unknown) {
   return reply.code(status).header('cache-control', 'no-store').type('application/json; charset=utf-8').send(JSON.stringify(body))
-}
-
-function errorBody(code: string, message: string, extra: Record<string, unknown> = {}) {
-  return { errors: [{ message, extensions: { code, ...extra } }] }
 }
 
 /** A weak ETag of a body (RFC 9110 §8.8.3). */
@@ -106,7 +103,7 @@ async function respond(op: CompiledOperation, variables: Variables, request: Fas
   const data = result.data ?? {}
   // A custom REST route whose every root field came back null found nothing: 404.
   if (notFoundWhenNull && Object.values(data).every((v) => v === null)) {
-    return json(reply, 404, errorBody('TRB_ERR_DB_NOT_FOUND', `No result for ${request.method} ${request.url}`))
+    return sendError(reply, new DbNotFoundError('matching', `${request.method} ${request.url}`))
   }
   return sendData(op, op.stringifyData(data), request, reply)
 }
@@ -265,14 +262,14 @@ export function registerOperationRoutes(app: FastifyInstance, holder: GatewayHol
 
   async function serve(name: string, request: FastifyRequest, reply: FastifyReply, pathParams: Record<string, string> = NO_PARAMS, viaCustomRoute = false) {
     const op = holder.current.operations.get(name)
-    if (!op || op.stored.internal) return json(reply, 404, errorBody('TRB_ERR_OPERATION_NOT_FOUND', `Unknown operation: ${name}`))
+    if (!op || op.stored.internal) return sendError(reply, new OperationNotFoundError(name))
     const method = request.method === 'HEAD' ? 'GET' : request.method
     const accept = request.headers.accept
     const wantsStream = accept !== undefined && accept.includes('text/event-stream')
     const allowed: readonly string[] = ALLOWED[op.kind]
     if (!viaCustomRoute && !allowed.includes(method)) {
       reply.header('allow', allowed.join(', '))
-      return json(reply, 405, errorBody('TRB_ERR_OPERATION_METHOD', `Method ${method} is not allowed for ${op.kind} ${name}; allowed: ${allowed.join(', ')}`))
+      return sendError(reply, new OperationMethodError(method, `${op.kind} ${name}`, allowed.join(', ')))
     }
     let variables: Variables
     try {
@@ -286,8 +283,8 @@ export function registerOperationRoutes(app: FastifyInstance, holder: GatewayHol
         }
         variables = op.variablesFromQuery(params)
         if (liveParam !== undefined && liveParam !== 'false') {
-          if (op.kind !== 'query') return json(reply, 400, errorBody('TRB_ERR_BAD_REQUEST', 'live=true applies to queries only'))
-          if (!wantsStream) return json(reply, 406, errorBody('TRB_ERR_BAD_REQUEST', 'Live queries need Accept: text/event-stream'))
+          if (op.kind !== 'query') return sendError(reply, new BadRequestError('live=true applies to queries only'))
+          if (!wantsStream) return sendError(reply, new BadRequestError('Live queries need Accept: text/event-stream'), 406)
           const stream = startSse(request, reply, open)
           stream.onClose(live.subscribe(op, variables, (body) => stream.send(body), { headers: request.headers }))
           return reply
@@ -298,11 +295,11 @@ export function registerOperationRoutes(app: FastifyInstance, holder: GatewayHol
         // body-less cross-site POST too (Sec-Fetch-Site), so no form or no-cors fetch runs a mutation.
         const contentType = (request.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase()
         if (contentType !== '' && contentType !== 'application/json' && !contentType.endsWith('+json')) {
-          return json(reply, 415, errorBody('TRB_ERR_BAD_REQUEST', `Send the variables as JSON (Content-Type: application/json), not ${contentType}`))
+          return sendError(reply, new BadRequestError(`Send the variables as JSON (Content-Type: application/json), not ${contentType}`), 415)
         }
         const site = request.headers['sec-fetch-site']
         if (contentType === '' && (site === 'cross-site' || site === 'same-site')) {
-          return json(reply, 400, errorBody('TRB_ERR_BAD_REQUEST', 'A cross-site request must send its variables as JSON (Content-Type: application/json)'))
+          return sendError(reply, new BadRequestError('A cross-site request must send its variables as JSON (Content-Type: application/json)'))
         }
         const body = request.body
         const fromBody = body === undefined || body === null ? {} : body
@@ -317,7 +314,7 @@ export function registerOperationRoutes(app: FastifyInstance, holder: GatewayHol
       throw err
     }
     if (op.kind === 'subscription') {
-      if (!wantsStream) return json(reply, 406, errorBody('TRB_ERR_BAD_REQUEST', 'Subscriptions need Accept: text/event-stream'))
+      if (!wantsStream) return sendError(reply, new BadRequestError('Subscriptions need Accept: text/event-stream'), 406)
       await streamSubscription(op, variables, request, reply, holder, open)
       return reply
     }

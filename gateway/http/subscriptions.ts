@@ -24,28 +24,24 @@ import type { FastifyBaseLogger, FastifyRequest } from 'fastify'
 import type { WebSocket } from 'ws'
 import {
   GraphQLError,
-  Kind,
   execute as graphqlExecute,
   getOperationAST,
   parse,
   specifiedRules,
   subscribe as graphqlSubscribe,
   validate,
-  type ASTVisitor,
   type DocumentNode,
   type ExecutionArgs,
   type ExecutionResult,
   type FormattedExecutionResult,
-  type FragmentDefinitionNode,
   type GraphQLFormattedError,
   type GraphQLSchema,
   type OperationTypeNode,
-  type SelectionSetNode,
-  type ValidationContext,
   type ValidationRule,
 } from 'graphql'
 import { CloseCode, GRAPHQL_TRANSPORT_WS_PROTOCOL, makeServer, type Context, type SubscribePayload } from 'graphql-ws'
 import { InternalError, isTributaryError } from '../errors.js'
+import { DEFAULT_MAX_INTROSPECTION_DEPTH, createDocumentLimitsRule } from './limits.js'
 
 /** A value or a promise of it. */
 export type MaybePromise<T> = T | Promise<T>
@@ -91,6 +87,8 @@ export interface SubscriptionHandlerOptions {
   validationRules?: readonly ValidationRule[]
   /** Maximum field depth of an operation (`{ a { b } }` has depth 2); introspection fields are allowed {@link DEFAULT_MAX_INTROSPECTION_DEPTH}. Default 10; `Infinity` disables it. */
   maxDepth?: number
+  /** Most aliases in one document. Default: unlimited. */
+  maxAliases?: number
   /** Maximum lexical tokens of a document, enforced by the parser. Default 15000 (Apollo Router's limit). */
   maxTokens?: number
   /**
@@ -120,8 +118,6 @@ export interface SubscriptionHandlerOptions {
 
 /** Default {@link SubscriptionHandlerOptions.maxDepth}. */
 export const DEFAULT_MAX_DEPTH = 10
-/** Depth allowed under `__schema` / `__type`: enough for the standard introspection query with type references 8 levels deep. */
-export const DEFAULT_MAX_INTROSPECTION_DEPTH = 16
 /** Default {@link SubscriptionHandlerOptions.maxTokens}. */
 export const DEFAULT_MAX_TOKENS = 15000
 
@@ -152,96 +148,6 @@ export function handleProtocols(protocols: Set<string>): string | false {
  */
 export const websocketServerOptions: { readonly handleProtocols: (protocols: Set<string>) => string | false } = { handleProtocols }
 
-/**
- * A validation rule that rejects operations nested deeper than `maxDepth` fields. Depth counts field
- * levels: `{ messages { id } }` has depth 2; fragments (named or inline) add no level; fragment
- * cycles count as 0 (NoFragmentCyclesRule reports them). Fields under `__schema` and `__type` are
- * measured against `maxIntrospectionDepth` instead.
- *
- * @param maxDepth the largest depth allowed (≥ 1).
- * @param maxIntrospectionDepth the largest depth allowed for a root introspection field's subtree.
- * @returns a graphql-js `ValidationRule`; each offending operation gets one `GraphQLError` with
- *   `extensions.code` `TRB_ERR_GRAPHQL_LIMIT`.
- */
-export function createDepthLimitRule(maxDepth: number, maxIntrospectionDepth = DEFAULT_MAX_INTROSPECTION_DEPTH): ValidationRule {
-  return (context: ValidationContext): ASTVisitor => {
-    const fragments = new Map<string, FragmentDefinitionNode>()
-    for (const def of context.getDocument().definitions) {
-      if (def.kind === Kind.FRAGMENT_DEFINITION) fragments.set(def.name.value, def)
-    }
-    const memo = new Map<string, number>()
-    const visiting = new Set<string>()
-
-    function depthOf(selectionSet: SelectionSetNode): number {
-      let max = 0
-      for (const sel of selectionSet.selections) {
-        let d = 0
-        if (sel.kind === Kind.FIELD) {
-          d = 1 + (sel.selectionSet ? depthOf(sel.selectionSet) : 0)
-        } else if (sel.kind === Kind.INLINE_FRAGMENT) {
-          d = depthOf(sel.selectionSet)
-        } else {
-          const name = sel.name.value
-          const cached = memo.get(name)
-          if (cached !== undefined) d = cached
-          else {
-            const frag = fragments.get(name)
-            if (frag && !visiting.has(name)) {
-              visiting.add(name)
-              d = depthOf(frag.selectionSet)
-              visiting.delete(name)
-              memo.set(name, d)
-            }
-          }
-        }
-        if (d > max) max = d
-      }
-      return max
-    }
-
-    /** Depth of the root selection set, with root introspection fields set aside. */
-    function rootDepths(selectionSet: SelectionSetNode, seen: Set<string>): { depth: number; introspection: number } {
-      let depth = 0
-      let introspection = 0
-      for (const sel of selectionSet.selections) {
-        if (sel.kind === Kind.FIELD) {
-          const d = 1 + (sel.selectionSet ? depthOf(sel.selectionSet) : 0)
-          if (sel.name.value === '__schema' || sel.name.value === '__type') introspection = Math.max(introspection, d)
-          else depth = Math.max(depth, d)
-        } else {
-          let inner: SelectionSetNode | undefined
-          if (sel.kind === Kind.INLINE_FRAGMENT) inner = sel.selectionSet
-          else if (!seen.has(sel.name.value)) {
-            seen.add(sel.name.value)
-            inner = fragments.get(sel.name.value)?.selectionSet
-          }
-          if (inner) {
-            const r = rootDepths(inner, seen)
-            depth = Math.max(depth, r.depth)
-            introspection = Math.max(introspection, r.introspection)
-          }
-        }
-      }
-      return { depth, introspection }
-    }
-
-    return {
-      OperationDefinition(node) {
-        const { depth, introspection } = rootDepths(node.selectionSet, new Set())
-        const name = node.name ? ` "${node.name.value}"` : ''
-        if (depth > maxDepth) {
-          context.reportError(new GraphQLError(`Operation${name} has depth ${depth}, more than the maximum of ${maxDepth}`, {
-            nodes: [node], extensions: { code: 'TRB_ERR_GRAPHQL_LIMIT' },
-          }))
-        } else if (introspection > maxIntrospectionDepth) {
-          context.reportError(new GraphQLError(`Operation${name} has introspection depth ${introspection}, more than the maximum of ${maxIntrospectionDepth}`, {
-            nodes: [node], extensions: { code: 'TRB_ERR_GRAPHQL_LIMIT' },
-          }))
-        }
-      },
-    }
-  }
-}
 
 /**
  * The default error formatter: a GraphQL error raised by graphql-js itself (syntax, validation,
@@ -299,7 +205,7 @@ export function createSubscriptionHandler(options: SubscriptionHandlerOptions): 
   const keepAlive = options.keepAlive ?? 12_000
   const rules: readonly ValidationRule[] = [
     ...specifiedRules,
-    ...(Number.isFinite(maxDepth) ? [createDepthLimitRule(maxDepth)] : []),
+    createDocumentLimitsRule({ maxDepth, maxAliases: options.maxAliases ?? Infinity }),
     ...(options.validationRules ?? []),
   ]
 

@@ -214,6 +214,17 @@ interface CallbackQueryable {
   query(sql: string, cb: (err: Error | null) => void): unknown
 }
 
+/** Host, port, credentials and database of a server URL, leaving out what the URL does not give. */
+function serverConnection(parsed: Exclude<ParsedDatabaseUrl, { dialect: 'sqlite' }>): { host?: string; port?: number; user?: string; password?: string; database?: string } {
+  return {
+    host: parsed.host,
+    port: parsed.port,
+    ...(parsed.user !== undefined ? { user: parsed.user } : {}),
+    ...(parsed.password !== undefined ? { password: parsed.password } : {}),
+    ...(parsed.database ? { database: parsed.database } : {}),
+  }
+}
+
 /** Pool bounds (default 0–10) and a statement run on every new connection (session time zone). */
 function sessionPool(pool: { min?: number; max?: number }, sessionSql: string): Knex.PoolConfig {
   return {
@@ -267,11 +278,7 @@ export function createKnex(url: string, options: CreateKnexOptions = {}): KnexCo
       const knex = knexFactory({
         client: 'pg',
         connection: {
-          host: parsed.host,
-          port: parsed.port,
-          ...(parsed.user !== undefined ? { user: parsed.user } : {}),
-          ...(parsed.password !== undefined ? { password: parsed.password } : {}),
-          ...(parsed.database ? { database: parsed.database } : {}),
+          ...serverConnection(parsed),
           ...(params.application_name ? { application_name: params.application_name } : {}),
           ...(ssl ? { ssl } : {}),
           types: pgTypes,
@@ -285,11 +292,7 @@ export function createKnex(url: string, options: CreateKnexOptions = {}): KnexCo
       const knex = knexFactory({
         client: 'mysql2',
         connection: {
-          host: parsed.host,
-          port: parsed.port,
-          ...(parsed.user !== undefined ? { user: parsed.user } : {}),
-          ...(parsed.password !== undefined ? { password: parsed.password } : {}),
-          ...(parsed.database ? { database: parsed.database } : {}),
+          ...serverConnection(parsed),
           charset: 'utf8mb4',
           supportBigNumbers: true,
           bigNumberStrings: true,
