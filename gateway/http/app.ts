@@ -9,7 +9,7 @@ import mercurius from 'mercurius'
 import { randomUUID } from 'node:crypto'
 import { GraphQLError, NoSchemaIntrospectionCustomRule } from 'graphql'
 import type { Gateway } from '../runtime.js'
-import { InternalError, PersistedOnlyError, RouteNotFoundError, isTributaryError } from '../errors.js'
+import { BadRequestError, InternalError, PersistedOnlyError, RouteNotFoundError, isTributaryError } from '../errors.js'
 import { registerGraphQLEndpoint } from './graphql-endpoint.js'
 import { registerOperationRoutes } from './operations-routes.js'
 import { playgroundPlugin } from './playground.js'
@@ -63,6 +63,9 @@ export async function buildApp(gateway: Gateway, options: BuildAppOptions = {}):
     childLoggerFactory: (logger, bindings, options) =>
       logger.level === 'debug' || logger.level === 'trace' ? logger.child(bindings, options) : logger,
     routerOptions: { ignoreTrailingSlash: true },
+    // JSON bodies with `__proto__` or `constructor.prototype` keys are refused (400), never parsed.
+    onProtoPoisoning: 'error',
+    onConstructorPoisoning: 'error',
   })
   const holder: GatewayHolder = { current: gateway, version: 0, logger: app.log }
   app.decorate('tributary', {
@@ -79,7 +82,10 @@ export async function buildApp(gateway: Gateway, options: BuildAppOptions = {}):
   app.setErrorHandler((err: FastifyError, request, reply) => {
     const status = err.statusCode && err.statusCode >= 400 ? err.statusCode : 500
     // Errors of the table, and fastify's own 4xx errors (bad JSON, body too large...), are safe to show.
-    if (isTributaryError(err) || (status < 500 && err.code)) return sendError(reply, err, status)
+    if (isTributaryError(err)) return sendError(reply, err, status)
+    // fastify's body parser refuses malformed JSON and `__proto__`/`constructor.prototype` keys.
+    if (status === 400 && err.code?.startsWith('FST_ERR_CTP_')) return sendError(reply, new BadRequestError(err.message), 400)
+    if (status < 500 && err.code) return sendError(reply, err, status)
     const id = randomUUID()
     request.log.error({ err, errorId: id }, 'internal error')
     return sendError(reply, new InternalError(id), 500, { errorId: id })

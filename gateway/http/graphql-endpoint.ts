@@ -10,6 +10,7 @@
  * Every distinct document is parsed (with a token limit), validated and checked against the depth
  * and alias limits once, then cached until the schema changes.
  */
+import { parseJsonSafely } from '../safe-keys.js'
 import {
   GraphQLError,
   NoSchemaIntrospectionCustomRule,
@@ -172,9 +173,9 @@ export function registerGraphQLEndpoint(
     if (value === undefined || value === null || value === '') return { ok: true, value: undefined }
     if (typeof value !== 'string') return { ok: false, message: `${name} must be a JSON object` }
     try {
-      return { ok: true, value: JSON.parse(value) }
-    } catch {
-      return { ok: false, message: `${name} is not valid JSON` }
+      return { ok: true, value: parseJsonSafely(value) }
+    } catch (err) {
+      return { ok: false, message: err instanceof SyntaxError ? `${name} is not valid JSON` : (err as Error).message }
     }
   }
 

@@ -9,8 +9,9 @@ import fastJson from 'fast-json-stringify'
 import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit'
 import { GraphQLError, execute as executeJs, subscribe as subscribeJs, type ExecutionResult, type GraphQLSchema } from 'graphql'
 import { isJitSafe } from './jit-safety.js'
+import { assertSafeKey, parseJsonSafely } from '../safe-keys.js'
 import { compileDirectOperation, type DirectOperation } from './direct-plan.js'
-import { OperationInvalidError, OperationVariablesError } from '../errors.js'
+import { BadRequestError, OperationInvalidError, OperationVariablesError } from '../errors.js'
 import { responseSchema, variablesSchema, type JsonSchema } from './json-schema.js'
 import type { StoredOperation } from './load.js'
 
@@ -83,28 +84,40 @@ export function variablesError(problems: VariableProblem[]): VariablesError {
   return err
 }
 
-/** Puts `a[b]=1` and `a[]=1` query keys into nested objects and lists (WunderGraph, qs style). */
+/** Deepest `a[b][c]…` nesting accepted in a query-string key. */
+export const MAX_QUERY_KEY_DEPTH = 16
+
+/**
+ * Puts `a[b]=1` and `a[]=1` query keys into nested objects and lists (WunderGraph, qs style).
+ * Every segment is checked by {@link assertSafeKey}, and objects are built without a prototype.
+ * @throws BadRequestError for a `__proto__`/`constructor`/`prototype` segment or a key nested deeper than {@link MAX_QUERY_KEY_DEPTH}.
+ */
 function unflatten(query: Record<string, string | string[] | undefined>): Record<string, unknown> {
-  const out: Record<string, unknown> = {}
+  const out: Record<string, unknown> = Object.create(null)
   for (const [key, value] of Object.entries(query)) {
     if (value === undefined) continue
     const m = /^([^[\]]+)((\[[^[\]]*\])+)$/.exec(key)
     if (!m) {
+      assertSafeKey(key, 'query-string key')
       out[key] = value
       continue
     }
     const parts = [...m[2].matchAll(/\[([^[\]]*)\]/g)].map((x) => x[1])
+    if (parts.length > MAX_QUERY_KEY_DEPTH) throw new BadRequestError(`The query-string key "${m[1]}" is nested deeper than ${MAX_QUERY_KEY_DEPTH} levels`)
+    assertSafeKey(m[1], 'query-string key')
+    for (const part of parts) assertSafeKey(part, 'query-string key segment')
     let node = out as Record<string, unknown>
     let k = m[1]
     for (const part of parts) {
       if (part === '') {
         const list = Array.isArray(node[k]) ? (node[k] as unknown[]) : (node[k] = [])
         ;(list as unknown[]).push(...(Array.isArray(value) ? value : [value]))
-        node = {}
+        node = Object.create(null)
         k = ''
         break
       }
-      node = (node[k] && typeof node[k] === 'object' ? node[k] : (node[k] = {})) as Record<string, unknown>
+      const child = Object.hasOwn(node, k) ? node[k] : undefined
+      node = (child && typeof child === 'object' && !Array.isArray(child) ? child : (node[k] = Object.create(null))) as Record<string, unknown>
       k = part
     }
     if (k !== '') node[k] = value
@@ -179,10 +192,11 @@ export function compileOperation(stored: StoredOperation, schema: GraphQLSchema)
       const json = query.variables
       if (json !== undefined) {
         try {
-          const parsed = JSON.parse(Array.isArray(json) ? json[json.length - 1] : json) as unknown
+          const parsed = parseJsonSafely(Array.isArray(json) ? json[json.length - 1] : json)
           if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw new Error('not an object')
           vars = parsed as Record<string, unknown>
-        } catch {
+        } catch (err) {
+          if (err instanceof BadRequestError) throw err
           problems.push({ variable: 'variables', path: '/variables', schemaPath: '#', message: 'must be a JSON object' })
         }
       }
@@ -192,6 +206,7 @@ export function compileOperation(stored: StoredOperation, schema: GraphQLSchema)
           params = unflatten(query)
           break
         }
+        assertSafeKey(key, 'query-string key')
       }
       for (const key in params) {
         if (key === 'variables') continue
@@ -199,8 +214,9 @@ export function compileOperation(stored: StoredOperation, schema: GraphQLSchema)
         if (value === undefined) continue
         if (jsonVars.has(key) && typeof value === 'string') {
           try {
-            vars[key] = JSON.parse(value)
-          } catch {
+            vars[key] = parseJsonSafely(value)
+          } catch (err) {
+            if (err instanceof BadRequestError) throw err
             problems.push({ variable: key, path: `/${key}`, schemaPath: `#/properties/${key}`, message: 'must be JSON' })
           }
         } else if (value === '' && boolVars.has(key)) {
