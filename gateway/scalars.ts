@@ -154,13 +154,28 @@ export const DecimalScalar = new GraphQLScalarType<string, string>({
   },
 })
 
+/**
+ * The bytes of a parsed `Bytes` value: a Buffer or Uint8Array, or the JSON form of a Buffer,
+ * `{ type: 'Buffer', data: number[] }`, which is what graphql-jit makes of a `Bytes` literal (it
+ * inlines parsed literals as JSON). Undefined for anything else.
+ */
+export function bytesOf(value: unknown): Buffer | undefined {
+  if (Buffer.isBuffer(value)) return value
+  if (value instanceof Uint8Array) return Buffer.from(value)
+  if (typeof value === 'object' && value !== null) {
+    const { type, data } = value as { type?: unknown; data?: unknown }
+    if (type === 'Buffer' && Array.isArray(data) && data.every((b) => Number.isInteger(b) && b >= 0 && b <= 255)) return Buffer.from(data as number[])
+  }
+  return undefined
+}
+
 /** `Bytes`: binary data as a base64 string (RFC 4648 §4). */
 export const BytesScalar = new GraphQLScalarType<Buffer, string>({
   name: 'Bytes',
   description: 'Binary data, serialised as a base64 string (RFC 4648).',
   serialize(value) {
-    if (Buffer.isBuffer(value)) return value.toString('base64')
-    if (value instanceof Uint8Array) return Buffer.from(value).toString('base64')
+    const bytes = bytesOf(value)
+    if (bytes) return bytes.toString('base64')
     if (typeof value === 'string') return value
     return fail('Bytes', `value of type ${typeof value}`)
   },
@@ -182,6 +197,17 @@ export const sharedScalars: Readonly<Record<string, GraphQLScalarType>> = Object
   Decimal: DecimalScalar,
   Bytes: BytesScalar,
 })
+
+/**
+ * The wire form of one parsed value of the shared scalar `scalarName`, for sending it to another
+ * GraphQL server: a DateTime's Date as its ISO string, a Bytes value as base64 (see {@link bytesOf});
+ * every other value (digit strings of BigInt and Decimal, JSON values) is already in wire form.
+ */
+export function toWireValue(scalarName: string, value: unknown): unknown {
+  if (value instanceof Date) return toIsoDateTime(value)
+  if (scalarName === 'Bytes') return bytesOf(value)?.toString('base64') ?? value
+  return value
+}
 
 /** The SDL declarations of the shared scalars, for connectors that build schemas from SDL. */
 export const sharedScalarsSDL = Object.keys(sharedScalars)
