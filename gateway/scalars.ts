@@ -108,6 +108,46 @@ function safeParse(s: string): unknown {
 const INTEGER = /^-?\d+$/
 
 /**
+ * An integer literal of an upstream's JSON answer that a JS number cannot hold exactly (outside
+ * ±(2^53 − 1)), kept as its digits by {@link parseJsonExact}. `BigInt` and `Decimal` serialise it
+ * exactly; everywhere else it acts as the (rounded) number it was before: `valueOf` for `Int`,
+ * `Float` and `String`, `toJSON` inside a `JSON` value.
+ */
+export class ExactInteger {
+  constructor(readonly digits: string) {}
+  valueOf(): number {
+    return Number(this.digits)
+  }
+  toJSON(): number {
+    return Number(this.digits)
+  }
+}
+
+const LONG_DIGITS = /\d{16}/
+const JSON_TOKEN = /"(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?/g
+const EXACT_MARK = `\u0000exact${Math.random().toString(36).slice(2)}:`
+
+/**
+ * `JSON.parse` (RFC 8259) that keeps integer literals outside the safe range exact, as
+ * {@link ExactInteger}s (an upstream's int64 ids, counters, amounts). Text without a run of 16 digits
+ * takes the plain `JSON.parse` path.
+ * @throws SyntaxError as `JSON.parse` does.
+ */
+export function parseJsonExact(text: string): unknown {
+  if (!LONG_DIGITS.test(text)) return JSON.parse(text)
+  let marked = false
+  const replaced = text.replace(JSON_TOKEN, (token) => {
+    if (token.startsWith('"') || /[.eE]/.test(token) || Number.isSafeInteger(Number(token))) return token
+    marked = true
+    return JSON.stringify(EXACT_MARK + token)
+  })
+  if (!marked) return JSON.parse(text)
+  return JSON.parse(replaced, (_key, value: unknown) =>
+    typeof value === 'string' && value.startsWith(EXACT_MARK) ? new ExactInteger(value.slice(EXACT_MARK.length)) : value,
+  )
+}
+
+/**
  * `BigInt`: a 64-bit integer, serialised as a string so that no precision is lost in JSON. Accepts a
  * string of digits or a safe integer; the parsed value is the canonical digit string (not a JS
  * `bigint`: graphql-jit inlines parsed literals with `JSON.stringify`, which cannot hold a bigint).
@@ -119,6 +159,7 @@ export const BigIntScalar = new GraphQLScalarType<string, string>({
     if (typeof value === 'bigint') return value.toString()
     if (typeof value === 'number' && Number.isInteger(value)) return String(value)
     if (typeof value === 'string' && INTEGER.test(value)) return value
+    if (value instanceof ExactInteger) return value.digits
     return fail('BigInt', `value: ${String(value)}`)
   },
   parseValue(value) {
@@ -141,6 +182,7 @@ export const DecimalScalar = new GraphQLScalarType<string, string>({
     if (typeof value === 'string' && DECIMAL.test(value)) return value
     if (typeof value === 'number' && Number.isFinite(value)) return String(value)
     if (typeof value === 'bigint') return value.toString()
+    if (value instanceof ExactInteger) return value.digits
     return fail('Decimal', `value: ${String(value)}`)
   },
   parseValue(value) {
