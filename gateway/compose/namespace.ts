@@ -27,6 +27,8 @@ import { sharedScalars } from '../scalars.js'
 /** The serialize/parseValue of a scalar declared without an implementation (graphql-js' identity default). */
 const DECLARED_ONLY = new GraphQLScalarType({ name: 'DeclaredOnly' })
 
+const NONE: ReadonlySet<string> = new Set()
+
 /**
  * True for a name that keeps its spelling in every namespace: built-in scalars, shared scalars
  * (unless listed in `foreign`), introspection types.
@@ -35,8 +37,6 @@ const DECLARED_ONLY = new GraphQLScalarType({ name: 'DeclaredOnly' })
 export function isGlobalTypeName(name: string, foreign: ReadonlySet<string> = NONE): boolean {
   return name.startsWith('__') || (name in sharedScalars && !foreign.has(name)) || ['String', 'Int', 'Float', 'Boolean', 'ID'].includes(name)
 }
-
-const NONE: ReadonlySet<string> = new Set()
 
 /**
  * The scalars of a source that are named like a shared scalar but do not mean it ("foreign"):
