@@ -36,6 +36,29 @@ t.test('variables from the query string', async (t) => {
     t.equal(higher.body.todo_findManyTodo.length, 5, 'an empty String is a string; absent filters are left out')
   })
 
+  t.test('an empty value for a non-String variable is 400 naming it; for a String it is the empty string', async (t) => {
+    for (const [url, variable] of [['/operations/Coerce?title=x&take=', 'take'], ['/operations/Coerce?title=x&minAvg=', 'minAvg'], ['/operations/Coerce?title=x&ids=', 'ids'], ['/operations/Coerce?title=x&ids=1&ids=', 'ids'], ['/operations/Coerce?title=x&mode=', 'mode'], ['/operations/Coerce?title=x&order=', 'order']] as const) {
+      const res = await get(url)
+      t.equal(res.status, 400, url)
+      const errors = res.body.errors as ErrorItem[]
+      t.same(errors.map((e) => [e.extensions.code, e.extensions.variable]), [['TRB_ERR_OPERATION_VARIABLES', variable]], `${url}: names ${variable}`)
+      t.match(errors[0]!.message, new RegExp(`Variable "${variable}"`))
+    }
+    const empty = await get('/operations/Coerce?title=')
+    t.equal(empty.status, 200, 'an empty String variable is the empty string')
+    t.equal(empty.body.deatail, 'Detail of ""')
+  })
+
+  t.test('an empty value does not fall back to the default: leave the parameter out for that', async (t) => {
+    const res = await get('/operations/TodoById?id=')
+    t.equal(res.status, 400, '?id= for `$id: Int = 1` is refused, not run with null or with 1')
+    t.same((res.body.errors as ErrorItem[]).map((e) => e.extensions.variable), ['id'])
+    t.match((res.body.errors as ErrorItem[])[0]!.message, /Variable "id" is empty/)
+    const absent = await get('/operations/TodoById')
+    t.equal(absent.status, 200)
+    t.equal(absent.body.todo_findUniqueTodo.id, 1, 'an absent parameter takes the default')
+  })
+
   t.test('one value for a list variable is a one-item list; explicit false; enum with a default', async (t) => {
     const res = await get('/operations/Coerce?ids=3&title=write&mode=insensitive&completed=false&order=desc')
     t.equal(res.status, 200)

@@ -30,7 +30,8 @@ import { checkDocumentLimits } from './limits.js'
 import { isJitSafe } from '../operations/jit-safety.js'
 import { compileDirectOperation, type DirectOperation } from '../operations/direct-plan.js'
 import { codedGraphQLError, formatGraphQLErrors, sendError } from './format-error.js'
-import { GraphQLMethodError, GraphQLRequestError, PersistedOnlyError, RouteNotFoundError } from '../errors.js'
+import { GraphQLMethodError, GraphQLRequestError, PersistedNotFoundError, PersistedOnlyError, RouteNotFoundError } from '../errors.js'
+import { refuseNonJsonBody } from './json-body.js'
 import { PLAYGROUND_ASSETS_PREFIX, playgroundContentSecurityPolicy, renderPlaygroundHtml } from './playground.js'
 import type { GatewayHolder } from './app.js'
 import type { PersistedOperations } from './persisted.js'
@@ -196,7 +197,7 @@ export function registerGraphQLEndpoint(
       ((extensions as { persistedQuery?: { sha256Hash?: unknown } } | null)?.persistedQuery?.sha256Hash as string | undefined)
     if (persistedHash !== undefined && query === undefined) {
       const source = persisted.source(String(persistedHash))
-      if (!source) return requestError(reply, mediaType, [new GraphQLError('PersistedQueryNotFound', { extensions: { code: 'PERSISTED_QUERY_NOT_FOUND' } })], 400)
+      if (!source) return requestError(reply, mediaType, [codedGraphQLError(new PersistedNotFoundError())], 400)
       query = source
     }
     if (typeof query !== 'string' || query.trim() === '') return malformed(reply, 'query must be a non-empty string')
@@ -275,6 +276,8 @@ export function registerGraphQLEndpoint(
   })
 
   app.post('/graphql', async (request, reply) => {
+    const refused = refuseNonJsonBody(request, reply, 'the GraphQL request')
+    if (refused) return refused
     const body = request.body
     if (!body || typeof body !== 'object' || Array.isArray(body)) return malformed(reply, 'The body must be a JSON object {query, variables?, operationName?, extensions?}')
     return handle(request, reply, body as GraphQLParams, 'POST')
