@@ -50,6 +50,30 @@ interface Prepared {
   direct?: Map<string, DirectOperation | null>
 }
 
+/**
+ * True when `Accept` asks for HTML before any JSON type (a browser's navigation:
+ * `text/html,application/xhtml+xml,…,*\/*;q=0.8`): `GET /graphql` then serves the playground, with
+ * `?query=` (a playground link) filled in. A client that lists `application/json` or
+ * `application/graphql-response+json` first, or not HTML at all, gets GraphQL over HTTP.
+ */
+function prefersHtml(accept: string | undefined): boolean {
+  if (!accept) return false
+  const html = accept.indexOf('text/html')
+  if (html < 0) return false
+  const json = accept.search(/application\/(graphql-response\+)?json/)
+  return json < 0 || html < json
+}
+
+/** The query, variables and operation name of a playground link (`/graphql?query=…&variables=…`), if any. */
+function playgroundLink(q: Record<string, unknown>): { query: string; variables?: string; operationName?: string } | undefined {
+  if (typeof q.query !== 'string' || q.query === '') return undefined
+  return {
+    query: q.query,
+    ...(typeof q.variables === 'string' ? { variables: q.variables } : {}),
+    ...(typeof q.operationName === 'string' ? { operationName: q.operationName } : {}),
+  }
+}
+
 /** Chooses the response media type from `Accept` (GraphQL over HTTP §5.2.3); null when none is acceptable. */
 export function negotiate(accept: string | undefined): string | null {
   if (!accept) return JSON_TYPE
@@ -257,15 +281,15 @@ export function registerGraphQLEndpoint(
     wsHandler,
     handler: async (request, reply) => {
       const q = request.query as Record<string, unknown>
-      const accept = request.headers.accept ?? ''
-      if (q.query === undefined && accept.includes('text/html')) {
+      // With the playground off (production), a browser's ?query= is answered as GraphQL over HTTP.
+      if (prefersHtml(request.headers.accept) && (q.query === undefined || holder.current.config.graphql.playground)) {
         if (!holder.current.config.graphql.playground) {
           return sendError(reply, new RouteNotFoundError(request.method, '/graphql (the playground is disabled)'))
         }
         return reply
           .type('text/html; charset=utf-8')
           .header('content-security-policy', `${playgroundContentSecurityPolicy({ endpoint: '/graphql', subscriptionEndpoint: '/graphql' })}; frame-ancestors 'none'`)
-          .send(renderPlaygroundHtml({ endpoint: '/graphql', subscriptionEndpoint: '/graphql', assetsPrefix: PLAYGROUND_ASSETS_PREFIX, title: 'Tributary' }))
+          .send(renderPlaygroundHtml({ endpoint: '/graphql', subscriptionEndpoint: '/graphql', assetsPrefix: PLAYGROUND_ASSETS_PREFIX, title: 'Tributary', initial: playgroundLink(q) }))
       }
       const variables = parseJsonParam(q.variables, 'variables')
       if (!variables.ok) return malformed(reply, variables.message)
