@@ -27,7 +27,7 @@ t.test('variables from the query string', async (t) => {
   t.test('Int, Float, Boolean (bare ?flag is true), String, enum and repeated params as a list', async (t) => {
     const res = await get('/operations/Coerce?ids=1&ids=3&completed&title=A&mode=insensitive&minAvg=2.9&take=5')
     t.equal(res.status, 200, JSON.stringify(res.body))
-    t.same(res.body.todo_findManyTodo, [{ id: 1, title: 'Read DESIGN.md', completed: true }], 'ids [1,3], completed=true, title contains "A" case-insensitively')
+    t.same(res.body.todo_findManyTodo, [{ id: 1, title: 'Read docs/architecture.md', completed: true }], 'ids [1,3], completed=true, title contains "A" case-insensitively')
     t.equal(res.body.todo_groupByTodo.length, 2, 'minAvg=2.9 is a Float: both groups average 3')
     t.equal(res.body.deatail, 'Detail of "A"')
 
@@ -87,7 +87,7 @@ t.test('variables from the query string', async (t) => {
 
     const all = await get(`/operations/FindTodos?variables=${q({ where: { title: { startsWith: 'Read' } }, take: 1 })}`)
     t.equal(all.status, 200)
-    t.same(all.body.todo_findManyTodo, [{ id: 1, title: 'Read DESIGN.md', completed: true }])
+    t.same(all.body.todo_findManyTodo, [{ id: 1, title: 'Read docs/architecture.md', completed: true }])
 
     const mixed = await get(`/operations/FindTodos?variables=${q({ where: { completed: { equals: false } } })}&take=1`)
     t.same(mixed.body.todo_findManyTodo.map((x: { id: number }) => x.id), [2], 'params are merged with variables=<JSON>')

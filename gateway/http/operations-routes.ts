@@ -1,6 +1,6 @@
 /**
  * `/operations/*` and the custom REST routes of the config: stored operations served as REST
- * endpoints (DESIGN.md §5). No GraphQL is parsed or validated at request time: variables are
+ * endpoints (docs/architecture.md §5). No GraphQL is parsed or validated at request time: variables are
  * coerced and checked by ajv, the operation runs through graphql-jit, and the data object is
  * serialised by fast-json-stringify from the operation's response schema.
  */
