@@ -1,5 +1,5 @@
 /**
- * The shared scalars. They keep their names across namespaces (DESIGN.md §4): every source that
+ * The shared scalars. They keep their names across namespaces (docs/architecture.md §4): every source that
  * uses `DateTime`, `JSON`, `BigInt`, `Decimal` or `Bytes` gets these very instances after composition.
  */
 import { GraphQLError, GraphQLScalarType, Kind, type ValueNode } from 'graphql'

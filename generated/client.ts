@@ -65,8 +65,8 @@ export type MessageCreatedVariables = Record<string, never>
 /** One event of the stored subscription `MessageCreated` (operations/MessageCreated.graphql). */
 export type MessageCreatedResponse = {
   messageCreated: {
-    id: string
-    content: string
+    id: string | null
+    content: string | null
   } | null
 }
 

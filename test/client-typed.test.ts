@@ -118,7 +118,7 @@ t.test('the generated client type-checks and calls the running gateway', async (
   const code = await new Promise<number | null>((resolve) => child.on('close', resolve))
   t.equal(code, 0, `the program exits cleanly: ${stderr}`)
   const out = JSON.parse(stdout.trim().split('\n').pop() ?? '{}')
-  t.same(out.one, { id: 1, title: 'Read DESIGN.md' })
+  t.same(out.one, { id: 1, title: 'Read docs/architecture.md' })
   t.same(out.badVariable, { status: 400, code: 'TRB_ERR_OPERATION_VARIABLES', variable: 'id' })
   t.same(out.list, [2, 3])
   t.same(out.created, { title: 'from the typed client', completed: true, createdAtIsIso: true })

@@ -31,7 +31,7 @@ t.test('a bad config fails with one message naming the path', async (t) => {
   }
 })
 
-t.test('defaults come from the environment of DESIGN.md §3 and the result is frozen', async (t) => {
+t.test('defaults come from the environment of docs/architecture.md §3 and the result is frozen', async (t) => {
   const c = resolveConfig({ datasources: [demo] }, { PORT: '4555', HOST: '0.0.0.0', LOG_LEVEL: 'warn' })
   t.equal(c.server.port, 4555)
   t.equal(c.server.host, '0.0.0.0')

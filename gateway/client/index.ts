@@ -19,7 +19,7 @@ export type JSONValue = unknown
 
 // ----- runtime -----
 
-/** One error of a response (DESIGN.md §5): `{ message, path?, extensions: { code } }`. */
+/** One error of a response (docs/architecture.md §5): `{ message, path?, extensions: { code } }`. */
 export interface TributaryErrorItem {
   message: string
   path?: (string | number)[]

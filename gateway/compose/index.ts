@@ -1,6 +1,6 @@
 /**
  * Composition: namespaces every subschema once and merges them into the gateway schema
- * (DESIGN.md §2.3). In-process sources are renamed at build time with `mapSchema` and merged
+ * (docs/architecture.md §2.3). In-process sources are renamed at build time with `mapSchema` and merged
  * without delegation; remote GraphQL APIs are wrapped with graphql-tools `RenameTypes` /
  * `RenameRootFields` transforms, the only request-time delegation.
  */

@@ -1,5 +1,5 @@
 /**
- * Renames one in-process subschema with its namespace at build time (DESIGN.md §2–§4): root fields
+ * Renames one in-process subschema with its namespace at build time (docs/architecture.md §2–§4): root fields
  * become `<ns>_<field>`, named types `<ns>_<Type>`, except built-in and shared scalars. Resolvers,
  * `subscribe` functions and `extensions` move with their fields, so nothing is delegated at request time.
  *

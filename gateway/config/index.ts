@@ -159,7 +159,7 @@ export function defineConfig(config: TributaryConfigInput): TributaryConfigInput
 }
 
 /**
- * Validates a configuration and fills in its defaults, from `env` where DESIGN.md §3 says so.
+ * Validates a configuration and fills in its defaults, from `env` where docs/architecture.md §3 says so.
  * @returns a deep-frozen {@link TributaryConfig}.
  * @throws ConfigInvalidError (`TRB_ERR_CONFIG_INVALID`) naming the first bad path, e.g. `datasources[1].url: must be string`.
  */

@@ -81,11 +81,12 @@ export async function buildApp(gateway: Gateway, options: BuildAppOptions = {}):
 
   app.setErrorHandler((err: FastifyError, request, reply) => {
     const status = err.statusCode && err.statusCode >= 400 ? err.statusCode : 500
-    // Errors of the table, and fastify's own 4xx errors (bad JSON, body too large...), are safe to show.
+    // Errors of the table keep their code. Every other 4xx (fastify's FST_ERR_CTP_* from the body
+    // parser: malformed JSON, `__proto__` keys, an unsupported media type (415), a body too large
+    // (413); a request timeout (408)...) is TRB_ERR_BAD_REQUEST with the same status and message,
+    // so every error body carries a code of gateway/errors.ts.
     if (isTributaryError(err)) return sendError(reply, err, status)
-    // fastify's body parser refuses malformed JSON and `__proto__`/`constructor.prototype` keys.
-    if (status === 400 && err.code?.startsWith('FST_ERR_CTP_')) return sendError(reply, new BadRequestError(err.message), 400)
-    if (status < 500 && err.code) return sendError(reply, err, status)
+    if (status < 500) return sendError(reply, new BadRequestError(err.message), status)
     const id = randomUUID()
     request.log.error({ err, errorId: id }, 'internal error')
     return sendError(reply, new InternalError(id), 500, { errorId: id })

@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto'
 import { GraphQLError, type ASTNode, type GraphQLFormattedError } from 'graphql'
 import type { FastifyBaseLogger, FastifyReply } from 'fastify'
-import { errorBody, isTributaryError } from '../errors.js'
+import { errorBody, isErrorCode, isTributaryError, recordErrorCode } from '../errors.js'
 import type { RunMode } from '../connectors/types.js'
 
 /** Options of {@link formatGraphQLError}. */
@@ -33,7 +33,11 @@ const STATUS_BY_CODE: Readonly<Record<string, number>> = {
 
 /**
  * Formats one GraphQL error for a client (GraphQL spec §7.1.2: message, locations, path, extensions).
- * In production, field suggestions ("Did you mean ...?") are removed.
+ * In production, field suggestions ("Did you mean ...?") are removed. `extensions.code` is always a
+ * code of gateway/errors.ts: a GraphQL error without one becomes `TRB_ERR_GRAPHQL_VALIDATION` when it
+ * has no `path` (syntax, validation, variable coercion: raised before execution) and
+ * `TRB_ERR_GRAPHQL_FIELD` when it has one (raised by a resolver or a remote GraphQL API); a foreign
+ * code it carried (`BAD_USER_INPUT`, a remote API's code) moves to `extensions.originalCode`.
  */
 export function formatGraphQLError(err: GraphQLError, options: FormatErrorOptions): FormattedErrorWithStatus {
   const original = err.originalError
@@ -41,16 +45,20 @@ export function formatGraphQLError(err: GraphQLError, options: FormatErrorOption
   const strip = (m: string) => (options.mode === 'production' ? m.replace(SUGGESTION, '') : m)
   if (!original || original instanceof GraphQLError) {
     const source = (original as GraphQLError | undefined) ?? err
-    const extensions = { ...source.extensions }
-    const code = typeof extensions.code === 'string' ? extensions.code : undefined
-    const status = (code && STATUS_BY_CODE[code]) || 400
-    return { error: { message: strip(source.message), ...base, extensions: { ...extensions, code: code ?? 'GRAPHQL_ERROR' } }, status }
+    const extensions: Record<string, unknown> = { ...source.extensions }
+    const own = extensions.code
+    const code = isErrorCode(own) ? own : err.path ? 'TRB_ERR_GRAPHQL_FIELD' : 'TRB_ERR_GRAPHQL_VALIDATION'
+    if (own !== undefined && own !== code) extensions.originalCode = own
+    recordErrorCode(code)
+    const status = STATUS_BY_CODE[code] || 400
+    return { error: { message: strip(source.message), ...base, extensions: { ...extensions, code } }, status }
   }
   if (isTributaryError(original)) {
     let message = original.message
     if (options.mode === 'production' && original.code === 'TRB_ERR_DB_RAW') message = 'Raw query failed'
     // Upstream errors carry the upstream's HTTP status (WunderGraph #822) in `extensions.http`.
     const http = (original as { extensions?: { http?: { status?: number } } }).extensions?.http
+    recordErrorCode(original.code)
     return {
       error: { message, ...base, extensions: { code: original.code, ...(http ? { http } : {}) } },
       status: original.statusCode ?? 500,
@@ -58,6 +66,7 @@ export function formatGraphQLError(err: GraphQLError, options: FormatErrorOption
   }
   const id = randomUUID()
   options.logger.error({ err: original, errorId: id, path: err.path }, 'masked error')
+  recordErrorCode('TRB_ERR_INTERNAL')
   return {
     error: {
       message: `Internal error (id ${id})`,
@@ -78,7 +87,7 @@ export function formatGraphQLErrors(errors: readonly GraphQLError[], options: Fo
 }
 
 /**
- * Sends an error of `gateway/errors.ts` as the JSON body of DESIGN.md §5, never cacheable.
+ * Sends an error of `gateway/errors.ts` as the JSON body of docs/architecture.md §5, never cacheable.
  * @param status overrides the error's own status (e.g. 406 or 415 for `TRB_ERR_BAD_REQUEST`).
  */
 export function sendError(reply: FastifyReply, err: Error & { code: string; statusCode?: number }, status = err.statusCode ?? 500, extensions?: Record<string, unknown>) {

@@ -133,6 +133,14 @@ function needsJson(schema: JsonSchema | undefined): boolean {
   return !!schema.anyOf?.some(needsJson)
 }
 
+/** True when the empty string is a value of this schema's type (String, ID, DateTime...; for lists, of the items). */
+function acceptsEmptyString(schema: JsonSchema | undefined): boolean {
+  if (!schema) return true
+  const types = Array.isArray(schema.type) ? schema.type : [schema.type]
+  if (types.includes('array')) return acceptsEmptyString(schema.items)
+  return types.includes('string') && !types.includes('integer') && !types.includes('number')
+}
+
 function isBooleanSchema(schema: JsonSchema | undefined): boolean {
   if (!schema) return false
   const types = Array.isArray(schema.type) ? schema.type : [schema.type]
@@ -151,6 +159,8 @@ export function compileOperation(stored: StoredOperation, schema: GraphQLSchema)
   const properties = vSchema.properties ?? {}
   const jsonVars = new Set(Object.entries(properties).filter(([, s]) => needsJson(s)).map(([k]) => k))
   const boolVars = new Set(Object.entries(properties).filter(([, s]) => isBooleanSchema(s)).map(([k]) => k))
+  // `?id=` for an Int is an error, not null and not the default (README, "Variables").
+  const noEmptyVars = new Set(Object.entries(properties).filter(([, s]) => !acceptsEmptyString(s) && !isBooleanSchema(s) && !needsJson(s)).map(([k]) => k))
 
   // graphql-jit when it can compile the operation; graphql-js (no parsing or validation either) when not.
   let run: { query(vars: Variables, ctx: unknown): Promise<ExecutionResult> | ExecutionResult; subscribe(vars: Variables, ctx: unknown): Promise<AsyncIterableIterator<ExecutionResult> | ExecutionResult> }
@@ -221,6 +231,8 @@ export function compileOperation(stored: StoredOperation, schema: GraphQLSchema)
           }
         } else if (value === '' && boolVars.has(key)) {
           vars[key] = true // a bare ?flag is true (Hasura)
+        } else if (noEmptyVars.has(key) && (value === '' || (Array.isArray(value) && value.includes('')))) {
+          problems.push({ variable: key, path: `/${key}`, schemaPath: `#/properties/${key}/type`, message: 'is empty: give a value, or leave the parameter out to use the default' })
         } else {
           vars[key] = value
         }

@@ -1,5 +1,5 @@
 /**
- * The Prisma-style CRUD schema of a database (DESIGN.md §4), built from its introspection document.
+ * The Prisma-style CRUD schema of a database (docs/architecture.md §4), built from its introspection document.
  * Pure: no I/O happens while building; the resolvers attached to the root fields run statements
  * through `options.db` when they execute.
  *

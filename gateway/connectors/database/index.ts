@@ -1,6 +1,6 @@
 /**
  * The database connector: a SQL database (SQLite, PostgreSQL, MySQL/MariaDB) becomes a Prisma-style
- * CRUD subschema (DESIGN.md §4) whose root fields each compile to one SQL statement.
+ * CRUD subschema (docs/architecture.md §4) whose root fields each compile to one SQL statement.
  *
  * Startup: open the database (`createKnex`), run the migrations, introspect it, cache the
  * introspection in `<cacheDir>/<source>.introspection.json` (or read that cache when the database

@@ -2,7 +2,7 @@
  * OpenAPI 3.0 / 3.1 document → executable GraphQL schema. Pure: no I/O; every upstream call goes
  * through the `request` function it is given, so it is tested on fixture documents.
  *
- * Conversion rules (DESIGN.md §4, "REST fields"):
+ * Conversion rules (docs/architecture.md §4, "REST fields"):
  *
  * - **Operations.** Each `paths.<path>.<method>` operation becomes one root field: `GET` → `Query`,
  *   `POST`/`PUT`/`PATCH`/`DELETE` → `Mutation` (`HEAD`, `OPTIONS` and `TRACE` are skipped). The field is

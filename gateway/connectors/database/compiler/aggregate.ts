@@ -1,5 +1,5 @@
 /**
- * `aggregateX` and `groupByX` (DESIGN.md §4, Prisma semantics): `_count` (with `_all`), `_sum`,
+ * `aggregateX` and `groupByX` (docs/architecture.md §4, Prisma semantics): `_count` (with `_all`), `_sum`,
  * `_avg`, `_min`, `_max`; `groupBy` with `by`, `where`, `having`, `orderBy` (fields and aggregates),
  * `take`, `skip`. Each compiles to one statement returning JSON rows.
  */

@@ -113,7 +113,7 @@ export interface FilterTarget {
 const COMPARE: Record<string, string> = { lt: '<', lte: '<=', gt: '>', gte: '>=' }
 
 /**
- * Compiles a scalar filter (`IntFilter`, `StringFilter`...; DESIGN.md §4) on one expression.
+ * Compiles a scalar filter (`IntFilter`, `StringFilter`...; docs/architecture.md §4) on one expression.
  * `equals: null` is `IS NULL`, `not: null` is `IS NOT NULL`, `in: []` matches nothing.
  */
 export function scalarFilter(ctx: Ctx, tgt: FilterTarget, val: ArgValue, inheritedInsensitive = false): Frag | null {
