@@ -84,7 +84,8 @@ async function generate(configFile: string): Promise<void> {
 async function serve(configFile: string, dev: boolean): Promise<void> {
   const initial = await loadConfigFile(configFile)
   const logger = createLogger(initial.server.logLevel)
-  const services = await startServices(initial.services, logger)
+  // In development a crashed side service is restarted with backoff; in production it is logged.
+  const services = await startServices(initial.services, logger, { restart: initial.mode === 'development' })
   let gateway: Gateway
   try {
     gateway = await createGateway(initial, { logger })
