@@ -3,14 +3,14 @@
  * its parent, even one killed with SIGKILL; in development a crashed service is restarted with
  * backoff, in production it stays down and is logged. Real processes, the real role service, real ports.
  */
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { spawn } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import { Writable } from 'node:stream'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { pino } from 'pino'
+import { pino, type Logger } from 'pino'
 import { RESTART_BACKOFF, startServices } from '../gateway/services.js'
 
 const parentScript = fileURLToPath(new URL('./fixtures/services/parent.ts', import.meta.url))
@@ -94,7 +94,7 @@ for (const restart of [false, true]) {
 }
 
 /** A pino logger whose records are collected in `lines`. */
-function collectingLogger(): { logger: ReturnType<typeof pino>; lines: Record<string, unknown>[] } {
+function collectingLogger(): { logger: Logger; lines: Record<string, unknown>[] } {
   const lines: Record<string, unknown>[] = []
   const stream = new Writable({
     write(chunk: Buffer, _enc, done) {
@@ -105,16 +105,22 @@ function collectingLogger(): { logger: ReturnType<typeof pino>; lines: Record<st
   return { logger: pino({ level: 'info' }, stream), lines }
 }
 
-t.test('development: a crashed side service is restarted with backoff', async (t) => {
+/** Starts the real role service on a free port through `startServices`, logging into `lines`. */
+async function startRoles(t: Test, restart: boolean) {
   const port = await freePort()
   const url = `http://127.0.0.1:${port}`
   const { logger, lines } = collectingLogger()
   const [service] = await startServices(
     [{ name: 'roles', script: roleScript, url, readyUrl: `${url}/openapi.json`, env: { ROLE_SERVICE_PORT: String(port), LOG_LEVEL: 'warn' } }],
     logger,
-    { restart: true },
+    { restart },
   )
   t.teardown(() => service.stop())
+  return { port, url, lines, service }
+}
+
+t.test('development: a crashed side service is restarted with backoff', async (t) => {
+  const { port, url, lines, service } = await startRoles(t, true)
   const delays: number[] = []
   for (let crash = 1; crash <= 2; crash++) {
     const pid = service.pid!
@@ -140,14 +146,7 @@ t.test('development: a crashed side service is restarted with backoff', async (t
 })
 
 t.test('production: a crashed side service is logged and stays down', async (t) => {
-  const port = await freePort()
-  const url = `http://127.0.0.1:${port}`
-  const { logger, lines } = collectingLogger()
-  const [service] = await startServices(
-    [{ name: 'roles', script: roleScript, url, readyUrl: `${url}/openapi.json`, env: { ROLE_SERVICE_PORT: String(port), LOG_LEVEL: 'warn' } }],
-    logger,
-  )
-  t.teardown(() => service.stop())
+  const { url, lines, service } = await startRoles(t, false)
   const pid = service.pid!
   process.kill(pid, 'SIGKILL')
   await waitFor(() => exited(pid), 3000)
