@@ -8,6 +8,7 @@ import { GraphQLError, type ASTNode, type GraphQLFormattedError } from 'graphql'
 import type { FastifyBaseLogger, FastifyReply } from 'fastify'
 import { errorBody, isTributaryError } from '../errors.js'
 import type { RunMode } from '../connectors/types.js'
+import { publicUpstreamMessage, upstreamDetailsOf, type UpstreamDetails } from '../connectors/upstream-details.js'
 
 /** Options of {@link formatGraphQLError}. */
 export interface FormatErrorOptions {
@@ -32,8 +33,31 @@ const STATUS_BY_CODE: Readonly<Record<string, number>> = {
 }
 
 /**
+ * An error an upstream provided (it carries `extensions.upstream`, set by the REST and GraphQL
+ * connectors). Production: the message becomes {@link publicUpstreamMessage}, only `code` and `http`
+ * stay, and the upstream's text is logged (warn, msg `"upstream error"`). Development: the message
+ * stays, with `extensions.upstream` = `{ method, path, status, body? }` (body: an excerpt).
+ */
+function formatUpstreamError(
+  message: string,
+  extensions: Record<string, unknown>,
+  upstream: UpstreamDetails,
+  base: Pick<GraphQLFormattedError, 'locations' | 'path'>,
+  options: FormatErrorOptions,
+): GraphQLFormattedError {
+  const code = typeof extensions.code === 'string' ? extensions.code : 'TRB_ERR_UPSTREAM'
+  if (options.mode === 'production') {
+    options.logger.warn({ upstream, upstreamMessage: message, code, path: base.path }, 'upstream error')
+    return { message: publicUpstreamMessage(upstream), ...base, extensions: { code, ...(extensions.http ? { http: extensions.http } : {}) } }
+  }
+  const { source: _source, ...shown } = upstream
+  return { message, ...base, extensions: { ...extensions, code, upstream: shown } }
+}
+
+/**
  * Formats one GraphQL error for a client (GraphQL spec §7.1.2: message, locations, path, extensions).
- * In production, field suggestions ("Did you mean ...?") are removed.
+ * In production, field suggestions ("Did you mean ...?") are removed, and upstream-provided messages
+ * are masked (see {@link formatUpstreamError}).
  */
 export function formatGraphQLError(err: GraphQLError, options: FormatErrorOptions): FormattedErrorWithStatus {
   const original = err.originalError
@@ -44,13 +68,22 @@ export function formatGraphQLError(err: GraphQLError, options: FormatErrorOption
     const extensions = { ...source.extensions }
     const code = typeof extensions.code === 'string' ? extensions.code : undefined
     const status = (code && STATUS_BY_CODE[code]) || 400
+    const upstream = upstreamDetailsOf(extensions)
+    // An upstream GraphQL error without a code is an upstream failure: TRB_ERR_UPSTREAM, 502.
+    if (upstream) return { error: formatUpstreamError(source.message, extensions, upstream, base, options), status: code ? status : 502 }
     return { error: { message: strip(source.message), ...base, extensions: { ...extensions, code: code ?? 'GRAPHQL_ERROR' } }, status }
   }
   if (isTributaryError(original)) {
     let message = original.message
     if (options.mode === 'production' && original.code === 'TRB_ERR_DB_RAW') message = 'Raw query failed'
     // Upstream errors carry the upstream's HTTP status (WunderGraph #822) in `extensions.http`.
-    const http = (original as { extensions?: { http?: { status?: number } } }).extensions?.http
+    const originalExtensions = (original as { extensions?: { http?: { status?: number } } }).extensions
+    const http = originalExtensions?.http
+    const upstream = upstreamDetailsOf(originalExtensions)
+    if (upstream) {
+      const extensions = { code: original.code, ...(http ? { http } : {}) }
+      return { error: formatUpstreamError(message, extensions, upstream, base, options), status: original.statusCode ?? 502 }
+    }
     return {
       error: { message, ...base, extensions: { code: original.code, ...(http ? { http } : {}) } },
       status: original.statusCode ?? 500,
