@@ -101,7 +101,8 @@ async function generate(source: ConfigSource): Promise<void> {
 async function serve(source: ConfigSource, dev: boolean): Promise<void> {
   const initial = await source.load(false)
   const logger = createLogger(initial.server.logLevel)
-  const services = await startServices(initial.services, logger)
+  // In development a crashed side service is restarted with backoff; in production it is logged.
+  const services = await startServices(initial.services, logger, { restart: initial.mode === 'development' })
   let gateway: Gateway
   try {
     gateway = await createGateway(initial, { logger })

@@ -15,6 +15,7 @@ import type { GraphQLSourceOptions } from '../connectors/graphql/index.js'
 import type { SchemaSourceOptions } from '../connectors/schema/index.js'
 import type { RunMode } from '../connectors/types.js'
 import { validateConfig } from './validate.js'
+import { ConfigInvalidError } from '../errors.js'
 
 export type { RunMode }
 
@@ -109,6 +110,23 @@ export interface TributaryConfigInput {
     requestTimeoutMs?: number
     /** pino log level. Default `LOG_LEVEL` or `info`. */
     logLevel?: string
+    /**
+     * Origins (`scheme://host[:port]`, e.g. `https://app.example.com`) besides the gateway's own that
+     * browsers may use: a WebSocket upgrade whose `Origin` is neither the gateway's own nor listed is
+     * refused with 403 `TRB_ERR_ORIGIN_FORBIDDEN`, and cross-origin HTTP (CORS, through
+     * `@fastify/cors`) is allowed for these origins only. The gateway's own origin is an `Origin`
+     * with scheme http or https whose host (port included, the scheme's default port left out)
+     * equals the request's `Host` header. Requests without `Origin` (non-browser clients) are not
+     * affected. Default none.
+     */
+    allowedOrigins?: string[]
+    /**
+     * `Host` header values served (a defence against DNS rebinding). `example.com` matches that host
+     * on any port, `example.com:4000` that host and port only, `.example.com` the host and its
+     * subdomains; matching ignores case. A request whose `Host` is missing or not listed gets 421
+     * `TRB_ERR_MISDIRECTED`. Default: not checked (every host).
+     */
+    allowedHosts?: string[]
   }
   graphql?: {
     /** Serve introspection. Default: true in development, false in production. */
@@ -142,7 +160,12 @@ export interface TributaryConfigInput {
 export interface TributaryConfig {
   readonly datasources: readonly DataSourceDefinition[]
   readonly mode: RunMode
-  readonly server: Readonly<Required<NonNullable<TributaryConfigInput['server']>>>
+  readonly server: Readonly<Required<Omit<NonNullable<TributaryConfigInput['server']>, 'allowedHosts'>>> & {
+    /** Normalised origins (`new URL(o).origin`). */
+    readonly allowedOrigins: readonly string[]
+    /** Lower-cased host patterns; null when the `Host` header is not checked. */
+    readonly allowedHosts: readonly string[] | null
+  }
   readonly graphql: Readonly<Required<NonNullable<TributaryConfigInput['graphql']>>>
   readonly operations: Readonly<Required<NonNullable<TributaryConfigInput['operations']>>>
   readonly routes: readonly RouteDefinition[]
@@ -177,6 +200,8 @@ export function resolveConfig(input: unknown, env: NodeJS.ProcessEnv = process.e
       bodyLimit: c.server?.bodyLimit ?? 1024 * 1024,
       requestTimeoutMs: c.server?.requestTimeoutMs ?? 30_000,
       logLevel: c.server?.logLevel ?? (env.LOG_LEVEL || 'info'),
+      allowedOrigins: (c.server?.allowedOrigins ?? []).map(normaliseOrigin),
+      allowedHosts: c.server?.allowedHosts ? c.server.allowedHosts.map((h) => h.toLowerCase()) : null,
     },
     graphql: {
       introspection: c.graphql?.introspection ?? dev,
@@ -198,6 +223,17 @@ export function resolveConfig(input: unknown, env: NodeJS.ProcessEnv = process.e
     validateConfig({ ...c, server: { ...c.server, port: config.server.port } })
   }
   return deepFreeze(config)
+}
+
+/** `new URL(origin).origin`: lower-cased scheme and host, the scheme's default port left out. */
+function normaliseOrigin(origin: string, index: number): string {
+  let url: URL
+  try {
+    url = new URL(origin)
+  } catch {
+    throw new ConfigInvalidError(`server.allowedOrigins[${index}]: must be an origin such as https://app.example.com`)
+  }
+  return url.origin
 }
 
 function deepFreeze<T>(value: T): T {

@@ -90,6 +90,12 @@ const configSchema = {
         bodyLimit: { type: 'integer', minimum: 1 },
         requestTimeoutMs: { type: 'integer', minimum: 0 },
         logLevel: { enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] },
+        allowedOrigins: { type: 'array', items: { type: 'string', pattern: '^[Hh][Tt][Tt][Pp][Ss]?://[^/?#@\\s]+$' } },
+        allowedHosts: {
+          type: 'array',
+          minItems: 1,
+          items: { type: 'string', pattern: '^(\\.?[A-Za-z0-9_-]+(\\.[A-Za-z0-9_-]+)*|\\[[0-9A-Fa-f:.]+\\])(:[0-9]{1,5})?$' },
+        },
       },
     },
     graphql: {

@@ -16,6 +16,7 @@ import { playgroundPlugin } from './playground.js'
 import { createSubscriptionHandler, websocketServerOptions } from './subscriptions.js'
 import { codedGraphQLError, formatGraphQLError, sendError } from './format-error.js'
 import { PersistedOperations } from './persisted.js'
+import { registerOriginGuard } from './origin.js'
 import { buildOpenApiDocument } from '../codegen/openapi.js'
 
 /**
@@ -92,6 +93,8 @@ export async function buildApp(gateway: Gateway, options: BuildAppOptions = {}):
     return sendError(reply, new InternalError(id), 500, { errorId: id })
   })
   app.setNotFoundHandler((request, reply) => sendError(reply, new RouteNotFoundError(request.method, request.url.split('?')[0])))
+  // Host (421) and Origin (403 for upgrades and preflights) checks, and CORS, before every route.
+  await registerOriginGuard(app, config.server)
 
   await app.register(mercurius, {
     schema: gateway.schema,

@@ -10,9 +10,11 @@
  * | connection refused/reset, DNS failure, closed pool | `UpstreamError` | `{ code: 'TRB_ERR_UPSTREAM', http: { status: 502 } }` |
  * | 2xx whose body is not valid JSON (for a JSON response) | `UpstreamError` | `{ code: 'TRB_ERR_UPSTREAM', http: { status: 502 } }` |
  *
- * Messages are safe for clients: for a non-2xx answer, the status line plus the upstream body's
- * `message` (or `error`) string when the body is JSON, truncated to 200 characters; never a stack,
- * never the upstream address.
+ * Messages: for a non-2xx answer, the status line plus the upstream body's `message` (or `error`)
+ * string when the body is JSON, truncated to 200 characters, and `extensions.upstream` (method, path,
+ * status, body excerpt; see `../upstream-details.ts`): in production the formatter shows the status
+ * line only and logs the rest. Other messages are the gateway's own: never a stack, never the
+ * upstream address.
  */
 import { STATUS_CODES } from 'node:http'
 import { performance } from 'node:perf_hooks'
@@ -22,6 +24,7 @@ import { parseJsonExact } from '../../scalars.js'
 import type { SourceHealth } from '../types.js'
 import type { RestRequest, RestRequestFn } from './convert.js'
 import { isObject } from './openapi.js'
+import { bodyExcerpt, withUpstreamDetails } from '../upstream-details.js'
 
 /** Options of {@link createUpstream}. */
 export interface UpstreamOptions {
@@ -180,7 +183,8 @@ export function createUpstream(options: UpstreamOptions): Upstream {
       const status = res.statusCode
       if (status < 200 || status >= 300) {
         const text = await readLimited(res.body, MAX_ERROR_BODY)
-        throw withExtensions(new UpstreamError(sourceName, statusMessage(status, text)), status)
+        const details = { source: sourceName, method: req.method, path: `${basePath}${req.path}`, status, body: bodyExcerpt(text) }
+        throw withUpstreamDetails(withExtensions(new UpstreamError(sourceName, statusMessage(status, text)), status), details)
       }
       switch (req.responseKind) {
         case 'none':
