@@ -16,6 +16,7 @@ import { playgroundPlugin } from './playground.js'
 import { createSubscriptionHandler, websocketServerOptions } from './subscriptions.js'
 import { codedGraphQLError, formatGraphQLError, sendError } from './format-error.js'
 import { PersistedOperations } from './persisted.js'
+import { registerResponseLimit } from './response-limit.js'
 import { buildOpenApiDocument } from '../codegen/openapi.js'
 
 /**
@@ -57,6 +58,8 @@ export async function buildApp(gateway: Gateway, options: BuildAppOptions = {}):
     ...(typeof loggerOption === 'object' && 'child' in loggerOption ? { loggerInstance: loggerOption as FastifyBaseLogger } : { logger: loggerOption }),
     bodyLimit: config.server.bodyLimit,
     requestTimeout: config.server.requestTimeoutMs,
+    // Node checks requestTimeout on this interval (default 30 s, which let a trickled body live twice as long).
+    http: { connectionsCheckingInterval: Math.max(100, Math.min(1000, config.server.requestTimeoutMs || 1000)) },
     // Per-request info logs cost throughput; errors are still logged, with their request id.
     logController: new LogController({ disableRequestLogging: true }),
     // A child logger per request costs ~1 µs; below debug level requests log through the root logger.
@@ -90,6 +93,7 @@ export async function buildApp(gateway: Gateway, options: BuildAppOptions = {}):
     request.log.error({ err, errorId: id }, 'internal error')
     return sendError(reply, new InternalError(id), 500, { errorId: id })
   })
+  registerResponseLimit(app, config.server.maxResponseBytes)
   app.setNotFoundHandler((request, reply) => sendError(reply, new RouteNotFoundError(request.method, request.url.split('?')[0])))
 
   await app.register(mercurius, {
@@ -112,6 +116,11 @@ export async function buildApp(gateway: Gateway, options: BuildAppOptions = {}):
     maxDepth: config.graphql.maxDepth,
     maxAliases: config.graphql.maxAliases,
     maxTokens: config.graphql.maxTokens,
+    maxInputDepth: config.graphql.maxInputDepth,
+    maxCost: config.graphql.maxCost,
+    defaultListSize: config.graphql.defaultListSize,
+    maxSubscriptionsPerSocket: config.graphql.maxSubscriptionsPerSocket,
+    maxSockets: config.server.maxWebSockets,
     validationRules: config.graphql.introspection ? [] : [NoSchemaIntrospectionCustomRule],
     formatError: (err: GraphQLError) => formatGraphQLError(err, { mode: holder.current.config.mode, logger: app.log }).error,
     onOperation: (info) =>
