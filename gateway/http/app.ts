@@ -58,8 +58,12 @@ export async function buildApp(gateway: Gateway, options: BuildAppOptions = {}):
     ...(typeof loggerOption === 'object' && 'child' in loggerOption ? { loggerInstance: loggerOption as FastifyBaseLogger } : { logger: loggerOption }),
     bodyLimit: config.server.bodyLimit,
     requestTimeout: config.server.requestTimeoutMs,
-    // Node checks requestTimeout on this interval (default 30 s, which let a trickled body live twice as long).
-    http: { connectionsCheckingInterval: Math.max(100, Math.min(1000, config.server.requestTimeoutMs || 1000)) },
+    // Node enforces requestTimeout only while headersTimeout (default 60 s) is not larger, and checks
+    // both every connectionsCheckingInterval (default 30 s): without these a trickled body stayed open.
+    http: {
+      connectionsCheckingInterval: Math.max(100, Math.min(1000, config.server.requestTimeoutMs || 1000)),
+      ...(config.server.requestTimeoutMs > 0 ? { headersTimeout: Math.min(60_000, config.server.requestTimeoutMs) } : {}),
+    },
     // Per-request info logs cost throughput; errors are still logged, with their request id.
     logController: new LogController({ disableRequestLogging: true }),
     // A child logger per request costs ~1 µs; below debug level requests log through the root logger.
