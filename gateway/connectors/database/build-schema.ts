@@ -316,11 +316,18 @@ class SchemaBuilder {
   /**
    * A `take` argument. Its `extensions.tributary.maxTake` (the source's limit) becomes `maximum` and
    * `minimum` in the variables JSON Schema of stored operations (operations/json-schema.ts).
+   * @param kind `list` (findMany, findFirst, relation lists: limited to maxTake rows without take),
+   *   `groups` (groupBy: not negative, limited too) or `window` (aggregate: no limit without take)
    */
-  private takeArg(what?: string): GraphQLArgumentConfig {
+  private takeArg(kind: 'list' | 'groups' | 'window'): GraphQLArgumentConfig {
     const max = this.reg.maxTake
-    const description = `${what ? `${what} ` : ''}At most ${max} in absolute value (maxTake).`
-    return { type: GraphQLInt, description, extensions: { [EXT]: { maxTake: max } } }
+    const description =
+      kind === 'list'
+        ? `At most this many rows; negative takes from the end. At most ${max} in absolute value; without take, the first ${max} rows (maxTake).`
+        : kind === 'groups'
+          ? `At most this many groups, at most ${max}; without take, the first ${max} groups (maxTake).`
+          : `Aggregate at most this many rows, at most ${max} in absolute value (maxTake); without take, every row.`
+    return { type: GraphQLInt, description, extensions: { [EXT]: kind === 'groups' ? { maxTake: max, minimum: 0 } : { maxTake: max } } }
   }
 
   /** A `skip` argument: not negative. */
@@ -336,7 +343,7 @@ class SchemaBuilder {
     }
     const u = this.unique(m)
     if (u) args['cursor'] = { type: u, description: 'Start at this row (inclusive), in the order of `orderBy`.' }
-    args['take'] = this.takeArg('At most this many rows; negative takes from the end.')
+    args['take'] = this.takeArg('list')
     args['skip'] = this.skipArg()
     args['distinct'] = { type: list(nn(this.fieldEnum(m))) }
     return args
@@ -452,7 +459,7 @@ class SchemaBuilder {
       const agg = this.aggregateTypes(m)
       const aggArgs: GraphQLFieldConfigArgumentMap = { where: { type: this.where(m) }, orderBy: { type: list(nn(this.orderBy(m))) } }
       if (u) aggArgs['cursor'] = { type: u }
-      aggArgs['take'] = this.takeArg()
+      aggArgs['take'] = this.takeArg('window')
       aggArgs['skip'] = this.skipArg()
       query[`aggregate${m.name}`] = { type: nn(agg.aggregate), args: aggArgs, resolve: q['aggregate'], extensions: ext }
       query[`groupBy${m.name}`] = {
@@ -462,7 +469,7 @@ class SchemaBuilder {
           where: { type: this.where(m) },
           having: { type: agg.having },
           orderBy: { type: list(nn(agg.orderAgg)) },
-          take: this.takeArg(),
+          take: this.takeArg('groups'),
           skip: this.skipArg(),
         },
         resolve: q['groupBy'],
