@@ -25,6 +25,10 @@ t.test('a bad config fails with one message naming the path', async (t) => {
     [{ datasources: [demo], server: { prot: 1 } }, /server\.prot: is not a known option/],
     [{ datasources: [database({ url: 'sqlite:x', migrations: { a: { up: 'no' as never } } })] }, /datasources\[0\]\.migrations\.a\.up: must be a function/],
     [{ datasources: [demo], routes: [{ method: 'GET', path: 'x', operation: 'A' }] }, /routes\[0\]\.path: must match pattern/],
+    [{ datasources: [database({ url: 'sqlite:x', maxTake: 0 })] }, /datasources\[0\]\.maxTake: must be >= 1/],
+    [{ datasources: [demo], graphql: { maxCost: 0 } }, /graphql\.maxCost: must be >= 1/],
+    [{ datasources: [demo], graphql: { maxInputDepth: 1.5 } }, /graphql\.maxInputDepth: must be integer/],
+    [{ datasources: [demo], server: { maxResponseBytes: 0 } }, /server\.maxResponseBytes: must be >= 1/],
   ]
   for (const [input, message] of cases) {
     t.throws(() => resolveConfig(input, {}), { code: 'TRB_ERR_CONFIG_INVALID', message }, JSON.stringify(input))
@@ -42,6 +46,8 @@ t.test('defaults come from the environment of docs/architecture.md §3 and the r
   t.equal(c.mode, 'development')
   t.equal(c.graphql.introspection, true)
   t.equal(c.server.bodyLimit, 1048576)
+  t.match(c.server, { requestTimeoutMs: 30000, maxResponseBytes: 16777216, maxWebSockets: 1000 })
+  t.match(c.graphql, { maxCost: 20000, defaultListSize: 10, maxInputDepth: 32, maxSubscriptionsPerSocket: 100 })
   t.ok(Object.isFrozen(c) && Object.isFrozen(c.server) && Object.isFrozen(c.datasources[0]))
   const prod = resolveConfig({ datasources: [rest({ openapi: 'x.json' })] }, { NODE_ENV: 'production' })
   t.equal(prod.mode, 'production')

@@ -106,8 +106,12 @@ export interface TributaryConfigInput {
     port?: number
     /** Largest request body accepted, in bytes. Default 1 MiB (1048576). */
     bodyLimit?: number
-    /** Time allowed to receive a whole request, in milliseconds (fastify `requestTimeout`). Default 30000. */
+    /** Time allowed to receive a whole request, headers and body, in milliseconds (fastify `requestTimeout`, checked at least every second). Default 30000. */
     requestTimeoutMs?: number
+    /** Largest response body sent, in bytes; a larger one is replaced by a 400 `TRB_ERR_GRAPHQL_LIMIT`. Default 16 MiB (16777216). */
+    maxResponseBytes?: number
+    /** Most WebSocket connections open at once; one more is closed with 4503. Default 1000. */
+    maxWebSockets?: number
     /** pino log level. Default `LOG_LEVEL` or `info`. */
     logLevel?: string
     /**
@@ -139,6 +143,14 @@ export interface TributaryConfigInput {
     maxAliases?: number
     /** Most lexical tokens in one document (parser limit). Default 5000. */
     maxTokens?: number
+    /** Largest cost of one operation, computed before it runs (README "Query cost"). Default 20000. */
+    maxCost?: number
+    /** Size assumed, in the cost, for a list field without a `take` argument. Default 10. */
+    defaultListSize?: number
+    /** Deepest nesting of input objects and lists, in literals and in variables. Default 32. */
+    maxInputDepth?: number
+    /** Most operations running at once on one WebSocket; one more gets an `error` message. Default 100. */
+    maxSubscriptionsPerSocket?: number
     /** Run raw documents on /graphql in production too (off: stored operations only). Default false. */
     allowArbitraryOperationsInProduction?: boolean
   }
@@ -199,6 +211,8 @@ export function resolveConfig(input: unknown, env: NodeJS.ProcessEnv = process.e
       port: c.server?.port ?? (env.PORT !== undefined && env.PORT !== '' ? Number(env.PORT) : 4000),
       bodyLimit: c.server?.bodyLimit ?? 1024 * 1024,
       requestTimeoutMs: c.server?.requestTimeoutMs ?? 30_000,
+      maxResponseBytes: c.server?.maxResponseBytes ?? 16 * 1024 * 1024,
+      maxWebSockets: c.server?.maxWebSockets ?? 1000,
       logLevel: c.server?.logLevel ?? (env.LOG_LEVEL || 'info'),
       allowedOrigins: (c.server?.allowedOrigins ?? []).map(normaliseOrigin),
       allowedHosts: c.server?.allowedHosts ? c.server.allowedHosts.map((h) => h.toLowerCase()) : null,
@@ -209,6 +223,10 @@ export function resolveConfig(input: unknown, env: NodeJS.ProcessEnv = process.e
       maxDepth: c.graphql?.maxDepth ?? 12,
       maxAliases: c.graphql?.maxAliases ?? 30,
       maxTokens: c.graphql?.maxTokens ?? 5000,
+      maxCost: c.graphql?.maxCost ?? 20_000,
+      defaultListSize: c.graphql?.defaultListSize ?? 10,
+      maxInputDepth: c.graphql?.maxInputDepth ?? 32,
+      maxSubscriptionsPerSocket: c.graphql?.maxSubscriptionsPerSocket ?? 100,
       allowArbitraryOperationsInProduction: c.graphql?.allowArbitraryOperationsInProduction ?? false,
     },
     operations: {

@@ -26,6 +26,7 @@ const sourceSchemas = {
       schema: { type: 'string', minLength: 1 },
       migrations: { type: 'object', additionalProperties: { type: 'object', required: ['up'], properties: { up: fn, down: fn } } },
       pool: { type: 'object', additionalProperties: false, properties: { min: { type: 'integer', minimum: 0 }, max: { type: 'integer', minimum: 1 } } },
+      maxTake: { type: 'integer', minimum: 1 },
     },
   },
   rest: {
@@ -89,6 +90,8 @@ const configSchema = {
         port: { type: 'integer', minimum: 0, maximum: 65535 },
         bodyLimit: { type: 'integer', minimum: 1 },
         requestTimeoutMs: { type: 'integer', minimum: 0 },
+        maxResponseBytes: { type: 'integer', minimum: 1 },
+        maxWebSockets: { type: 'integer', minimum: 0 },
         logLevel: { enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] },
         allowedOrigins: { type: 'array', items: { type: 'string', pattern: '^[Hh][Tt][Tt][Pp][Ss]?://[^/?#@\\s]+$' } },
         allowedHosts: {
@@ -107,6 +110,10 @@ const configSchema = {
         maxDepth: { type: 'integer', minimum: 1 },
         maxAliases: { type: 'integer', minimum: 0 },
         maxTokens: { type: 'integer', minimum: 1 },
+        maxCost: { type: 'integer', minimum: 1 },
+        defaultListSize: { type: 'integer', minimum: 0 },
+        maxInputDepth: { type: 'integer', minimum: 1 },
+        maxSubscriptionsPerSocket: { type: 'integer', minimum: 1 },
         allowArbitraryOperationsInProduction: { type: 'boolean' },
       },
     },
