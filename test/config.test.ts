@@ -9,6 +9,7 @@ import { resolveConfig, database, schema, rest } from '../gateway/config/index.j
 import { configPathFrom, loadConfigFile } from '../gateway/config/load.js'
 
 const demo = schema({ typeDefs: 'type Query { a: Int }' })
+const root = fileURLToPath(new URL('..', import.meta.url))
 
 t.test('a bad config fails with one message naming the path', async (t) => {
   const cases: [unknown, RegExp][] = [
@@ -39,6 +40,9 @@ t.test('defaults come from the environment of DESIGN.md §3 and the result is fr
   t.equal(c.server.port, 4555)
   t.equal(c.server.host, '0.0.0.0')
   t.equal(c.server.logLevel, 'warn')
+  const empty = resolveConfig({ datasources: [demo] }, { HOST: '', LOG_LEVEL: '' })
+  t.equal(empty.server.host, '127.0.0.1', 'an empty HOST means the default')
+  t.equal(empty.server.logLevel, 'info', 'an empty LOG_LEVEL means the default')
   t.equal(c.mode, 'development')
   t.equal(c.graphql.introspection, true)
   t.equal(c.server.bodyLimit, 1048576)
@@ -56,7 +60,12 @@ t.test('--config and TRIBUTARY_CONFIG choose the file', async (t) => {
   t.equal(configPathFrom(['--config', 'examples/chinook/config.ts'], {}, '/p'), resolve('/p/examples/chinook/config.ts'))
   t.equal(configPathFrom(['--config=other.js'], {}, '/p'), resolve('/p/other.js'))
   t.equal(configPathFrom([], { TRIBUTARY_CONFIG: '/abs/c.ts' }, '/p'), '/abs/c.ts')
-  t.equal(configPathFrom([], {}, '/p'), resolve('/p/config.ts'))
+  t.equal(configPathFrom([], {}, '/p'), resolve('/p/tributary.config.ts'), 'no file: the one a user is expected to write')
+  t.equal(configPathFrom([], {}, root), resolve(root, 'config.ts'), 'this repository: its config.ts')
+  const project = mkdtempSync(join(tmpdir(), 'tributary-config-find-'))
+  writeFileSync(join(project, 'config.ts'), '')
+  writeFileSync(join(project, 'tributary.config.js'), '')
+  t.equal(configPathFrom([], {}, project), join(project, 'tributary.config.js'), 'tributary.config.* comes before config.ts')
 })
 
 t.test('a .js config file loads and validates; a missing one fails clearly', async (t) => {

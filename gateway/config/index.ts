@@ -184,13 +184,13 @@ export function resolveConfig(input: unknown, env: NodeJS.ProcessEnv = process.e
     datasources: c.datasources.map((d) => Object.freeze({ ...d })),
     mode,
     server: {
-      host: c.server?.host ?? env.HOST ?? '127.0.0.1',
+      host: c.server?.host ?? (env.HOST || '127.0.0.1'),
       port: c.server?.port ?? (env.PORT !== undefined && env.PORT !== '' ? Number(env.PORT) : 4000),
       bodyLimit: c.server?.bodyLimit ?? 1024 * 1024,
       requestTimeoutMs: c.server?.requestTimeoutMs ?? 30_000,
       maxResponseBytes: c.server?.maxResponseBytes ?? 16 * 1024 * 1024,
       maxWebSockets: c.server?.maxWebSockets ?? 1000,
-      logLevel: c.server?.logLevel ?? env.LOG_LEVEL ?? 'info',
+      logLevel: c.server?.logLevel ?? (env.LOG_LEVEL || 'info'),
     },
     graphql: {
       introspection: c.graphql?.introspection ?? dev,

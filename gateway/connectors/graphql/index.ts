@@ -3,13 +3,14 @@
  * with an executor that sends documents to it through undici (GraphQL over HTTP, POST with JSON).
  * `compose/` renames it with graphql-tools transforms at request time, the one place delegation is used.
  */
-import { buildClientSchema, getIntrospectionQuery, print, type IntrospectionQuery, type GraphQLSchema } from 'graphql'
-import type { ExecutionRequest, ExecutionResult, Executor } from '@graphql-tools/utils'
+import { Kind, buildClientSchema, getIntrospectionQuery, isInputType, print, typeFromAST, type IntrospectionQuery, type GraphQLSchema } from 'graphql'
+import { transformInputValue, type ExecutionRequest, type ExecutionResult, type Executor } from '@graphql-tools/utils'
 import { Agent, request, errors as undiciErrors } from 'undici'
 import { mkdir, readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { ConnectorContext, RemoteSubschema, SourceHealth } from '../types.js'
 import { SourceLoadError, UpstreamError, UpstreamTimeoutError } from '../../errors.js'
+import { toWireValue } from '../../scalars.js'
 
 /** Options of a remote GraphQL data source. */
 export interface GraphQLSourceOptions {
@@ -74,9 +75,27 @@ export async function createGraphQLSource(options: GraphQLSourceOptions, context
       const v = incoming[h]
       if (typeof v === 'string') extra[h] = v
     }
-    return send({ query: print(req.document), variables: req.variables, operationName: req.operationName }, extra)
+    return send({ query: print(req.document), variables: wireVariables(req), operationName: req.operationName }, extra)
   }
 
+  /**
+   * The request's variables with the shared scalars' parsed values (a Date, a Buffer) in their wire
+   * forms, typed by the upstream's own schema: the gateway parsed them with the shared scalars.
+   */
+  function wireVariables(req: ExecutionRequest): Record<string, unknown> | undefined {
+    const variables = req.variables as Record<string, unknown> | undefined
+    const operation = req.document.definitions.find((d) => d.kind === Kind.OPERATION_DEFINITION)
+    if (!variables || !operation?.variableDefinitions?.length) return variables
+    const out: Record<string, unknown> = { ...variables }
+    for (const def of operation.variableDefinitions) {
+      const name = def.variable.name.value
+      const type = typeFromAST(schema, def.type)
+      if (type && isInputType(type) && out[name] !== undefined) out[name] = transformInputValue(type, out[name], (leaf, value) => toWireValue(leaf.name, value))
+    }
+    return out
+  }
+
+  let schema: GraphQLSchema
   const cacheFile = join(context.cacheDir, `${context.sourceName}.introspection.json`)
   let introspection: IntrospectionQuery
   try {
@@ -93,7 +112,7 @@ export async function createGraphQLSource(options: GraphQLSourceOptions, context
     context.logger.warn({ err }, 'upstream unreachable; using the cached introspection')
     introspection = JSON.parse(cached) as IntrospectionQuery
   }
-  const schema: GraphQLSchema = buildClientSchema(introspection)
+  schema = buildClientSchema(introspection)
 
   return {
     kind: 'remote',

@@ -18,6 +18,7 @@ import { STATUS_CODES } from 'node:http'
 import { performance } from 'node:perf_hooks'
 import { Pool, type Dispatcher } from 'undici'
 import { UpstreamError, UpstreamTimeoutError } from '../../errors.js'
+import { parseJsonExact } from '../../scalars.js'
 import type { SourceHealth } from '../types.js'
 import type { RestRequest, RestRequestFn } from './convert.js'
 import { isObject } from './openapi.js'
@@ -193,7 +194,8 @@ export function createUpstream(options: UpstreamOptions): Upstream {
           const text = await res.body.text()
           if (text.trim() === '') return null
           try {
-            return JSON.parse(text) as unknown
+            // int64 values above 2^53 stay exact for BigInt fields (gateway/scalars.ts).
+            return parseJsonExact(text)
           } catch {
             throw withExtensions(new UpstreamError(sourceName, `${req.operation}: the answer is not valid JSON`), 502)
           }
