@@ -14,16 +14,17 @@ import { GraphQLLimitError, errorBody } from '../errors.js'
  */
 export function registerResponseLimit(app: FastifyInstance, maxBytes: number): void {
   const safeLength = Math.floor(maxBytes / 3)
-  app.addHook('onSend', async (_request, reply, payload) => {
+  // A callback hook, not an async one: no promise per response on the hot paths.
+  app.addHook('onSend', (_request, reply, payload, done) => {
     let size: number
     if (typeof payload === 'string') {
-      if (payload.length <= safeLength) return payload
+      if (payload.length <= safeLength) return done(null, payload)
       size = Buffer.byteLength(payload)
     } else if (Buffer.isBuffer(payload)) size = payload.length
-    else return payload
-    if (size <= maxBytes) return payload
+    else return done(null, payload)
+    if (size <= maxBytes) return done(null, payload)
     reply.log.warn({ size, maxBytes }, 'response larger than server.maxResponseBytes refused')
     reply.code(400).header('cache-control', 'no-store').removeHeader('etag').type('application/json; charset=utf-8')
-    return JSON.stringify(errorBody(new GraphQLLimitError(`The response would be ${size} bytes, more than the maximum of ${maxBytes} (maxResponseBytes); ask for less`)))
+    done(null, JSON.stringify(errorBody(new GraphQLLimitError(`The response would be ${size} bytes, more than the maximum of ${maxBytes} (maxResponseBytes); ask for less`))))
   })
 }
