@@ -82,6 +82,10 @@ export const DbRawError = createError('TRB_ERR_DB_RAW', 'Raw query failed: %s', 
 // ----- http -----
 /** No route at this method and path. */
 export const RouteNotFoundError = createError('TRB_ERR_NOT_FOUND', 'Route %s %s not found', 404) as Ctor
+/** A browser WebSocket upgrade or CORS preflight from an origin that is neither the gateway's own nor in `server.allowedOrigins`. */
+export const OriginForbiddenError = createError('TRB_ERR_ORIGIN_FORBIDDEN', 'Origin not allowed: %s', 403) as Ctor
+/** The `Host` header is not in `server.allowedHosts` (a defence against DNS rebinding). */
+export const MisdirectedError = createError('TRB_ERR_MISDIRECTED', 'This host is not served here', 421) as Ctor
 
 // ----- internal -----
 /** Anything unexpected. The message reaching clients is masked; the id finds the log line. */
@@ -94,7 +98,7 @@ export const errorCodes: readonly string[] = [
   GraphQLRequestError, GraphQLMethodError, GraphQLLimitError, GraphQLValidationError, GraphQLFieldError, PersistedNotFoundError, PersistedOnlyError,
   UpstreamError, UpstreamTimeoutError,
   DbUniqueError, DbForeignKeyError, DbNotNullError, DbCheckError, DbValueError, DbNotFoundError, DbInputError, DbRawError,
-  RouteNotFoundError, InternalError,
+  RouteNotFoundError, OriginForbiddenError, MisdirectedError, InternalError,
 ].map((E) => new E().code)
 
 const known: ReadonlySet<string> = new Set(errorCodes)

@@ -16,6 +16,8 @@ import { playgroundPlugin } from './playground.js'
 import { createSubscriptionHandler, websocketServerOptions } from './subscriptions.js'
 import { codedGraphQLError, formatGraphQLError, sendError } from './format-error.js'
 import { PersistedOperations } from './persisted.js'
+import { registerOriginGuard } from './origin.js'
+import { registerResponseLimit } from './response-limit.js'
 import { buildOpenApiDocument } from '../codegen/openapi.js'
 
 /**
@@ -57,6 +59,12 @@ export async function buildApp(gateway: Gateway, options: BuildAppOptions = {}):
     ...(typeof loggerOption === 'object' && 'child' in loggerOption ? { loggerInstance: loggerOption as FastifyBaseLogger } : { logger: loggerOption }),
     bodyLimit: config.server.bodyLimit,
     requestTimeout: config.server.requestTimeoutMs,
+    // Node enforces requestTimeout only while headersTimeout (default 60 s) is not larger, and checks
+    // both every connectionsCheckingInterval (default 30 s): without these a trickled body stayed open.
+    http: {
+      connectionsCheckingInterval: Math.max(100, Math.min(1000, config.server.requestTimeoutMs || 1000)),
+      ...(config.server.requestTimeoutMs > 0 ? { headersTimeout: Math.min(60_000, config.server.requestTimeoutMs) } : {}),
+    },
     // Per-request info logs cost throughput; errors are still logged, with their request id.
     logController: new LogController({ disableRequestLogging: true }),
     // A child logger per request costs ~1 µs; below debug level requests log through the root logger.
@@ -91,7 +99,10 @@ export async function buildApp(gateway: Gateway, options: BuildAppOptions = {}):
     request.log.error({ err, errorId: id }, 'internal error')
     return sendError(reply, new InternalError(id), 500, { errorId: id })
   })
+  registerResponseLimit(app, config.server.maxResponseBytes)
   app.setNotFoundHandler((request, reply) => sendError(reply, new RouteNotFoundError(request.method, request.url.split('?')[0])))
+  // Host (421) and Origin (403 for upgrades and preflights) checks, and CORS, before every route.
+  await registerOriginGuard(app, config.server)
 
   await app.register(mercurius, {
     schema: gateway.schema,
@@ -113,6 +124,11 @@ export async function buildApp(gateway: Gateway, options: BuildAppOptions = {}):
     maxDepth: config.graphql.maxDepth,
     maxAliases: config.graphql.maxAliases,
     maxTokens: config.graphql.maxTokens,
+    maxInputDepth: config.graphql.maxInputDepth,
+    maxCost: config.graphql.maxCost,
+    defaultListSize: config.graphql.defaultListSize,
+    maxSubscriptionsPerSocket: config.graphql.maxSubscriptionsPerSocket,
+    maxSockets: config.server.maxWebSockets,
     validationRules: config.graphql.introspection ? [] : [NoSchemaIntrospectionCustomRule],
     formatError: (err: GraphQLError) => formatGraphQLError(err, { mode: holder.current.config.mode, logger: app.log }).error,
     onOperation: (info) =>

@@ -8,6 +8,7 @@ import { GraphQLError, type ASTNode, type GraphQLFormattedError } from 'graphql'
 import type { FastifyBaseLogger, FastifyReply } from 'fastify'
 import { errorBody, isErrorCode, isTributaryError, recordErrorCode } from '../errors.js'
 import type { RunMode } from '../connectors/types.js'
+import { publicUpstreamMessage, upstreamDetailsOf, type UpstreamDetails } from '../connectors/upstream-details.js'
 
 /** Options of {@link formatGraphQLError}. */
 export interface FormatErrorOptions {
@@ -32,12 +33,37 @@ const STATUS_BY_CODE: Readonly<Record<string, number>> = {
 }
 
 /**
+ * An error an upstream provided (it carries `extensions.upstream`, set by the REST and GraphQL
+ * connectors). Production: the message becomes {@link publicUpstreamMessage}, only `code`, `originalCode` and `http`
+ * stay, and the upstream's text is logged (warn, msg `"upstream error"`). Development: the message
+ * stays, with `extensions.upstream` = `{ method, path, status, body? }` (body: an excerpt).
+ */
+function formatUpstreamError(
+  message: string,
+  extensions: Record<string, unknown>,
+  upstream: UpstreamDetails,
+  base: Pick<GraphQLFormattedError, 'locations' | 'path'>,
+  options: FormatErrorOptions,
+): GraphQLFormattedError {
+  const code = typeof extensions.code === 'string' ? extensions.code : 'TRB_ERR_UPSTREAM'
+  if (options.mode === 'production') {
+    options.logger.warn({ upstream, upstreamMessage: message, code, path: base.path }, 'upstream error')
+    const kept = { ...(extensions.originalCode !== undefined ? { originalCode: extensions.originalCode } : {}), ...(extensions.http ? { http: extensions.http } : {}) }
+    return { message: publicUpstreamMessage(upstream), ...base, extensions: { code, ...kept } }
+  }
+  const { source: _source, ...shown } = upstream
+  return { message, ...base, extensions: { ...extensions, code, upstream: shown } }
+}
+
+/**
  * Formats one GraphQL error for a client (GraphQL spec §7.1.2: message, locations, path, extensions).
- * In production, field suggestions ("Did you mean ...?") are removed. `extensions.code` is always a
- * code of gateway/errors.ts: a GraphQL error without one becomes `TRB_ERR_GRAPHQL_VALIDATION` when it
- * has no `path` (syntax, validation, variable coercion: raised before execution) and
- * `TRB_ERR_GRAPHQL_FIELD` when it has one (raised by a resolver or a remote GraphQL API); a foreign
- * code it carried (`BAD_USER_INPUT`, a remote API's code) moves to `extensions.originalCode`.
+ * In production, field suggestions ("Did you mean ...?") are removed, and upstream-provided messages
+ * are masked (see {@link formatUpstreamError}). `extensions.code` is always a code of
+ * gateway/errors.ts: an error from an upstream GraphQL API becomes `TRB_ERR_UPSTREAM` (502) unless it
+ * carries one of ours; any other GraphQL error without one becomes `TRB_ERR_GRAPHQL_VALIDATION` when
+ * it has no `path` (syntax, validation, variable coercion: raised before execution) and
+ * `TRB_ERR_GRAPHQL_FIELD` when it has one (raised by a resolver); a foreign code it carried
+ * (`BAD_USER_INPUT`, a remote API's code) moves to `extensions.originalCode`.
  */
 export function formatGraphQLError(err: GraphQLError, options: FormatErrorOptions): FormattedErrorWithStatus {
   const original = err.originalError
@@ -47,18 +73,27 @@ export function formatGraphQLError(err: GraphQLError, options: FormatErrorOption
     const source = (original as GraphQLError | undefined) ?? err
     const extensions: Record<string, unknown> = { ...source.extensions }
     const own = extensions.code
-    const code = isErrorCode(own) ? own : err.path ? 'TRB_ERR_GRAPHQL_FIELD' : 'TRB_ERR_GRAPHQL_VALIDATION'
+    const upstream = upstreamDetailsOf(extensions)
+    const code = isErrorCode(own) ? own : upstream ? 'TRB_ERR_UPSTREAM' : err.path ? 'TRB_ERR_GRAPHQL_FIELD' : 'TRB_ERR_GRAPHQL_VALIDATION'
     if (own !== undefined && own !== code) extensions.originalCode = own
+    extensions.code = code
     recordErrorCode(code)
-    const status = STATUS_BY_CODE[code] || 400
-    return { error: { message: strip(source.message), ...base, extensions: { ...extensions, code } }, status }
+    // An error an upstream GraphQL API returned is an upstream failure: 502 unless it carries a code of ours.
+    if (upstream) return { error: formatUpstreamError(source.message, extensions, upstream, base, options), status: STATUS_BY_CODE[code] || (code === 'TRB_ERR_UPSTREAM' ? 502 : 400) }
+    return { error: { message: strip(source.message), ...base, extensions }, status: STATUS_BY_CODE[code] || 400 }
   }
   if (isTributaryError(original)) {
     let message = original.message
     if (options.mode === 'production' && original.code === 'TRB_ERR_DB_RAW') message = 'Raw query failed'
     // Upstream errors carry the upstream's HTTP status (WunderGraph #822) in `extensions.http`.
-    const http = (original as { extensions?: { http?: { status?: number } } }).extensions?.http
+    const originalExtensions = (original as { extensions?: { http?: { status?: number } } }).extensions
+    const http = originalExtensions?.http
     recordErrorCode(original.code)
+    const upstream = upstreamDetailsOf(originalExtensions)
+    if (upstream) {
+      const extensions = { code: original.code, ...(http ? { http } : {}) }
+      return { error: formatUpstreamError(message, extensions, upstream, base, options), status: original.statusCode ?? 502 }
+    }
     return {
       error: { message, ...base, extensions: { code: original.code, ...(http ? { http } : {}) } },
       status: original.statusCode ?? 500,

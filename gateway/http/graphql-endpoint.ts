@@ -26,7 +26,7 @@ import {
 } from 'graphql'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit'
-import { checkDocumentLimits } from './limits.js'
+import { buildCostPlan, checkCost, checkDocumentLimits, checkVariablesDepth, type CostPlan } from './limits.js'
 import { isJitSafe } from '../operations/jit-safety.js'
 import { compileDirectOperation, type DirectOperation } from '../operations/direct-plan.js'
 import { codedGraphQLError, formatGraphQLErrors, sendError } from './format-error.js'
@@ -48,6 +48,8 @@ interface Prepared {
   compiled?: Map<string, CompiledQuery>
   /** Direct JSON plans of its database-only queries, by operation name; null when there is none. */
   direct?: Map<string, DirectOperation | null>
+  /** Cost plans, by operation name (built on first use). */
+  cost?: Map<string, CostPlan>
 }
 
 /**
@@ -242,6 +244,17 @@ export function registerGraphQLEndpoint(
     if (operation.operation === 'subscription') {
       return requestError(reply, mediaType, [new GraphQLError('Subscriptions are served over WebSocket (graphql-transport-ws) at this path, or as Server-Sent Events at /operations/<Name>')])
     }
+    const limits = gateway.config.graphql
+    if (variables) {
+      const tooDeep = checkVariablesDepth(variables, limits.maxInputDepth)
+      if (tooDeep) return requestError(reply, mediaType, [tooDeep])
+    }
+    prepared.cost ??= new Map()
+    const costKey = (operationName as string | null | undefined) ?? ''
+    let costPlan = prepared.cost.get(costKey)
+    if (!costPlan) prepared.cost.set(costKey, (costPlan = buildCostPlan(gateway.schema, prepared.document!, operation, limits.defaultListSize)))
+    const tooCostly = checkCost(costPlan.cost(variables as Record<string, unknown> | undefined), limits.maxCost)
+    if (tooCostly) return requestError(reply, mediaType, [tooCostly])
 
     if (operation.operation === 'query') {
       prepared.direct ??= new Map()

@@ -10,17 +10,21 @@
  * | connection refused/reset, DNS failure, closed pool | `UpstreamError` | `{ code: 'TRB_ERR_UPSTREAM', http: { status: 502 } }` |
  * | 2xx whose body is not valid JSON (for a JSON response) | `UpstreamError` | `{ code: 'TRB_ERR_UPSTREAM', http: { status: 502 } }` |
  *
- * Messages are safe for clients: for a non-2xx answer, the status line plus the upstream body's
- * `message` (or `error`) string when the body is JSON, truncated to 200 characters; never a stack,
- * never the upstream address.
+ * Messages: for a non-2xx answer, the status line plus the upstream body's `message` (or `error`)
+ * string when the body is JSON, truncated to 200 characters, and `extensions.upstream` (method, path,
+ * status, body excerpt; see `../upstream-details.ts`): in production the formatter shows the status
+ * line only and logs the rest. Other messages are the gateway's own: never a stack, never the
+ * upstream address.
  */
 import { STATUS_CODES } from 'node:http'
 import { performance } from 'node:perf_hooks'
 import { Pool, type Dispatcher } from 'undici'
 import { UpstreamError, UpstreamTimeoutError } from '../../errors.js'
+import { parseJsonExact } from '../../scalars.js'
 import type { SourceHealth } from '../types.js'
 import type { RestRequest, RestRequestFn } from './convert.js'
 import { isObject } from './openapi.js'
+import { bodyExcerpt, withUpstreamDetails } from '../upstream-details.js'
 
 /** Options of {@link createUpstream}. */
 export interface UpstreamOptions {
@@ -179,7 +183,8 @@ export function createUpstream(options: UpstreamOptions): Upstream {
       const status = res.statusCode
       if (status < 200 || status >= 300) {
         const text = await readLimited(res.body, MAX_ERROR_BODY)
-        throw withExtensions(new UpstreamError(sourceName, statusMessage(status, text)), status)
+        const details = { source: sourceName, method: req.method, path: `${basePath}${req.path}`, status, body: bodyExcerpt(text) }
+        throw withUpstreamDetails(withExtensions(new UpstreamError(sourceName, statusMessage(status, text)), status), details)
       }
       switch (req.responseKind) {
         case 'none':
@@ -193,7 +198,8 @@ export function createUpstream(options: UpstreamOptions): Upstream {
           const text = await res.body.text()
           if (text.trim() === '') return null
           try {
-            return JSON.parse(text) as unknown
+            // int64 values above 2^53 stay exact for BigInt fields (gateway/scalars.ts).
+            return parseJsonExact(text)
           } catch {
             throw withExtensions(new UpstreamError(sourceName, `${req.operation}: the answer is not valid JSON`), 502)
           }
