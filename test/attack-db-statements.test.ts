@@ -144,10 +144,13 @@ async function until(cond: () => Promise<boolean>, ms: number): Promise<boolean>
   return cond()
 }
 
-for (const dialect of (['sqlite', 'postgres', 'mysql'] as const).filter((d) => !process.env.TRB_ONLY || d === process.env.TRB_ONLY)) {
+for (const dialect of ['sqlite', 'postgres', 'mysql'] as const) {
   t.test(`${dialect}: raw SQL and runaway statements over HTTP`, async (t) => {
     const db = await freshDatabase(dialect, 'attack-db')
-    if (db.skipReason) return t.skip(db.skipReason)
+    if (db.skipReason) {
+      t.comment(`skipped: ${db.skipReason}`)
+      return
+    }
     t.teardown(db.cleanup)
     await prepare(db.url, dialect)
     const gw = await start(t, db.url, 'short')

@@ -169,13 +169,14 @@ export class Db {
     if (this.dialect !== 'sqlite' && !this.sessionReady.has(conn)) {
       this.sessionReady.add(conn)
       try {
+        // Sent to the driver directly: session setup is not one of the statements `onQuery` reports.
         if (this.dialect === 'postgres') {
-          await this.exec(conn, `SET statement_timeout = ${Math.trunc(this.timeoutMs)}`, [])
+          await (conn as PgConnection).query({ text: `SET statement_timeout = ${Math.trunc(this.timeoutMs)}` })
         } else {
-          const version = String((await this.exec(conn, 'SELECT VERSION() AS v', [])).rows[0]?.['v'] ?? '')
-          const timeout = /mariadb/i.test(version) ? `max_statement_time = ${this.timeoutMs / 1000}` : `max_execution_time = ${Math.trunc(this.timeoutMs)}`
+          const rows = (await mysqlQuery(conn as MysqlConnection, 'SELECT VERSION()', [], true)) as unknown[][]
+          const timeout = /mariadb/i.test(String(rows[0]?.[0])) ? `max_statement_time = ${this.timeoutMs / 1000}` : `max_execution_time = ${Math.trunc(this.timeoutMs)}`
           // JSON_ARRAYAGG shares GROUP_CONCAT's length limit on MariaDB (1 MiB by default).
-          await this.exec(conn, `SET SESSION group_concat_max_len = 4294967295, SESSION ${timeout}`, [])
+          await mysqlQuery(conn as MysqlConnection, `SET SESSION group_concat_max_len = 4294967295, SESSION ${timeout}`, [], false)
         }
       } catch (err) {
         this.sessionReady.delete(conn)
