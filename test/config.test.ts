@@ -24,6 +24,9 @@ t.test('a bad config fails with one message naming the path', async (t) => {
     [{ datasources: [demo], server: { prot: 1 } }, /server\.prot: is not a known option/],
     [{ datasources: [database({ url: 'sqlite:x', migrations: { a: { up: 'no' as never } } })] }, /datasources\[0\]\.migrations\.a\.up: must be a function/],
     [{ datasources: [demo], routes: [{ method: 'GET', path: 'x', operation: 'A' }] }, /routes\[0\]\.path: must match pattern/],
+    [{ datasources: [{ kind: 'database', url: 'sqlite:x', rawSql: 'yes' }] }, /datasources\[0\]\.rawSql: must be boolean/],
+    [{ datasources: [{ kind: 'database', url: 'sqlite:x', statementTimeoutMs: 0 }] }, /datasources\[0\]\.statementTimeoutMs: must be >= 1/],
+    [{ datasources: [{ kind: 'database', url: 'sqlite:x', statementTimeoutMs: 1.5 }] }, /datasources\[0\]\.statementTimeoutMs: must be integer/],
   ]
   for (const [input, message] of cases) {
     t.throws(() => resolveConfig(input, {}), { code: 'TRB_ERR_CONFIG_INVALID', message }, JSON.stringify(input))
