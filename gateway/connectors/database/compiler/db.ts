@@ -210,10 +210,11 @@ export class Db {
   async transaction<T>(fn: (conn: unknown) => Promise<T>, cancel?: CancelWatch): Promise<T> {
     const body = async (conn: unknown): Promise<T> => {
       let cancelled = false
+      let cancelling: Promise<void> | undefined
       const off = cancel?.(() => {
         cancelled = true
         if (isHeldWorker(conn)) conn.worker.kill(new DbCancelledError())
-        else void this.cancelOnServer(conn).catch(() => undefined)
+        else cancelling = this.cancelOnServer(conn).catch(() => undefined)
       })
       try {
         if (cancelled) throw new DbCancelledError()
@@ -221,6 +222,8 @@ export class Db {
         let result: T
         try {
           result = await fn(conn)
+          // Cancelled between two statements (nothing was running to cancel): roll back, do not commit.
+          if (cancelled) throw new DbCancelledError()
         } catch (err) {
           try {
             await this.exec(conn, 'ROLLBACK', [])
@@ -235,6 +238,8 @@ export class Db {
         throw cancelled && !(err instanceof DbCancelledError) ? new DbCancelledError({ cause: err }) : err
       } finally {
         off?.()
+        // Released only once the cancel is done (see guard).
+        if (cancelling) await cancelling
       }
     }
     if (this.workers) {
@@ -374,11 +379,12 @@ export class Db {
   private async guard<T>(conn: unknown, cancel: CancelWatch | undefined, run: () => Promise<T>): Promise<T> {
     let cancelled = false
     let running = false
+    let cancelling: Promise<void> | undefined
     const off = cancel?.(() => {
       if (cancelled) return
       cancelled = true
       // Only a statement sent is cancelled on the server (a cancel of an idle connection could hit its next statement).
-      if (running) void this.cancelOnServer(conn).catch(() => undefined)
+      if (running) cancelling = this.cancelOnServer(conn).catch(() => undefined)
     })
     try {
       if (cancelled) throw new DbCancelledError()
@@ -390,6 +396,9 @@ export class Db {
     } finally {
       running = false
       off?.()
+      // The connection goes back to the pool only once the cancel is done: a late cancel must not
+      // hit the next statement sent on it.
+      if (cancelling) await cancelling
     }
   }
 
