@@ -109,6 +109,19 @@ async function prepare(url: string, dialect: Dialect): Promise<void> {
     // SQLite gives a view column computed by an expression no declared type (String in GraphQL): text it is.
     const id = dialect === 'sqlite' ? 'CAST(x AS TEXT)' : 'x'
     await knex.raw(`CREATE VIEW slow AS SELECT ${id} AS id FROM (${rowsSql(dialect)}) r`)
+    // A table whose inserts run for minutes (a trigger reads the view): for the atomicity of a write that times out.
+    await knex.schema.createTable('slowwrite', (tb) => {
+      tb.integer('id').primary()
+      tb.integer('n').notNullable()
+    })
+    if (dialect === 'sqlite') {
+      await knex.raw('CREATE TRIGGER slowwrite_insert AFTER INSERT ON slowwrite BEGIN SELECT count(*) FROM slow; END')
+    } else if (dialect === 'postgres') {
+      await knex.raw('CREATE FUNCTION slowwrite_insert() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM count(*) FROM slow; RETURN NEW; END $$')
+      await knex.raw('CREATE TRIGGER slowwrite_insert BEFORE INSERT ON slowwrite FOR EACH ROW EXECUTE FUNCTION slowwrite_insert()')
+    } else {
+      await knex.raw('CREATE TRIGGER slowwrite_insert BEFORE INSERT ON slowwrite FOR EACH ROW SET NEW.n = (SELECT count(*) FROM slow)')
+    }
   } finally {
     await knex.destroy()
   }
@@ -194,6 +207,17 @@ for (const dialect of ['sqlite', 'postgres', 'mysql'] as const) {
       t.equal(viaGraphql.body.errors?.[0]?.extensions?.code, 'TRB_ERR_DB_TIMEOUT')
       t.equal(viaGraphql.body.data, null)
       t.equal(gw.statements.filter((s) => /slow/i.test(s)).length, 1, '/graphql: one statement')
+    })
+
+    t.test('a write that times out is rolled back and does not hold the database', async (t) => {
+      const res = await gw.graphql('mutation { short_createOneSlowwrite(data: { id: 1, n: 0 }) { id } }')
+      t.equal(res.body.errors?.[0]?.extensions?.code, 'TRB_ERR_DB_TIMEOUT')
+      const rows = await gw.graphql('{ short_findManySlowwrite { id } }')
+      t.same(rows.body, { data: { short_findManySlowwrite: [] } }, 'nothing was written')
+      const t0 = performance.now()
+      const write = await gw.graphql('mutation { short_updateOneItem(where: { id: 3 }, data: { name: { set: "item 3" } }) { id } }')
+      t.same(write.body, { data: { short_updateOneItem: { id: 3 } } }, 'the next write goes through')
+      t.ok(performance.now() - t0 < 3000, `in ${Math.round(performance.now() - t0)} ms`)
     })
 
     t.test('a client that disconnects has its statement cancelled', async (t) => {
