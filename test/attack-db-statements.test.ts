@@ -7,6 +7,8 @@
  *   behind a view read with `findMany`, which takes the direct JSON path) answers
  *   `TRB_ERR_DB_TIMEOUT` (504 on /operations), is sent exactly once (statements counted from the
  *   debug SQL log), and `/health` keeps answering meanwhile.
+ * - A write whose statement times out (an insert with a slow trigger) is rolled back, and the next
+ *   write goes through (on SQLite the worker process held for the transaction was killed).
  * - When the client disconnects, its statement stops on the server (gone from `pg_stat_activity` /
  *   the MariaDB process list; on SQLite the worker process is killed, so the workers are free again).
  * - Afterwards normal requests still work.
