@@ -15,6 +15,8 @@
  *   memory   gateway RSS after each of 5 successive 20 s runs of `rest`               growth < 10 % (run 1 → run 5)
  *   chinook  POST /graphql artists → albums → tracks (20 artists) on SQLite vs a route
  *            running the same single SQL statement the gateway sends                   target ≥ 0.50
+ *   health   GET /health p99 while 4 clients run the heaviest Chinook read, on SQLite
+ *            and PostgreSQL (the tests' `chinook` schema; BENCH_PG_CHINOOK_URL)          target < 100 ms
  *
  * Options (flag, or environment variable):
  *   --duration <s>          BENCH_DURATION          seconds per measured run (10)
@@ -24,7 +26,7 @@
  *   --memory-runs <n>       BENCH_MEMORY_RUNS       runs of the memory scenario (5)
  *   --memory-duration <s>   BENCH_MEMORY_DURATION   seconds per memory run (20)
  *   --pipelining <n>        BENCH_PIPELINING        autocannon pipelining (1)
- *   --scenarios <list>      BENCH_SCENARIOS         comma-separated subset of rest,graphql,memory,chinook
+ *   --scenarios <list>      BENCH_SCENARIOS         comma-separated subset of rest,graphql,memory,chinook,health
  *   --perf                                          profile the gateway with Linux perf during the first
  *                                                   measured gateway run of each A/B scenario (node
  *                                                   --perf-basic-prof; bench/results/perf/); ratios stay
@@ -68,15 +70,15 @@ const options = {
   memoryRuns: num('memory-runs', 'BENCH_MEMORY_RUNS', 5, 5),
   memoryDuration: num('memory-duration', 'BENCH_MEMORY_DURATION', 20, 5),
   pipelining: num('pipelining', 'BENCH_PIPELINING', 1, 1),
-  scenarios: String(opt('scenarios', 'BENCH_SCENARIOS', 'rest,graphql,memory,chinook')).split(',').map((s) => s.trim()).filter(Boolean),
+  scenarios: String(opt('scenarios', 'BENCH_SCENARIOS', 'rest,graphql,memory,chinook,health')).split(',').map((s) => s.trim()).filter(Boolean),
   cpuProf: argv.includes('--cpu-prof'),
   perf: argv.includes('--perf'),
 }
-const known = ['rest', 'graphql', 'memory', 'chinook']
+const known = ['rest', 'graphql', 'memory', 'chinook', 'health']
 for (const s of options.scenarios) if (!known.includes(s)) throw new Error(`unknown scenario "${s}"; use ${known.join(', ')}`)
 if (options.connections > 1000 || options.duration > 600 || options.memoryDuration > 600) throw new Error('at most 1000 connections and 600 s per run')
 
-const TARGETS = { rest: 0.7, graphql: 0.35, memoryGrowth: 0.1, chinook: 0.5 }
+const TARGETS = { rest: 0.7, graphql: 0.35, memoryGrowth: 0.1, chinook: 0.5, healthP99Ms: 100 }
 
 // ---------------------------------------------------------------- output
 const tty = process.stdout.isTTY
@@ -397,6 +399,58 @@ async function chinookScenario() {
     await stopGateway(gw, 'chinook')
   }
 }
+// ---------------------------------------------------------------- health under load (issue 7)
+/** The heaviest Chinook read: every artist, album, track, invoice line, invoice and customer (≈ 2,240 invoice lines). */
+const HEAVY_QUERY = `{ chinook_findManyArtist { artistId name albums { albumId title tracks { trackId name composer milliseconds bytes unitPrice genre { name } mediaType { name } invoiceLines { invoiceLineId unitPrice quantity invoice { invoiceId invoiceDate total customer { customerId firstName lastName email country } } } } } } }`
+
+/**
+ * `/health` latency while 4 clients run {@link HEAVY_QUERY} without pause on the Chinook example:
+ * on SQLite (a copy of examples/chinook/chinook.sqlite) and on PostgreSQL (`BENCH_PG_CHINOOK_URL`,
+ * default the `chinook` schema that the tests load into `TEST_POSTGRES_URL`; skipped when absent).
+ * autocannon runs both loads at once, each in its own process: `-c 4` on the query, `-c 1` on
+ * `/health`; the figure is /health's p99 (target < 100 ms).
+ */
+async function healthScenario() {
+  const db = join(work, 'chinook-health.sqlite')
+  await copySqlite(join(root, 'examples/chinook/chinook.sqlite'), db)
+  const pgBase = process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
+  const engines = [
+    ['sqlite', `sqlite:${db}`],
+    ['postgres', process.env.BENCH_PG_CHINOOK_URL ?? `${pgBase}${pgBase.includes('?') ? '&' : '?'}schema=chinook`],
+  ]
+  const body = JSON.stringify({ query: HEAVY_QUERY })
+  const headers = { 'content-type': 'application/json' }
+  results.scenarios.health = { query: HEAVY_QUERY, target: TARGETS.healthP99Ms, engines: {} }
+  for (const [engine, url] of engines) {
+    let gw
+    try {
+      gw = await startGateway({ config: 'examples/chinook/config.ts', env: { CHINOOK_DATABASE_URL: url }, nodeArgs: gatewayNodeArgs(`health-${engine}`) })
+    } catch (err) {
+      say(`[health] ${engine}: gateway did not start (${String(err.message).split('\n')[0]}): skipped`)
+      results.scenarios.health.engines[engine] = { skipped: String(err.message).slice(0, 300) }
+      continue
+    }
+    try {
+      const answer = await fetchJson(`${gw.url}/graphql`, { method: 'POST', headers, body })
+      const bytes = Buffer.byteLength(JSON.stringify(answer))
+      say(`[health] ${engine}: heavy query answers ${fmt(bytes)} bytes; -c 4 on it and -c 1 on /health for ${options.duration} s`)
+      const heavyRun = runLoad({ label: `health/${engine}/heavy`, url: `${gw.url}/graphql`, method: 'POST', headers, body, duration: options.duration, connections: 4, pipelining: 1, progress })
+      const healthRun = runLoad({ label: `health/${engine}/health`, url: `${gw.url}/health`, duration: options.duration, connections: 1, pipelining: 1, progress })
+      const [heavy, health] = await Promise.all([heavyRun, healthRun])
+      const entry = {
+        responseBytes: bytes,
+        heavy: summariseRun(heavy),
+        health: summariseRun(health),
+        healthP99Ms: health.latency.p99,
+        pass: health.latency.p99 < TARGETS.healthP99Ms && !health.non2xx && !health.errors && !health.timeouts,
+      }
+      results.scenarios.health.engines[engine] = entry
+      say(`[health] ${engine}: heavy ${Math.round(heavy.reqPerSec)} req/s (p99 ${heavy.latency.p99} ms, ${heavy.non2xx} non-2xx); /health ${Math.round(health.reqPerSec)} req/s, p50 ${health.latency.p50} ms, p99 ${health.latency.p99} ms  ${entry.pass ? 'PASS' : 'MISS'}`)
+    } finally {
+      await stopGateway(gw, `health-${engine}`)
+    }
+  }
+}
 
 // ---------------------------------------------------------------- main
 say(`Tributary load benchmarks: ${options.scenarios.join(', ')}; ${options.rounds} round(s) × ${options.duration} s, -c ${options.connections}, warm-up ${options.warmup} s; ${cpus().length} CPUs, load ${loadavg().map((l) => l.toFixed(2)).join(' ')}`)
@@ -407,6 +461,7 @@ try {
   if (todo.length) await todoScenarios(todo)
   if (options.scenarios.includes('memory')) await memoryScenario()
   if (options.scenarios.includes('chinook')) await chinookScenario()
+  if (options.scenarios.includes('health')) await healthScenario()
 } catch (err) {
   failed = err
   results.error = String(err?.stack ?? err)
@@ -421,7 +476,9 @@ rmSync(work, { recursive: true, force: true })
 
 say('\nSummary')
 for (const [name, s] of Object.entries(results.scenarios)) {
-  if (name === 'memory') say(`  memory   RSS MB ${s.rssKb.map((k) => (k / 1024).toFixed(1)).join(' → ')}  growth ${s.growthPct} % (< ${s.targetPct} %)  ${s.pass ? 'PASS' : 'MISS'}`)
+  if (name === 'health') {
+    for (const [engine, e] of Object.entries(s.engines)) say(`  health   ${engine.padEnd(8)} ${e.skipped ? 'skipped' : `/health p99 ${e.healthP99Ms} ms under 4 heavy clients (< ${s.target} ms)  ${e.pass ? 'PASS' : 'MISS'}`}`)
+  } else if (name === 'memory') say(`  memory   RSS MB ${s.rssKb.map((k) => (k / 1024).toFixed(1)).join(' → ')}  growth ${s.growthPct} % (< ${s.targetPct} %)  ${s.pass ? 'PASS' : 'MISS'}`)
   else say(`  ${name.padEnd(8)} ratios ${s.ratios.join(', ')}  median ${s.medianRatio} (≥ ${s.target})  ${s.pass ? 'PASS' : 'MISS'}${s.profiled ? ' (profiled)' : ''}`)
 }
 say(`Results: ${out}`)

@@ -78,6 +78,10 @@ export const DbNotFoundError = createError('TRB_ERR_DB_NOT_FOUND', 'No %s record
 export const DbInputError = createError('TRB_ERR_DB_INPUT', '%s', 400) as Ctor
 /** A raw SQL statement failed; the message is the engine's, shown in development mode only. */
 export const DbRawError = createError('TRB_ERR_DB_RAW', 'Raw query failed: %s', 400) as Ctor
+/** A statement ran longer than its source's `statementTimeoutMs`; the engine stopped it and it is not run again. */
+export const DbTimeoutError = createError('TRB_ERR_DB_TIMEOUT', 'The database statement exceeded the time limit of %s ms', 504) as Ctor
+/** A statement was cancelled because its client disconnected; no response is sent (the client is gone). */
+export const DbCancelledError = createError('TRB_ERR_DB_CANCELLED', 'The database statement was cancelled: the client went away', 499) as Ctor
 
 // ----- http -----
 /** No route at this method and path. */
@@ -97,7 +101,7 @@ export const errorCodes: readonly string[] = [
   OperationInvalidError, OperationNotFoundError, OperationMethodError, OperationVariablesError, BadRequestError,
   GraphQLRequestError, GraphQLMethodError, GraphQLLimitError, GraphQLValidationError, GraphQLFieldError, PersistedNotFoundError, PersistedOnlyError,
   UpstreamError, UpstreamTimeoutError,
-  DbUniqueError, DbForeignKeyError, DbNotNullError, DbCheckError, DbValueError, DbNotFoundError, DbInputError, DbRawError,
+  DbUniqueError, DbForeignKeyError, DbNotNullError, DbCheckError, DbValueError, DbNotFoundError, DbInputError, DbRawError, DbTimeoutError, DbCancelledError,
   RouteNotFoundError, OriginForbiddenError, MisdirectedError, InternalError,
 ].map((E) => new E().code)
 

@@ -29,6 +29,9 @@ t.test('a bad config fails with one message naming the path', async (t) => {
     [{ datasources: [demo], graphql: { maxCost: 0 } }, /graphql\.maxCost: must be >= 1/],
     [{ datasources: [demo], graphql: { maxInputDepth: 1.5 } }, /graphql\.maxInputDepth: must be integer/],
     [{ datasources: [demo], server: { maxResponseBytes: 0 } }, /server\.maxResponseBytes: must be >= 1/],
+    [{ datasources: [{ kind: 'database', url: 'sqlite:x', rawSql: 'yes' }] }, /datasources\[0\]\.rawSql: must be boolean/],
+    [{ datasources: [{ kind: 'database', url: 'sqlite:x', statementTimeoutMs: 0 }] }, /datasources\[0\]\.statementTimeoutMs: must be >= 1/],
+    [{ datasources: [{ kind: 'database', url: 'sqlite:x', statementTimeoutMs: 1.5 }] }, /datasources\[0\]\.statementTimeoutMs: must be integer/],
   ]
   for (const [input, message] of cases) {
     t.throws(() => resolveConfig(input, {}), { code: 'TRB_ERR_CONFIG_INVALID', message }, JSON.stringify(input))

@@ -36,7 +36,7 @@ async function waitFor(check: () => boolean, timeoutMs = 3000): Promise<boolean>
 }
 
 t.test('live queries over SSE', async (t) => {
-  const { app, url } = await startDemo(t, { listen: true, override: { operations: { dir } } })
+  const { app, url } = await startDemo(t, { listen: true, rawSql: true, override: { operations: { dir } } })
 
   const a = open(`${url}/operations/LiveTodo?id=1&live=true`)
   const b = open(`${url}/operations/LiveTodo?live=true&id=1`)

@@ -41,7 +41,7 @@ function operationsDir(): string {
 t.test('the OpenAPI document', async (t) => {
   const dir = operationsDir()
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
-  const { app, gateway, config } = await startDemo(t, { override: { operations: { dir } } })
+  const { app, gateway, config } = await startDemo(t, { rawSql: true, override: { operations: { dir } } })
   const res = await app.inject({ method: 'GET', url: '/openapi.json' })
   t.equal(res.statusCode, 200)
   t.match(res.headers['content-type'], /application\/json/)

@@ -11,7 +11,7 @@ import { startDemo } from './helpers/demo.js'
 const dir = fileURLToPath(new URL('./fixtures/operations-demo', import.meta.url))
 
 t.test('ETag, 304 and Cache-Control', async (t) => {
-  const { url } = await startDemo(t, { listen: true, override: { operations: { dir } } })
+  const { url } = await startDemo(t, { listen: true, rawSql: true, override: { operations: { dir } } })
   const get = (path: string, headers: Record<string, string> = {}) => fetch(`${url}${path}`, { headers })
 
   t.test('a weak ETag of the body, 304 for If-None-Match (weak or strong form, lists, *)', async (t) => {

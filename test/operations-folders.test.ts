@@ -11,7 +11,7 @@ import { renderGenerated } from '../gateway/codegen/index.js'
 const dir = fileURLToPath(new URL('./fixtures/operations-demo', import.meta.url))
 
 t.test('operation folders', async (t) => {
-  const { app, gateway } = await startDemo(t, { override: { operations: { dir } } })
+  const { app, gateway } = await startDemo(t, { rawSql: true, override: { operations: { dir } } })
 
   t.test('users/GetUser.graphql → /operations/users/GetUser', async (t) => {
     const res = await app.inject({ method: 'GET', url: '/operations/users/GetUser?id=3' })

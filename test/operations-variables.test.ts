@@ -18,7 +18,7 @@ interface ErrorItem {
 }
 
 t.test('variables from the query string', async (t) => {
-  const { app } = await startDemo(t, { override: { operations: { dir } } })
+  const { app } = await startDemo(t, { rawSql: true, override: { operations: { dir } } })
   const get = async (url: string) => {
     const res = await app.inject({ method: 'GET', url })
     return { status: res.statusCode, body: res.json(), headers: res.headers }

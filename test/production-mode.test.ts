@@ -53,7 +53,7 @@ async function overSocket(url: string, query: string, max = 1): Promise<{ next: 
 }
 
 t.test('production mode on the demo', async (t) => {
-  const { app, url, config } = await startDemo(t, { listen: true, override: { mode: 'production', operations: { dir } } })
+  const { app, url, config } = await startDemo(t, { listen: true, rawSql: true, override: { mode: 'production', operations: { dir } } })
   t.equal(config.mode, 'production')
   t.equal(config.graphql.introspection, false)
   t.equal(config.graphql.playground, false)

@@ -29,6 +29,7 @@ const SUGGESTION = / ?Did you mean .*\?$/
 const STATUS_BY_CODE: Readonly<Record<string, number>> = {
   TRB_ERR_UPSTREAM: 502,
   TRB_ERR_UPSTREAM_TIMEOUT: 504,
+  TRB_ERR_DB_TIMEOUT: 504,
   TRB_ERR_INTERNAL: 500,
 }
 

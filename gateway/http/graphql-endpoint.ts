@@ -263,7 +263,9 @@ export function registerGraphQLEndpoint(
       if (direct === undefined) prepared.direct.set(key, (direct = compileDirectOperation(gateway.schema, prepared.document!, operation)))
       if (direct) {
         const data = await direct.run(variables as Record<string, unknown> | undefined, { reply, request, headers: request.headers })
-        if (data !== null) return reply.code(200).type(`${mediaType}; charset=utf-8`).send(`{"data":${data}}`)
+        if (typeof data === 'string') return reply.code(200).type(`${mediaType}; charset=utf-8`).send(`{"data":${data}}`)
+        // The statement failed once sent (a timeout, a cancellation...): reported, never run again.
+        if (data !== null) return send(reply, 200, mediaType, { errors: formatGraphQLErrors(data.errors, { mode: gateway.config.mode, logger: request.log }).errors, data: null })
       }
     }
 

@@ -93,7 +93,12 @@ async function respond(op: CompiledOperation, variables: Variables, request: Fas
   // to tell a missing row, so it takes the normal path.
   if (op.direct && !notFoundWhenNull) {
     const body = await op.direct.runValidated(variables, context)
-    if (body !== null) return sendData(op, body, request, reply)
+    if (typeof body === 'string') return sendData(op, body, request, reply)
+    if (body !== null) {
+      // The statement failed once sent (a timeout, a cancellation...): reported, never run again.
+      const { errors, status } = formatGraphQLErrors(body.errors, { mode: holder.current.config.mode, logger: request.log })
+      return json(reply, status, { errors, data: null })
+    }
   }
   const result = await op.execute(variables, context)
   if (result.errors?.length) {

@@ -7,6 +7,7 @@
  * execution, which also reports every error.
  */
 import {
+  GraphQLError,
   Kind,
   getNamedType,
   getVariableValues,
@@ -22,22 +23,33 @@ import {
   type GraphQLSchema,
   type OperationDefinitionNode,
 } from 'graphql'
-import type { DirectJsonCompiler, DirectJsonPlan } from '../connectors/database/direct.js'
+import { DirectPlanUnavailable, type DirectJsonCompiler, type DirectJsonPlan } from '../connectors/database/direct.js'
+
+/**
+ * A direct run whose statement failed once sent (a driver error, `TRB_ERR_DB_TIMEOUT`,
+ * `TRB_ERR_DB_CANCELLED`): the caller reports `errors` (`data` is null) and does NOT run the
+ * operation again — a failed, timed-out or cancelled statement is never re-run.
+ */
+export interface DirectFailure {
+  /** One error, its `path` the failing root field's response key, `originalError` the statement's error. */
+  errors: GraphQLError[]
+}
 
 /** A query operation compiled for direct JSON execution. */
 export interface DirectOperation {
   /**
    * Coerces `variables` (GraphQL spec §6.1.2 CoerceVariableValues) and runs every root field's plan.
-   * @returns the JSON text of the operation's `data` object, or null when the variables do not coerce
-   *   or a plan fails: the caller then runs the operation through GraphQL execution, which reports why.
+   * @returns the JSON text of the operation's `data` object; null when the variables do not coerce
+   *   or a plan has no statement for them (nothing was run): the caller then runs the operation
+   *   through GraphQL execution, which reports why; a {@link DirectFailure} when a statement failed.
    */
-  run(variables: Record<string, unknown> | undefined, context: unknown): Promise<string | null>
+  run(variables: Record<string, unknown> | undefined, context: unknown): Promise<string | DirectFailure | null>
   /**
    * The same, for variables already validated against the operation's variables JSON Schema (stored
    * operations): when every variable is a built-in scalar or an enum (or a list of them), coercion is
    * only applying the defaults, done without graphql-js; otherwise it is {@link run}.
    */
-  runValidated(variables: Record<string, unknown>, context: unknown): Promise<string | null>
+  runValidated(variables: Record<string, unknown>, context: unknown): Promise<string | DirectFailure | null>
 }
 
 /**
@@ -52,7 +64,7 @@ export function compileDirectOperation(schema: GraphQLSchema, document: Document
   const fragments: Record<string, FragmentDefinitionNode> = {}
   for (const d of document.definitions) if (d.kind === Kind.FRAGMENT_DEFINITION) fragments[d.name.value] = d
   const variableDefinitions = operation.variableDefinitions ?? []
-  const parts: { prefix: string; plan: DirectJsonPlan }[] = []
+  const parts: { key: string; prefix: string; plan: DirectJsonPlan }[] = []
   const keys = new Set<string>()
   for (const selection of operation.selectionSet.selections) {
     if (selection.kind !== Kind.FIELD || selection.directives?.length) return null
@@ -64,7 +76,7 @@ export function compileDirectOperation(schema: GraphQLSchema, document: Document
     if (typeof compile !== 'function') return null
     const plan = compile({ schema, field, fragments, variableDefinitions })
     if (!plan) return null
-    parts.push({ prefix: `${parts.length ? ',' : '{'}${JSON.stringify(key)}:`, plan })
+    parts.push({ key, prefix: `${parts.length ? ',' : '{'}${JSON.stringify(key)}:`, plan })
   }
   if (!parts.length) return null
 
@@ -82,18 +94,27 @@ export function compileDirectOperation(schema: GraphQLSchema, document: Document
     }
   }
 
-  async function execute(coerced: Record<string, unknown>, context: unknown): Promise<string | null> {
-    try {
-      const values = parts.length === 1 ? [await parts[0].plan.run(coerced, context)] : await Promise.all(parts.map((p) => p.plan.run(coerced, context)))
-      let body = ''
-      for (let i = 0; i < parts.length; i++) body += parts[i].prefix + values[i]
-      return body + '}'
-    } catch {
-      return null
+  async function execute(coerced: Record<string, unknown>, context: unknown): Promise<string | DirectFailure | null> {
+    if (parts.length === 1) {
+      try {
+        return `${parts[0].prefix}${await parts[0].plan.run(coerced, context)}}`
+      } catch (err) {
+        return failure(parts[0].key, err)
+      }
     }
+    const settled = await Promise.allSettled(parts.map((p) => p.plan.run(coerced, context)))
+    let body = ''
+    let unavailable = false
+    for (let i = 0; i < parts.length; i++) {
+      const r = settled[i]
+      if (r.status === 'fulfilled') body += parts[i].prefix + r.value
+      else if (r.reason instanceof DirectPlanUnavailable) unavailable = true
+      else return failure(parts[i].key, r.reason)
+    }
+    return unavailable ? null : body + '}'
   }
 
-  function run(variables: Record<string, unknown> | undefined, context: unknown): Promise<string | null> {
+  function run(variables: Record<string, unknown> | undefined, context: unknown): Promise<string | DirectFailure | null> {
     let coerced: Record<string, unknown> = {}
     if (variableDefinitions.length) {
       const result = getVariableValues(schema, variableDefinitions, variables ?? {})
@@ -113,4 +134,12 @@ export function compileDirectOperation(schema: GraphQLSchema, document: Document
       return execute(coerced, context)
     },
   }
+}
+
+/** null for a plan without a statement (GraphQL execution follows), else the statement's failure as a {@link DirectFailure}. */
+function failure(key: string, err: unknown): DirectFailure | null {
+  if (err instanceof DirectPlanUnavailable) return null
+  const original = err instanceof Error ? err : new Error(String(err))
+  const code = (original as { code?: unknown }).code
+  return { errors: [new GraphQLError(original.message, { path: [key], originalError: original, ...(typeof code === 'string' && code.startsWith('TRB_ERR_') ? { extensions: { code } } : {}) })] }
 }

@@ -88,7 +88,7 @@ async function setup(t: Test, dialect: Dialect): Promise<{ source: LocalSubschem
     t.teardown(db.cleanup)
     url = db.url
   }
-  const source = await createDatabaseSource({ url, migrations }, ctx)
+  const source = await createDatabaseSource({ url, migrations, rawSql: true }, ctx)
   t.teardown(() => source.close())
   return { source, log, dir }
 }

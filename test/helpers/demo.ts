@@ -28,12 +28,14 @@ interface Teardown {
 }
 
 /**
- * Starts the demo. Environment variables must be read by the config at import time, so this sets
+ * Starts the demo. `rawSql: true` turns raw SQL on for the demo's database source (the fixture
+ * operations in test/fixtures/operations-demo use `todo_queryRaw`); the demo itself leaves it off.
+ * Environment variables must be read by the config at import time, so this sets
  * `TODO_DATABASE_URL` and `SYSTEM_API_URL` before importing `config.ts` (once per test process).
  */
 export async function startDemo(
   t: Teardown,
-  options: { listen?: boolean; override?: Partial<TributaryConfigInput>; env?: Record<string, string> } = {},
+  options: { listen?: boolean; override?: Partial<TributaryConfigInput>; env?: Record<string, string>; rawSql?: boolean } = {},
 ): Promise<Demo> {
   const dir = mkdtempSync(join(tmpdir(), 'tributary-demo-'))
   const roles = await createRoleService({ logger: false })
@@ -52,7 +54,9 @@ export async function startDemo(
   const input = (await import('../../config.js')).default as TributaryConfigInput
   const config = resolveConfig({
     ...input,
-    datasources: input.datasources.map((d) => (d.kind === 'rest' && d.namespace === 'system' ? { ...d, baseUrl: roleServiceUrl } : d)),
+    datasources: input.datasources.map((d) =>
+      d.kind === 'rest' && d.namespace === 'system' ? { ...d, baseUrl: roleServiceUrl } : d.kind === 'database' && options.rawSql ? { ...d, rawSql: true } : d,
+    ),
     services: [],
     generatedDir: join(dir, 'generated'),
     ...options.override,

@@ -50,6 +50,8 @@ export interface BuildSchemaOptions {
   rawErrors?: boolean
   /** Largest `|take|` of any list, nested lists included; larger values are refused (`TRB_ERR_DB_INPUT`). Default 1000. */
   maxTake?: number
+  /** Add the raw SQL root fields `queryRaw` and `executeRaw` (the source's `rawSql` option). Default false. */
+  rawSql?: boolean
 }
 
 const nn = <T extends GraphQLInputType | GraphQLOutputType>(t: T): GraphQLNonNull<T> => new GraphQLNonNull(t) as GraphQLNonNull<T>
@@ -76,7 +78,7 @@ export function buildSchema(introspection: DatabaseIntrospection, options: Build
     },
     rawErrors: options.rawErrors ?? false,
   }
-  return new SchemaBuilder(reg, rt).build()
+  return new SchemaBuilder(reg, rt).build(options.rawSql === true)
 }
 
 class SchemaBuilder {
@@ -444,7 +446,7 @@ class SchemaBuilder {
     })
   }
 
-  build(): GraphQLSchema {
+  build(rawSql: boolean): GraphQLSchema {
     const query: GraphQLFieldConfigMap<unknown, unknown> = {}
     const mutation: GraphQLFieldConfigMap<unknown, unknown> = {}
     for (const m of this.reg.models.values()) {
@@ -506,6 +508,15 @@ class SchemaBuilder {
       if (u) mutation[`deleteOne${m.name}`] = { type: obj, args: { where: { type: nn(u) } }, resolve: w['deleteOne'], extensions: ext }
       mutation[`deleteMany${m.name}`] = { type: nn(this.affectedRows), args: { where: { type: this.where(m) } }, resolve: w['deleteMany'], extensions: ext }
     }
+    if (rawSql) this.addRawFields(query, mutation)
+    return new GraphQLSchema({
+      query: new GraphQLObjectType({ name: 'Query', fields: query }),
+      ...(Object.keys(mutation).length > 0 ? { mutation: new GraphQLObjectType({ name: 'Mutation', fields: mutation }) } : {}),
+    })
+  }
+
+  /** `queryRaw` and `executeRaw`: only with the source's `rawSql: true` (any SQL from any client). */
+  private addRawFields(query: GraphQLFieldConfigMap<unknown, unknown>, mutation: GraphQLFieldConfigMap<unknown, unknown>): void {
     const raw = makeRawResolvers(this.rt)
     query['queryRaw'] = {
       type: JSONScalar,
@@ -519,9 +530,5 @@ class SchemaBuilder {
       args: { query: { type: nn(GraphQLString) }, parameters: { type: JSONScalar } },
       resolve: raw.executeRaw,
     }
-    return new GraphQLSchema({
-      query: new GraphQLObjectType({ name: 'Query', fields: query }),
-      mutation: new GraphQLObjectType({ name: 'Mutation', fields: mutation }),
-    })
   }
 }

@@ -6,8 +6,11 @@
  * Every database root query field that supports it (`findUniqueX`, `findFirstX`, `findManyX`) carries
  * a {@link DirectJsonCompiler} in `extensions.tributary.direct`; the gateway finds it there (extensions
  * survive compose's namespace rename) and calls it once per operation at its compile time. The
- * normal resolvers stay and remain the fallback: `null` from the compiler, or a rejected `run`,
- * means "execute this field with GraphQL".
+ * normal resolvers stay and remain the fallback: `null` from the compiler, or `run` rejecting with
+ * {@link DirectPlanUnavailable} (nothing was sent to the database), means "execute this field with
+ * GraphQL". Any other rejection is the statement's own failure (a driver error,
+ * `TRB_ERR_DB_TIMEOUT`, `TRB_ERR_DB_CANCELLED`): the caller reports it and must not run the field
+ * again (issue 7: a statement that failed, timed out or was cancelled is never run twice).
  *
  * What returns null (see compiler/direct-read.ts for the SQL side):
  * - `@skip`/`@include` whose condition is a variable (the SQL would depend on it);
@@ -46,7 +49,19 @@ import { DirectCompiler, DirectUnsupported, hasVariableDirectives } from './comp
 import type { Vars } from './compiler/frag.js'
 import { EXT, compileList, compileUnique, modelOfType, toPlan, type Ctx, type ReadPlan } from './compiler/read.js'
 import type { Model } from './compiler/registry.js'
-import { bindAll, type Runtime } from './resolvers.js'
+import { cancelWatchOf } from './compiler/db.js'
+import { bindAll, cheapPlans, markCheap, type Runtime } from './resolvers.js'
+
+/**
+ * Rejection of {@link DirectJsonPlan.run} meaning "no direct statement for these variables": nothing
+ * was sent to the database, the caller executes the operation with GraphQL instead.
+ */
+export class DirectPlanUnavailable extends Error {
+  constructor(cause: unknown) {
+    super('no direct plan for these variables', { cause })
+    this.name = 'DirectPlanUnavailable'
+  }
+}
 
 /** Compiles one root field of a query into a single SQL statement whose result is the field's final JSON. */
 export type DirectJsonCompiler = (request: {
@@ -68,8 +83,11 @@ export interface DirectJsonPlan {
    * numbers, DateTime ISO 8601 UTC with milliseconds `2026-11-20T09:00:00.000Z`, Decimal and BigInt as
    * strings, enums as names, JSON values, `null` where null; `null` text for a missing row). `variables`
    * are the coerced variable values (GraphQL spec CoerceVariableValues: defaults applied, custom scalars
-   * parsed — DateTime arrives as a Date, BigInt as a digit string). Rejects on any error; the caller then
-   * re-runs the operation through GraphQL execution to report it properly.
+   * parsed — DateTime arrives as a Date, BigInt as a digit string). Rejects with
+   * {@link DirectPlanUnavailable} when no statement could be made for these variables (the caller then
+   * executes the operation through GraphQL), or with the statement's error once it was sent (the
+   * caller reports it; it must not run the operation again). `context` is the GraphQL context: its
+   * client's disconnect cancels the statement.
    */
   run(variables: Record<string, unknown>, context: unknown): Promise<string>
 }
@@ -181,25 +199,33 @@ export function createDirectCompiler(rt: Runtime, model: Model, kind: DirectFiel
         if (rows.length === 1) return `[${text(rows[0])}]`
         return `[${(typeof rows[0] === 'string' ? (rows as string[]) : rows.map(text)).join(',')}]`
       }
-      const exec = (plan: ReadPlan, variables: Record<string, unknown>): Promise<string> => {
+      const exec = (plan: ReadPlan, variables: Record<string, unknown>, context: unknown): Promise<string> => {
+        let bindings: unknown[]
+        try {
+          bindings = bindAll(plan.params, variables)
+        } catch (err) {
+          return Promise.reject(new DirectPlanUnavailable(err))
+        }
         try {
           const db = rt.db()
-          const bindings = bindAll(plan.params, variables)
-          // SQLite with an idle connection: no promise hops until the result.
-          const now = db.valuesNow(plan.text, bindings)
-          if (now) return Promise.resolve(finish(now))
-          return db.values(plan.text, bindings).then(finish)
+          const cheap = cheapPlans.has(plan)
+          if (db.inProcess({ cheap })) {
+            // SQLite, a cheap plan and an idle connection: no promise hops until the result.
+            const now = db.valuesNow(plan.text, bindings)
+            if (now) return Promise.resolve(finish(now))
+          }
+          return db.values(plan.text, bindings, undefined, { cheap, cancel: cancelWatchOf(context) }).then(finish, (err) => Promise.reject(refused(err)))
         } catch (err) {
-          return Promise.reject(err)
+          return Promise.reject(refused(err))
         }
       }
       if (vars.length === 0 && first) {
         const plan = first
-        return { run: (variables) => exec(plan, variables) }
+        return { run: (variables, context) => exec(plan, variables, context) }
       }
       const plans = new Map<string, ReadPlan | Error>(first ? [[shapeKey(sample), first]] : [])
       return {
-        run: (variables) => {
+        run: (variables, context) => {
           const key = shapeKey(variables)
           let plan = plans.get(key)
           if (plan === undefined) {
@@ -211,7 +237,7 @@ export function createDirectCompiler(rt: Runtime, model: Model, kind: DirectFiel
             if (plans.size >= MAX_SHAPES) plans.clear()
             plans.set(key, plan)
           }
-          return plan instanceof Error ? Promise.reject(plan) : exec(plan, variables)
+          return plan instanceof Error ? Promise.reject(new DirectPlanUnavailable(plan)) : exec(plan, variables, context)
         },
       }
     } catch {
@@ -219,6 +245,23 @@ export function createDirectCompiler(rt: Runtime, model: Model, kind: DirectFiel
     }
   }
   return self
+}
+
+/**
+ * The statement's own refusal to print a stored value (compiler/direct-read.ts "Exactness rule":
+ * SQLite `json('!…')` → malformed JSON, PostgreSQL `'!…'::json` → 22P02 on type json, MariaDB a
+ * BIGINT UNSIGNED overflow, errno 1690) becomes {@link DirectPlanUnavailable}: GraphQL execution
+ * then reports that value the way GraphQL does. Every other error (a timeout, a cancellation, a
+ * driver error) is returned unchanged, to be reported without running the field again.
+ */
+function refused(err: unknown): unknown {
+  const e = err as { code?: unknown; errno?: unknown; message?: unknown }
+  const message = String(e?.message ?? '')
+  const exactness =
+    (e?.code === 'SQLITE_ERROR' && /malformed JSON/i.test(message)) ||
+    (e?.code === '22P02' && /type json/i.test(message)) ||
+    (e?.errno === 1690 && /BIGINT UNSIGNED/i.test(message))
+  return exactness ? new DirectPlanUnavailable(err) : err
 }
 
 /** A row's JSON text: a string, or bytes (MariaDB returns binary strings as Buffers). */
@@ -269,5 +312,6 @@ function compileRoot(
     kind === 'findUnique'
       ? compileList(ctx, model, type, [field], {}, null, 'rows', { extraWhere: (a) => compileUnique(ctx, model, a, args['where']), unordered: true, emit })
       : compileList(ctx, model, type, [field], args, null, 'rows', kind === 'findFirst' ? { first: true, emit } : { emit })
-  return toPlan(ctx, l.frag, null)
+  const plan = toPlan(ctx, l.frag, null)
+  return kind === 'findUnique' ? markCheap(ctx, plan) : plan
 }

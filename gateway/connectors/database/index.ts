@@ -14,7 +14,8 @@ import type { ConnectorContext, LocalSubschema, SourceHealth } from '../types.js
 import { buildSchema } from './build-schema.js'
 import { Db } from './compiler/db.js'
 import type { MysqlFlavor } from './compiler/dialect.js'
-import { createKnex } from './connection.js'
+import { createKnex, parseDatabaseUrl } from './connection.js'
+import { SqliteWorkers } from './sqlite-workers.js'
 import { introspect } from './introspect.js'
 import type { DatabaseIntrospection } from './model.js'
 
@@ -33,7 +34,25 @@ export interface DatabaseSourceOptions {
   pool?: { min?: number; max?: number }
   /** Largest `|take|` of any list of this source, nested lists included; more is refused with `TRB_ERR_DB_INPUT`. Default 1000. */
   maxTake?: number
+  /**
+   * Adds the root fields `queryRaw` (Query) and `executeRaw` (Mutation): any client may then run any
+   * SQL the database user may run (read every table, write, `ATTACH DATABASE` on SQLite...). Only
+   * for trusted clients. Default false: the fields do not exist.
+   */
+  rawSql?: boolean
+  /**
+   * Longest run of one statement, in milliseconds, enforced by the engine (PostgreSQL
+   * `statement_timeout`, MariaDB `max_statement_time`, MySQL `max_execution_time` for SELECT; SQLite
+   * files: the worker process running it is killed). A statement past it fails with
+   * `TRB_ERR_DB_TIMEOUT` (504) and is not run again. Default 10000.
+   */
+  statementTimeoutMs?: number
 }
+
+/** Default of {@link DatabaseSourceOptions.statementTimeoutMs}, in milliseconds. */
+export const DEFAULT_STATEMENT_TIMEOUT_MS = 10_000
+/** How many worker processes run the statements of one SQLite file source. */
+export const SQLITE_WORKER_PROCESSES = 2
 
 /**
  * Runs the pending migrations. knex refuses at once when another process holds the migration lock
@@ -103,7 +122,12 @@ export async function createDatabaseSource(options: DatabaseSourceOptions, ctx: 
     throw new SourceLoadError(ctx.sourceName, safeMessage(err), { cause: err })
   }
   const { knex, dialect } = conn
-  const db = new Db(knex, dialect)
+  const timeoutMs = options.statementTimeoutMs ?? DEFAULT_STATEMENT_TIMEOUT_MS
+  // SQLite files: statements that may be slow run in worker processes (sqlite-workers.ts). An
+  // in-memory database exists in this process only.
+  const parsed = parseDatabaseUrl(options.url, ctx.cwd)
+  const workers = parsed.dialect === 'sqlite' && parsed.filename !== ':memory:' ? new SqliteWorkers(parsed.filename, SQLITE_WORKER_PROCESSES, timeoutMs) : undefined
+  const db = new Db(knex, dialect, { timeoutMs, ...(workers ? { sqliteWorkers: workers } : {}) })
   db.onQuery((sql, bindings) => {
     if (log.isLevelEnabled('debug')) log.debug({ sql, bindings }, 'sql')
   })
@@ -128,6 +152,7 @@ export async function createDatabaseSource(options: DatabaseSourceOptions, ctx: 
       cached = undefined
     }
     if (cached === undefined) {
+      workers?.close()
       await knex.destroy().catch(() => undefined)
       throw new SourceLoadError(ctx.sourceName, safeMessage(err), { cause: err })
     }
@@ -150,7 +175,7 @@ export async function createDatabaseSource(options: DatabaseSourceOptions, ctx: 
     }
   }
   const mysqlFlavor = dialect === 'mysql' && reachable ? await detectMysqlFlavor(db) : 'mariadb'
-  const schema = buildSchema(doc, { db, mysqlFlavor, rawErrors: ctx.mode !== 'production', ...(options.maxTake !== undefined ? { maxTake: options.maxTake } : {}) })
+  const schema = buildSchema(doc, { db, mysqlFlavor, rawErrors: ctx.mode !== 'production', rawSql: options.rawSql === true, ...(options.maxTake !== undefined ? { maxTake: options.maxTake } : {}) })
   let closed = false
   return {
     kind: 'local',
@@ -168,6 +193,7 @@ export async function createDatabaseSource(options: DatabaseSourceOptions, ctx: 
     async close(): Promise<void> {
       if (closed) return
       closed = true
+      workers?.close()
       await knex.destroy()
     },
   }

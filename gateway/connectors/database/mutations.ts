@@ -14,6 +14,7 @@ import { bound, compileList, compileUnique, compileWhere, listOf, toPlan, type C
 import type { Model, ScalarField } from './compiler/registry.js'
 import { mapDbError } from './db-errors.js'
 import { bindAll, finishRows, makeCtx, type Runtime } from './resolvers.js'
+import { cancelWatchOf } from './compiler/db.js'
 
 /** A compiled statement: SQL text (engine placeholders) and its getters. */
 interface Stmt {
@@ -154,10 +155,13 @@ async function readOne(rt: Runtime, conn: unknown, plan: ReadPlan, vars: Vars, e
 
 type Resolver = GraphQLFieldResolver<unknown, unknown>
 
-/** Wraps a transaction body: driver errors become Tributary errors. */
-async function inTransaction<T>(rt: Runtime, model: Model, fn: (conn: unknown) => Promise<T>): Promise<T> {
+/**
+ * Wraps a transaction body: driver errors become Tributary errors. The transaction is cancelled
+ * (rolled back) when the client of `context` disconnects.
+ */
+async function inTransaction<T>(rt: Runtime, model: Model, context: unknown, fn: (conn: unknown) => Promise<T>): Promise<T> {
   try {
-    return await rt.db().transaction(fn)
+    return await rt.db().transaction(fn, cancelWatchOf(context))
   } catch (err) {
     throw mapDbError(err, rt.reg.dialect, rt.reg, model)
   }
@@ -220,15 +224,15 @@ export function makeMutationResolvers(rt: Runtime, model: Model): Record<string,
   }
 
   return {
-    [`createOne`]: async (_s, _a, _c, info) => {
+    [`createOne`]: async (_s, _a, context, info) => {
       const plan = createOne.get(info, () => {
         const ctx = makeCtx(rt, info)
         return compileCreate(ctx, info, argsOf(ctx, info)['data'])
       })
       const vars = info.variableValues
-      return inTransaction(rt, model, (conn) => runCreate(conn, plan, vars))
+      return inTransaction(rt, model, context, (conn) => runCreate(conn, plan, vars))
     },
-    [`createMany`]: async (_s, _a, _c, info) => {
+    [`createMany`]: async (_s, _a, context, info) => {
       const plan = createMany.get(info, () => {
         const ctx = makeCtx(rt, info)
         const args = argsOf(ctx, info)
@@ -242,14 +246,14 @@ export function makeMutationResolvers(rt: Runtime, model: Model): Record<string,
         return [...groups.values()].map((rows) => stmt(ctx, insertFrag(ctx, model, rows, { skipDuplicates })))
       })
       const vars = info.variableValues
-      const count = await inTransaction(rt, model, async (conn) => {
+      const count = await inTransaction(rt, model, context, async (conn) => {
         let n = 0
         for (const s of plan) n += (await rt.db().exec(conn, s.text, run(s, vars))).affected
         return n
       })
       return { count }
     },
-    [`updateOne`]: async (_s, _a, _c, info) => {
+    [`updateOne`]: async (_s, _a, context, info) => {
       requireIdentity(model)
       const plan = updateOne.get(info, () => {
         const ctx = makeCtx(rt, info)
@@ -257,7 +261,7 @@ export function makeMutationResolvers(rt: Runtime, model: Model): Record<string,
         return { find: identitySelect(ctx, model, args['where']), ...updateStmt(ctx, args['data']), back: readBack(ctx, model, info), label: whereLabel(model, args['where']) }
       })
       const vars = info.variableValues
-      return inTransaction(rt, model, async (conn) => {
+      return inTransaction(rt, model, context, async (conn) => {
         const found = await rt.db().exec(conn, plan.find.text, run(plan.find, vars))
         if (!found.rows[0]) throw new DbNotFoundError(model.name, plan.label)
         const id = identityOf(model, found.rows[0])
@@ -265,7 +269,7 @@ export function makeMutationResolvers(rt: Runtime, model: Model): Record<string,
         return readOne(rt, conn, plan.back, vars, newIdentity(id, plan.setsIdentity, vars))
       })
     },
-    [`updateMany`]: async (_s, _a, _c, info) => {
+    [`updateMany`]: async (_s, _a, context, info) => {
       const plan = updateMany.get(info, () => {
         const ctx = makeCtx(rt, info)
         const args = argsOf(ctx, info)
@@ -275,13 +279,13 @@ export function makeMutationResolvers(rt: Runtime, model: Model): Record<string,
         return stmt(ctx, frag ? sql`UPDATE ${tableRef} SET ${frag}${where}` : sql`SELECT COUNT(*) AS n FROM ${tableRef}${where}`)
       })
       const vars = info.variableValues
-      const count = await inTransaction(rt, model, async (conn) => {
+      const count = await inTransaction(rt, model, context, async (conn) => {
         const res = await rt.db().exec(conn, plan.text, run(plan, vars))
         return res.rows[0] && 'n' in res.rows[0] ? Number(res.rows[0]['n']) : res.affected
       })
       return { count }
     },
-    [`upsertOne`]: async (_s, _a, _c, info) => {
+    [`upsertOne`]: async (_s, _a, context, info) => {
       requireIdentity(model)
       const plan = upsertOne.get(info, () => {
         const ctx = makeCtx(rt, info)
@@ -289,7 +293,7 @@ export function makeMutationResolvers(rt: Runtime, model: Model): Record<string,
         return { find: identitySelect(ctx, model, args['where']), ...updateStmt(ctx, args['update']), create: compileCreate(ctx, info, args['create']), back: readBack(ctx, model, info) }
       })
       const vars = info.variableValues
-      return inTransaction(rt, model, async (conn) => {
+      return inTransaction(rt, model, context, async (conn) => {
         const found = await rt.db().exec(conn, plan.find.text, run(plan.find, vars))
         if (!found.rows[0]) return runCreate(conn, plan.create, vars)
         const id = identityOf(model, found.rows[0])
@@ -297,7 +301,7 @@ export function makeMutationResolvers(rt: Runtime, model: Model): Record<string,
         return readOne(rt, conn, plan.back, vars, newIdentity(id, plan.setsIdentity, vars))
       })
     },
-    [`deleteOne`]: async (_s, _a, _c, info) => {
+    [`deleteOne`]: async (_s, _a, context, info) => {
       const plan = deleteOne.get(info, () => {
         const ctx = makeCtx(rt, info)
         const args = argsOf(ctx, info)
@@ -310,21 +314,21 @@ export function makeMutationResolvers(rt: Runtime, model: Model): Record<string,
         }
       })
       const vars = info.variableValues
-      return inTransaction(rt, model, async (conn) => {
+      return inTransaction(rt, model, context, async (conn) => {
         const row = await readOne(rt, conn, plan.read, vars, [])
         if (row === null) throw new DbNotFoundError(model.name, plan.label)
         await rt.db().exec(conn, plan.del.text, run(plan.del, vars))
         return row
       })
     },
-    [`deleteMany`]: async (_s, _a, _c, info) => {
+    [`deleteMany`]: async (_s, _a, context, info) => {
       const plan = deleteMany.get(info, () => {
         const ctx = makeCtx(rt, info)
         const w = compileWhere(ctx, model, tableRef, argsOf(ctx, info)['where'])
         return stmt(ctx, sql`DELETE FROM ${tableRef}${w ? sql` WHERE ${w}` : ''}`)
       })
       const vars = info.variableValues
-      const count = await inTransaction(rt, model, async (conn) => (await rt.db().exec(conn, plan.text, run(plan, vars))).affected)
+      const count = await inTransaction(rt, model, context, async (conn) => (await rt.db().exec(conn, plan.text, run(plan, vars))).affected)
       return { count }
     },
   }

@@ -8,7 +8,7 @@ import { getNamedType, type GraphQLFieldResolver, type GraphQLObjectType, type G
 import { DbInputError, DbRawError } from '../../errors.js'
 import { readArgs } from './compiler/args.js'
 import { compileAggregate, compileGroupBy } from './compiler/aggregate.js'
-import type { Db } from './compiler/db.js'
+import { cancelWatchOf, type Db } from './compiler/db.js'
 import type { SqlDialect } from './compiler/dialect.js'
 import type { Getter, Vars } from './compiler/frag.js'
 import { PlanCache } from './compiler/plan-cache.js'
@@ -59,8 +59,21 @@ function returnObject(info: GraphQLResolveInfo): GraphQLObjectType {
   return getNamedType(info.returnType) as GraphQLObjectType
 }
 
-async function runRead(rt: Runtime, plan: ReadPlan, vars: Vars): Promise<Record<string, unknown>[]> {
-  const rows = await rt.db().values(plan.text, bindAll(plan.params, vars))
+/**
+ * Plans that are provably cheap: a `findUnique` (primary key or unique constraint, both indexed)
+ * reading one table with no relation (the compiler used one table alias). On SQLite they may run in
+ * the gateway process; everything else runs in a worker process (compiler/db.ts).
+ */
+export const cheapPlans = new WeakSet<ReadPlan>()
+
+/** Marks `plan` cheap when its compile context used a single table alias. */
+export function markCheap(ctx: Ctx, plan: ReadPlan): ReadPlan {
+  if (ctx.n <= 1) cheapPlans.add(plan)
+  return plan
+}
+
+async function runRead(rt: Runtime, plan: ReadPlan, vars: Vars, context: unknown): Promise<Record<string, unknown>[]> {
+  const rows = await rt.db().values(plan.text, bindAll(plan.params, vars), undefined, { cheap: cheapPlans.has(plan), cancel: cancelWatchOf(context) })
   return finishRows(rows, plan.post)
 }
 
@@ -72,7 +85,7 @@ export function makeQueryResolvers(rt: Runtime, model: Model): Record<string, Re
   const aggregate = new PlanCache<ReadPlan>()
   const groupBy = new PlanCache<ReadPlan>()
   return {
-    findUnique: async (_s, _a, _c, info) => {
+    findUnique: async (_s, _a, context, info) => {
       const plan = unique.get(info, () => {
         const ctx = makeCtx(rt, info)
         const args = argsOf(ctx, info)
@@ -80,39 +93,39 @@ export function makeQueryResolvers(rt: Runtime, model: Model): Record<string, Re
           extraWhere: (a) => compileUnique(ctx, model, a, args['where']),
           unordered: true,
         })
-        return toPlan(ctx, l.frag, l.post)
+        return markCheap(ctx, toPlan(ctx, l.frag, l.post))
       })
-      return (await runRead(rt, plan, info.variableValues))[0] ?? null
+      return (await runRead(rt, plan, info.variableValues, context))[0] ?? null
     },
-    findFirst: async (_s, _a, _c, info) => {
+    findFirst: async (_s, _a, context, info) => {
       const plan = first.get(info, () => {
         const ctx = makeCtx(rt, info)
         const l = compileList(ctx, model, returnObject(info), info.fieldNodes, argsOf(ctx, info), null, 'rows', { first: true })
         return toPlan(ctx, l.frag, l.post)
       })
-      return (await runRead(rt, plan, info.variableValues))[0] ?? null
+      return (await runRead(rt, plan, info.variableValues, context))[0] ?? null
     },
-    findMany: async (_s, _a, _c, info) => {
+    findMany: async (_s, _a, context, info) => {
       const plan = many.get(info, () => {
         const ctx = makeCtx(rt, info)
         const l = compileList(ctx, model, returnObject(info), info.fieldNodes, argsOf(ctx, info), null, 'rows')
         return toPlan(ctx, l.frag, l.post)
       })
-      return runRead(rt, plan, info.variableValues)
+      return runRead(rt, plan, info.variableValues, context)
     },
-    aggregate: async (_s, _a, _c, info) => {
+    aggregate: async (_s, _a, context, info) => {
       const plan = aggregate.get(info, () => {
         const ctx = makeCtx(rt, info)
         return compileAggregate(ctx, model, returnObject(info), info.fieldNodes, argsOf(ctx, info))
       })
-      return (await runRead(rt, plan, info.variableValues))[0] ?? {}
+      return (await runRead(rt, plan, info.variableValues, context))[0] ?? {}
     },
-    groupBy: async (_s, _a, _c, info) => {
+    groupBy: async (_s, _a, context, info) => {
       const plan = groupBy.get(info, () => {
         const ctx = makeCtx(rt, info)
         return compileGroupBy(ctx, model, returnObject(info), info.fieldNodes, argsOf(ctx, info))
       })
-      return runRead(rt, plan, info.variableValues)
+      return runRead(rt, plan, info.variableValues, context)
     },
   }
 }
@@ -139,6 +152,8 @@ function rawBindings(parameters: unknown): unknown[] | Record<string, unknown> {
 
 /**
  * `executeRaw(query, parameters)` → affected rows and `queryRaw(query, parameters)` → rows as JSON.
+ * Only in the schema of a source with `rawSql: true` (build-schema.ts). Each runs once: a failure,
+ * a timeout (`TRB_ERR_DB_TIMEOUT`) or a cancellation (`TRB_ERR_DB_CANCELLED`) is reported, never retried.
  * Placeholders are `?` (positional, `parameters` a JSON array) or `:name` (`parameters` an object) on
  * every engine; values are always bound, never interpolated.
  */
@@ -157,19 +172,19 @@ export function makeRawResolvers(rt: Runtime): { executeRaw: Resolver; queryRaw:
     throw new DbRawError(message, { cause: err })
   }
   return {
-    executeRaw: async (_s, args) => {
+    executeRaw: async (_s, args, context) => {
       try {
         const { sql, bindings } = prepare(args)
-        const res = await rt.db().withConnection((conn) => rt.db().exec(conn, sql, bindings))
+        const res = await rt.db().execute(sql, bindings, cancelWatchOf(context))
         return res.affected
       } catch (err) {
         return fail(err)
       }
     },
-    queryRaw: async (_s, args) => {
+    queryRaw: async (_s, args, context) => {
       try {
         const { sql, bindings } = prepare(args)
-        const res = await rt.db().withConnection((conn) => rt.db().exec(conn, sql, bindings))
+        const res = await rt.db().execute(sql, bindings, cancelWatchOf(context))
         return res.rows.map((row) => Object.fromEntries(Object.entries(row).map(([k, v]) => [k, toJsonValue(v)])))
       } catch (err) {
         return fail(err)

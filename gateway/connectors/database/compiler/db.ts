@@ -1,13 +1,89 @@
 /**
  * Statement execution below knex: connections come from knex's pool, statements go straight to the
  * driver (better-sqlite3 with a prepared-statement cache, pg with named prepared statements, mysql2),
- * so that the hot path does no query building. SQLite reads outside a transaction skip the pool's
- * acquire/release when a connection is idle (see `Db.idleSqliteConnection`); writes and
- * transactions always go through the pool. Every statement is reported to `onQuery` (the
+ * so that the hot path does no query building. Every statement is reported to `onQuery` (the
  * debug log, statement counters) before it is sent.
+ *
+ * Time limits and cancellation (README "Database statements and raw SQL"):
+ * - PostgreSQL and MySQL/MariaDB enforce the source's statement timeout themselves (a session
+ *   setting made by connection.ts); their timeout errors become `TRB_ERR_DB_TIMEOUT`. When the
+ *   client of a running statement disconnects, the statement is cancelled (`pg_cancel_backend` /
+ *   `KILL QUERY`, sent on a separate connection) and rejects with `TRB_ERR_DB_CANCELLED`.
+ * - SQLite files: statements run in worker processes (sqlite-workers.ts), killed on timeout or
+ *   disconnect, transactions included (one held worker from BEGIN IMMEDIATE to COMMIT). Only
+ *   statements the caller marks `cheap` (a primary-key lookup of one row without relations) run on
+ *   the gateway's own connection, skipping the pool's acquire/release when a connection is idle
+ *   (see `Db.idleSqliteConnection`). `sqlite::memory:` databases cannot be shared with another
+ *   process: everything runs in the gateway process, without a time limit.
+ * - No statement is ever retried here.
  */
 import type { Knex } from 'knex'
+import { DbCancelledError, DbTimeoutError, isTributaryError } from '../../../errors.js'
 import type { Dialect } from '../model.js'
+import { isHeldWorker, type CancelWatch, type SqliteExecResult, type SqliteWorkers } from '../sqlite-workers.js'
+
+export type { CancelWatch } from '../sqlite-workers.js'
+
+/** Options of {@link Db}. */
+export interface DbOptions {
+  /** The statement timeout the engine enforces, in milliseconds (reported in `TRB_ERR_DB_TIMEOUT`). Default 10000. */
+  timeoutMs?: number
+  /** SQLite files: the worker processes that run every statement not marked cheap. */
+  sqliteWorkers?: SqliteWorkers
+}
+
+/** Per-statement options. */
+export interface RunOptions {
+  /** The client's disconnect: the statement is cancelled when it fires (see {@link cancelWatchOf}). */
+  cancel?: CancelWatch | undefined
+  /** SQLite: the statement is a primary-key lookup of one row without relations; it may run in the gateway process. */
+  cheap?: boolean
+}
+
+interface ResponseLike {
+  writableFinished: boolean
+  destroyed?: boolean
+  socket?: { destroyed: boolean } | null
+  once(event: 'close', fn: () => void): unknown
+  off(event: 'close', fn: () => void): unknown
+}
+
+/**
+ * The disconnect of a resolver context's client: `context.signal` (an AbortSignal: subscriptions,
+ * server-sent events) or, for an HTTP request, the `close` of `context.reply.raw` before the
+ * response finished. Undefined when the context has neither.
+ */
+export function cancelWatchOf(context: unknown): CancelWatch | undefined {
+  if (typeof context !== 'object' || context === null) return undefined
+  const c = context as { signal?: unknown; reply?: { raw?: ResponseLike } }
+  const signal = c.signal
+  if (signal instanceof AbortSignal) {
+    return (fn) => {
+      if (signal.aborted) {
+        fn()
+        return () => undefined
+      }
+      signal.addEventListener('abort', fn, { once: true })
+      return () => signal.removeEventListener('abort', fn)
+    }
+  }
+  const res = c.reply?.raw
+  if (res && typeof res.once === 'function') {
+    return (fn) => {
+      const onClose = () => {
+        if (!res.writableFinished) fn()
+      }
+      // Gone already (e.g. while the statement waited for a pooled connection): no `close` will come.
+      if (!res.writableFinished && (res.destroyed === true || !res.socket || res.socket.destroyed)) {
+        fn()
+        return () => undefined
+      }
+      res.once('close', onClose)
+      return () => res.off('close', onClose)
+    }
+  }
+  return undefined
+}
 
 /** Called with every statement sent, before it is sent. */
 export type QueryListener = (sql: string, bindings: readonly unknown[]) => void
@@ -30,9 +106,11 @@ interface SqliteConnection {
   prepare(sql: string): SqliteStatement
 }
 interface PgConnection {
+  processID?: number
   query(config: { text: string; values?: unknown[]; name?: string; rowMode?: 'array' }): Promise<{ rows: unknown[]; rowCount: number | null }>
 }
 interface MysqlConnection {
+  threadId?: number
   query(options: { sql: string; rowsAsArray?: boolean }, values: unknown[], cb: (err: Error | null, result: unknown) => void): void
 }
 
@@ -51,14 +129,23 @@ export class Db {
   /** Per SQLite connection: prepared statements by SQL text, one map for plucked ones (`values`) and one for `exec`. */
   private readonly sqliteCache = new WeakMap<object, { pluck: Map<string, SqliteStatement>; rows: Map<string, SqliteStatement> }>()
   private readonly pgNames = new Map<string, string>()
-  private readonly mysqlReady = new WeakSet<object>()
+  /** Connections whose session is set up (statement timeout, MySQL's group_concat_max_len). */
+  private readonly sessionReady = new WeakSet<object>()
   /** SQLite: the pooled connection last used for a read without the pool (its statement cache is warm). */
   private sqliteIdle: SqliteConnection | undefined
+
+  /** The statement timeout, in milliseconds. */
+  readonly timeoutMs: number
+  private readonly workers: SqliteWorkers | undefined
 
   constructor(
     readonly knex: Knex,
     readonly dialect: Dialect,
-  ) {}
+    options: DbOptions = {},
+  ) {
+    this.timeoutMs = options.timeoutMs ?? 10_000
+    this.workers = options.sqliteWorkers
+  }
 
   /** Adds a listener for every statement; returns a function that removes it. */
   onQuery(listener: QueryListener): () => void {
@@ -70,13 +157,32 @@ export class Db {
     for (const l of this.listeners) l(sql, bindings)
   }
 
-  /** Acquires a pooled connection. */
+  /**
+   * Acquires a pooled connection. A connection's first acquire here sets its session up: the
+   * statement timeout (PostgreSQL `statement_timeout` in ms; MariaDB `max_statement_time` in
+   * seconds; MySQL `max_execution_time` in ms, which MySQL applies to SELECT only) and, on
+   * MySQL/MariaDB, `group_concat_max_len`. Statements knex sends before that (migrations,
+   * introspection at startup) have no time limit.
+   */
   async acquire(): Promise<unknown> {
     const conn = (await this.knex.client.acquireConnection()) as object
-    if (this.dialect === 'mysql' && !this.mysqlReady.has(conn)) {
-      this.mysqlReady.add(conn)
-      // JSON_ARRAYAGG shares GROUP_CONCAT's length limit on MariaDB (1 MiB by default).
-      await this.exec(conn, 'SET SESSION group_concat_max_len = 4294967295', [])
+    if (this.dialect !== 'sqlite' && !this.sessionReady.has(conn)) {
+      this.sessionReady.add(conn)
+      try {
+        // Sent to the driver directly: session setup is not one of the statements `onQuery` reports.
+        if (this.dialect === 'postgres') {
+          await (conn as PgConnection).query({ text: `SET statement_timeout = ${Math.trunc(this.timeoutMs)}` })
+        } else {
+          const rows = (await mysqlQuery(conn as MysqlConnection, 'SELECT VERSION()', [], true)) as unknown[][]
+          const timeout = /mariadb/i.test(String(rows[0]?.[0])) ? `max_statement_time = ${this.timeoutMs / 1000}` : `max_execution_time = ${Math.trunc(this.timeoutMs)}`
+          // JSON_ARRAYAGG shares GROUP_CONCAT's length limit on MariaDB (1 MiB by default).
+          await mysqlQuery(conn as MysqlConnection, `SET SESSION group_concat_max_len = 4294967295, SESSION ${timeout}`, [], false)
+        }
+      } catch (err) {
+        this.sessionReady.delete(conn)
+        await this.release(conn)
+        throw err
+      }
     }
     return conn
   }
@@ -96,24 +202,67 @@ export class Db {
     }
   }
 
-  /** Runs `fn` in one transaction on one connection; commits when it resolves, rolls back when it throws. */
-  async transaction<T>(fn: (conn: unknown) => Promise<T>): Promise<T> {
-    return this.withConnection(async (conn) => {
-      await this.exec(conn, this.dialect === 'sqlite' ? 'BEGIN IMMEDIATE' : this.dialect === 'mysql' ? 'START TRANSACTION' : 'BEGIN', [])
-      let result: T
+  /**
+   * Runs `fn` in one transaction on one connection; commits when it resolves, rolls back when it
+   * throws. On a SQLite file the connection is a worker process held for the whole transaction.
+   * @param cancel the client's disconnect: cancels the running statement (the transaction rolls back)
+   */
+  async transaction<T>(fn: (conn: unknown) => Promise<T>, cancel?: CancelWatch): Promise<T> {
+    const body = async (conn: unknown): Promise<T> => {
+      let cancelled = false
+      let cancelling: Promise<void> | undefined
+      const off = cancel?.(() => {
+        cancelled = true
+        if (isHeldWorker(conn)) conn.worker.kill(new DbCancelledError())
+        else cancelling = this.cancelOnServer(conn).catch(() => undefined)
+      })
       try {
-        result = await fn(conn)
-      } catch (err) {
+        if (cancelled) throw new DbCancelledError()
+        await this.exec(conn, this.dialect === 'sqlite' ? 'BEGIN IMMEDIATE' : this.dialect === 'mysql' ? 'START TRANSACTION' : 'BEGIN', [])
+        let result: T
         try {
-          await this.exec(conn, 'ROLLBACK', [])
-        } catch {
-          // the engine may have rolled back already
+          result = await fn(conn)
+          // Cancelled between two statements (nothing was running to cancel): roll back, do not commit.
+          if (cancelled) throw new DbCancelledError()
+        } catch (err) {
+          try {
+            await this.exec(conn, 'ROLLBACK', [])
+          } catch {
+            // the engine may have rolled back already (or the worker process is gone, and the transaction with it)
+          }
+          throw err
         }
-        throw err
+        await this.exec(conn, 'COMMIT', [])
+        return result
+      } catch (err) {
+        throw cancelled && !(err instanceof DbCancelledError) ? new DbCancelledError({ cause: err }) : err
+      } finally {
+        off?.()
+        // Released only once the cancel is done (see guard).
+        if (cancelling) await cancelling
       }
-      await this.exec(conn, 'COMMIT', [])
-      return result
-    })
+    }
+    if (this.workers) {
+      const held = await this.workers.hold(cancel)
+      try {
+        return await body(held)
+      } finally {
+        this.workers.release(held)
+      }
+    }
+    return this.withConnection(body)
+  }
+
+  /**
+   * Runs any statement outside a transaction (raw SQL): on a SQLite file in a worker process, else
+   * on a pooled connection.
+   */
+  async execute(sql: string, bindings: readonly unknown[], cancel?: CancelWatch): Promise<ExecResult> {
+    if (this.workers) {
+      this.notify(sql, bindings)
+      return (await this.workers.run({ mode: 'exec', sql, bindings }, cancel)) as SqliteExecResult
+    }
+    return this.withConnection((conn) => this.exec(conn, sql, bindings, cancel))
   }
 
   private sqliteStatement(conn: SqliteConnection, sql: string, pluck: boolean): SqliteStatement {
@@ -142,6 +291,7 @@ export class Db {
    */
   valuesNow(sql: string, bindings: unknown[]): unknown[] | undefined {
     if (this.dialect !== 'sqlite') return undefined
+    // Only cheap statements may run here; the caller says which (see RunOptions.cheap).
     const idle = this.idleSqliteConnection()
     if (!idle) return undefined
     this.notify(sql, bindings)
@@ -174,13 +324,23 @@ export class Db {
     return this.sqliteIdle
   }
 
+  /** True when {@link valuesNow} may run a statement with these options in the gateway process. */
+  inProcess(options: RunOptions | undefined): boolean {
+    return this.dialect === 'sqlite' && (this.workers === undefined || options?.cheap === true)
+  }
+
   /**
    * Runs a statement whose rows have one column and returns that column's values
-   * (the compiler's JSON rows). Uses `conn` when given, else a pooled connection (on SQLite, an idle
-   * one directly: see {@link idleSqliteConnection}).
+   * (the compiler's JSON rows). Uses `conn` when given, else a pooled connection (on SQLite, a
+   * worker process, or for a cheap statement an idle connection directly: see {@link idleSqliteConnection}).
+   * @throws `TRB_ERR_DB_TIMEOUT`, `TRB_ERR_DB_CANCELLED`, or the driver's error
    */
-  async values(sql: string, bindings: unknown[], conn?: unknown): Promise<unknown[]> {
+  async values(sql: string, bindings: unknown[], conn?: unknown, options?: RunOptions): Promise<unknown[]> {
     if (conn === undefined) {
+      if (this.workers && options?.cheap !== true) {
+        this.notify(sql, bindings)
+        return (await this.workers.run({ mode: 'values', sql, bindings }, options?.cancel)) as unknown[]
+      }
       if (this.dialect === 'sqlite') {
         const now = this.valuesNow(sql, bindings)
         if (now) return now
@@ -193,20 +353,94 @@ export class Db {
           await this.release(c)
         }
       }
-      return this.withConnection((c) => this.values(sql, bindings, c))
+      return this.withConnection((c) => this.values(sql, bindings, c, options))
     }
     this.notify(sql, bindings)
     switch (this.dialect) {
       case 'sqlite':
+        if (isHeldWorker(conn)) return (await this.workers!.runOn(conn, { mode: 'values', sql, bindings }, options?.cancel)) as unknown[]
         return this.sqliteStatement(conn as SqliteConnection, sql, true).all(...bindings)
       case 'postgres': {
-        const res = await (conn as PgConnection).query({ text: sql, values: bindings, name: this.pgName(sql), rowMode: 'array' })
+        const res = await this.guard(conn, options?.cancel, () => (conn as PgConnection).query({ text: sql, values: bindings, name: this.pgName(sql), rowMode: 'array' }))
         return (res.rows as unknown[][]).map((r) => r[0])
       }
       default: {
-        const res = await mysqlQuery(conn as MysqlConnection, sql, bindings, true)
+        const res = await this.guard(conn, options?.cancel, () => mysqlQuery(conn as MysqlConnection, sql, bindings, true))
         return (res as unknown[][]).map((r) => r[0])
       }
+    }
+  }
+
+  /**
+   * Runs a PostgreSQL/MySQL statement on `conn`: its timeout error becomes `TRB_ERR_DB_TIMEOUT`;
+   * when `cancel` fires first, the statement is cancelled on the server and the promise rejects
+   * with `TRB_ERR_DB_CANCELLED`.
+   */
+  private async guard<T>(conn: unknown, cancel: CancelWatch | undefined, run: () => Promise<T>): Promise<T> {
+    let cancelled = false
+    let running = false
+    let cancelling: Promise<void> | undefined
+    const off = cancel?.(() => {
+      if (cancelled) return
+      cancelled = true
+      // Only a statement sent is cancelled on the server (a cancel of an idle connection could hit its next statement).
+      if (running) cancelling = this.cancelOnServer(conn).catch(() => undefined)
+    })
+    try {
+      if (cancelled) throw new DbCancelledError()
+      running = true
+      return await run()
+    } catch (err) {
+      if (cancelled && !isTributaryError(err)) throw new DbCancelledError({ cause: err })
+      throw this.timeoutError(err)
+    } finally {
+      running = false
+      off?.()
+      // The connection goes back to the pool only once the cancel is done: a late cancel must not
+      // hit the next statement sent on it.
+      if (cancelling) await cancelling
+    }
+  }
+
+  /** The engine's statement-timeout error as `TRB_ERR_DB_TIMEOUT`; any other error unchanged. */
+  private timeoutError(err: unknown): unknown {
+    const e = err as { code?: unknown; errno?: unknown; message?: unknown }
+    const timedOut =
+      this.dialect === 'postgres'
+        ? e.code === '57014' && /statement timeout/i.test(String(e.message))
+        : // MariaDB ER_STATEMENT_TIMEOUT, MySQL ER_QUERY_TIMEOUT
+          e.errno === 1969 || e.errno === 3024
+    return timedOut ? new DbTimeoutError(this.timeoutMs, { cause: err }) : err
+  }
+
+  /**
+   * Cancels the statement running on `conn`, from a new connection of its own (the pool may be
+   * full): PostgreSQL `SELECT pg_cancel_backend(pid)`, MySQL/MariaDB `KILL QUERY id`.
+   */
+  private async cancelOnServer(conn: unknown): Promise<void> {
+    const client = this.knex.client as { driver: unknown; connectionSettings: Record<string, unknown> }
+    if (this.dialect === 'postgres') {
+      const pid = (conn as PgConnection).processID
+      if (typeof pid !== 'number') return
+      const Client = (client.driver as { Client: new (config: unknown) => { connect(): Promise<void>; query(text: string, values: unknown[]): Promise<unknown>; end(): Promise<void> } }).Client
+      const c = new Client(client.connectionSettings)
+      await c.connect()
+      try {
+        await c.query('SELECT pg_cancel_backend($1)', [pid])
+      } finally {
+        await c.end().catch(() => undefined)
+      }
+      return
+    }
+    const id = (conn as MysqlConnection).threadId
+    if (typeof id !== 'number') return
+    const driver = client.driver as { createConnection(config: unknown): MysqlConnection & { end(cb?: () => void): void; on(e: string, fn: () => void): void } }
+    const c = driver.createConnection(client.connectionSettings)
+    c.on('error', () => undefined)
+    try {
+      await mysqlQuery(c, `KILL QUERY ${Math.trunc(id)}`, [], false)
+    } finally {
+      c.end()
     }
   }
 
@@ -220,11 +454,15 @@ export class Db {
     return name
   }
 
-  /** Runs any statement on `conn`: rows as objects for queries, the affected row count for the rest. */
-  async exec(conn: unknown, sql: string, bindings: readonly unknown[]): Promise<ExecResult> {
+  /**
+   * Runs any statement on `conn`: rows as objects for queries, the affected row count for the rest.
+   * @throws `TRB_ERR_DB_TIMEOUT`, `TRB_ERR_DB_CANCELLED`, or the driver's error
+   */
+  async exec(conn: unknown, sql: string, bindings: readonly unknown[], cancel?: CancelWatch): Promise<ExecResult> {
     this.notify(sql, bindings)
     switch (this.dialect) {
       case 'sqlite': {
+        if (isHeldWorker(conn)) return (await this.workers!.runOn(conn, { mode: 'exec', sql, bindings }, cancel)) as SqliteExecResult
         const stmt = this.sqliteStatement(conn as SqliteConnection, sql, false)
         if (stmt.reader) {
           const rows = stmt.all(...bindings) as Record<string, unknown>[]
@@ -234,12 +472,12 @@ export class Db {
         return { rows: [], affected: info.changes }
       }
       case 'postgres': {
-        const res = await (conn as PgConnection).query({ text: sql, values: [...bindings] })
+        const res = await this.guard(conn, cancel, () => (conn as PgConnection).query({ text: sql, values: [...bindings] }))
         const rows = (res.rows ?? []) as Record<string, unknown>[]
         return { rows, affected: res.rowCount ?? rows.length }
       }
       default: {
-        const res = await mysqlQuery(conn as MysqlConnection, sql, [...bindings], false)
+        const res = await this.guard(conn, cancel, () => mysqlQuery(conn as MysqlConnection, sql, [...bindings], false))
         if (Array.isArray(res)) {
           // A multi-statement result or rows.
           const rows = res as Record<string, unknown>[]
