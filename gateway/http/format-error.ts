@@ -28,6 +28,8 @@ const SUGGESTION = / ?Did you mean .*\?$/
 const STATUS_BY_CODE: Readonly<Record<string, number>> = {
   TRB_ERR_UPSTREAM: 502,
   TRB_ERR_UPSTREAM_TIMEOUT: 504,
+  TRB_ERR_UPSTREAM_UNAVAILABLE: 503,
+  TRB_ERR_UPSTREAM_TOO_LARGE: 502,
   TRB_ERR_INTERNAL: 500,
 }
 

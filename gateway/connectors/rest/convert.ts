@@ -15,7 +15,8 @@
  *   placeholder field `_empty: Boolean`.
  * - **Arguments.** Path, query, header and cookie parameters (path-item level ones merged with the
  *   operation's) become arguments, named after the parameter with invalid characters replaced by `_`
- *   (`X-Request-Id` → `X_Request_Id`). `required: true` (always for path parameters) → non-null. A
+ *   (`X-Request-Id` → `X_Request_Id`). `required: true` (always for path parameters) → non-null. A path
+ *   parameter whose value is `.` or `..` is refused with `TRB_ERR_BAD_REQUEST` (400) before any call. A
  *   scalar or enum `default` becomes the argument's default value. A `{param}` of the path template
  *   that no parameter declares becomes a `String!` argument.
  * - **Request body.** A JSON (`application/json`, `*+json`) or `application/x-www-form-urlencoded` body
@@ -68,6 +69,7 @@ import {
   type GraphQLFieldConfigMap, type GraphQLInputFieldConfigMap, type GraphQLInputType,
   type GraphQLNullableType, type GraphQLOutputType, type GraphQLScalarType,
 } from 'graphql'
+import { BadRequestError } from '../../errors.js'
 import { BigIntScalar, BytesScalar, DateTimeScalar, JSONScalar } from '../../scalars.js'
 import {
   HTTP_METHODS, deref, isObject,
@@ -423,9 +425,13 @@ class Converter {
         }
         const value = p.codec(raw)
         switch (p.meta.in) {
-          case 'path':
-            urlPath = urlPath.split(`{${p.meta.name}}`).join(encodeURIComponent(p.json ? toJson(value) : simple(value)))
+          case 'path': {
+            const text = p.json ? toJson(value) : simple(value)
+            // `.` and `..` survive percent-encoding and would move the request to another path (RFC 3986 §5.2.4).
+            if (text === '.' || text === '..') throw Object.assign(new BadRequestError(`${name}: path parameter ${p.meta.name} may not be "${text}"`), { extensions: { code: 'TRB_ERR_BAD_REQUEST', http: { status: 400 } } })
+            urlPath = urlPath.split(`{${p.meta.name}}`).join(encodeURIComponent(text))
             break
+          }
           case 'query':
             serializeQuery(query, p.meta.name, value, p.style, p.explode, p.json)
             break
