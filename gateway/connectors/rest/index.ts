@@ -61,7 +61,7 @@ export const REST_DEFAULTS = {
  * opens one keep-alive undici Pool to the base URL, behind retries and a circuit breaker. No
  * namespace is applied: `compose/` does that.
  * @returns a {@link LocalSubschema}: the executable schema, `health` (never waits more than about
- *   50 ms; see `request.ts`) and `close` (closes the pool).
+ *   25 ms; see `request.ts`) and `close` (closes the pool).
  * @throws SourceLoadError (`TRB_ERR_SOURCE_LOAD`) when the document cannot be loaded or parsed (and
  *   is not cached), is neither OpenAPI 3.x nor Swagger 2.0, yields no http(s) base URL, or cannot be converted.
  */

@@ -90,7 +90,7 @@ export interface Upstream {
   request: RestRequestFn
   /**
    * HEAD on the base URL (timeout `healthTimeoutMs`): any HTTP answer is `up`; a connect failure or
-   * timeout is `down`; an open circuit is `down`. Answers within about 50 ms whatever the upstream
+   * timeout is `down`; an open circuit is `down`. Answers within about 25 ms whatever the upstream
    * does: when the probe is slower, the last known state is returned while it goes on. Never throws.
    */
   health(): Promise<SourceHealth>
@@ -107,7 +107,7 @@ const IDEMPOTENT = new Set(['GET', 'HEAD', 'PUT', 'DELETE', 'OPTIONS'])
 /** Upstream statuses worth a retry. */
 const RETRY_STATUSES = new Set([408, 429, 502, 503, 504])
 /** How long `health()` waits for a probe before answering with the last known state, in milliseconds. */
-const HEALTH_WAIT_MS = 50
+const HEALTH_WAIT_MS = 25
 /** How long `close()` waits for calls in flight before destroying the pool, in milliseconds. */
 const CLOSE_GRACE_MS = 1000
 /** `Retry-After` of a failed answer, in milliseconds, keyed by the thrown error. */
