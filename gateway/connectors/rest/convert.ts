@@ -50,8 +50,11 @@
  * - **Composition.** `allOf` is merged (properties and `required` united; a lone `allOf: [$ref]` is the
  *   referenced type). `oneOf`/`anyOf` of object schemas → a union when the members can be told apart:
  *   by `discriminator.propertyName` (values from `mapping`, the component name or a `const`/one-value
- *   `enum` of the property), by a property that has a distinct `const` in every member, or by a required
- *   property unique to each member; otherwise, and for mixed members, → `JSON`. In inputs,
+ *   `enum` of the property), by a property that has a distinct `const` in every member, by a required
+ *   property unique to each member, or by a unique property set (each member has properties no other
+ *   has; a value is the member whose own properties it carries); otherwise → `JSON` with a warning.
+ *   Members that are not all objects (scalars, arrays, mixed) → `JSON`, the documented fallback (the
+ *   value is passed through as it is, nothing is lost), except members of one scalar type → that scalar. In inputs,
  *   `oneOf`/`anyOf` → `JSON`. Cycles of `$ref` are fine in outputs (types are built lazily). Input
  *   types are never recursive: a property that leads back into the input type being built (directly
  *   or through arrays and other input types) is typed `JSON` and sent as given, because graphql-jit
@@ -790,6 +793,12 @@ class Converter {
     // A required property unique to each member.
     const uniqueKeys = members.map((m, i) => (m.required ?? []).find((k) => members.every((o, j) => j === i || !(o.properties && k in o.properties))))
     if (uniqueKeys.every((k) => k !== undefined)) return uniqueKeys.map((k) => (value) => k! in value)
+    // A unique property set: every member has properties no other member has. A value is the member
+    // whose own properties it carries; one carrying none is any member that another's do not claim.
+    const own = members.map((m, i) => Object.keys(m.properties ?? {}).filter((k) => members.every((o, j) => j === i || !(o.properties && k in o.properties))))
+    if (own.every((keys) => keys.length > 0)) {
+      return own.map((keys, i) => (value) => keys.some((k) => k in value) || !own.some((other, j) => j !== i && other.some((k) => k in value)))
+    }
     return undefined
   }
 
