@@ -63,7 +63,8 @@
  *   template, parameter locations, body and response media types). Resolvers are closures: nothing
  *   depends on public type names, so `compose/` can rename every type with `mapSchema`.
  * - **Not supported:** external `$ref`s (→ `JSON`, with a warning), multipart bodies, callbacks,
- *   links, security schemes (use `headers`/`forwardHeaders`), Swagger 2.0.
+ *   links. Security schemes are not converted: each request carries its operation's `security`
+ *   (`RestRequest.security`) and `security.ts` applies the source's credentials.
  */
 import {
   GraphQLBoolean, GraphQLEnumType, GraphQLFloat, GraphQLInputObjectType, GraphQLInt, GraphQLList,
@@ -77,7 +78,7 @@ import { BigIntScalar, BytesScalar, DateTimeScalar, JSONScalar } from '../../sca
 import {
   HTTP_METHODS, deref, isObject,
   type HttpMethod, type MediaTypeObject, type OpenApiDocument, type OperationObject, type ParameterObject,
-  type RequestBodyObject, type ResponseObject, type SchemaObject,
+  type RequestBodyObject, type ResponseObject, type SchemaObject, type SecurityRequirement,
 } from './openapi.js'
 
 /** How the body of an upstream answer is decoded: parsed JSON, text, base64 of the bytes, or ignored (`true`). */
@@ -101,6 +102,8 @@ export interface RestRequest {
   responseKind: ResponseKind
   /** The GraphQL field name, for error messages. */
   operation: string
+  /** The operation's `security` (else the document's), for the source's credentials; absent when neither declares any. */
+  security?: SecurityRequirement[]
 }
 
 /**
@@ -415,6 +418,7 @@ class Converter {
 
     const request = this.options.request
     const upper = meta.method
+    const security = Array.isArray(op.security) ? op.security : Array.isArray(this.doc.security) ? this.doc.security : undefined
     const buildRequest = (args: Record<string, unknown>): RestRequest => {
       let urlPath = path
       const query: Array<[string, string]> = []
@@ -448,6 +452,7 @@ class Converter {
       }
       if (cookies.length) headers.cookie = cookies.join('; ')
       const req: RestRequest = { method: upper, path: urlPath, query, headers, responseKind: response.kind, operation: name }
+      if (security) req.security = security
       if (body) {
         const raw = args[body.argument]
         if (raw !== undefined) {

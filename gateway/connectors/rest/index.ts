@@ -9,6 +9,7 @@ import type { ConnectorContext, LocalSubschema } from '../types.js'
 import { convertOpenApi } from './convert.js'
 import { DocumentError, loadDocument, resolveBaseUrl } from './load-document.js'
 import { createUpstream, type CircuitBreakerOptions, type RetryOptions } from './request.js'
+import { createAuthenticator, SecurityConfigError, type SecurityCredentials } from './security.js'
 
 /** Options of a REST data source (`rest({...})` in `datasources/<ns>/index.ts`). Defaults in {@link REST_DEFAULTS}. */
 export interface RestSourceOptions {
@@ -38,6 +39,12 @@ export interface RestSourceOptions {
   healthTimeoutMs?: number
   /** Hosts (`host` or `host:port`) a redirect of the document URL may lead to, besides its own origin. Default []. */
   redirectHosts?: string[]
+  /**
+   * Credentials per security scheme of the document (`components.securitySchemes`, or Swagger 2.0
+   * `securityDefinitions`), by scheme name; applied to each call as its operation's `security`
+   * requires (see `security.ts`). Default none (operations are called without credentials).
+   */
+  security?: Record<string, SecurityCredentials>
   /** Headers sent with every upstream request. Default none. */
   headers?: Record<string, string>
   /** Request headers forwarded from the client request, by name (lower-case), e.g. ['authorization']. Default []. */
@@ -63,7 +70,7 @@ export const REST_DEFAULTS = {
  * @returns a {@link LocalSubschema}: the executable schema, `health` (never waits more than about
  *   25 ms; see `request.ts`) and `close` (closes the pool).
  * @throws SourceLoadError (`TRB_ERR_SOURCE_LOAD`) when the document cannot be loaded or parsed (and
- *   is not cached), is neither OpenAPI 3.x nor Swagger 2.0, yields no http(s) base URL, or cannot be converted.
+ *   is not cached), `security` names an undeclared scheme or lacks a field its scheme needs, is neither OpenAPI 3.x nor Swagger 2.0, yields no http(s) base URL, or cannot be converted.
  */
 export async function createRestSource(options: RestSourceOptions, context: ConnectorContext): Promise<LocalSubschema> {
   const timeoutMs = options.timeoutMs ?? REST_DEFAULTS.timeoutMs
@@ -82,6 +89,13 @@ export async function createRestSource(options: RestSourceOptions, context: Conn
     if (err instanceof DocumentError) throw new SourceLoadError(context.sourceName, err.message)
     throw err
   }
+  let authenticator: ReturnType<typeof createAuthenticator>
+  try {
+    authenticator = createAuthenticator(loaded.document, options.security, { documentUrl: loaded.url, sourceName: context.sourceName, timeoutMs, logger: context.logger })
+  } catch (err) {
+    if (err instanceof SecurityConfigError) throw new SourceLoadError(context.sourceName, err.message)
+    throw err
+  }
   const upstream = createUpstream({
     baseUrl,
     connectTimeoutMs: options.connectTimeoutMs ?? timeoutMs,
@@ -97,6 +111,7 @@ export async function createRestSource(options: RestSourceOptions, context: Conn
     forwardHeaders: options.forwardHeaders ?? [],
     sourceName: context.sourceName,
     logger: context.logger,
+    ...(authenticator ? { authenticate: authenticator.authenticate } : {}),
   })
   try {
     const { schema, warnings } = convertOpenApi(loaded.document, { request: upstream.request })

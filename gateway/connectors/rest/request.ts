@@ -33,6 +33,7 @@ import { Pool, type Dispatcher } from 'undici'
 import { UpstreamError, UpstreamTimeoutError, UpstreamTooLargeError, UpstreamUnavailableError } from '../../errors.js'
 import type { SourceHealth } from '../types.js'
 import type { RestRequest, RestRequestFn } from './convert.js'
+import type { AppliedAuth, Authenticator } from './security.js'
 import { isObject } from './openapi.js'
 
 /** Retry policy of a source (see the file header). */
@@ -77,6 +78,8 @@ export interface UpstreamOptions {
   healthTimeoutMs: number
   /** Logger for retries and circuit changes (never sees headers or bodies). */
   logger?: Logger
+  /** Credentials for a call's `security` requirements (see `security.ts`); none when undefined. */
+  authenticate?: Authenticator['authenticate']
   /** Headers sent with every request. */
   headers: Record<string, string>
   /** Lower-case names of client request headers to forward. */
@@ -352,31 +355,50 @@ export function createUpstream(options: UpstreamOptions): Upstream {
 
   const capacity = options.connections + options.maxQueue
   let pending = 0
+  const { authenticate } = options
   const request: RestRequestFn = async (req: RestRequest, context: unknown) => {
-    const headers: Record<string, string> = { ...staticHeaders }
+    const base: Record<string, string> = { ...staticHeaders }
     if (forward.length > 0) {
       const incoming = incomingHeaders(context)
       if (incoming) {
         for (const name of forward) {
           const v = incoming[name]
-          if (typeof v === 'string') headers[name] = v
-          else if (Array.isArray(v)) headers[name] = v.join(', ')
+          if (typeof v === 'string') base[name] = v
+          else if (Array.isArray(v)) base[name] = v.join(', ')
         }
       }
     }
-    Object.assign(headers, req.headers)
-    headers.accept = req.responseKind === 'json' ? 'application/json' : '*/*'
-    if (req.body !== undefined) headers['content-type'] = req.contentType ?? 'application/json'
-    const search = req.query.length > 0 ? `?${new URLSearchParams(req.query).toString()}` : ''
-    const path = `${basePath}${req.path}${search}`
+    Object.assign(base, req.headers)
+    base.accept = req.responseKind === 'json' ? 'application/json' : '*/*'
+    if (req.body !== undefined) base['content-type'] = req.contentType ?? 'application/json'
+    /** Path and headers of the call, with the credentials its operation's `security` requires. */
+    const prepare = async (): Promise<{ path: string; headers: Record<string, string>; auth?: AppliedAuth }> => {
+      const auth = authenticate && req.security ? await authenticate(req.security) : undefined
+      const query = auth && auth.query.length > 0 ? [...req.query, ...auth.query] : req.query
+      const search = query.length > 0 ? `?${new URLSearchParams(query).toString()}` : ''
+      if (!auth) return { path: `${basePath}${req.path}${search}`, headers: base }
+      const headers = { ...base, ...auth.headers }
+      if (auth.cookies.length > 0) headers.cookie = [base.cookie, ...auth.cookies].filter(Boolean).join('; ')
+      return { path: `${basePath}${req.path}${search}`, headers, auth }
+    }
     if (pending >= capacity) throw withExtensions(new UpstreamUnavailableError(sourceName, `${capacity} requests already in flight or queued`), 503)
     pending++
     try {
+      let { path, headers, auth } = await prepare()
       const idempotent = IDEMPOTENT.has(req.method)
+      let renewed = false
       for (let n = 0; ; n++) {
         try {
           return await guarded(req, path, headers)
         } catch (err) {
+          if (auth?.invalidate && !renewed && statusOf(err) === 401) {
+            // The token was refused (revoked, expired early): fetch a new one and try once more.
+            renewed = true
+            auth.invalidate()
+            ;({ path, headers, auth } = await prepare())
+            n--
+            continue
+          }
           const delay = idempotent ? retryDelay(err, n, options.retry) : undefined
           if (delay === undefined) throw err
           logger?.debug({ operation: req.operation, attempt: n + 1, delayMs: delay, code: errorCode(err), status: statusOf(err) }, 'retrying upstream call')
