@@ -19,12 +19,16 @@
  *   parameter whose value is `.` or `..` is refused with `TRB_ERR_BAD_REQUEST` (400) before any call. A
  *   scalar or enum `default` becomes the argument's default value. A `{param}` of the path template
  *   that no parameter declares becomes a `String!` argument.
- * - **Request body.** A JSON (`application/json`, `*+json`) or `application/x-www-form-urlencoded` body
- *   becomes the argument `input` (`requestBody` if a parameter is already called `input`), non-null
- *   when `requestBody.required`. Its type is built from the body schema: an input object named after
- *   the schema's component (`RoleInput` stays `RoleInput`, `Pet` becomes `PetInput`) or
- *   `<OperationId>Input` for an inline schema. Operations whose required body has no supported media
- *   type are skipped with a warning.
+ * - **Request body.** The body becomes the argument `input` (`requestBody` if a parameter is already
+ *   called `input`), non-null when `requestBody.required`. Of its media types, the first JSON
+ *   (`application/json`, `*+json`), else `application/x-www-form-urlencoded`, else
+ *   `multipart/form-data`, else text (`text/*`, `application/xml`, `*+xml`), else the first one is
+ *   used (a warning names the operation when others are left out). JSON, form and multipart bodies
+ *   are typed from the body schema: an input object named after the schema's component (`RoleInput`
+ *   stays `RoleInput`, `Pet` becomes `PetInput`) or `<OperationId>Input` for an inline schema; in
+ *   multipart bodies, `format: binary` properties are `Bytes` (base64) sent as file parts named after
+ *   the property. Text bodies are `String`, sent as they are; any other media type
+ *   (`application/octet-stream`, `image/png`...) is `Bytes`, sent as raw bytes.
  * - **Response.** The schema of the `200` response, else `201`, else the first other `2XX`, else
  *   `default`, for its JSON media type. A response without content (e.g. `204`) → `Boolean` (resolves
  *   to `true`); a `text/*` one → `String`; any other media type → `Bytes` (base64).
@@ -73,6 +77,7 @@ import {
   type GraphQLFieldConfigMap, type GraphQLInputFieldConfigMap, type GraphQLInputType,
   type GraphQLNullableType, type GraphQLOutputType, type GraphQLScalarType,
 } from 'graphql'
+import { FormData } from 'undici'
 import { BadRequestError } from '../../errors.js'
 import { BigIntScalar, BytesScalar, DateTimeScalar, JSONScalar } from '../../scalars.js'
 import {
@@ -84,6 +89,9 @@ import {
 /** How the body of an upstream answer is decoded: parsed JSON, text, base64 of the bytes, or ignored (`true`). */
 export type ResponseKind = 'json' | 'text' | 'binary' | 'none'
 
+/** How a request body is encoded: JSON, `application/x-www-form-urlencoded`, `multipart/form-data`, text (`text/*`, XML) or raw bytes. */
+export type BodyKind = 'json' | 'form' | 'multipart' | 'text' | 'binary'
+
 /** One upstream call, ready to send: what a resolver hands to the {@link RestRequestFn}. */
 export interface RestRequest {
   /** Upper-case HTTP method. */
@@ -94,8 +102,8 @@ export interface RestRequest {
   query: Array<[string, string]>
   /** Header parameters (and `cookie`), lower-case names. */
   headers: Record<string, string>
-  /** The serialised request body, if any. */
-  body?: string
+  /** The serialised request body, if any: text, bytes, or a `FormData` (multipart; undici sets its boundary). */
+  body?: string | Buffer | FormData
   /** The body's media type, e.g. `application/json`. */
   contentType?: string
   /** How to decode the answer. */
@@ -131,8 +139,8 @@ export interface RestOperationMeta {
   /** The document's `operationId`, if any. */
   operationId?: string
   parameters: RestParameterMeta[]
-  /** The request body: the argument that carries it and its media type. */
-  body?: { argument: string; contentType: string; required: boolean }
+  /** The request body: the argument that carries it, its media type and how it is encoded. */
+  body?: { argument: string; contentType: string; required: boolean; kind: BodyKind }
   /** The response used for the field's type: status key (`200`, `2XX`, `default`...), media type, decoding. */
   response: { status?: string; contentType?: string; kind: ResponseKind }
 }
@@ -377,26 +385,38 @@ class Converter {
       params.push({ meta: { name: p.name, in: p.in, argument }, codec, style, explode: p.explode ?? style === 'form', json })
     }
 
-    // Request body.
-    let body: { argument: string; contentType: string; required: boolean; codec: Codec } | undefined
+    // Request body: the first media type by preference JSON, form, multipart, text/XML, anything else as bytes.
+    let body: { argument: string; contentType: string; required: boolean; kind: BodyKind; encode: (value: unknown) => string | Buffer | FormData } | undefined
     const rb = deref<RequestBodyObject>(this.doc, op.requestBody)
     if (isObject(rb) && isObject(rb.content) && Object.keys(rb.content).length > 0) {
-      const media = Object.keys(rb.content).find(isJsonMedia) ?? Object.keys(rb.content).find((m) => /^application\/x-www-form-urlencoded/i.test(m))
-      if (!media) {
-        if (rb.required) {
-          this.warnings.push(`${where}: request body media types ${Object.keys(rb.content).join(', ')} are not supported; operation skipped`)
-          this.fieldNames.delete(name)
-          return undefined
-        }
-        this.warnings.push(`${where}: request body media types ${Object.keys(rb.content).join(', ')} are not supported; body left out`)
+      const medias = Object.keys(rb.content)
+      const [media, kind] = pickBodyMedia(medias)
+      const argument = unique(argNames.has('input') ? 'requestBody' : 'input', argNames)
+      const schema = (rb.content[media] as MediaTypeObject).schema
+      const required = rb.required === true
+      const contentType = media.split(';')[0]!.trim()
+      let type: GraphQLInputType & GraphQLNullableType
+      let encode: (value: unknown) => string | Buffer | FormData
+      if (kind === 'text') {
+        type = GraphQLString
+        encode = (v) => toText(v)
+      } else if (kind === 'binary') {
+        type = BytesScalar
+        encode = toBuffer
       } else {
-        const argument = unique(argNames.has('input') ? 'requestBody' : 'input', argNames)
-        const schema = (rb.content[media] as MediaTypeObject).schema
-        const { type, codec } = this.input(schema, `${P}Input`, true)
-        const required = rb.required === true
-        args[argument] = { type: required ? new GraphQLNonNull(type) : type, description: str(rb.description) }
-        body = { argument, contentType: media.split(';')[0]!.trim(), required, codec }
+        const input = this.input(schema, `${P}Input`, true)
+        type = input.type
+        const { codec } = input
+        if (kind === 'json') encode = (v) => toJson(v === null ? null : codec(v))
+        else if (kind === 'form') encode = (v) => formEncode(v === null ? null : codec(v))
+        else {
+          const binary = this.binaryProperties(schema)
+          encode = (v) => multipartEncode(v === null ? null : codec(v), binary)
+        }
       }
+      args[argument] = { type: required ? new GraphQLNonNull(type) : type, description: str(rb.description) }
+      body = { argument, contentType, required, kind, encode }
+      if (medias.length > 1 && kind !== 'json') this.warnings.push(`${where} (${name}): request body sent as ${contentType}; other media types (${medias.filter((m) => m !== media).join(', ')}) are not offered`)
     }
 
     // Response.
@@ -412,7 +432,7 @@ class Converter {
       path,
       ...(typeof op.operationId === 'string' ? { operationId: op.operationId } : {}),
       parameters: params.map((p) => p.meta),
-      ...(body ? { body: { argument: body.argument, contentType: body.contentType, required: body.required } } : {}),
+      ...(body ? { body: { argument: body.argument, contentType: body.contentType, required: body.required, kind: body.kind } } : {}),
       response: { status: response.status, contentType: response.contentType, kind: response.kind },
     }
 
@@ -456,9 +476,8 @@ class Converter {
       if (body) {
         const raw = args[body.argument]
         if (raw !== undefined) {
-          const value = raw === null ? null : body.codec(raw)
           req.contentType = body.contentType
-          req.body = /x-www-form-urlencoded/i.test(body.contentType) ? formEncode(value) : toJson(value)
+          req.body = body.encode(raw)
         }
       }
       return req
@@ -473,6 +492,18 @@ class Converter {
       resolve: (_source, fieldArgs, context) => request(buildRequest(fieldArgs as Record<string, unknown>), context),
     }
     return { name, field }
+  }
+
+  /** Raw names of the top-level properties of a multipart body that are files (`format: binary`, or arrays of them). */
+  private binaryProperties(raw: SchemaObject | undefined): Set<string> {
+    const out = new Set<string>()
+    const { schema } = this.analyse(raw)
+    for (const [prop, propSchema] of Object.entries(schema?.properties ?? {})) {
+      let p = this.analyse(propSchema).schema
+      if (p && this.kindOf(p) === 'array') p = this.analyse(p.items).schema
+      if (p && p.type === 'string' && p.format === 'binary') out.add(prop)
+    }
+    return out
   }
 
   private pickResponse(responses: Record<string, ResponseObject> | undefined): { kind: ResponseKind; schema?: SchemaObject; status?: string; contentType?: string } {
@@ -944,6 +975,41 @@ function serializeQuery(out: Array<[string, string]>, name: string, value: unkno
     return
   }
   out.push([name, toText(value)])
+}
+
+/** The body media type used, by preference: JSON, form, multipart, text (`text/*`, XML), else the first as bytes. */
+function pickBodyMedia(medias: string[]): [string, BodyKind] {
+  const json = medias.find(isJsonMedia)
+  if (json) return [json, 'json']
+  const form = medias.find((m) => /^application\/x-www-form-urlencoded/i.test(m))
+  if (form) return [form, 'form']
+  const multipart = medias.find((m) => /^multipart\/form-data/i.test(m))
+  if (multipart) return [multipart, 'multipart']
+  const text = medias.find((m) => /^text\//i.test(m) || /^application\/([\w.+-]+\+)?xml\s*(;|$)/i.test(m))
+  if (text) return [text, 'text']
+  return [medias[0]!, 'binary']
+}
+
+/** A `Bytes` value (a Buffer from the scalar, graphql-jit's `{ type: 'Buffer', data }`, or base64 text) as a Buffer. */
+function toBuffer(value: unknown): Buffer {
+  if (Buffer.isBuffer(value)) return value
+  if (value instanceof Uint8Array) return Buffer.from(value)
+  if (isObject(value) && value.type === 'Buffer' && Array.isArray(value.data)) return Buffer.from(value.data as number[])
+  return Buffer.from(typeof value === 'string' ? value : toText(value), 'base64')
+}
+
+/** `multipart/form-data` (RFC 7578): `binary` properties as files named after the property, objects as JSON, arrays repeated. */
+function multipartEncode(value: unknown, binary: Set<string>): FormData {
+  const form = new FormData()
+  if (!isObject(value)) return form
+  for (const [k, v] of Object.entries(value)) {
+    if (v === null || v === undefined) continue
+    for (const item of Array.isArray(v) ? v : [v]) {
+      if (binary.has(k)) form.append(k, new Blob([toBuffer(item)], { type: 'application/octet-stream' }), k)
+      else form.append(k, toText(item))
+    }
+  }
+  return form
 }
 
 function formEncode(value: unknown): string {

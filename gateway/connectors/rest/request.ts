@@ -29,7 +29,7 @@ import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { BrokenCircuitError, CircuitState, ConsecutiveBreaker, circuitBreaker, handleWhen, type CircuitBreakerPolicy } from 'cockatiel'
 import type { Logger } from 'pino'
-import { Pool, type Dispatcher } from 'undici'
+import { FormData, Pool, type Dispatcher } from 'undici'
 import { UpstreamError, UpstreamTimeoutError, UpstreamTooLargeError, UpstreamUnavailableError } from '../../errors.js'
 import type { SourceHealth } from '../types.js'
 import type { RestRequest, RestRequestFn } from './convert.js'
@@ -370,7 +370,8 @@ export function createUpstream(options: UpstreamOptions): Upstream {
     }
     Object.assign(base, req.headers)
     base.accept = req.responseKind === 'json' ? 'application/json' : '*/*'
-    if (req.body !== undefined) base['content-type'] = req.contentType ?? 'application/json'
+    // A FormData body gets its multipart content-type (with the boundary) from undici.
+    if (req.body !== undefined && !(req.body instanceof FormData)) base['content-type'] = req.contentType ?? 'application/json'
     /** Path and headers of the call, with the credentials its operation's `security` requires. */
     const prepare = async (): Promise<{ path: string; headers: Record<string, string>; auth?: AppliedAuth }> => {
       const auth = authenticate && req.security ? await authenticate(req.security) : undefined
