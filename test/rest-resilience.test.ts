@@ -10,6 +10,10 @@ import { itemsSource, memoryLogger, sendJson, startUpstream, testContext } from 
 const fast = { baseDelayMs: 10, maxDelayMs: 2000 }
 const item = { id: 'a', name: 'A' }
 
+function result(r: { errors?: readonly { extensions?: Record<string, unknown> }[] }): unknown[] {
+  return [codeOf(r), (r.errors?.[0]?.extensions?.http as { status?: number } | undefined)?.status]
+}
+
 function codeOf(result: { errors?: readonly { extensions?: Record<string, unknown> }[] }): unknown {
   return result.errors?.[0]?.extensions?.code
 }
@@ -125,6 +129,18 @@ t.test('circuit breaker: opens after 3 failures, fails fast, shows in /health an
   t.equal(up.hits.get('GET /items'), 4, 'one trial call')
   t.match(await source.health(), { status: 'up', circuit: 'closed' })
   t.ok(lines.some((l) => l.circuit === 'closed'), 'the closing is logged')
+})
+
+t.test('the breaker counts calls, retries included', async (t) => {
+  const up = await startUpstream(t, (_req, res) => sendJson(res, 503, { message: 'down' }))
+  const source = await itemsSource(t, up, { retry: { retries: 2, baseDelayMs: 1 }, circuitBreaker: { threshold: 2, halfOpenAfterMs: 60_000 } })
+  t.same(result(await source.run('{ listItems { id } }')), ['TRB_ERR_UPSTREAM', 503])
+  t.equal(up.hits.get('GET /items'), 3, 'one call, three attempts')
+  t.match(await source.health(), { circuit: 'closed' })
+  t.same(result(await source.run('{ listItems { id } }')), ['TRB_ERR_UPSTREAM', 503])
+  t.equal(up.hits.get('GET /items'), 6)
+  t.same(result(await source.run('{ listItems { id } }')), ['TRB_ERR_UPSTREAM_UNAVAILABLE', 503], 'two failed calls open it')
+  t.equal(up.hits.get('GET /items'), 6)
 })
 
 t.test('4xx answers do not open the circuit', async (t) => {

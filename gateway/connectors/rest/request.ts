@@ -16,9 +16,10 @@
  * `retry.retries` times after a network failure, a timeout or a 408/429/502/503/504 answer, waiting
  * `Retry-After` (429/503; no retry when it exceeds `retry.maxDelayMs`) or an exponential backoff with
  * jitter (`baseDelayMs · 2^attempt`, capped at `maxDelayMs`, a random half of it added to the other
- * half). Each attempt goes through a cockatiel circuit breaker that opens after
- * `circuitBreaker.threshold` consecutive failures (network, timeout, 5xx) and half-opens after
- * `circuitBreaker.halfOpenAfterMs`; its changes are logged and its state is shown by `health()`.
+ * half). Each call, its retries included, goes through a cockatiel circuit breaker that opens after
+ * `circuitBreaker.threshold` consecutive failed calls (network, timeout, 5xx after the last retry) and
+ * half-opens after `circuitBreaker.halfOpenAfterMs`; its changes are logged and its state is shown
+ * by `health()`.
  *
  * Messages are safe for clients: for a non-2xx answer, the status line plus the upstream body's
  * `message` (or `error`) string when the body is JSON, truncated to 200 characters; never a stack,
@@ -48,7 +49,7 @@ export interface RetryOptions {
 
 /** Circuit breaker of a source (cockatiel `ConsecutiveBreaker`). */
 export interface CircuitBreakerOptions {
-  /** Consecutive failed attempts (network, timeout, 5xx) that open the circuit. */
+  /** Consecutive failed calls (network, timeout, 5xx after the last retry) that open the circuit. */
   threshold: number
   /** Cool-down, in milliseconds, before one trial call is let through (half-open). */
   halfOpenAfterMs: number
@@ -342,16 +343,17 @@ export function createUpstream(options: UpstreamOptions): Upstream {
     }
   }
 
+  /** Runs one call (its retries included) through the circuit breaker, when there is one. */
   const guarded = breaker
-    ? async (req: RestRequest, path: string, headers: Record<string, string>): Promise<unknown> => {
+    ? async (call: () => Promise<unknown>): Promise<unknown> => {
       try {
-        return await breaker.execute(() => attempt(req, path, headers))
+        return await breaker.execute(call)
       } catch (err) {
         if (err instanceof BrokenCircuitError) throw withExtensions(new UpstreamUnavailableError(sourceName, 'circuit open after repeated failures'), 503)
         throw err
       }
     }
-    : attempt
+    : (call: () => Promise<unknown>) => call()
 
   const capacity = options.connections + options.maxQueue
   let pending = 0
@@ -385,27 +387,29 @@ export function createUpstream(options: UpstreamOptions): Upstream {
     if (pending >= capacity) throw withExtensions(new UpstreamUnavailableError(sourceName, `${capacity} requests already in flight or queued`), 503)
     pending++
     try {
-      let { path, headers, auth } = await prepare()
-      const idempotent = IDEMPOTENT.has(req.method)
-      let renewed = false
-      for (let n = 0; ; n++) {
-        try {
-          return await guarded(req, path, headers)
-        } catch (err) {
-          if (auth?.invalidate && !renewed && statusOf(err) === 401) {
-            // The token was refused (revoked, expired early): fetch a new one and try once more.
-            renewed = true
-            auth.invalidate()
-            ;({ path, headers, auth } = await prepare())
-            n--
-            continue
+      return await guarded(async () => {
+        let { path, headers, auth } = await prepare()
+        const idempotent = IDEMPOTENT.has(req.method)
+        let renewed = false
+        for (let n = 0; ; n++) {
+          try {
+            return await attempt(req, path, headers)
+          } catch (err) {
+            if (auth?.invalidate && !renewed && statusOf(err) === 401) {
+              // The token was refused (revoked, expired early): fetch a new one and try once more.
+              renewed = true
+              auth.invalidate()
+              ;({ path, headers, auth } = await prepare())
+              n--
+              continue
+            }
+            const delay = idempotent ? retryDelay(err, n, options.retry) : undefined
+            if (delay === undefined) throw err
+            logger?.debug({ operation: req.operation, attempt: n + 1, delayMs: delay, code: errorCode(err), status: statusOf(err) }, 'retrying upstream call')
+            await sleep(delay)
           }
-          const delay = idempotent ? retryDelay(err, n, options.retry) : undefined
-          if (delay === undefined) throw err
-          logger?.debug({ operation: req.operation, attempt: n + 1, delayMs: delay, code: errorCode(err), status: statusOf(err) }, 'retrying upstream call')
-          await sleep(delay)
         }
-      }
+      })
     } finally {
       pending--
     }
