@@ -10,6 +10,7 @@
  * Every distinct document is parsed (with a token limit), validated and checked against the depth
  * and alias limits once, then cached until the schema changes.
  */
+import { registerGraphQLMultipart } from './graphql-multipart.js'
 import { parseJsonSafely } from '../safe-keys.js'
 import {
   GraphQLError,
@@ -274,6 +275,7 @@ export function registerGraphQLEndpoint(
     },
   })
 
+  registerGraphQLMultipart(app, holder.current.config.server.bodyLimit)
   app.post('/graphql', async (request, reply) => {
     const body = request.body
     if (!body || typeof body !== 'object' || Array.isArray(body)) return malformed(reply, 'The body must be a JSON object {query, variables?, operationName?, extensions?}')
