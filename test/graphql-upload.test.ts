@@ -1,15 +1,9 @@
 // File uploads through the GraphQL multipart request spec on POST /graphql, over real HTTP, into a
 // REST source's octet-stream and multipart bodies on a real upstream; and the hostile inputs
 // (no CSRF preflight header, __proto__ paths, batches, too many files, too large, other routes).
-import { mkdirSync, writeFileSync } from 'node:fs'
-import { join } from 'node:path'
 import type { IncomingMessage } from 'node:http'
 import t from 'tap'
-import { pino } from 'pino'
-import { resolveConfig } from '../gateway/config/index.js'
-import { createGateway } from '../gateway/runtime.js'
-import { buildApp } from '../gateway/http/app.js'
-import { startUpstream, testContext } from './helpers/rest-upstream.js'
+import { startRestGateway, startUpstream, testContext } from './helpers/rest-upstream.js'
 
 const document = {
   openapi: '3.0.3',
@@ -34,23 +28,7 @@ t.test('uploads reach REST bodies; hostile multipart requests are refused with 4
       res.writeHead(204).end()
     })
   })
-  const context = testContext(t)
-  mkdirSync(join(context.cwd, 'operations'))
-  const file = join(context.cwd, 'files.json')
-  writeFileSync(file, JSON.stringify(document))
-  const config = resolveConfig({
-    mode: 'development',
-    server: { bodyLimit: 64 * 1024 },
-    datasources: [{ kind: 'rest', namespace: 'files', openapi: file, baseUrl: up.url }],
-    generatedDir: join(context.cwd, 'generated'),
-  })
-  const gateway = await createGateway(config, { logger: pino({ level: 'silent' }), cwd: context.cwd })
-  t.teardown(() => gateway.close())
-  const app = await buildApp(gateway, { logger: false })
-  t.teardown(() => app.close())
-  await app.listen({ host: '127.0.0.1', port: 0 })
-  const address = app.server.address()
-  const url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`
+  const url = await startRestGateway(t, up, { context: testContext(t), namespace: 'files', document, bodyLimit: 64 * 1024 })
 
   const send = (form: FormData, headers: Record<string, string> = { 'apollo-require-preflight': 'true' }, path = '/graphql') => fetch(`${url}${path}`, { method: 'POST', body: form, headers })
   const upload = (operations: unknown, map: unknown, files: Record<string, Buffer>) => {

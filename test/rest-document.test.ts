@@ -2,18 +2,14 @@
 // <cacheDir>/<name>.openapi.json and used when the URL fails; Swagger 2.0 documents from
 // @readme/oas-examples converted with swagger2openapi; relative and scheme-less servers. Then the
 // gateway over real HTTP: /health answers fast while an upstream hangs, `..` is refused with 400.
-import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs'
+import { existsSync, readFileSync, readdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { createRequire } from 'node:module'
 import { performance } from 'node:perf_hooks'
 import t from 'tap'
 import { execute, parse, printSchema } from 'graphql'
-import { pino } from 'pino'
 import { createRestSource } from '../gateway/connectors/rest/index.js'
-import { resolveConfig } from '../gateway/config/index.js'
-import { createGateway } from '../gateway/runtime.js'
-import { buildApp } from '../gateway/http/app.js'
-import { itemsDocument, memoryLogger, sendJson, startUpstream, testContext } from './helpers/rest-upstream.js'
+import { itemsDocument, memoryLogger, sendJson, startRestGateway, startUpstream, testContext } from './helpers/rest-upstream.js'
 
 const require = createRequire(import.meta.url)
 const swaggerDir = join(require.resolve('@readme/oas-examples/package.json'), '..', '2.0', 'json')
@@ -135,23 +131,13 @@ t.test('through the gateway over HTTP: /health under 100 ms with a hanging upstr
     if (req.url === '/items/a') return sendJson(res, 200, item)
     sendJson(res, 200, [item])
   })
-  const context = testContext(t)
-  mkdirSync(join(context.cwd, 'operations'))
-  writeFileSync(join(context.cwd, 'operations', 'GetItem.graphql'), 'query GetItem($id: String!) { items_getItem(id: $id) { id } }\n')
-  const file = join(context.cwd, 'items.json')
-  writeFileSync(file, JSON.stringify(itemsDocument))
-  const config = resolveConfig({
-    mode: 'development',
-    datasources: [{ kind: 'rest', namespace: 'items', openapi: file, baseUrl: up.url, healthTimeoutMs: 300 }],
-    generatedDir: join(context.cwd, 'generated'),
+  const url = await startRestGateway(t, up, {
+    context: testContext(t),
+    namespace: 'items',
+    document: itemsDocument,
+    source: { healthTimeoutMs: 300 },
+    operations: { GetItem: 'query GetItem($id: String!) { items_getItem(id: $id) { id } }\n' },
   })
-  const gateway = await createGateway(config, { logger: pino({ level: 'silent' }), cwd: context.cwd })
-  t.teardown(() => gateway.close())
-  const app = await buildApp(gateway, { logger: false })
-  t.teardown(() => app.close())
-  await app.listen({ host: '127.0.0.1', port: 0 })
-  const address = app.server.address()
-  const url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`
 
   for (let i = 0; i < 3; i++) {
     const started = performance.now()

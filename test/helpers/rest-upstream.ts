@@ -3,7 +3,7 @@
  * programs (hang, drop, throttle, flood, fail N times...), counting requests and sockets, plus a
  * small OpenAPI 3 document for it and a `createRestSource` wrapper that executes GraphQL.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -11,6 +11,9 @@ import type { Socket } from 'node:net'
 import { execute, parse, type ExecutionResult } from 'graphql'
 import { pino, type Logger } from 'pino'
 import { createRestSource, type RestSourceOptions } from '../../gateway/connectors/rest/index.js'
+import { resolveConfig } from '../../gateway/config/index.js'
+import { createGateway } from '../../gateway/runtime.js'
+import { buildApp } from '../../gateway/http/app.js'
 import type { ConnectorContext, LocalSubschema } from '../../gateway/connectors/types.js'
 
 interface Teardown {
@@ -127,4 +130,34 @@ export async function itemsSource(t: Teardown, upstream: TestUpstream, options: 
   const source = await createRestSource({ openapi: file, baseUrl: upstream.url, ...options }, context)
   t.teardown(() => source.close())
   return { ...source, run: async (query: string) => execute({ schema: source.schema, document: parse(query), contextValue: {} }) as Promise<ExecutionResult> }
+}
+
+/**
+ * A listening gateway (development mode) with one REST source `namespace` over `document` (written
+ * to a file in `context.cwd`), pointing at `upstream`; `operations/` in `context.cwd` holds `operations`
+ * (name → GraphQL text). Closed at teardown. Resolves with its `http://127.0.0.1:<port>` URL.
+ */
+export async function startRestGateway(
+  t: Teardown,
+  upstream: TestUpstream,
+  options: { context: ConnectorContext; namespace: string; document: object; source?: Partial<RestSourceOptions>; operations?: Record<string, string>; bodyLimit?: number },
+): Promise<string> {
+  const { context } = options
+  mkdirSync(join(context.cwd, 'operations'), { recursive: true })
+  for (const [name, text] of Object.entries(options.operations ?? {})) writeFileSync(join(context.cwd, 'operations', `${name}.graphql`), text)
+  const file = join(context.cwd, `${options.namespace}.openapi-source.json`)
+  writeFileSync(file, JSON.stringify(options.document))
+  const config = resolveConfig({
+    mode: 'development',
+    ...(options.bodyLimit ? { server: { bodyLimit: options.bodyLimit } } : {}),
+    datasources: [{ kind: 'rest', namespace: options.namespace, openapi: file, baseUrl: upstream.url, ...options.source }],
+    generatedDir: join(context.cwd, 'generated'),
+  })
+  const gateway = await createGateway(config, { logger: pino({ level: 'silent' }), cwd: context.cwd })
+  t.teardown(() => gateway.close())
+  const app = await buildApp(gateway, { logger: false })
+  t.teardown(() => app.close())
+  await app.listen({ host: '127.0.0.1', port: 0 })
+  const address = app.server.address()
+  return `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`
 }
