@@ -1,5 +1,5 @@
 /**
- * The demo deployment (DESIGN.md §6): the `todo` SQLite database, the `system` role REST API and the
+ * The demo deployment (docs/architecture.md §6): the `todo` SQLite database, the `system` role REST API and the
  * demo schema, plus the sample role service that `system` wraps. Run another deployment with
  * `npm start -- --config <file>` or `TRIBUTARY_CONFIG=<file>`.
  */

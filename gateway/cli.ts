@@ -1,19 +1,26 @@
-#!/usr/bin/env node
+#!/usr/bin/env -S node --disable-proto=throw
 /**
- * `tributary <command> [--config <file>]`
+ * The `tributary` command (`npx tributary <command> [options]`; `tributary --help` lists them):
  *
  * - `start`: starts the deployment's side services, loads its data sources, writes `generated/`,
  *   serves the gateway and prints every URL it serves.
  * - `dev`: `start`, then reloads on changes to the config, `datasources/` and `operations/`,
  *   swapping the schema and operations in place; a broken edit keeps the last good version.
  * - `generate` (alias `build`): loads everything and writes `generated/`; fails on an invalid operation.
+ * - `init`: scaffolds a project (gateway/scaffold.ts).
+ *
+ * The config is `--config <file>`, else `TRIBUTARY_CONFIG`, else `./tributary.config.ts` (`.js`,
+ * `.mjs`), else `./config.ts`; `--database <url>` serves one database with no config file at all.
+ * Paths (`operations/`, `generated/`) are relative to the working directory.
  */
-import { existsSync, watch } from 'node:fs'
+import { existsSync, readFileSync, watch } from 'node:fs'
 import { dirname, relative, resolve } from 'node:path'
+import { parseArgs } from 'node:util'
 import closeWithGrace from 'close-with-grace'
 import { pino, type Logger } from 'pino'
-import { configPathFrom, loadConfigFile } from './config/load.js'
-import type { TributaryConfig } from './config/index.js'
+import { configPathFrom, loadConfigFile, projectRoot } from './config/load.js'
+import { database, resolveConfig, type TributaryConfig } from './config/index.js'
+import { namespaceFromUrl, scaffold } from './scaffold.js'
 import { createGateway, type Gateway } from './runtime.js'
 import { writeGenerated } from './codegen/index.js'
 import { buildApp } from './http/app.js'
@@ -31,9 +38,19 @@ function fail(err: unknown): never {
   process.exit(1)
 }
 
-function summary(gateway: Gateway, base: string, services: RunningService[], configFile: string): string {
+/** Where the config comes from: a file, or the `--database` flag. */
+interface ConfigSource {
+  /** For messages: `config tributary.config.ts` or `--database sqlite:./app.db`. */
+  label: string
+  /** The config file, when there is one (development mode watches it). */
+  file?: string
+  /** Loads, validates and freezes the config; `fresh` re-imports the file (development reload). */
+  load(fresh: boolean): Promise<TributaryConfig>
+}
+
+function summary(gateway: Gateway, base: string, services: RunningService[], source: ConfigSource): string {
   const lines: string[] = []
-  lines.push(`Tributary is up (${gateway.config.mode} mode, config ${relative(process.cwd(), configFile) || configFile})`)
+  lines.push(`Tributary is up (${gateway.config.mode} mode, ${source.label})`)
   lines.push('', 'Data sources:')
   const rootCounts = (name: string) => {
     const count = (t: ReturnType<typeof gateway.schema.getQueryType>) =>
@@ -65,14 +82,14 @@ function summary(gateway: Gateway, base: string, services: RunningService[], con
   return lines.join('\n') + '\n'
 }
 
-async function load(configFile: string, logger: Logger, fresh = false): Promise<Gateway> {
-  const config: TributaryConfig = await loadConfigFile(configFile, { fresh })
+async function load(source: ConfigSource, logger: Logger, fresh = false): Promise<Gateway> {
+  const config: TributaryConfig = await source.load(fresh)
   logger.info({ sources: config.datasources.map((d) => `${d.namespace ?? '(none)'}:${d.kind}`) }, 'loading data sources')
   return createGateway(config, { logger })
 }
 
-async function generate(configFile: string): Promise<void> {
-  const config = await loadConfigFile(configFile)
+async function generate(source: ConfigSource): Promise<void> {
+  const config = await source.load(false)
   const logger = createLogger(config.server.logLevel)
   // Side services are not needed: sources read cached or committed documents when upstreams are down.
   const gateway = await createGateway(config, { logger })
@@ -81,10 +98,11 @@ async function generate(configFile: string): Promise<void> {
   process.stdout.write(changed.length ? `generated/: wrote ${changed.join(', ')}\n` : 'generated/ is up to date\n')
 }
 
-async function serve(configFile: string, dev: boolean): Promise<void> {
-  const initial = await loadConfigFile(configFile)
+async function serve(source: ConfigSource, dev: boolean): Promise<void> {
+  const initial = await source.load(false)
   const logger = createLogger(initial.server.logLevel)
-  const services = await startServices(initial.services, logger)
+  // In development a crashed side service is restarted with backoff; in production it is logged.
+  const services = await startServices(initial.services, logger, { restart: initial.mode === 'development' })
   let gateway: Gateway
   try {
     gateway = await createGateway(initial, { logger })
@@ -100,7 +118,7 @@ async function serve(configFile: string, dev: boolean): Promise<void> {
   const address = app.server.address()
   const actualPort = typeof address === 'object' && address ? address.port : port
   const base = `http://${host.includes(':') ? `[${host}]` : host}:${actualPort}`
-  process.stdout.write('\n' + summary(gateway, base, services, configFile) + '\n')
+  process.stdout.write('\n' + summary(gateway, base, services, source) + '\n')
 
   let watcher: { close(): void }[] = []
   if (dev) {
@@ -112,7 +130,7 @@ async function serve(configFile: string, dev: boolean): Promise<void> {
         reloading = reloading.then(async () => {
           logger.info({ reason }, 'change detected; reloading')
           try {
-            const next = await load(configFile, logger, true)
+            const next = await load(source, logger, true)
             await writeGenerated(next)
             const previous = app.tributary.swap(next)
             await previous.close()
@@ -123,11 +141,13 @@ async function serve(configFile: string, dev: boolean): Promise<void> {
         })
       }, 150)
     }
-    const dirs = [resolve(initial.operations.dir), resolve('datasources'), dirname(configFile)].filter((d) => existsSync(d))
+    const configFile = source.file
+    const configDir = configFile ? dirname(configFile) : undefined
+    const dirs = [resolve(initial.operations.dir), resolve('datasources'), ...(configDir ? [configDir] : [])].filter((d, i, all) => existsSync(d) && all.indexOf(d) === i)
     watcher = dirs.map((dir) =>
-      watch(dir, { recursive: dir !== dirname(configFile) }, (_event, file) => {
+      watch(dir, { recursive: dir !== configDir }, (_event, file) => {
         const name = String(file ?? '')
-        if (dir === dirname(configFile) && resolve(dir, name) !== configFile) return
+        if (dir === configDir && resolve(dir, name) !== configFile) return
         if (/\.(graphql|ts|js|json)$/.test(name)) reload(`${relative(process.cwd(), resolve(dir, name))}`)
       }),
     )
@@ -144,8 +164,85 @@ async function serve(configFile: string, dev: boolean): Promise<void> {
   })
 }
 
-const [command = 'start', ...rest] = process.argv.slice(2)
-const configFile = configPathFrom(rest)
-const run = command === 'start' ? serve(configFile, false) : command === 'dev' ? serve(configFile, true) : command === 'generate' || command === 'build' ? generate(configFile) : null
-if (!run) fail(new Error(`unknown command "${command}"; use start, dev, build or generate`))
-run.catch(fail)
+const HELP = `Usage: tributary <command> [options]
+
+Commands:
+  start       load the data sources, write generated/ and serve the gateway (default)
+  dev         start, then reload on changes to the config, datasources/ and operations/
+  generate    load everything and write generated/ (alias: build); fails on an invalid operation
+  init        scaffold tributary.config.ts, operations/, a .gitignore entry and package.json scripts
+
+Options:
+  --config <file>       the config file (default: TRIBUTARY_CONFIG, ./tributary.config.ts|.js|.mjs, ./config.ts)
+  --database <url>      serve this database with no config file (sqlite:./app.db, postgres://..., mysql://...);
+                        with init: the example operation reads a table of it
+  --namespace <name>    the namespace of the --database source (default: from the database name)
+  --host <host>         listening host (default: HOST or 127.0.0.1)
+  --port <port>         listening port (default: PORT or 4000)
+  --force               init: overwrite existing files
+  -h, --help            show this help
+  -v, --version         print the version
+`
+
+function version(): string {
+  return (JSON.parse(readFileSync(resolve(projectRoot, 'package.json'), 'utf8')) as { version: string }).version
+}
+
+/** The config of `--database <url>`: that one database, with `operations/` and `generated/` of the working directory. */
+function databaseSource(url: string, namespace: string | undefined): ConfigSource {
+  const ns = namespace ?? namespaceFromUrl(url)
+  return {
+    label: `--database ${url.replace(/\/\/([^:@/]+):[^@/]*@/, '//$1:***@')} (namespace ${ns})`,
+    load: async () => resolveConfig({ datasources: [database({ namespace: ns, url })] }),
+  }
+}
+
+function fileSource(argv: readonly string[]): ConfigSource {
+  const file = configPathFrom(argv)
+  return { label: `config ${relative(process.cwd(), file) || file}`, file, load: (fresh) => loadConfigFile(file, { fresh }) }
+}
+
+function main(argv: string[]): Promise<void> | void {
+  let parsed: ReturnType<typeof parse>
+  function parse() {
+    return parseArgs({
+      args: argv,
+      allowPositionals: true,
+      options: {
+        config: { type: 'string' },
+        database: { type: 'string' },
+        namespace: { type: 'string' },
+        host: { type: 'string' },
+        port: { type: 'string' },
+        force: { type: 'boolean' },
+        help: { type: 'boolean', short: 'h' },
+        version: { type: 'boolean', short: 'v' },
+      },
+    })
+  }
+  try {
+    parsed = parse()
+  } catch (err) {
+    fail(new Error(`${(err as Error).message}\n\n${HELP}`))
+  }
+  const { values, positionals } = parsed
+  if (values.help) return void process.stdout.write(HELP)
+  if (values.version) return void process.stdout.write(`${version()}\n`)
+  const [command = 'start', ...extra] = positionals
+  if (extra.length) fail(new Error(`unexpected argument "${extra[0]}"\n\n${HELP}`))
+  if (values.port !== undefined) {
+    if (!/^\d{1,5}$/.test(values.port) || Number(values.port) > 65535) fail(new Error(`--port must be a port number, not "${values.port}"`))
+    process.env.PORT = values.port
+  }
+  if (values.host !== undefined) process.env.HOST = values.host
+  if (command === 'init') return scaffold({ cwd: process.cwd(), database: values.database, namespace: values.namespace, force: values.force ?? false, log: (line) => process.stdout.write(`${line}\n`) })
+  const source = values.database ? databaseSource(values.database, values.namespace) : fileSource(argv)
+  if (command === 'start') return serve(source, false)
+  if (command === 'dev') return serve(source, true)
+  if (command === 'generate' || command === 'build') return generate(source)
+  fail(new Error(`unknown command "${command}"\n\n${HELP}`))
+}
+
+Promise.resolve()
+  .then(() => main(process.argv.slice(2)))
+  .catch(fail)

@@ -7,6 +7,8 @@
  * credentials or stack traces. Anything else is masked by `http/` (logged with an id, replaced by
  * `TRB_ERR_INTERNAL`).
  */
+import { appendFileSync, mkdirSync } from 'node:fs'
+import { join, resolve } from 'node:path'
 import createError, { type FastifyErrorConstructor } from '@fastify/error'
 
 type Ctor = FastifyErrorConstructor<{ code: string; statusCode?: number }, unknown[]>
@@ -44,6 +46,12 @@ export const GraphQLRequestError = createError('TRB_ERR_GRAPHQL_REQUEST', '%s', 
 export const GraphQLMethodError = createError('TRB_ERR_GRAPHQL_METHOD', 'Only queries may be sent with GET; use POST', 405) as Ctor
 /** The document exceeded a parser or validation limit (depth, aliases, tokens). */
 export const GraphQLLimitError = createError('TRB_ERR_GRAPHQL_LIMIT', '%s', 400) as Ctor
+/** The document failed to parse or validate, or a variable or argument value could not be coerced (GraphQL spec §5, §6.1.2). */
+export const GraphQLValidationError = createError('TRB_ERR_GRAPHQL_VALIDATION', '%s', 400) as Ctor
+/** A resolver or a remote GraphQL API raised a GraphQL error without a code of this table (its own code is kept in `extensions.originalCode`). */
+export const GraphQLFieldError = createError('TRB_ERR_GRAPHQL_FIELD', '%s', 400) as Ctor
+/** An automatic persisted query whose hash the gateway does not know (the message is Apollo's `PersistedQueryNotFound`). */
+export const PersistedNotFoundError = createError('TRB_ERR_PERSISTED_NOT_FOUND', 'PersistedQueryNotFound', 400) as Ctor
 /** In production mode `/graphql` runs persisted operations only. */
 export const PersistedOnlyError = createError('TRB_ERR_PERSISTED_ONLY', 'Only persisted operations are allowed', 400) as Ctor
 
@@ -78,6 +86,10 @@ export const DbRawError = createError('TRB_ERR_DB_RAW', 'Raw query failed: %s', 
 // ----- http -----
 /** No route at this method and path. */
 export const RouteNotFoundError = createError('TRB_ERR_NOT_FOUND', 'Route %s %s not found', 404) as Ctor
+/** A browser WebSocket upgrade or CORS preflight from an origin that is neither the gateway's own nor in `server.allowedOrigins`. */
+export const OriginForbiddenError = createError('TRB_ERR_ORIGIN_FORBIDDEN', 'Origin not allowed: %s', 403) as Ctor
+/** The `Host` header is not in `server.allowedHosts` (a defence against DNS rebinding). */
+export const MisdirectedError = createError('TRB_ERR_MISDIRECTED', 'This host is not served here', 421) as Ctor
 
 // ----- internal -----
 /** Anything unexpected. The message reaching clients is masked; the id finds the log line. */
@@ -87,14 +99,42 @@ export const InternalError = createError('TRB_ERR_INTERNAL', 'Internal error (id
 export const errorCodes: readonly string[] = [
   ConfigInvalidError, ConfigLoadError, ComposeCollisionError, ComposeNamespaceError, SourceLoadError,
   OperationInvalidError, OperationNotFoundError, OperationMethodError, OperationVariablesError, BadRequestError,
-  GraphQLRequestError, GraphQLMethodError, GraphQLLimitError, PersistedOnlyError,
+  GraphQLRequestError, GraphQLMethodError, GraphQLLimitError, GraphQLValidationError, GraphQLFieldError, PersistedNotFoundError, PersistedOnlyError,
   UpstreamError, UpstreamTimeoutError,
   DbUniqueError, DbForeignKeyError, DbNotNullError, DbCheckError, DbValueError, DbNotFoundError, DbInputError, DbRawError,
-  RouteNotFoundError, InternalError,
+  RouteNotFoundError, OriginForbiddenError, MisdirectedError, InternalError,
 ].map((E) => new E().code)
 
-/** The JSON error body of DESIGN.md §5 for one error of this table: `{ errors: [{ message, extensions: { code } }] }`. */
+const known: ReadonlySet<string> = new Set(errorCodes)
+
+/** True when `code` is a code of this table. */
+export function isErrorCode(code: unknown): code is string {
+  return typeof code === 'string' && known.has(code)
+}
+
+const codeLog = process.env.TRIBUTARY_ERROR_CODE_LOG ? resolve(process.env.TRIBUTARY_ERROR_CODE_LOG) : undefined
+const logged = new Set<string>()
+
+/**
+ * Test support: when `TRIBUTARY_ERROR_CODE_LOG=<dir>` is set (the test suite sets it, see .taprc),
+ * appends each distinct code this process puts in an error body to `<dir>/<pid>.codes`, one per line.
+ * test/error-codes-after.ts then fails the run on any code missing from this table or the README.
+ * A no-op otherwise. Never throws.
+ */
+export function recordErrorCode(code: string): void {
+  if (codeLog === undefined || logged.has(code)) return
+  logged.add(code)
+  try {
+    mkdirSync(codeLog, { recursive: true })
+    appendFileSync(join(codeLog, `${process.pid}.codes`), `${code}\n`)
+  } catch {
+    // best effort: the check reports what it finds
+  }
+}
+
+/** The JSON error body of docs/architecture.md §5 for one error of this table: `{ errors: [{ message, extensions: { code } }] }`. */
 export function errorBody(err: Error & { code: string }, extensions: Record<string, unknown> = {}): { errors: { message: string; extensions: Record<string, unknown> }[] } {
+  recordErrorCode(err.code)
   return { errors: [{ message: err.message, extensions: { code: err.code, ...extensions } }] }
 }
 

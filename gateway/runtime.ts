@@ -112,7 +112,7 @@ export async function createGateway(config: TributaryConfig, options: CreateGate
   try {
     const schema = composeSchema(sources)
     const stored = await loadOperations(resolve(cwd, config.operations.dir), schema, cwd)
-    const operations = new Map(stored.map((op) => [op.name, compileOperation(op, schema)]))
+    const operations = new Map(stored.map((op) => [op.name, compileOperation(op, schema, { maxInputDepth: config.graphql.maxInputDepth })]))
     return {
       config,
       schema,

@@ -1,5 +1,5 @@
 /**
- * The shared scalars. They keep their names across namespaces (DESIGN.md §4): every source that
+ * The shared scalars. They keep their names across namespaces (docs/architecture.md §4): every source that
  * uses `DateTime`, `JSON`, `BigInt`, `Decimal` or `Bytes` gets these very instances after composition.
  */
 import { GraphQLError, GraphQLScalarType, Kind, type ValueNode } from 'graphql'
@@ -108,6 +108,46 @@ function safeParse(s: string): unknown {
 const INTEGER = /^-?\d+$/
 
 /**
+ * An integer literal of an upstream's JSON answer that a JS number cannot hold exactly (outside
+ * ±(2^53 − 1)), kept as its digits by {@link parseJsonExact}. `BigInt` and `Decimal` serialise it
+ * exactly; everywhere else it acts as the (rounded) number it was before: `valueOf` for `Int`,
+ * `Float` and `String`, `toJSON` inside a `JSON` value.
+ */
+export class ExactInteger {
+  constructor(readonly digits: string) {}
+  valueOf(): number {
+    return Number(this.digits)
+  }
+  toJSON(): number {
+    return Number(this.digits)
+  }
+}
+
+const LONG_DIGITS = /\d{16}/
+const JSON_TOKEN = /"(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?/g
+const EXACT_MARK = `\u0000exact${Math.random().toString(36).slice(2)}:`
+
+/**
+ * `JSON.parse` (RFC 8259) that keeps integer literals outside the safe range exact, as
+ * {@link ExactInteger}s (an upstream's int64 ids, counters, amounts). Text without a run of 16 digits
+ * takes the plain `JSON.parse` path.
+ * @throws SyntaxError as `JSON.parse` does.
+ */
+export function parseJsonExact(text: string): unknown {
+  if (!LONG_DIGITS.test(text)) return JSON.parse(text)
+  let marked = false
+  const replaced = text.replace(JSON_TOKEN, (token) => {
+    if (token.startsWith('"') || /[.eE]/.test(token) || Number.isSafeInteger(Number(token))) return token
+    marked = true
+    return JSON.stringify(EXACT_MARK + token)
+  })
+  if (!marked) return JSON.parse(text)
+  return JSON.parse(replaced, (_key, value: unknown) =>
+    typeof value === 'string' && value.startsWith(EXACT_MARK) ? new ExactInteger(value.slice(EXACT_MARK.length)) : value,
+  )
+}
+
+/**
  * `BigInt`: a 64-bit integer, serialised as a string so that no precision is lost in JSON. Accepts a
  * string of digits or a safe integer; the parsed value is the canonical digit string (not a JS
  * `bigint`: graphql-jit inlines parsed literals with `JSON.stringify`, which cannot hold a bigint).
@@ -119,6 +159,7 @@ export const BigIntScalar = new GraphQLScalarType<string, string>({
     if (typeof value === 'bigint') return value.toString()
     if (typeof value === 'number' && Number.isInteger(value)) return String(value)
     if (typeof value === 'string' && INTEGER.test(value)) return value
+    if (value instanceof ExactInteger) return value.digits
     return fail('BigInt', `value: ${String(value)}`)
   },
   parseValue(value) {
@@ -141,6 +182,7 @@ export const DecimalScalar = new GraphQLScalarType<string, string>({
     if (typeof value === 'string' && DECIMAL.test(value)) return value
     if (typeof value === 'number' && Number.isFinite(value)) return String(value)
     if (typeof value === 'bigint') return value.toString()
+    if (value instanceof ExactInteger) return value.digits
     return fail('Decimal', `value: ${String(value)}`)
   },
   parseValue(value) {
@@ -154,13 +196,28 @@ export const DecimalScalar = new GraphQLScalarType<string, string>({
   },
 })
 
+/**
+ * The bytes of a parsed `Bytes` value: a Buffer or Uint8Array, or the JSON form of a Buffer,
+ * `{ type: 'Buffer', data: number[] }`, which is what graphql-jit makes of a `Bytes` literal (it
+ * inlines parsed literals as JSON). Undefined for anything else.
+ */
+export function bytesOf(value: unknown): Buffer | undefined {
+  if (Buffer.isBuffer(value)) return value
+  if (value instanceof Uint8Array) return Buffer.from(value)
+  if (typeof value === 'object' && value !== null) {
+    const { type, data } = value as { type?: unknown; data?: unknown }
+    if (type === 'Buffer' && Array.isArray(data) && data.every((b) => Number.isInteger(b) && b >= 0 && b <= 255)) return Buffer.from(data as number[])
+  }
+  return undefined
+}
+
 /** `Bytes`: binary data as a base64 string (RFC 4648 §4). */
 export const BytesScalar = new GraphQLScalarType<Buffer, string>({
   name: 'Bytes',
   description: 'Binary data, serialised as a base64 string (RFC 4648).',
   serialize(value) {
-    if (Buffer.isBuffer(value)) return value.toString('base64')
-    if (value instanceof Uint8Array) return Buffer.from(value).toString('base64')
+    const bytes = bytesOf(value)
+    if (bytes) return bytes.toString('base64')
     if (typeof value === 'string') return value
     return fail('Bytes', `value of type ${typeof value}`)
   },
@@ -182,6 +239,17 @@ export const sharedScalars: Readonly<Record<string, GraphQLScalarType>> = Object
   Decimal: DecimalScalar,
   Bytes: BytesScalar,
 })
+
+/**
+ * The wire form of one parsed value of the shared scalar `scalarName`, for sending it to another
+ * GraphQL server: a DateTime's Date as its ISO string, a Bytes value as base64 (see {@link bytesOf});
+ * every other value (digit strings of BigInt and Decimal, JSON values) is already in wire form.
+ */
+export function toWireValue(scalarName: string, value: unknown): unknown {
+  if (value instanceof Date) return toIsoDateTime(value)
+  if (scalarName === 'Bytes') return bytesOf(value)?.toString('base64') ?? value
+  return value
+}
 
 /** The SDL declarations of the shared scalars, for connectors that build schemas from SDL. */
 export const sharedScalarsSDL = Object.keys(sharedScalars)

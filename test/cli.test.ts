@@ -50,7 +50,7 @@ t.test('start prints its sources, operations and URLs, and serves them', async (
 
   const todo = await fetch(`${base}/operations/TodoById?id=1`)
   t.equal(todo.status, 200)
-  t.same(await todo.json(), { todo_findUniqueTodo: { completed: true, createdAt: '2026-11-20T09:00:00.000Z', id: 1, title: 'Read DESIGN.md' } })
+  t.same(await todo.json(), { todo_findUniqueTodo: { completed: true, createdAt: '2026-11-20T09:00:00.000Z', id: 1, title: 'Read docs/architecture.md' } })
   const both = await fetch(`${base}/operations/TodoAndRoles`)
   t.equal(((await both.json()) as any).system_getAllRoles[0].code, 'admin')
   const roles = await fetch(`http://127.0.0.1:${rolePort}/api/v1/role/all`)

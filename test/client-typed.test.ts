@@ -5,7 +5,7 @@
  */
 import t from 'tap'
 import { spawnSync, spawn } from 'node:child_process'
-import { mkdtempSync, rmSync, writeFileSync, readFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -76,6 +76,10 @@ t.test('the generated client type-checks and calls the running gateway', async (
   writeFileSync(join(dir, 'client.ts'), renderClient(gateway))
   writeFileSync(join(dir, 'main.ts'), program)
   writeFileSync(join(dir, 'package.json'), JSON.stringify({ type: 'module' }))
+  // The generated client imports its runtime from the package, as in a user's project.
+  mkdirSync(join(dir, 'node_modules'))
+  symlinkSync(root, join(dir, 'node_modules', 'tributary'), 'dir')
+  t.match(renderClient(gateway), /from 'tributary\/client'/, 'the client imports the runtime from tributary/client')
   const projectConfig = JSON.parse(readFileSync(join(root, 'tsconfig.json'), 'utf8')) as { compilerOptions: Record<string, unknown> }
   writeFileSync(
     join(dir, 'tsconfig.json'),
@@ -114,7 +118,7 @@ t.test('the generated client type-checks and calls the running gateway', async (
   const code = await new Promise<number | null>((resolve) => child.on('close', resolve))
   t.equal(code, 0, `the program exits cleanly: ${stderr}`)
   const out = JSON.parse(stdout.trim().split('\n').pop() ?? '{}')
-  t.same(out.one, { id: 1, title: 'Read DESIGN.md' })
+  t.same(out.one, { id: 1, title: 'Read docs/architecture.md' })
   t.same(out.badVariable, { status: 400, code: 'TRB_ERR_OPERATION_VARIABLES', variable: 'id' })
   t.same(out.list, [2, 3])
   t.same(out.created, { title: 'from the typed client', completed: true, createdAtIsIso: true })

@@ -9,6 +9,7 @@ import { resolveConfig, database, schema, rest } from '../gateway/config/index.j
 import { configPathFrom, loadConfigFile } from '../gateway/config/load.js'
 
 const demo = schema({ typeDefs: 'type Query { a: Int }' })
+const root = fileURLToPath(new URL('..', import.meta.url))
 
 t.test('a bad config fails with one message naming the path', async (t) => {
   const cases: [unknown, RegExp][] = [
@@ -24,20 +25,29 @@ t.test('a bad config fails with one message naming the path', async (t) => {
     [{ datasources: [demo], server: { prot: 1 } }, /server\.prot: is not a known option/],
     [{ datasources: [database({ url: 'sqlite:x', migrations: { a: { up: 'no' as never } } })] }, /datasources\[0\]\.migrations\.a\.up: must be a function/],
     [{ datasources: [demo], routes: [{ method: 'GET', path: 'x', operation: 'A' }] }, /routes\[0\]\.path: must match pattern/],
+    [{ datasources: [database({ url: 'sqlite:x', maxTake: 0 })] }, /datasources\[0\]\.maxTake: must be >= 1/],
+    [{ datasources: [demo], graphql: { maxCost: 0 } }, /graphql\.maxCost: must be >= 1/],
+    [{ datasources: [demo], graphql: { maxInputDepth: 1.5 } }, /graphql\.maxInputDepth: must be integer/],
+    [{ datasources: [demo], server: { maxResponseBytes: 0 } }, /server\.maxResponseBytes: must be >= 1/],
   ]
   for (const [input, message] of cases) {
     t.throws(() => resolveConfig(input, {}), { code: 'TRB_ERR_CONFIG_INVALID', message }, JSON.stringify(input))
   }
 })
 
-t.test('defaults come from the environment of DESIGN.md §3 and the result is frozen', async (t) => {
+t.test('defaults come from the environment of docs/architecture.md §3 and the result is frozen', async (t) => {
   const c = resolveConfig({ datasources: [demo] }, { PORT: '4555', HOST: '0.0.0.0', LOG_LEVEL: 'warn' })
   t.equal(c.server.port, 4555)
   t.equal(c.server.host, '0.0.0.0')
   t.equal(c.server.logLevel, 'warn')
+  const empty = resolveConfig({ datasources: [demo] }, { HOST: '', LOG_LEVEL: '' })
+  t.equal(empty.server.host, '127.0.0.1', 'an empty HOST means the default')
+  t.equal(empty.server.logLevel, 'info', 'an empty LOG_LEVEL means the default')
   t.equal(c.mode, 'development')
   t.equal(c.graphql.introspection, true)
   t.equal(c.server.bodyLimit, 1048576)
+  t.match(c.server, { requestTimeoutMs: 30000, maxResponseBytes: 16777216, maxWebSockets: 1000 })
+  t.match(c.graphql, { maxCost: 20000, defaultListSize: 10, maxInputDepth: 32, maxSubscriptionsPerSocket: 100 })
   t.ok(Object.isFrozen(c) && Object.isFrozen(c.server) && Object.isFrozen(c.datasources[0]))
   const prod = resolveConfig({ datasources: [rest({ openapi: 'x.json' })] }, { NODE_ENV: 'production' })
   t.equal(prod.mode, 'production')
@@ -50,7 +60,12 @@ t.test('--config and TRIBUTARY_CONFIG choose the file', async (t) => {
   t.equal(configPathFrom(['--config', 'examples/chinook/config.ts'], {}, '/p'), resolve('/p/examples/chinook/config.ts'))
   t.equal(configPathFrom(['--config=other.js'], {}, '/p'), resolve('/p/other.js'))
   t.equal(configPathFrom([], { TRIBUTARY_CONFIG: '/abs/c.ts' }, '/p'), '/abs/c.ts')
-  t.equal(configPathFrom([], {}, '/p'), resolve('/p/config.ts'))
+  t.equal(configPathFrom([], {}, '/p'), resolve('/p/tributary.config.ts'), 'no file: the one a user is expected to write')
+  t.equal(configPathFrom([], {}, root), resolve(root, 'config.ts'), 'this repository: its config.ts')
+  const project = mkdtempSync(join(tmpdir(), 'tributary-config-find-'))
+  writeFileSync(join(project, 'config.ts'), '')
+  writeFileSync(join(project, 'tributary.config.js'), '')
+  t.equal(configPathFrom([], {}, project), join(project, 'tributary.config.js'), 'tributary.config.* comes before config.ts')
 })
 
 t.test('a .js config file loads and validates; a missing one fails clearly', async (t) => {

@@ -41,7 +41,7 @@ t.test('the demo over POST /graphql', async (t) => {
     t.equal(res.statusCode, 200)
     const { data, errors } = res.json()
     t.equal(errors, undefined)
-    t.same(data.todo_findUniqueTodo, { id: 1, title: 'Read DESIGN.md', completed: true })
+    t.same(data.todo_findUniqueTodo, { id: 1, title: 'Read docs/architecture.md', completed: true })
     t.same(data.system_getAllRoles.map((r: { code: string }) => r.code), ['admin', 'user'])
     t.equal(data.system_getAllRoles[1].remark, '')
   })

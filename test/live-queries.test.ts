@@ -45,7 +45,7 @@ t.test('live queries over SSE', async (t) => {
     b.es.close()
   })
   t.ok(await waitFor(() => a.events.length === 1 && b.events.length === 1), 'both clients get the current result at once')
-  t.same(a.events[0], { data: { todo_findUniqueTodo: { id: 1, title: 'Read DESIGN.md', completed: true } } })
+  t.same(a.events[0], { data: { todo_findUniqueTodo: { id: 1, title: 'Read docs/architecture.md', completed: true } } })
   t.same(b.events[0], a.events[0])
   t.equal(app.livePollers.size, 1, 'two clients of the same operation and variables share ONE poller')
 
@@ -56,13 +56,13 @@ t.test('live queries over SSE', async (t) => {
   t.equal(a.events.length, 1, 'no event while the result is unchanged')
   t.equal(b.events.length, 1)
 
-  const update = await app.inject({ method: 'POST', url: '/operations/UpdateTitle', payload: { id: 1, title: 'Read DESIGN.md twice' } })
+  const update = await app.inject({ method: 'POST', url: '/operations/UpdateTitle', payload: { id: 1, title: 'Read docs/architecture.md twice' } })
   t.equal(update.statusCode, 200)
   t.ok(await waitFor(() => a.events.length === 2 && b.events.length === 2), 'a change is pushed to every client')
   await sleep(350)
   t.equal(a.events.length, 2, 'exactly one new event for one change')
   t.equal(b.events.length, 2)
-  t.equal(a.events[1].data.todo_findUniqueTodo?.title, 'Read DESIGN.md twice')
+  t.equal(a.events[1].data.todo_findUniqueTodo?.title, 'Read docs/architecture.md twice')
   t.same(b.events[1], a.events[1])
 
   t.test('other variables get their own poller; a late client gets the last result at once', async (t) => {
@@ -74,7 +74,7 @@ t.test('live queries over SSE', async (t) => {
     })
     t.ok(await waitFor(() => c.events.length === 1 && d.events.length === 1))
     t.equal(c.events[0].data.todo_findUniqueTodo?.id, 2)
-    t.equal(d.events[0].data.todo_findUniqueTodo?.title, 'Read DESIGN.md twice')
+    t.equal(d.events[0].data.todo_findUniqueTodo?.title, 'Read docs/architecture.md twice')
     t.equal(app.livePollers.size, 2)
   })
 

@@ -10,7 +10,7 @@ t.test('stored operations over HTTP', async (t) => {
     t.equal(res.statusCode, 200)
     t.match(res.headers['content-type'], /application\/json/)
     const body = res.json()
-    t.same(body, { todo_findUniqueTodo: { completed: true, createdAt: '2026-11-20T09:00:00.000Z', id: 1, title: 'Read DESIGN.md' } })
+    t.same(body, { todo_findUniqueTodo: { completed: true, createdAt: '2026-11-20T09:00:00.000Z', id: 1, title: 'Read docs/architecture.md' } })
     t.type(body.todo_findUniqueTodo.id, 'number')
     t.type(body.todo_findUniqueTodo.completed, 'boolean')
     t.match(body.todo_findUniqueTodo.createdAt, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/)

@@ -1,5 +1,5 @@
 /**
- * DESIGN.md §5 on /operations/*: an upstream that fails gives 502 with the partial data and the
+ * docs/architecture.md §5 on /operations/*: an upstream that fails gives 502 with the partial data and the
  * upstream's status; one that times out gives 504. Real upstream HTTP server on 127.0.0.1.
  */
 import t from 'tap'

@@ -27,13 +27,36 @@ t.test('variables from the query string', async (t) => {
   t.test('Int, Float, Boolean (bare ?flag is true), String, enum and repeated params as a list', async (t) => {
     const res = await get('/operations/Coerce?ids=1&ids=3&completed&title=A&mode=insensitive&minAvg=2.9&take=5')
     t.equal(res.status, 200, JSON.stringify(res.body))
-    t.same(res.body.todo_findManyTodo, [{ id: 1, title: 'Read DESIGN.md', completed: true }], 'ids [1,3], completed=true, title contains "A" case-insensitively')
+    t.same(res.body.todo_findManyTodo, [{ id: 1, title: 'Read docs/architecture.md', completed: true }], 'ids [1,3], completed=true, title contains "A" case-insensitively')
     t.equal(res.body.todo_groupByTodo.length, 2, 'minAvg=2.9 is a Float: both groups average 3')
     t.equal(res.body.deatail, 'Detail of "A"')
 
     const higher = await get('/operations/Coerce?title=&minAvg=3.1')
     t.same(higher.body.todo_groupByTodo, [], 'minAvg=3.1 keeps no group')
     t.equal(higher.body.todo_findManyTodo.length, 5, 'an empty String is a string; absent filters are left out')
+  })
+
+  t.test('an empty value for a non-String variable is 400 naming it; for a String it is the empty string', async (t) => {
+    for (const [url, variable] of [['/operations/Coerce?title=x&take=', 'take'], ['/operations/Coerce?title=x&minAvg=', 'minAvg'], ['/operations/Coerce?title=x&ids=', 'ids'], ['/operations/Coerce?title=x&ids=1&ids=', 'ids'], ['/operations/Coerce?title=x&mode=', 'mode'], ['/operations/Coerce?title=x&order=', 'order']] as const) {
+      const res = await get(url)
+      t.equal(res.status, 400, url)
+      const errors = res.body.errors as ErrorItem[]
+      t.same(errors.map((e) => [e.extensions.code, e.extensions.variable]), [['TRB_ERR_OPERATION_VARIABLES', variable]], `${url}: names ${variable}`)
+      t.match(errors[0]!.message, new RegExp(`Variable "${variable}"`))
+    }
+    const empty = await get('/operations/Coerce?title=')
+    t.equal(empty.status, 200, 'an empty String variable is the empty string')
+    t.equal(empty.body.deatail, 'Detail of ""')
+  })
+
+  t.test('an empty value does not fall back to the default: leave the parameter out for that', async (t) => {
+    const res = await get('/operations/TodoById?id=')
+    t.equal(res.status, 400, '?id= for `$id: Int = 1` is refused, not run with null or with 1')
+    t.same((res.body.errors as ErrorItem[]).map((e) => e.extensions.variable), ['id'])
+    t.match((res.body.errors as ErrorItem[])[0]!.message, /Variable "id" is empty/)
+    const absent = await get('/operations/TodoById')
+    t.equal(absent.status, 200)
+    t.equal(absent.body.todo_findUniqueTodo.id, 1, 'an absent parameter takes the default')
   })
 
   t.test('one value for a list variable is a one-item list; explicit false; enum with a default', async (t) => {
@@ -64,7 +87,7 @@ t.test('variables from the query string', async (t) => {
 
     const all = await get(`/operations/FindTodos?variables=${q({ where: { title: { startsWith: 'Read' } }, take: 1 })}`)
     t.equal(all.status, 200)
-    t.same(all.body.todo_findManyTodo, [{ id: 1, title: 'Read DESIGN.md', completed: true }])
+    t.same(all.body.todo_findManyTodo, [{ id: 1, title: 'Read docs/architecture.md', completed: true }])
 
     const mixed = await get(`/operations/FindTodos?variables=${q({ where: { completed: { equals: false } } })}&take=1`)
     t.same(mixed.body.todo_findManyTodo.map((x: { id: number }) => x.id), [2], 'params are merged with variables=<JSON>')

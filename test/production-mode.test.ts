@@ -78,7 +78,8 @@ t.test('production mode on the demo', async (t) => {
     t.equal(get.json().data.todo_findUniqueTodo.id, 1)
     const unknownHash = await post({ extensions: { persistedQuery: { version: 1, sha256Hash: sha256('nope') } } })
     t.equal(unknownHash.status, 400)
-    t.equal(unknownHash.body.errors[0].extensions.code, 'PERSISTED_QUERY_NOT_FOUND')
+    t.equal(unknownHash.body.errors[0].extensions.code, 'TRB_ERR_PERSISTED_NOT_FOUND')
+    t.equal(unknownHash.body.errors[0].message, 'PersistedQueryNotFound', 'the message Apollo clients look for')
   })
 
   t.test('any other document is refused with TRB_ERR_PERSISTED_ONLY', async (t) => {

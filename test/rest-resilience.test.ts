@@ -210,7 +210,7 @@ t.test('headersTimeoutMs and bodyTimeoutMs are separate', async (t) => {
   t.equal(codeOf(headers), 'TRB_ERR_UPSTREAM_TIMEOUT')
   t.match(headers.errors?.[0]?.message, /200 ms/)
   t.equal(up.hits.get('GET /items'), 2, 'a timed-out GET is retried once')
-  t.ok(performance.now() - started < 2000)
+  t.ok(performance.now() - started < 3000, 'far from timeoutMs (10 s)')
   started = performance.now()
   const body = await source.run('{ getItem(id: "a") { id } }')
   t.equal(codeOf(body), 'TRB_ERR_UPSTREAM_TIMEOUT')

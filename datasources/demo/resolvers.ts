@@ -1,31 +1,23 @@
 /**
- * Resolvers of the demo schema. `messageCreated` emits one message per second per subscriber, with
- * an increasing numeric `id` (shared by all subscribers) and the current ISO 8601 date-time as `content`.
+ * Resolvers of the demo schema. `messageCreated` is one shared stream (see ./message-stream.ts): one
+ * message per second (`DEMO_MESSAGE_INTERVAL_MS` overrides it, for tests), produced once while anyone
+ * listens and delivered to every subscriber, with an increasing numeric `id` (as a String) and the
+ * current ISO 8601 date-time as `content`.
  */
-import { setTimeout as sleep } from 'node:timers/promises'
+import { createMessageStream, type Message } from './message-stream.js'
 
-/** A demo message. */
-export interface Message {
-  id: number
-  content: string
-}
+export type { Message } from './message-stream.js'
 
-const history: Message[] = [{ id: 0, content: 'Welcome to Tributary' }]
-let nextId = 1
+const history: Message[] = [{ id: '0', content: 'Welcome to Tributary' }]
 
-/** Interval between two `messageCreated` events, in milliseconds. `DEMO_MESSAGE_INTERVAL_MS` overrides it (tests). */
-const intervalMs = Number(process.env.DEMO_MESSAGE_INTERVAL_MS) || 1000
-
-async function* messageStream(signal?: AbortSignal): AsyncGenerator<{ messageCreated: Message }> {
-  while (!signal?.aborted) {
-    await sleep(intervalMs, undefined, { signal }).catch(() => undefined)
-    if (signal?.aborted) return
-    const message = { id: nextId++, content: new Date().toISOString() }
+/** The demo's message stream (one per process). */
+export const messageStream = createMessageStream({
+  intervalMs: Number(process.env.DEMO_MESSAGE_INTERVAL_MS) || 1000,
+  onMessage(message) {
     history.push(message)
     if (history.length > 100) history.shift()
-    yield { messageCreated: message }
-  }
-}
+  },
+})
 
 export const resolvers = {
   Query: {
@@ -34,7 +26,7 @@ export const resolvers = {
   },
   Subscription: {
     messageCreated: {
-      subscribe: (_: unknown, __: unknown, context: { signal?: AbortSignal } | undefined) => messageStream(context?.signal),
+      subscribe: (_: unknown, __: unknown, context: { signal?: AbortSignal } | undefined) => messageStream.subscribe(context?.signal),
     },
   },
 }

@@ -1,5 +1,5 @@
 /**
- * The sample role service: the upstream REST API that the `system` data source wraps (DESIGN.md §5,
+ * The sample role service: the upstream REST API that the `system` data source wraps (docs/architecture.md §5,
  * "The sample role service"). A fastify app whose OpenAPI 3 document is generated from its route
  * schemas by @fastify/swagger and served at `GET /openapi.json`.
  *

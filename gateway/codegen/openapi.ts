@@ -1,13 +1,13 @@
 /**
  * The OpenAPI 3.1 description (https://spec.openapis.org/oas/v3.1.0) of every served stored
- * operation (DESIGN.md §5) and of the config's custom routes:
+ * operation (docs/architecture.md §5) and of the config's custom routes:
  * - queries: GET with one query parameter per variable (scalars and lists as `form`/`explode`
  *   params, input objects as JSON in their param), the optional `variables=<JSON>` and `live`
  *   params, `ETag` / `Cache-Control` headers and 304; and POST with a JSON body;
  * - mutations: POST with a JSON body;
  * - subscriptions: GET `text/event-stream`;
  * - response schemas derived from selection sets (`gateway/operations/json-schema.ts`, JSON Schema
- *   2020-12 as OpenAPI 3.1 uses it), and the error responses of DESIGN.md §5 (`#/components/schemas/Errors`).
+ *   2020-12 as OpenAPI 3.1 uses it), and the error responses of docs/architecture.md §5 (`#/components/schemas/Errors`).
  * Internal operations (`operations/internal/`) are left out.
  */
 import type { Gateway } from '../runtime.js'
@@ -19,7 +19,7 @@ export type OpenApiDocument = Record<string, unknown>
 
 const errorSchema: JsonSchema = {
   type: 'object',
-  description: 'Every error response of /operations/* and of the custom routes (DESIGN.md §5).',
+  description: 'Every error response of /operations/* and of the custom routes (docs/architecture.md §5).',
   required: ['errors'],
   properties: {
     errors: {

@@ -1,6 +1,6 @@
 /**
  * Composition: namespaces every subschema once and merges them into the gateway schema
- * (DESIGN.md §2.3). In-process sources are renamed at build time with `mapSchema` and merged
+ * (docs/architecture.md §2.3). In-process sources are renamed at build time with `mapSchema` and merged
  * without delegation; remote GraphQL APIs are wrapped with graphql-tools `RenameTypes` /
  * `RenameRootFields` transforms, the only request-time delegation.
  */
@@ -16,7 +16,7 @@ import {
 import { wrapSchema, RenameRootFields, RenameTypes } from '@graphql-tools/wrap'
 import type { ConnectorSubschema } from '../connectors/types.js'
 import { ComposeCollisionError, ComposeNamespaceError } from '../errors.js'
-import { applyNamespace, isGlobalTypeName } from './namespace.js'
+import { applyNamespace, foreignScalarNames, isGlobalTypeName } from './namespace.js'
 
 /** One loaded data source, ready to compose. */
 export interface ComposableSource {
@@ -31,16 +31,23 @@ const NAME = /^[_A-Za-z][_0-9A-Za-z]*$/
 
 function namespaced(source: ComposableSource): GraphQLSchema {
   const { subschema, namespace } = source
-  if (subschema.kind === 'local') return applyNamespace(subschema.schema, namespace)
+  const foreign = foreignScalarNames(subschema.schema, subschema.kind === 'remote')
+  if (foreign.size && !namespace) {
+    const [name] = foreign
+    throw new ComposeCollisionError(
+      `${source.name} defines its own scalar ${name}, but ${name} is the name of a shared scalar; give the source a namespace (its scalar becomes <namespace>_${name}) or rename the scalar`,
+    )
+  }
+  if (subschema.kind === 'local') return applyNamespace(subschema.schema, namespace, foreign)
   const prefix = (n: string) => `${namespace}_${n}`
   const wrapped = wrapSchema({
     schema: subschema.schema,
     executor: subschema.executor,
     transforms: namespace
-      ? [new RenameTypes((n) => (isGlobalTypeName(n) ? n : prefix(n))), new RenameRootFields((_op, n) => prefix(n))]
+      ? [new RenameTypes((n) => (isGlobalTypeName(n, foreign) ? n : prefix(n))), new RenameRootFields((_op, n) => prefix(n))]
       : [],
   })
-  // Shared scalars and root-type normalisation still apply to the wrapped schema.
+  // Shared scalars and root-type normalisation still apply to the wrapped schema (foreign ones are prefixed by now).
   return applyNamespace(wrapped, '')
 }
 

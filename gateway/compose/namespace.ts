@@ -1,7 +1,12 @@
 /**
- * Renames one in-process subschema with its namespace at build time (DESIGN.md §2–§4): root fields
+ * Renames one in-process subschema with its namespace at build time (docs/architecture.md §2–§4): root fields
  * become `<ns>_<field>`, named types `<ns>_<Type>`, except built-in and shared scalars. Resolvers,
  * `subscribe` functions and `extensions` move with their fields, so nothing is delegated at request time.
+ *
+ * Shared scalars (README "Naming"): a source's scalar named `DateTime`, `JSON`, `BigInt`, `Decimal` or
+ * `Bytes` becomes the very instance of `gateway/scalars.ts` in the renamed schema, so that `compose/`
+ * can merge any number of sources that use it, unless it is a *foreign* scalar (see
+ * {@link foreignScalarNames}), which is treated like any custom scalar (prefixed with the namespace).
  */
 import {
   GraphQLEnumType,
@@ -10,16 +15,55 @@ import {
   GraphQLObjectType,
   GraphQLScalarType,
   GraphQLUnionType,
+  GraphQLSchema,
+  isScalarType,
   isSpecifiedScalarType,
   type GraphQLFieldConfigMap,
-  type GraphQLSchema,
+  type GraphQLNamedType,
 } from 'graphql'
-import { MapperKind, mapSchema } from '@graphql-tools/utils'
+import { MapperKind, healTypes, mapSchema } from '@graphql-tools/utils'
 import { sharedScalars } from '../scalars.js'
 
-/** True for a name that keeps its spelling in every namespace: built-in scalars, shared scalars, introspection types. */
-export function isGlobalTypeName(name: string): boolean {
-  return name.startsWith('__') || name in sharedScalars || ['String', 'Int', 'Float', 'Boolean', 'ID'].includes(name)
+/** The serialize/parseValue of a scalar declared without an implementation (graphql-js' identity default). */
+const DECLARED_ONLY = new GraphQLScalarType({ name: 'DeclaredOnly' })
+
+const NONE: ReadonlySet<string> = new Set()
+
+/**
+ * True for a name that keeps its spelling in every namespace: built-in scalars, shared scalars
+ * (unless listed in `foreign`), introspection types.
+ * @param foreign the source's foreign scalar names ({@link foreignScalarNames}): they are namespaced.
+ */
+export function isGlobalTypeName(name: string, foreign: ReadonlySet<string> = NONE): boolean {
+  return name.startsWith('__') || (name in sharedScalars && !foreign.has(name)) || ['String', 'Int', 'Float', 'Boolean', 'ID'].includes(name)
+}
+
+/**
+ * The scalars of a source that are named like a shared scalar but do not mean it ("foreign"):
+ * - in an in-process source (`remote: false`), a scalar with an implementation of its own, i.e.
+ *   whose `serialize`, `parseValue` and `parseLiteral` are neither the shared scalar's nor
+ *   graphql-js' defaults of a scalar merely declared in SDL (`scalar DateTime` with no resolver);
+ * - in a remote GraphQL API (`remote: true`), whose scalars carry no implementation, one that
+ *   declares a `specifiedByURL` (`@specifiedBy`) other than the shared scalar's.
+ * Every other same-named scalar is the shared one.
+ * @returns the foreign names (empty for almost every source).
+ */
+export function foreignScalarNames(schema: GraphQLSchema, remote: boolean): Set<string> {
+  const out = new Set<string>()
+  for (const name of Object.keys(sharedScalars)) {
+    const type = schema.getType(name)
+    if (!type || !isScalarType(type)) continue // an object type named like a shared scalar collides in compose
+    const shared = sharedScalars[name]!
+    if (type === shared) continue
+    if (remote) {
+      if (type.specifiedByURL && type.specifiedByURL !== shared.specifiedByURL) out.add(name)
+      continue
+    }
+    const sameAsShared = type.serialize === shared.serialize && type.parseValue === shared.parseValue && type.parseLiteral === shared.parseLiteral
+    const declaredOnly = type.serialize === DECLARED_ONLY.serialize && type.parseValue === DECLARED_ONLY.parseValue
+    if (!sameAsShared && !declaredOnly) out.add(name)
+  }
+  return out
 }
 
 /**
@@ -28,18 +72,19 @@ export function isGlobalTypeName(name: string): boolean {
  * return the prefixed one.
  * @param schema an executable schema without prefixes.
  * @param namespace `''` for none.
- * @returns a new schema; the input is not modified.
+ * @param foreign scalars named like shared ones that keep their own meaning ({@link foreignScalarNames}):
+ *   they are prefixed like custom scalars. With `namespace` `''` the caller must have refused them.
+ * @returns a new schema whose every reference to a shared scalar is the instance of `gateway/scalars.ts`;
+ *   the input is not modified.
  */
-export function applyNamespace(schema: GraphQLSchema, namespace: string): GraphQLSchema {
+export function applyNamespace(schema: GraphQLSchema, namespace: string, foreign: ReadonlySet<string> = NONE): GraphQLSchema {
   const rootNames = new Set([schema.getQueryType()?.name, schema.getMutationType()?.name, schema.getSubscriptionType()?.name].filter(Boolean))
   const prefix = (name: string) => (namespace ? `${namespace}_${name}` : name)
-  const typeName = (name: string) => (rootNames.has(name) || isGlobalTypeName(name) ? name : prefix(name))
+  const typeName = (name: string) => (rootNames.has(name) || isGlobalTypeName(name, foreign) ? name : prefix(name))
 
-  return mapSchema(schema, {
+  const mapped = mapSchema(schema, {
     [MapperKind.SCALAR_TYPE]: (type) => {
-      if (isSpecifiedScalarType(type)) return type
-      const shared = sharedScalars[type.name]
-      if (shared) return shared
+      if (isSpecifiedScalarType(type) || isGlobalTypeName(type.name, foreign)) return type
       return namespace ? new GraphQLScalarType({ ...type.toConfig(), name: prefix(type.name) }) : type
     },
     [MapperKind.ROOT_OBJECT]: (type) => {
@@ -73,6 +118,30 @@ export function applyNamespace(schema: GraphQLSchema, namespace: string): GraphQ
       })
     },
   })
+  return withSharedScalars(mapped)
+}
+
+/**
+ * Points every reference to a shared scalar at the shared instance. `mapSchema` cannot do it: its
+ * final rewiring copies every non-built-in scalar, the shared ones included, and two copies of one
+ * scalar are two different types to `compose/` and to `GraphQLSchema`. The types of `mapped` are
+ * fresh copies made by `mapSchema`, so healing them in place touches nothing outside it.
+ */
+function withSharedScalars(mapped: GraphQLSchema): GraphQLSchema {
+  const typeMap: Record<string, GraphQLNamedType> = { ...mapped.getTypeMap() }
+  let copies = false
+  for (const [name, shared] of Object.entries(sharedScalars)) {
+    const type = typeMap[name]
+    if (type && type !== shared && isScalarType(type)) {
+      typeMap[name] = shared
+      copies = true
+    }
+  }
+  if (!copies) return mapped
+  const directives = mapped.getDirectives()
+  healTypes(typeMap, directives)
+  const config = mapped.toConfig()
+  return new GraphQLSchema({ ...config, types: Object.values(typeMap), directives: [...directives] })
 }
 
 function prefixResolved(value: string | undefined, typeName: (name: string) => string): string | undefined {

@@ -15,6 +15,7 @@ import type { GraphQLSourceOptions } from '../connectors/graphql/index.js'
 import type { SchemaSourceOptions } from '../connectors/schema/index.js'
 import type { RunMode } from '../connectors/types.js'
 import { validateConfig } from './validate.js'
+import { ConfigInvalidError } from '../errors.js'
 
 export type { RunMode }
 
@@ -105,10 +106,31 @@ export interface TributaryConfigInput {
     port?: number
     /** Largest request body accepted, in bytes. Default 1 MiB (1048576). */
     bodyLimit?: number
-    /** Time allowed to receive a whole request, in milliseconds (fastify `requestTimeout`). Default 30000. */
+    /** Time allowed to receive a whole request, headers and body, in milliseconds (fastify `requestTimeout`, checked at least every second). Default 30000. */
     requestTimeoutMs?: number
+    /** Largest response body sent, in bytes; a larger one is replaced by a 400 `TRB_ERR_GRAPHQL_LIMIT`. Default 16 MiB (16777216). */
+    maxResponseBytes?: number
+    /** Most WebSocket connections open at once; one more is closed with 4503. Default 1000. */
+    maxWebSockets?: number
     /** pino log level. Default `LOG_LEVEL` or `info`. */
     logLevel?: string
+    /**
+     * Origins (`scheme://host[:port]`, e.g. `https://app.example.com`) besides the gateway's own that
+     * browsers may use: a WebSocket upgrade whose `Origin` is neither the gateway's own nor listed is
+     * refused with 403 `TRB_ERR_ORIGIN_FORBIDDEN`, and cross-origin HTTP (CORS, through
+     * `@fastify/cors`) is allowed for these origins only. The gateway's own origin is an `Origin`
+     * with scheme http or https whose host (port included, the scheme's default port left out)
+     * equals the request's `Host` header. Requests without `Origin` (non-browser clients) are not
+     * affected. Default none.
+     */
+    allowedOrigins?: string[]
+    /**
+     * `Host` header values served (a defence against DNS rebinding). `example.com` matches that host
+     * on any port, `example.com:4000` that host and port only, `.example.com` the host and its
+     * subdomains; matching ignores case. A request whose `Host` is missing or not listed gets 421
+     * `TRB_ERR_MISDIRECTED`. Default: not checked (every host).
+     */
+    allowedHosts?: string[]
   }
   graphql?: {
     /** Serve introspection. Default: true in development, false in production. */
@@ -121,6 +143,14 @@ export interface TributaryConfigInput {
     maxAliases?: number
     /** Most lexical tokens in one document (parser limit). Default 5000. */
     maxTokens?: number
+    /** Largest cost of one operation, computed before it runs (README "Query cost"). Default 20000. */
+    maxCost?: number
+    /** Size assumed, in the cost, for a list field without a `take` argument. Default 10. */
+    defaultListSize?: number
+    /** Deepest nesting of input objects and lists, in literals and in variables. Default 32. */
+    maxInputDepth?: number
+    /** Most operations running at once on one WebSocket; one more gets an `error` message. Default 100. */
+    maxSubscriptionsPerSocket?: number
     /** Run raw documents on /graphql in production too (off: stored operations only). Default false. */
     allowArbitraryOperationsInProduction?: boolean
   }
@@ -142,7 +172,12 @@ export interface TributaryConfigInput {
 export interface TributaryConfig {
   readonly datasources: readonly DataSourceDefinition[]
   readonly mode: RunMode
-  readonly server: Readonly<Required<NonNullable<TributaryConfigInput['server']>>>
+  readonly server: Readonly<Required<Omit<NonNullable<TributaryConfigInput['server']>, 'allowedHosts'>>> & {
+    /** Normalised origins (`new URL(o).origin`). */
+    readonly allowedOrigins: readonly string[]
+    /** Lower-cased host patterns; null when the `Host` header is not checked. */
+    readonly allowedHosts: readonly string[] | null
+  }
   readonly graphql: Readonly<Required<NonNullable<TributaryConfigInput['graphql']>>>
   readonly operations: Readonly<Required<NonNullable<TributaryConfigInput['operations']>>>
   readonly routes: readonly RouteDefinition[]
@@ -159,7 +194,7 @@ export function defineConfig(config: TributaryConfigInput): TributaryConfigInput
 }
 
 /**
- * Validates a configuration and fills in its defaults, from `env` where DESIGN.md §3 says so.
+ * Validates a configuration and fills in its defaults, from `env` where docs/architecture.md §3 says so.
  * @returns a deep-frozen {@link TributaryConfig}.
  * @throws ConfigInvalidError (`TRB_ERR_CONFIG_INVALID`) naming the first bad path, e.g. `datasources[1].url: must be string`.
  */
@@ -172,11 +207,15 @@ export function resolveConfig(input: unknown, env: NodeJS.ProcessEnv = process.e
     datasources: c.datasources.map((d) => Object.freeze({ ...d })),
     mode,
     server: {
-      host: c.server?.host ?? env.HOST ?? '127.0.0.1',
+      host: c.server?.host ?? (env.HOST || '127.0.0.1'),
       port: c.server?.port ?? (env.PORT !== undefined && env.PORT !== '' ? Number(env.PORT) : 4000),
       bodyLimit: c.server?.bodyLimit ?? 1024 * 1024,
       requestTimeoutMs: c.server?.requestTimeoutMs ?? 30_000,
-      logLevel: c.server?.logLevel ?? env.LOG_LEVEL ?? 'info',
+      maxResponseBytes: c.server?.maxResponseBytes ?? 16 * 1024 * 1024,
+      maxWebSockets: c.server?.maxWebSockets ?? 1000,
+      logLevel: c.server?.logLevel ?? (env.LOG_LEVEL || 'info'),
+      allowedOrigins: (c.server?.allowedOrigins ?? []).map(normaliseOrigin),
+      allowedHosts: c.server?.allowedHosts ? c.server.allowedHosts.map((h) => h.toLowerCase()) : null,
     },
     graphql: {
       introspection: c.graphql?.introspection ?? dev,
@@ -184,6 +223,10 @@ export function resolveConfig(input: unknown, env: NodeJS.ProcessEnv = process.e
       maxDepth: c.graphql?.maxDepth ?? 12,
       maxAliases: c.graphql?.maxAliases ?? 30,
       maxTokens: c.graphql?.maxTokens ?? 5000,
+      maxCost: c.graphql?.maxCost ?? 20_000,
+      defaultListSize: c.graphql?.defaultListSize ?? 10,
+      maxInputDepth: c.graphql?.maxInputDepth ?? 32,
+      maxSubscriptionsPerSocket: c.graphql?.maxSubscriptionsPerSocket ?? 100,
       allowArbitraryOperationsInProduction: c.graphql?.allowArbitraryOperationsInProduction ?? false,
     },
     operations: {
@@ -198,6 +241,17 @@ export function resolveConfig(input: unknown, env: NodeJS.ProcessEnv = process.e
     validateConfig({ ...c, server: { ...c.server, port: config.server.port } })
   }
   return deepFreeze(config)
+}
+
+/** `new URL(origin).origin`: lower-cased scheme and host, the scheme's default port left out. */
+function normaliseOrigin(origin: string, index: number): string {
+  let url: URL
+  try {
+    url = new URL(origin)
+  } catch {
+    throw new ConfigInvalidError(`server.allowedOrigins[${index}]: must be an origin such as https://app.example.com`)
+  }
+  return url.origin
 }
 
 function deepFreeze<T>(value: T): T {

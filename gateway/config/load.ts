@@ -16,11 +16,19 @@ export const projectRoot = (() => {
   return dir
 })()
 
-/** The config file to load: `--config`, else `TRIBUTARY_CONFIG`, else `config.ts` in the working directory. */
+/** Config files looked for in the working directory, in this order, when none is named. */
+export const DEFAULT_CONFIG_FILES: readonly string[] = ['tributary.config.ts', 'tributary.config.js', 'tributary.config.mjs', 'config.ts']
+
+/**
+ * The config file to load: `--config <file>` (or `--config=<file>`), else `TRIBUTARY_CONFIG`, else
+ * the first of {@link DEFAULT_CONFIG_FILES} that exists in `cwd` (`tributary.config.ts` when none does,
+ * so that the error names the file a user is expected to write).
+ * @returns an absolute path.
+ */
 export function configPathFrom(argv: readonly string[], env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): string {
   const i = argv.findIndex((a) => a === '--config' || a.startsWith('--config='))
   const fromArgs = i < 0 ? undefined : argv[i].includes('=') ? argv[i].split('=').slice(1).join('=') : argv[i + 1]
-  const chosen = fromArgs || env.TRIBUTARY_CONFIG || 'config.ts'
+  const chosen = fromArgs || env.TRIBUTARY_CONFIG || DEFAULT_CONFIG_FILES.find((f) => existsSync(resolve(cwd, f))) || DEFAULT_CONFIG_FILES[0]
   return isAbsolute(chosen) ? chosen : resolve(cwd, chosen)
 }
 
@@ -47,16 +55,17 @@ export async function importModule(file: string, fresh = false): Promise<Record<
  * @throws ConfigLoadError when the file is missing or fails to import; ConfigInvalidError when it is invalid.
  */
 export async function loadConfigFile(file: string, options: { fresh?: boolean } = {}): Promise<TributaryConfig> {
-  if (!existsSync(file)) throw new ConfigLoadError(file, 'no such file')
+  const shown = relative(process.cwd(), file).startsWith('..') ? file : relative(process.cwd(), file) || file
+  if (!existsSync(file)) throw new ConfigLoadError(shown, `no such file (write one with \`tributary init\`, or pass --config <file> or --database <url>)`)
   let mod: Record<string, unknown>
   try {
     mod = await importModule(file, options.fresh)
   } catch (err) {
-    throw new ConfigLoadError(file, (err as Error).message, { cause: err })
+    throw new ConfigLoadError(shown, (err as Error).message, { cause: err })
   }
   let input = mod.default ?? mod.config
   // A .ts file outside an ESM package is loaded as CommonJS: its default export sits one level down.
   if (input && typeof input === 'object' && !('datasources' in input) && 'default' in input) input = (input as { default: unknown }).default
-  if (input === undefined) throw new ConfigLoadError(file, 'it has no default export')
+  if (input === undefined) throw new ConfigLoadError(shown, 'it has no default export')
   return resolveConfig(input)
 }

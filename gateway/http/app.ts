@@ -16,6 +16,8 @@ import { playgroundPlugin } from './playground.js'
 import { createSubscriptionHandler, websocketServerOptions } from './subscriptions.js'
 import { codedGraphQLError, formatGraphQLError, sendError } from './format-error.js'
 import { PersistedOperations } from './persisted.js'
+import { registerOriginGuard } from './origin.js'
+import { registerResponseLimit } from './response-limit.js'
 import { buildOpenApiDocument } from '../codegen/openapi.js'
 
 /**
@@ -57,6 +59,12 @@ export async function buildApp(gateway: Gateway, options: BuildAppOptions = {}):
     ...(typeof loggerOption === 'object' && 'child' in loggerOption ? { loggerInstance: loggerOption as FastifyBaseLogger } : { logger: loggerOption }),
     bodyLimit: config.server.bodyLimit,
     requestTimeout: config.server.requestTimeoutMs,
+    // Node enforces requestTimeout only while headersTimeout (default 60 s) is not larger, and checks
+    // both every connectionsCheckingInterval (default 30 s): without these a trickled body stayed open.
+    http: {
+      connectionsCheckingInterval: Math.max(100, Math.min(1000, config.server.requestTimeoutMs || 1000)),
+      ...(config.server.requestTimeoutMs > 0 ? { headersTimeout: Math.min(60_000, config.server.requestTimeoutMs) } : {}),
+    },
     // Per-request info logs cost throughput; errors are still logged, with their request id.
     logController: new LogController({ disableRequestLogging: true }),
     // A child logger per request costs ~1 µs; below debug level requests log through the root logger.
@@ -81,16 +89,20 @@ export async function buildApp(gateway: Gateway, options: BuildAppOptions = {}):
 
   app.setErrorHandler((err: FastifyError, request, reply) => {
     const status = err.statusCode && err.statusCode >= 400 ? err.statusCode : 500
-    // Errors of the table, and fastify's own 4xx errors (bad JSON, body too large...), are safe to show.
+    // Errors of the table keep their code. Every other 4xx (fastify's FST_ERR_CTP_* from the body
+    // parser: malformed JSON, `__proto__` keys, an unsupported media type (415), a body too large
+    // (413); a request timeout (408)...) is TRB_ERR_BAD_REQUEST with the same status and message,
+    // so every error body carries a code of gateway/errors.ts.
     if (isTributaryError(err)) return sendError(reply, err, status)
-    // fastify's body parser refuses malformed JSON and `__proto__`/`constructor.prototype` keys.
-    if (status === 400 && err.code?.startsWith('FST_ERR_CTP_')) return sendError(reply, new BadRequestError(err.message), 400)
-    if (status < 500 && err.code) return sendError(reply, err, status)
+    if (status < 500) return sendError(reply, new BadRequestError(err.message), status)
     const id = randomUUID()
     request.log.error({ err, errorId: id }, 'internal error')
     return sendError(reply, new InternalError(id), 500, { errorId: id })
   })
+  registerResponseLimit(app, config.server.maxResponseBytes)
   app.setNotFoundHandler((request, reply) => sendError(reply, new RouteNotFoundError(request.method, request.url.split('?')[0])))
+  // Host (421) and Origin (403 for upgrades and preflights) checks, and CORS, before every route.
+  await registerOriginGuard(app, config.server)
 
   await app.register(mercurius, {
     schema: gateway.schema,
@@ -112,6 +124,11 @@ export async function buildApp(gateway: Gateway, options: BuildAppOptions = {}):
     maxDepth: config.graphql.maxDepth,
     maxAliases: config.graphql.maxAliases,
     maxTokens: config.graphql.maxTokens,
+    maxInputDepth: config.graphql.maxInputDepth,
+    maxCost: config.graphql.maxCost,
+    defaultListSize: config.graphql.defaultListSize,
+    maxSubscriptionsPerSocket: config.graphql.maxSubscriptionsPerSocket,
+    maxSockets: config.server.maxWebSockets,
     validationRules: config.graphql.introspection ? [] : [NoSchemaIntrospectionCustomRule],
     formatError: (err: GraphQLError) => formatGraphQLError(err, { mode: holder.current.config.mode, logger: app.log }).error,
     onOperation: (info) =>

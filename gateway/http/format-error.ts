@@ -6,8 +6,9 @@
 import { randomUUID } from 'node:crypto'
 import { GraphQLError, type ASTNode, type GraphQLFormattedError } from 'graphql'
 import type { FastifyBaseLogger, FastifyReply } from 'fastify'
-import { errorBody, isTributaryError } from '../errors.js'
+import { errorBody, isErrorCode, isTributaryError, recordErrorCode } from '../errors.js'
 import type { RunMode } from '../connectors/types.js'
+import { publicUpstreamMessage, upstreamDetailsOf, type UpstreamDetails } from '../connectors/upstream-details.js'
 
 /** Options of {@link formatGraphQLError}. */
 export interface FormatErrorOptions {
@@ -34,8 +35,37 @@ const STATUS_BY_CODE: Readonly<Record<string, number>> = {
 }
 
 /**
+ * An error an upstream provided (it carries `extensions.upstream`, set by the REST and GraphQL
+ * connectors). Production: the message becomes {@link publicUpstreamMessage}, only `code`, `originalCode` and `http`
+ * stay, and the upstream's text is logged (warn, msg `"upstream error"`). Development: the message
+ * stays, with `extensions.upstream` = `{ method, path, status, body? }` (body: an excerpt).
+ */
+function formatUpstreamError(
+  message: string,
+  extensions: Record<string, unknown>,
+  upstream: UpstreamDetails,
+  base: Pick<GraphQLFormattedError, 'locations' | 'path'>,
+  options: FormatErrorOptions,
+): GraphQLFormattedError {
+  const code = typeof extensions.code === 'string' ? extensions.code : 'TRB_ERR_UPSTREAM'
+  if (options.mode === 'production') {
+    options.logger.warn({ upstream, upstreamMessage: message, code, path: base.path }, 'upstream error')
+    const kept = { ...(extensions.originalCode !== undefined ? { originalCode: extensions.originalCode } : {}), ...(extensions.http ? { http: extensions.http } : {}) }
+    return { message: publicUpstreamMessage(upstream), ...base, extensions: { code, ...kept } }
+  }
+  const { source: _source, ...shown } = upstream
+  return { message, ...base, extensions: { ...extensions, code, upstream: shown } }
+}
+
+/**
  * Formats one GraphQL error for a client (GraphQL spec §7.1.2: message, locations, path, extensions).
- * In production, field suggestions ("Did you mean ...?") are removed.
+ * In production, field suggestions ("Did you mean ...?") are removed, and upstream-provided messages
+ * are masked (see {@link formatUpstreamError}). `extensions.code` is always a code of
+ * gateway/errors.ts: an error from an upstream GraphQL API becomes `TRB_ERR_UPSTREAM` (502) unless it
+ * carries one of ours; any other GraphQL error without one becomes `TRB_ERR_GRAPHQL_VALIDATION` when
+ * it has no `path` (syntax, validation, variable coercion: raised before execution) and
+ * `TRB_ERR_GRAPHQL_FIELD` when it has one (raised by a resolver); a foreign code it carried
+ * (`BAD_USER_INPUT`, a remote API's code) moves to `extensions.originalCode`.
  */
 export function formatGraphQLError(err: GraphQLError, options: FormatErrorOptions): FormattedErrorWithStatus {
   const original = err.originalError
@@ -43,16 +73,29 @@ export function formatGraphQLError(err: GraphQLError, options: FormatErrorOption
   const strip = (m: string) => (options.mode === 'production' ? m.replace(SUGGESTION, '') : m)
   if (!original || original instanceof GraphQLError) {
     const source = (original as GraphQLError | undefined) ?? err
-    const extensions = { ...source.extensions }
-    const code = typeof extensions.code === 'string' ? extensions.code : undefined
-    const status = (code && STATUS_BY_CODE[code]) || 400
-    return { error: { message: strip(source.message), ...base, extensions: { ...extensions, code: code ?? 'GRAPHQL_ERROR' } }, status }
+    const extensions: Record<string, unknown> = { ...source.extensions }
+    const own = extensions.code
+    const upstream = upstreamDetailsOf(extensions)
+    const code = isErrorCode(own) ? own : upstream ? 'TRB_ERR_UPSTREAM' : err.path ? 'TRB_ERR_GRAPHQL_FIELD' : 'TRB_ERR_GRAPHQL_VALIDATION'
+    if (own !== undefined && own !== code) extensions.originalCode = own
+    extensions.code = code
+    recordErrorCode(code)
+    // An error an upstream GraphQL API returned is an upstream failure: 502 unless it carries a code of ours.
+    if (upstream) return { error: formatUpstreamError(source.message, extensions, upstream, base, options), status: STATUS_BY_CODE[code] || (code === 'TRB_ERR_UPSTREAM' ? 502 : 400) }
+    return { error: { message: strip(source.message), ...base, extensions }, status: STATUS_BY_CODE[code] || 400 }
   }
   if (isTributaryError(original)) {
     let message = original.message
     if (options.mode === 'production' && original.code === 'TRB_ERR_DB_RAW') message = 'Raw query failed'
     // Upstream errors carry the upstream's HTTP status (WunderGraph #822) in `extensions.http`.
-    const http = (original as { extensions?: { http?: { status?: number } } }).extensions?.http
+    const originalExtensions = (original as { extensions?: { http?: { status?: number } } }).extensions
+    const http = originalExtensions?.http
+    recordErrorCode(original.code)
+    const upstream = upstreamDetailsOf(originalExtensions)
+    if (upstream) {
+      const extensions = { code: original.code, ...(http ? { http } : {}) }
+      return { error: formatUpstreamError(message, extensions, upstream, base, options), status: original.statusCode ?? 502 }
+    }
     return {
       error: { message, ...base, extensions: { code: original.code, ...(http ? { http } : {}) } },
       status: original.statusCode ?? 500,
@@ -60,6 +103,7 @@ export function formatGraphQLError(err: GraphQLError, options: FormatErrorOption
   }
   const id = randomUUID()
   options.logger.error({ err: original, errorId: id, path: err.path }, 'masked error')
+  recordErrorCode('TRB_ERR_INTERNAL')
   return {
     error: {
       message: `Internal error (id ${id})`,
@@ -80,7 +124,7 @@ export function formatGraphQLErrors(errors: readonly GraphQLError[], options: Fo
 }
 
 /**
- * Sends an error of `gateway/errors.ts` as the JSON body of DESIGN.md §5, never cacheable.
+ * Sends an error of `gateway/errors.ts` as the JSON body of docs/architecture.md §5, never cacheable.
  * @param status overrides the error's own status (e.g. 406 or 415 for `TRB_ERR_BAD_REQUEST`).
  */
 export function sendError(reply: FastifyReply, err: Error & { code: string; statusCode?: number }, status = err.statusCode ?? 500, extensions?: Record<string, unknown>) {

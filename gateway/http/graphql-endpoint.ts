@@ -10,7 +10,7 @@
  * Every distinct document is parsed (with a token limit), validated and checked against the depth
  * and alias limits once, then cached until the schema changes.
  */
-import { registerGraphQLMultipart } from './graphql-multipart.js'
+import { isMultipartRequest, registerGraphQLMultipart } from './graphql-multipart.js'
 import { parseJsonSafely } from '../safe-keys.js'
 import {
   GraphQLError,
@@ -27,11 +27,12 @@ import {
 } from 'graphql'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit'
-import { checkDocumentLimits } from './limits.js'
+import { buildCostPlan, checkCost, checkDocumentLimits, checkVariablesDepth, type CostPlan } from './limits.js'
 import { isJitSafe } from '../operations/jit-safety.js'
 import { compileDirectOperation, type DirectOperation } from '../operations/direct-plan.js'
 import { codedGraphQLError, formatGraphQLErrors, sendError } from './format-error.js'
-import { GraphQLMethodError, GraphQLRequestError, PersistedOnlyError, RouteNotFoundError } from '../errors.js'
+import { GraphQLMethodError, GraphQLRequestError, PersistedNotFoundError, PersistedOnlyError, RouteNotFoundError } from '../errors.js'
+import { refuseNonJsonBody } from './json-body.js'
 import { PLAYGROUND_ASSETS_PREFIX, playgroundContentSecurityPolicy, renderPlaygroundHtml } from './playground.js'
 import type { GatewayHolder } from './app.js'
 import type { PersistedOperations } from './persisted.js'
@@ -48,6 +49,32 @@ interface Prepared {
   compiled?: Map<string, CompiledQuery>
   /** Direct JSON plans of its database-only queries, by operation name; null when there is none. */
   direct?: Map<string, DirectOperation | null>
+  /** Cost plans, by operation name (built on first use). */
+  cost?: Map<string, CostPlan>
+}
+
+/**
+ * True when `Accept` asks for HTML before any JSON type (a browser's navigation:
+ * `text/html,application/xhtml+xml,…,*\/*;q=0.8`): `GET /graphql` then serves the playground, with
+ * `?query=` (a playground link) filled in. A client that lists `application/json` or
+ * `application/graphql-response+json` first, or not HTML at all, gets GraphQL over HTTP.
+ */
+function prefersHtml(accept: string | undefined): boolean {
+  if (!accept) return false
+  const html = accept.indexOf('text/html')
+  if (html < 0) return false
+  const json = accept.search(/application\/(graphql-response\+)?json/)
+  return json < 0 || html < json
+}
+
+/** The query, variables and operation name of a playground link (`/graphql?query=…&variables=…`), if any. */
+function playgroundLink(q: Record<string, unknown>): { query: string; variables?: string; operationName?: string } | undefined {
+  if (typeof q.query !== 'string' || q.query === '') return undefined
+  return {
+    query: q.query,
+    ...(typeof q.variables === 'string' ? { variables: q.variables } : {}),
+    ...(typeof q.operationName === 'string' ? { operationName: q.operationName } : {}),
+  }
 }
 
 /** Chooses the response media type from `Accept` (GraphQL over HTTP §5.2.3); null when none is acceptable. */
@@ -197,7 +224,7 @@ export function registerGraphQLEndpoint(
       ((extensions as { persistedQuery?: { sha256Hash?: unknown } } | null)?.persistedQuery?.sha256Hash as string | undefined)
     if (persistedHash !== undefined && query === undefined) {
       const source = persisted.source(String(persistedHash))
-      if (!source) return requestError(reply, mediaType, [new GraphQLError('PersistedQueryNotFound', { extensions: { code: 'PERSISTED_QUERY_NOT_FOUND' } })], 400)
+      if (!source) return requestError(reply, mediaType, [codedGraphQLError(new PersistedNotFoundError())], 400)
       query = source
     }
     if (typeof query !== 'string' || query.trim() === '') return malformed(reply, 'query must be a non-empty string')
@@ -218,6 +245,17 @@ export function registerGraphQLEndpoint(
     if (operation.operation === 'subscription') {
       return requestError(reply, mediaType, [new GraphQLError('Subscriptions are served over WebSocket (graphql-transport-ws) at this path, or as Server-Sent Events at /operations/<Name>')])
     }
+    const limits = gateway.config.graphql
+    if (variables) {
+      const tooDeep = checkVariablesDepth(variables, limits.maxInputDepth)
+      if (tooDeep) return requestError(reply, mediaType, [tooDeep])
+    }
+    prepared.cost ??= new Map()
+    const costKey = (operationName as string | null | undefined) ?? ''
+    let costPlan = prepared.cost.get(costKey)
+    if (!costPlan) prepared.cost.set(costKey, (costPlan = buildCostPlan(gateway.schema, prepared.document!, operation, limits.defaultListSize)))
+    const tooCostly = checkCost(costPlan.cost(variables as Record<string, unknown> | undefined), limits.maxCost)
+    if (tooCostly) return requestError(reply, mediaType, [tooCostly])
 
     if (operation.operation === 'query') {
       prepared.direct ??= new Map()
@@ -257,15 +295,15 @@ export function registerGraphQLEndpoint(
     wsHandler,
     handler: async (request, reply) => {
       const q = request.query as Record<string, unknown>
-      const accept = request.headers.accept ?? ''
-      if (q.query === undefined && accept.includes('text/html')) {
+      // With the playground off (production), a browser's ?query= is answered as GraphQL over HTTP.
+      if (prefersHtml(request.headers.accept) && (q.query === undefined || holder.current.config.graphql.playground)) {
         if (!holder.current.config.graphql.playground) {
           return sendError(reply, new RouteNotFoundError(request.method, '/graphql (the playground is disabled)'))
         }
         return reply
           .type('text/html; charset=utf-8')
           .header('content-security-policy', `${playgroundContentSecurityPolicy({ endpoint: '/graphql', subscriptionEndpoint: '/graphql' })}; frame-ancestors 'none'`)
-          .send(renderPlaygroundHtml({ endpoint: '/graphql', subscriptionEndpoint: '/graphql', assetsPrefix: PLAYGROUND_ASSETS_PREFIX, title: 'Tributary' }))
+          .send(renderPlaygroundHtml({ endpoint: '/graphql', subscriptionEndpoint: '/graphql', assetsPrefix: PLAYGROUND_ASSETS_PREFIX, title: 'Tributary', initial: playgroundLink(q) }))
       }
       const variables = parseJsonParam(q.variables, 'variables')
       if (!variables.ok) return malformed(reply, variables.message)
@@ -277,6 +315,9 @@ export function registerGraphQLEndpoint(
 
   registerGraphQLMultipart(app, holder.current.config.server.bodyLimit)
   app.post('/graphql', async (request, reply) => {
+    // A multipart body got here only through graphql-multipart.ts, which demands a CSRF preflight header.
+    const refused = isMultipartRequest(request) ? undefined : refuseNonJsonBody(request, reply, 'the GraphQL request')
+    if (refused) return refused
     const body = request.body
     if (!body || typeof body !== 'object' || Array.isArray(body)) return malformed(reply, 'The body must be a JSON object {query, variables?, operationName?, extensions?}')
     return handle(request, reply, body as GraphQLParams, 'POST')

@@ -76,6 +76,11 @@ export async function multipartToParams(form: FormData): Promise<Record<string, 
   return operations as Record<string, unknown>
 }
 
+/** True for a `multipart/form-data` request (its body, if any, was made by the parser below). */
+export function isMultipartRequest(request: FastifyRequest): boolean {
+  return /^multipart\/form-data\s*(;|$)/i.test(request.headers['content-type'] ?? '')
+}
+
 /**
  * Registers the `multipart/form-data` body parser on `app` for `POST /graphql` (any other route
  * gets 415). The body is read up to `bodyLimit` bytes (fastify answers 413 beyond) and parsed with

@@ -1,6 +1,6 @@
 /**
  * `/operations/*` and the custom REST routes of the config: stored operations served as REST
- * endpoints (DESIGN.md §5). No GraphQL is parsed or validated at request time: variables are
+ * endpoints (docs/architecture.md §5). No GraphQL is parsed or validated at request time: variables are
  * coerced and checked by ajv, the operation runs through graphql-jit, and the data object is
  * serialised by fast-json-stringify from the operation's response schema.
  */
@@ -8,7 +8,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { GraphQLError, type ExecutionResult, type GraphQLFormattedError } from 'graphql'
 import type { CompiledOperation, Variables, VariablesError } from '../operations/compile.js'
 import { formatGraphQLErrors, sendError } from './format-error.js'
-import { BadRequestError, DbNotFoundError, OperationMethodError, OperationNotFoundError } from '../errors.js'
+import { BadRequestError, DbNotFoundError, OperationMethodError, OperationNotFoundError, recordErrorCode } from '../errors.js'
+import { refuseNonJsonBody } from './json-body.js'
 import type { GatewayHolder } from './app.js'
 import { LivePollers } from './live.js'
 
@@ -75,6 +76,7 @@ function readableMessage(message: string): string {
 }
 
 function variablesProblem(reply: FastifyReply, err: VariablesError) {
+  recordErrorCode('TRB_ERR_OPERATION_VARIABLES')
   return json(reply, 400, {
     errors: err.problems.map((p) => ({
       message: `Variable "${p.path.slice(1).replace(/\//g, '.') || p.variable}" ${readableMessage(p.message)}`,
@@ -293,14 +295,8 @@ export function registerOperationRoutes(app: FastifyInstance, holder: GatewayHol
         // CSRF: a browser may send a cross-site POST without a preflight only with a "simple" content
         // type (text/plain, forms) or none. Variables come as JSON, so anything else is refused, and a
         // body-less cross-site POST too (Sec-Fetch-Site), so no form or no-cors fetch runs a mutation.
-        const contentType = (request.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase()
-        if (contentType !== '' && contentType !== 'application/json' && !contentType.endsWith('+json')) {
-          return sendError(reply, new BadRequestError(`Send the variables as JSON (Content-Type: application/json), not ${contentType}`), 415)
-        }
-        const site = request.headers['sec-fetch-site']
-        if (contentType === '' && (site === 'cross-site' || site === 'same-site')) {
-          return sendError(reply, new BadRequestError('A cross-site request must send its variables as JSON (Content-Type: application/json)'))
-        }
+        const refused = refuseNonJsonBody(request, reply)
+        if (refused) return refused
         const body = request.body
         const fromBody = body === undefined || body === null ? {} : body
         variables = op.variablesFromBody(

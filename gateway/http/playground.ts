@@ -51,6 +51,11 @@ export interface PlaygroundHtmlOptions {
   assetsPrefix: string
   /** The query shown in a new editor tab. Default: a comment and `{ messages { id content } }`. */
   defaultQuery?: string
+  /**
+   * A query to open the page with (a playground link: `GET /graphql?query=…` from a browser), with
+   * its `variables` (JSON text) and `operationName`. It replaces the editor's content.
+   */
+  initial?: { query: string; variables?: string; operationName?: string }
 }
 
 interface Asset {
@@ -106,9 +111,13 @@ try {
   const wsClient = createClient({ url: wsUrl.href, lazy: true, retryAttempts: 3 })
   const fetcher = GraphiQL.createFetcher({ url: httpUrl.href, wsClient, enableIncrementalDelivery: false })
   const root = ReactDOM.createRoot(document.getElementById('graphiql'))
+  const initial = config.initial || {}
   root.render(React.createElement(GraphiQL, {
     fetcher,
     defaultQuery: config.defaultQuery,
+    query: initial.query,
+    variables: initial.variables,
+    operationName: initial.operationName,
     defaultEditorToolsVisibility: true,
     shouldPersistHeaders: false,
   }))
@@ -308,6 +317,7 @@ export function renderPlaygroundHtml(options: PlaygroundHtmlOptions): string {
     endpoint: options.endpoint,
     subscriptionEndpoint: options.subscriptionEndpoint ?? null,
     defaultQuery: options.defaultQuery ?? DEFAULT_QUERY,
+    ...(options.initial ? { initial: options.initial } : {}),
   }
   return `<!doctype html>
 <html lang="en">

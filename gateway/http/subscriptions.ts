@@ -17,7 +17,9 @@
  * Close codes (graphql-transport-ws §"Connection"): 4400 invalid message, 4401 `subscribe` before
  * `connection_ack`, 4403 `onConnect` refused, 4406 subprotocol not acceptable, 4408 no
  * `connection_init` within `connectionInitWaitTimeout`, 4409 subscriber id already in use, 4429 a
- * second `connection_init`, 4500 internal error.
+ * second `connection_init`, 4500 internal error, and this module's 4503: more sockets than
+ * `maxSockets` (not fatal for the graphql-ws client, which retries later). An operation beyond
+ * `maxSubscriptionsPerSocket` gets an `error` message (`TRB_ERR_GRAPHQL_LIMIT`); the socket stays open.
  */
 import { randomUUID } from 'node:crypto'
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify'
@@ -40,8 +42,9 @@ import {
   type ValidationRule,
 } from 'graphql'
 import { CloseCode, GRAPHQL_TRANSPORT_WS_PROTOCOL, makeServer, type Context, type SubscribePayload } from 'graphql-ws'
-import { InternalError, isTributaryError } from '../errors.js'
-import { DEFAULT_MAX_INTROSPECTION_DEPTH, createDocumentLimitsRule } from './limits.js'
+import { GraphQLLimitError, InternalError, isTributaryError } from '../errors.js'
+import { DEFAULT_MAX_INTROSPECTION_DEPTH, buildCostPlan, checkCost, checkVariablesDepth, createDocumentLimitsRule } from './limits.js'
+import { codedGraphQLError } from './format-error.js'
 
 /** A value or a promise of it. */
 export type MaybePromise<T> = T | Promise<T>
@@ -108,6 +111,16 @@ export interface SubscriptionHandlerOptions {
    * is logged at `error` with an id and sent as `TRB_ERR_INTERNAL` "Internal error (id …)".
    */
   formatError?(err: GraphQLError): GraphQLFormattedError
+  /** Deepest nesting of input objects/lists, in literals and variables (`TRB_ERR_GRAPHQL_LIMIT`). Default: unlimited. */
+  maxInputDepth?: number
+  /** Largest operation cost (see limits.ts `buildCostPlan`), with `defaultListSize` for lists without `take`. Default: unlimited. */
+  maxCost?: number
+  /** Size assumed for a list field without `take`, in the cost. Default 10. */
+  defaultListSize?: number
+  /** Most operations running at once on one socket; one more gets an `error` message (`TRB_ERR_GRAPHQL_LIMIT`) and the socket stays open. Default 100. */
+  maxSubscriptionsPerSocket?: number
+  /** Most sockets open at once on this handler; one more is closed with 4503 (the graphql-ws client retries it later). Default: unlimited. */
+  maxSockets?: number
   /** Milliseconds to wait for `connection_init` before closing with 4408. Default 3000. */
   connectionInitWaitTimeout?: number
   /** Milliseconds between WebSocket pings; a socket that does not pong within as long is terminated. Default 12000; 0 disables. */
@@ -205,10 +218,13 @@ export function createSubscriptionHandler(options: SubscriptionHandlerOptions): 
   const keepAlive = options.keepAlive ?? 12_000
   const rules: readonly ValidationRule[] = [
     ...specifiedRules,
-    createDocumentLimitsRule({ maxDepth, maxAliases: options.maxAliases ?? Infinity }),
+    createDocumentLimitsRule({ maxDepth, maxAliases: options.maxAliases ?? Infinity, ...(options.maxInputDepth !== undefined ? { maxInputDepth: options.maxInputDepth } : {}) }),
     ...(options.validationRules ?? []),
   ]
 
+  const maxPerSocket = options.maxSubscriptionsPerSocket ?? 100
+  const maxSockets = options.maxSockets ?? Infinity
+  let openSockets = 0
   const onConnect = options.onConnect
   const server = makeServer<Record<string, unknown> | undefined, SocketExtra>({
     connectionInitWaitTimeout: options.connectionInitWaitTimeout ?? 3000,
@@ -218,6 +234,15 @@ export function createSubscriptionHandler(options: SubscriptionHandlerOptions): 
       : undefined,
 
     async onSubscribe(ctx, id, payload: SubscribePayload): Promise<ExecutionArgs | readonly GraphQLError[]> {
+      // graphql-ws has already registered this id in ctx.subscriptions.
+      const running = Object.keys(ctx.subscriptions).length
+      if (running > maxPerSocket) {
+        return [codedGraphQLError(new GraphQLLimitError(`This socket already runs ${running - 1} operations; the maximum is ${maxPerSocket} (maxSubscriptionsPerSocket)`))]
+      }
+      if (options.maxInputDepth !== undefined && payload.variables) {
+        const tooDeep = checkVariablesDepth(payload.variables, options.maxInputDepth)
+        if (tooDeep) return [tooDeep]
+      }
       const schema = options.getSchema()
       let document: DocumentNode
       try {
@@ -232,6 +257,11 @@ export function createSubscriptionHandler(options: SubscriptionHandlerOptions): 
         return [new GraphQLError(payload.operationName
           ? `Unknown operation named "${payload.operationName}"`
           : 'Must provide an operation name when the document contains several operations')]
+      }
+      if (options.maxCost !== undefined) {
+        const cost = buildCostPlan(schema, document, operation, options.defaultListSize ?? 10).cost(payload.variables)
+        const tooCostly = checkCost(cost, options.maxCost)
+        if (tooCostly) return [tooCostly]
       }
       const connectionParams = ctx.connectionParams ?? {}
       const request = ctx.extra.request
@@ -277,6 +307,12 @@ export function createSubscriptionHandler(options: SubscriptionHandlerOptions): 
   return function graphqlWebSocketHandler(socket: WebSocket, request: FastifyRequest): void {
     const wss = (request.server as { websocketServer?: { options: { handleProtocols?: unknown } } }).websocketServer
     if (wss && wss.options.handleProtocols === undefined) wss.options.handleProtocols = handleProtocols
+    if (openSockets >= maxSockets) {
+      socket.close(4503, 'Too many connections; try again later')
+      return
+    }
+    openSockets++
+    socket.once('close', () => openSockets--)
 
     const failInternally = (err: unknown, what: string): void => {
       const errorId = randomUUID()

@@ -14,6 +14,7 @@ import { compileDirectOperation, type DirectOperation } from './direct-plan.js'
 import { BadRequestError, OperationInvalidError, OperationVariablesError } from '../errors.js'
 import { responseSchema, variablesSchema, type JsonSchema } from './json-schema.js'
 import type { StoredOperation } from './load.js'
+import { jsonDepth } from '../http/limits.js'
 
 /** Variables of one request, after coercion. */
 export type Variables = Record<string, unknown>
@@ -133,24 +134,46 @@ function needsJson(schema: JsonSchema | undefined): boolean {
   return !!schema.anyOf?.some(needsJson)
 }
 
+/** True when the empty string is a value of this schema's type (String, ID, DateTime...; for lists, of the items). */
+function acceptsEmptyString(schema: JsonSchema | undefined): boolean {
+  if (!schema) return true
+  const types = Array.isArray(schema.type) ? schema.type : [schema.type]
+  if (types.includes('array')) return acceptsEmptyString(schema.items)
+  return types.includes('string') && !types.includes('integer') && !types.includes('number')
+}
+
 function isBooleanSchema(schema: JsonSchema | undefined): boolean {
   if (!schema) return false
   const types = Array.isArray(schema.type) ? schema.type : [schema.type]
   return types.includes('boolean')
 }
 
+/** Options of {@link compileOperation}. */
+export interface CompileOperationOptions {
+  /** Deepest nesting of object/list variables (`graphql.maxInputDepth`); deeper ones are a 400 `TRB_ERR_OPERATION_VARIABLES`. Default 32. */
+  maxInputDepth?: number
+}
+
 /**
  * Compiles a stored operation against the schema.
  * @throws OperationInvalidError when graphql-jit cannot compile it (it was validated already, so this is rare).
  */
-export function compileOperation(stored: StoredOperation, schema: GraphQLSchema): CompiledOperation {
-  const vSchema = variablesSchema(schema, stored.operation)
+export function compileOperation(stored: StoredOperation, schema: GraphQLSchema, options: CompileOperationOptions = {}): CompiledOperation {
+  const maxInputDepth = options.maxInputDepth ?? 32
+  const vSchema = variablesSchema(schema, stored.operation, stored.document)
   const rSchema = responseSchema(schema, stored.document, stored.operation)
   const validateQuery: ValidateFunction = queryAjv.compile(vSchema)
   const validateBody: ValidateFunction = bodyAjv.compile(vSchema)
   const properties = vSchema.properties ?? {}
   const jsonVars = new Set(Object.entries(properties).filter(([, s]) => needsJson(s)).map(([k]) => k))
   const boolVars = new Set(Object.entries(properties).filter(([, s]) => isBooleanSchema(s)).map(([k]) => k))
+  // `?id=` for an Int is an error, not null and not the default (README, "Variables").
+  const noEmptyVars = new Set(Object.entries(properties).filter(([, s]) => !acceptsEmptyString(s) && !isBooleanSchema(s) && !needsJson(s)).map(([k]) => k))
+  /** Refuses variables nested deeper than maxInputDepth (only operations with object or list variables can nest). */
+  const checkDepth = (vars: Record<string, unknown>): void => {
+    if (jsonVars.size === 0 || jsonDepth(vars, maxInputDepth + 1) <= maxInputDepth + 1) return
+    throw variablesError([{ variable: '', path: '', schemaPath: '#', message: `must not be nested more than ${maxInputDepth} levels deep (maxInputDepth)` }])
+  }
 
   // graphql-jit when it can compile the operation; graphql-js (no parsing or validation either) when not.
   let run: { query(vars: Variables, ctx: unknown): Promise<ExecutionResult> | ExecutionResult; subscribe(vars: Variables, ctx: unknown): Promise<AsyncIterableIterator<ExecutionResult> | ExecutionResult> }
@@ -221,11 +244,14 @@ export function compileOperation(stored: StoredOperation, schema: GraphQLSchema)
           }
         } else if (value === '' && boolVars.has(key)) {
           vars[key] = true // a bare ?flag is true (Hasura)
+        } else if (noEmptyVars.has(key) && (value === '' || (Array.isArray(value) && value.includes('')))) {
+          problems.push({ variable: key, path: `/${key}`, schemaPath: `#/properties/${key}/type`, message: 'is empty: give a value, or leave the parameter out to use the default' })
         } else {
           vars[key] = value
         }
       }
       if (problems.length) throw variablesError(problems)
+      checkDepth(vars)
       if (!validateQuery(vars)) throw variablesError(problemsOf(validateQuery.errors))
       return vars
     },
@@ -235,6 +261,7 @@ export function compileOperation(stored: StoredOperation, schema: GraphQLSchema)
       if (typeof vars !== 'object' || Array.isArray(vars)) {
         throw variablesError([{ variable: '', path: '', schemaPath: '#/type', message: 'the body must be a JSON object of variables' }])
       }
+      checkDepth(vars as Record<string, unknown>)
       if (!validateBody(vars)) throw variablesError(problemsOf(validateBody.errors))
       return vars as Variables
     },

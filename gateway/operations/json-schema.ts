@@ -15,6 +15,9 @@ import {
   isObjectType,
   isScalarType,
   typeFromAST,
+  visit,
+  visitWithTypeInfo,
+  TypeInfo,
   type FragmentDefinitionNode,
   type GraphQLInputType,
   type GraphQLOutputType,
@@ -105,10 +108,42 @@ function innerInput(type: GraphQLInputType, seen: Set<string>): JsonSchema {
 }
 
 /**
- * The variables JSON Schema of an operation: an object with one property per variable,
- * `required` for non-null variables without a default, `additionalProperties: false`.
+ * Bounds that arguments declare in `extensions.tributary` (the database connector's `take`:
+ * `{ maxTake }`, `skip`: `{ minimum }`), by the name of the variable passed to them directly, over the
+ * operation and the fragments of `document`. A variable used by several bounded arguments gets the
+ * tightest bounds.
  */
-export function variablesSchema(schema: GraphQLSchema, operation: OperationDefinitionNode): JsonSchema {
+function variableBounds(schema: GraphQLSchema, operation: OperationDefinitionNode, document?: DocumentNode): Map<string, { minimum?: number; maximum?: number }> {
+  const bounds = new Map<string, { minimum?: number; maximum?: number }>()
+  const typeInfo = new TypeInfo(schema)
+  const visitor = visitWithTypeInfo(typeInfo, {
+    Argument(node) {
+      if (node.value.kind !== Kind.VARIABLE) return
+      const ext = (typeInfo.getArgument()?.extensions as { tributary?: { maxTake?: number; minimum?: number } } | undefined)?.tributary
+      if (!ext) return
+      const b = bounds.get(node.value.name.value) ?? {}
+      if (typeof ext.maxTake === 'number') {
+        b.maximum = Math.min(b.maximum ?? Infinity, ext.maxTake)
+        b.minimum = Math.max(b.minimum ?? -Infinity, -ext.maxTake)
+      }
+      if (typeof ext.minimum === 'number') b.minimum = Math.max(b.minimum ?? -Infinity, ext.minimum)
+      bounds.set(node.value.name.value, b)
+    },
+  })
+  visit(operation, visitor)
+  for (const d of document?.definitions ?? []) if (d.kind === Kind.FRAGMENT_DEFINITION) visit(d, visitor)
+  return bounds
+}
+
+/**
+ * The variables JSON Schema of an operation: an object with one property per variable,
+ * `required` for non-null variables without a default, `additionalProperties: false`. A variable
+ * passed to a bounded argument (a database list's `take`, within `±maxTake`; `skip`, not negative)
+ * gets that argument's `minimum`/`maximum`.
+ * @param document the operation's document, for the arguments inside its fragments
+ */
+export function variablesSchema(schema: GraphQLSchema, operation: OperationDefinitionNode, document?: DocumentNode): JsonSchema {
+  const bounds = variableBounds(schema, operation, document)
   const properties: Record<string, JsonSchema> = {}
   const required: string[] = []
   for (const def of operation.variableDefinitions ?? []) {
@@ -116,6 +151,9 @@ export function variablesSchema(schema: GraphQLSchema, operation: OperationDefin
     const type = typeFromAST(schema, def.type) as GraphQLInputType | undefined
     if (!type) continue
     properties[name] = inputTypeSchema(type)
+    const b = bounds.get(name)
+    // Only Int variables carry minimum/maximum; a bounded argument never takes a list or an object.
+    if (b && properties[name].minimum !== undefined) Object.assign(properties[name], b)
     if (def.defaultValue) properties[name].default = valueFromLiteral(def.defaultValue)
     if (def.type.kind === Kind.NON_NULL_TYPE && !def.defaultValue) required.push(name)
   }

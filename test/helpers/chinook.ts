@@ -1,11 +1,11 @@
 /**
  * Test databases on the three engines.
  *
- * - `chinookSqlite()` / `chinookPostgres()` / `chinookMysql()` give a test the Chinook database
- *   (`/work/shared/fixtures/chinook/`, or `CHINOOK_FIXTURES_DIR`):
- *   - SQLite: a fresh copy of `Chinook_Sqlite.sqlite` in a temp dir, per call (free to write to);
- *   - PostgreSQL: `Chinook_PostgreSql.sql` loaded into the schema `chinook` of `TEST_POSTGRES_URL`;
- *   - MySQL/MariaDB: `Chinook_MySql.sql` loaded into the database `chinook_test` on `TEST_MYSQL_URL`
+ * - `chinookSqlite()` / `chinookPostgres()` / `chinookMysql()` give a test the Chinook database shipped
+ *   in `examples/chinook/` (loaded by the functions of `examples/chinook/load.ts`):
+ *   - SQLite: a fresh copy of `chinook.sqlite` in a temp dir, per call (free to write to);
+ *   - PostgreSQL: `sql/Chinook_PostgreSql.sql.gz` loaded into the schema `chinook` of `TEST_POSTGRES_URL`;
+ *   - MySQL/MariaDB: `sql/Chinook_MySql.sql.gz` loaded into the database `chinook_test` on `TEST_MYSQL_URL`
  *     (collation `utf8mb4_bin`, so that equality and ordering match SQLite and PostgreSQL `C.UTF-8`).
  *   The PostgreSQL and MySQL copies are shared and loaded once (a marker comment records the fixture's
  *   size; an advisory lock / `GET_LOCK` serialises parallel test files): treat them as READ-ONLY.
@@ -21,6 +21,7 @@ import { fileURLToPath } from 'node:url'
 import pg from 'pg'
 import mysql from 'mysql2/promise'
 import type { Dialect } from '../../gateway/connectors/database/model.js'
+import { chinookDumpFile, chinookSqliteFile, loadChinookIntoMysql, loadChinookIntoPostgres, mysqlOptions } from '../../examples/chinook/load.js'
 
 /** A database a test can connect to. */
 export interface TestDatabase {
@@ -36,13 +37,8 @@ export interface TestDatabase {
 }
 
 const here = path.dirname(fileURLToPath(import.meta.url))
-/** The repository root (`/work/main`). */
+/** The repository root. */
 export const repoRoot = path.resolve(here, '..', '..')
-
-/** The Chinook fixture directory: `CHINOOK_FIXTURES_DIR`, else `<repo>/../shared/fixtures/chinook`. */
-export function chinookFixturesDir(): string {
-  return process.env.CHINOOK_FIXTURES_DIR ? path.resolve(process.env.CHINOOK_FIXTURES_DIR) : path.resolve(repoRoot, '../shared/fixtures/chinook')
-}
 
 /** `TEST_POSTGRES_URL`, default `postgres://postgres@127.0.0.1:5432/test`. */
 export const postgresUrl = (): string => process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
@@ -80,24 +76,16 @@ function withDatabase(url: string, database: string): string {
 /** A short marker that changes when the fixture file changes. */
 function fixtureMarker(file: string): string {
   const st = fs.statSync(file)
-  return `tributary-chinook v2 size=${st.size}`
-}
-
-/** Removes `DROP DATABASE`, `CREATE DATABASE`, `\c` and `USE` lines from a Chinook script. */
-function stripDatabaseLines(sql: string): string {
-  return sql
-    .split('\n')
-    .filter((line) => !/^\s*(DROP DATABASE|CREATE DATABASE|\\c\b|USE\s)/i.test(line))
-    .join('\n')
+  return `tributary-chinook v3 size=${st.size}`
 }
 
 // ----- SQLite -----
 
-/** A fresh copy of `Chinook_Sqlite.sqlite` in a temp dir: `sqlite:<abs path>`. */
+/** A fresh copy of `examples/chinook/chinook.sqlite` in a temp dir: `sqlite:<abs path>`. */
 export async function chinookSqlite(): Promise<TestDatabase> {
-  const src = path.join(chinookFixturesDir(), 'Chinook_Sqlite.sqlite')
+  const src = chinookSqliteFile
   if (!fs.existsSync(src)) {
-    return { url: '', dialect: 'sqlite', skipReason: `Chinook fixture not found at ${src} (set CHINOOK_FIXTURES_DIR)`, cleanup: noop }
+    return { url: '', dialect: 'sqlite', skipReason: `Chinook fixture not found at ${src}`, cleanup: noop }
   }
   const dir = tempDir('chinook')
   const file = path.join(dir, 'chinook.sqlite')
@@ -129,7 +117,7 @@ const PG_LOCK_KEY = 7_357_001 // arbitrary, constant: serialises the Chinook loa
 export async function chinookPostgres(): Promise<TestDatabase> {
   const base = postgresUrl()
   const result: TestDatabase = { url: withParam(base, 'schema', CHINOOK_PG_SCHEMA), dialect: 'postgres', schema: CHINOOK_PG_SCHEMA, cleanup: noop }
-  const file = path.join(chinookFixturesDir(), 'Chinook_PostgreSql.sql')
+  const file = chinookDumpFile('postgres')
   if (!fs.existsSync(file)) return { ...result, skipReason: `Chinook fixture not found at ${file}` }
   const client = await pgConnect(base)
   if (typeof client === 'string') return { ...result, skipReason: client }
@@ -138,21 +126,7 @@ export async function chinookPostgres(): Promise<TestDatabase> {
     await client.query('select pg_advisory_lock($1)', [PG_LOCK_KEY])
     const { rows } = await client.query<{ d: string | null }>(
       `select obj_description(oid, 'pg_namespace') as d from pg_namespace where nspname = $1`, [CHINOOK_PG_SCHEMA])
-    if (rows[0]?.d !== marker) {
-      const script = stripDatabaseLines(fs.readFileSync(file, 'utf8'))
-      await client.query('begin')
-      try {
-        await client.query(`drop schema if exists "${CHINOOK_PG_SCHEMA}" cascade`)
-        await client.query(`create schema "${CHINOOK_PG_SCHEMA}"`)
-        await client.query(`set local search_path to "${CHINOOK_PG_SCHEMA}"`)
-        await client.query(script)
-        await client.query(`comment on schema "${CHINOOK_PG_SCHEMA}" is '${marker}'`)
-        await client.query('commit')
-      } catch (err) {
-        await client.query('rollback').catch(() => {})
-        throw err
-      }
-    }
+    if (rows[0]?.d !== marker) await loadChinookIntoPostgres(client, CHINOOK_PG_SCHEMA, marker)
     return result
   } catch (err) {
     return { ...result, skipReason: `Could not load Chinook into PostgreSQL at ${redact(base)}: ${(err as Error).message}` }
@@ -165,17 +139,8 @@ export async function chinookPostgres(): Promise<TestDatabase> {
 // ----- MySQL / MariaDB -----
 
 async function mysqlConnect(url: string): Promise<mysql.Connection | string> {
-  const u = new URL(url)
   try {
-    return await mysql.createConnection({
-      host: u.hostname,
-      port: u.port ? Number(u.port) : 3306,
-      user: decodeURIComponent(u.username || 'root'),
-      password: decodeURIComponent(u.password),
-      multipleStatements: true,
-      connectTimeout: 3000,
-      charset: 'utf8mb4',
-    })
+    return await mysql.createConnection(mysqlOptions(url))
   } catch (err) {
     return `MySQL not reachable at ${redact(url)}: ${(err as Error).message}`
   }
@@ -190,7 +155,7 @@ async function mysqlConnect(url: string): Promise<mysql.Connection | string> {
 export async function chinookMysql(): Promise<TestDatabase> {
   const base = mysqlUrl()
   const result: TestDatabase = { url: withDatabase(base, CHINOOK_MYSQL_DATABASE), dialect: 'mysql', schema: CHINOOK_MYSQL_DATABASE, cleanup: noop }
-  const file = path.join(chinookFixturesDir(), 'Chinook_MySql.sql')
+  const file = chinookDumpFile('mysql')
   if (!fs.existsSync(file)) return { ...result, skipReason: `Chinook fixture not found at ${file}` }
   const conn = await mysqlConnect(base)
   if (typeof conn === 'string') return { ...result, skipReason: conn }
@@ -201,17 +166,8 @@ export async function chinookMysql(): Promise<TestDatabase> {
     if (lock?.l !== 1) throw new Error('timed out waiting for the Chinook load lock')
     const [rows] = (await conn.query(
       `select table_comment as c from information_schema.tables where table_schema = ? and table_name = 'PlaylistTrack'`, [db])) as unknown as [{ c: string }[]]
-    if (rows[0]?.c !== marker) {
-      // NVARCHAR is utf8mb3 with a case-insensitive collation whatever the database says: use VARCHAR.
-      const script = stripDatabaseLines(fs.readFileSync(file, 'utf8')).replace(/\bNVARCHAR\(/g, 'VARCHAR(')
-      await conn.query(`drop database if exists \`${db}\``)
-      await conn.query(`create database \`${db}\` character set utf8mb4 collate utf8mb4_bin`)
-      await conn.query(`use \`${db}\``)
-      await conn.query(`set session sql_mode = concat(@@session.sql_mode, ',NO_BACKSLASH_ESCAPES')`)
-      await conn.query('set names utf8mb4 collate utf8mb4_bin')
-      await conn.query(script)
-      await conn.query(`alter table \`PlaylistTrack\` comment = '${marker}'`)
-    }
+    // NVARCHAR is utf8mb3 with a case-insensitive collation whatever the database says: the loader uses VARCHAR.
+    if (rows[0]?.c !== marker) await loadChinookIntoMysql(conn, db, marker)
     return result
   } catch (err) {
     return { ...result, skipReason: `Could not load Chinook into MySQL at ${redact(base)}: ${(err as Error).message}` }

@@ -1,4 +1,4 @@
-/** Creates the `Todo` table of DESIGN.md §6: six columns, `id` an auto-increment primary key. */
+/** Creates the `Todo` table of docs/architecture.md §6: six columns, `id` an auto-increment primary key. */
 import type { Knex } from 'knex'
 
 export async function up(knex: Knex): Promise<void> {

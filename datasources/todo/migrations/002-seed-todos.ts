@@ -3,7 +3,7 @@ import type { Knex } from 'knex'
 
 /** The seed rows; `createdAt` is fixed so that responses are reproducible. */
 export const seedTodos = [
-  { id: 1, title: 'Read DESIGN.md', completed: true, createdAt: '2026-11-20T09:00:00.000Z', description: 'Layout, naming and the HTTP contract' },
+  { id: 1, title: 'Read docs/architecture.md', completed: true, createdAt: '2026-11-20T09:00:00.000Z', description: 'Layout, naming and the HTTP contract' },
   { id: 2, title: 'Add a data source in config.ts', completed: false, createdAt: '2026-11-20T09:30:00.000Z', description: null },
   { id: 3, title: 'Write an operation in operations/', completed: false, createdAt: '2026-11-20T10:00:00.000Z', description: 'One named operation per .graphql file' },
   { id: 4, title: 'Call GET /operations/TodoById?id=1', completed: false, createdAt: '2026-11-20T10:30:00.000Z', description: null },

@@ -1,5 +1,5 @@
 /**
- * The Prisma-style CRUD schema of a database (DESIGN.md §4), built from its introspection document.
+ * The Prisma-style CRUD schema of a database (docs/architecture.md §4), built from its introspection document.
  * Pure: no I/O happens while building; the resolvers attached to the root fields run statements
  * through `options.db` when they execute.
  *
@@ -20,6 +20,7 @@ import {
   GraphQLObjectType,
   GraphQLSchema,
   GraphQLString,
+  type GraphQLArgumentConfig,
   type GraphQLFieldConfigArgumentMap,
   type GraphQLFieldConfigMap,
   type GraphQLInputFieldConfigMap,
@@ -47,6 +48,8 @@ export interface BuildSchemaOptions {
   mysqlFlavor?: MysqlFlavor
   /** Show the engine's message when a raw query fails (development mode). Default false. */
   rawErrors?: boolean
+  /** Largest `|take|` of any list, nested lists included; larger values are refused (`TRB_ERR_DB_INPUT`). Default 1000. */
+  maxTake?: number
 }
 
 const nn = <T extends GraphQLInputType | GraphQLOutputType>(t: T): GraphQLNonNull<T> => new GraphQLNonNull(t) as GraphQLNonNull<T>
@@ -62,7 +65,7 @@ const NUMERIC: ReadonlySet<ScalarKind> = new Set(['Int', 'BigInt', 'Float', 'Dec
  * @throws Error when the document is inconsistent (a key names a missing column)
  */
 export function buildSchema(introspection: DatabaseIntrospection, options: BuildSchemaOptions = {}): GraphQLSchema {
-  const reg = buildRegistry(introspection)
+  const reg = buildRegistry(introspection, options.maxTake)
   const d = new SqlDialect(introspection.dialect, options.mysqlFlavor ?? 'mariadb', introspection.schema)
   const rt: Runtime = {
     reg,
@@ -310,6 +313,28 @@ class SchemaBuilder {
     return t
   }
 
+  /**
+   * A `take` argument. Its `extensions.tributary.maxTake` (the source's limit) becomes `maximum` and
+   * `minimum` in the variables JSON Schema of stored operations (operations/json-schema.ts).
+   * @param kind `list` (findMany, findFirst, relation lists: limited to maxTake rows without take),
+   *   `groups` (groupBy: not negative, limited too) or `window` (aggregate: no limit without take)
+   */
+  private takeArg(kind: 'list' | 'groups' | 'window'): GraphQLArgumentConfig {
+    const max = this.reg.maxTake
+    const description =
+      kind === 'list'
+        ? `At most this many rows; negative takes from the end. At most ${max} in absolute value; without take, the first ${max} rows (maxTake).`
+        : kind === 'groups'
+          ? `At most this many groups, at most ${max}; without take, the first ${max} groups (maxTake).`
+          : `Aggregate at most this many rows, at most ${max} in absolute value (maxTake); without take, every row.`
+    return { type: GraphQLInt, description, extensions: { [EXT]: kind === 'groups' ? { maxTake: max, minimum: 0 } : { maxTake: max } } }
+  }
+
+  /** A `skip` argument: not negative. */
+  private skipArg(): GraphQLArgumentConfig {
+    return { type: GraphQLInt, description: 'Rows to skip; not negative.', extensions: { [EXT]: { minimum: 0 } } }
+  }
+
   /** Arguments of lists: findMany and one-to-many relation fields. */
   private listArgs(m: Model): GraphQLFieldConfigArgumentMap {
     const args: GraphQLFieldConfigArgumentMap = {
@@ -318,8 +343,8 @@ class SchemaBuilder {
     }
     const u = this.unique(m)
     if (u) args['cursor'] = { type: u, description: 'Start at this row (inclusive), in the order of `orderBy`.' }
-    args['take'] = { type: GraphQLInt, description: 'At most this many rows; negative takes from the end.' }
-    args['skip'] = { type: GraphQLInt }
+    args['take'] = this.takeArg('list')
+    args['skip'] = this.skipArg()
     args['distinct'] = { type: list(nn(this.fieldEnum(m))) }
     return args
   }
@@ -434,8 +459,8 @@ class SchemaBuilder {
       const agg = this.aggregateTypes(m)
       const aggArgs: GraphQLFieldConfigArgumentMap = { where: { type: this.where(m) }, orderBy: { type: list(nn(this.orderBy(m))) } }
       if (u) aggArgs['cursor'] = { type: u }
-      aggArgs['take'] = { type: GraphQLInt }
-      aggArgs['skip'] = { type: GraphQLInt }
+      aggArgs['take'] = this.takeArg('window')
+      aggArgs['skip'] = this.skipArg()
       query[`aggregate${m.name}`] = { type: nn(agg.aggregate), args: aggArgs, resolve: q['aggregate'], extensions: ext }
       query[`groupBy${m.name}`] = {
         type: nn(list(nn(agg.groupBy))),
@@ -444,8 +469,8 @@ class SchemaBuilder {
           where: { type: this.where(m) },
           having: { type: agg.having },
           orderBy: { type: list(nn(agg.orderAgg)) },
-          take: { type: GraphQLInt },
-          skip: { type: GraphQLInt },
+          take: this.takeArg('groups'),
+          skip: this.skipArg(),
         },
         resolve: q['groupBy'],
         extensions: ext,

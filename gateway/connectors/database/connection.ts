@@ -1,7 +1,7 @@
 /**
  * Database URLs -> configured Knex instances.
  *
- * The URL scheme chooses the engine (DESIGN.md §3, `TODO_DATABASE_URL`):
+ * The URL scheme chooses the engine (docs/architecture.md §3, `TODO_DATABASE_URL`):
  *
  * | URL | Engine | Driver |
  * |---|---|---|

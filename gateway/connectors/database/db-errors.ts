@@ -7,9 +7,11 @@
  * Codes read: SQLite `SQLITE_CONSTRAINT_UNIQUE|PRIMARYKEY|FOREIGNKEY|NOTNULL|CHECK`; PostgreSQL
  * SQLSTATE 23505, 23503, 23502, 23514; MySQL/MariaDB errno 1062 (ER_DUP_ENTRY), 1451/1452 (row
  * referenced / no parent), 1048 (column cannot be null), 1364 (no default), 3819 (MySQL check) and
- * 4025 (MariaDB check).
+ * 4025 (MariaDB check). Limits of one statement reached by client input become `TRB_ERR_DB_INPUT`:
+ * SQLite "too many SQL variables" / "Expression tree is too large", PostgreSQL 22021 (NUL byte) and
+ * 54001 (stack depth), MySQL 1390 (too many placeholders) and 1436 (thread stack overrun).
  */
-import { DbCheckError, DbForeignKeyError, DbNotNullError, DbUniqueError, DbValueError, isTributaryError } from '../../errors.js'
+import { DbCheckError, DbForeignKeyError, DbInputError, DbNotNullError, DbUniqueError, DbValueError, isTributaryError } from '../../errors.js'
 import type { Dialect } from './model.js'
 import type { Model, Registry } from './compiler/registry.js'
 
@@ -55,6 +57,8 @@ export function mapDbError(err: unknown, dialect: Dialect, reg: Registry, fallba
   const cause = { cause: err }
   if (dialect === 'sqlite') {
     const code = String(e.code ?? '')
+    // Limits of the statement itself, reached by client input (input-limits.ts refuses most before).
+    if (/too many SQL variables|Expression tree is too large/.test(msg)) return new DbInputError('the arguments are too large or too deeply nested for SQLite', cause)
     if (!code.startsWith('SQLITE_CONSTRAINT')) return err
     const m = /constraint failed: (.+)$/.exec(msg)
     const detail = m?.[1] ?? ''
@@ -80,6 +84,11 @@ export function mapDbError(err: unknown, dialect: Dialect, reg: Registry, fallba
         return new DbNotNullError(fieldsOf(reg, e.table, e.column ? [e.column] : []), cause)
       case '23514':
         return new DbCheckError(e.constraint ? `constraint \`${e.constraint}\`` : (fallbackModel?.name ?? 'a row'), cause)
+      case '22021':
+        // invalid byte sequence: a NUL character in a string
+        return new DbInputError('strings must not contain the NUL character (U+0000) on PostgreSQL', cause)
+      case '54001':
+        return new DbInputError('the arguments are too deeply nested for PostgreSQL', cause)
       default:
         // SQLSTATE class 22: data exceptions (22001 string too long, 22003 out of range, 22P02 bad text representation...).
         if (typeof e.code === 'string' && e.code.startsWith('22')) {
@@ -89,6 +98,8 @@ export function mapDbError(err: unknown, dialect: Dialect, reg: Registry, fallba
     }
   }
   const errno = e.errno
+  // ER_PS_MANY_PARAM, ER_STACK_OVERRUN_NEED_MORE, ER_TOO_BIG_SELECT-like limits of the statement itself.
+  if (errno === 1390 || errno === 1436) return new DbInputError('the arguments are too large or too deeply nested for MySQL', cause)
   if (errno === 1062) {
     const key = /for key '(?:[^'.]*\.)?([^']+)'/.exec(msg)?.[1]
     const label = key === 'PRIMARY' && fallbackModel ? `${fallbackModel.name} (${fallbackModel.primaryKey.map((f) => `\`${f}\``).join(', ')})` : key ? constraintLabel(reg, key) : 'a unique key'

@@ -1,6 +1,6 @@
 /**
  * The database connector: a SQL database (SQLite, PostgreSQL, MySQL/MariaDB) becomes a Prisma-style
- * CRUD subschema (DESIGN.md §4) whose root fields each compile to one SQL statement.
+ * CRUD subschema (docs/architecture.md §4) whose root fields each compile to one SQL statement.
  *
  * Startup: open the database (`createKnex`), run the migrations, introspect it, cache the
  * introspection in `<cacheDir>/<source>.introspection.json` (or read that cache when the database
@@ -31,6 +31,8 @@ export interface DatabaseSourceOptions {
   migrations?: Record<string, { up(knex: Knex): Promise<void>; down?(knex: Knex): Promise<void> }>
   /** Connection pool bounds. Default: SQLite `{ min: 1, max: 1 }`, others `{ min: 0, max: 10 }`. */
   pool?: { min?: number; max?: number }
+  /** Largest `|take|` of any list of this source, nested lists included; more is refused with `TRB_ERR_DB_INPUT`. Default 1000. */
+  maxTake?: number
 }
 
 /**
@@ -148,7 +150,7 @@ export async function createDatabaseSource(options: DatabaseSourceOptions, ctx: 
     }
   }
   const mysqlFlavor = dialect === 'mysql' && reachable ? await detectMysqlFlavor(db) : 'mariadb'
-  const schema = buildSchema(doc, { db, mysqlFlavor, rawErrors: ctx.mode !== 'production' })
+  const schema = buildSchema(doc, { db, mysqlFlavor, rawErrors: ctx.mode !== 'production', ...(options.maxTake !== undefined ? { maxTake: options.maxTake } : {}) })
   let closed = false
   return {
     kind: 'local',

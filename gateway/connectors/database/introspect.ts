@@ -1,7 +1,7 @@
 /**
  * Database introspection: reads a live database's catalog into the plain-JSON
  * {@link DatabaseIntrospection} document (model.ts). This is the I/O half of the database connector;
- * `buildSchema()` is the pure half (DESIGN.md §7, "Keep I/O apart from pure transforms").
+ * `buildSchema()` is the pure half (docs/architecture.md §7, "Keep I/O apart from pure transforms").
  *
  * Per engine (the queries live in `introspect/`):
  * - SQLite: `sqlite_master` + `pragma_table_info` / `pragma_foreign_key_list` / `pragma_index_list` /

@@ -1,5 +1,5 @@
 /**
- * Mutation resolvers (DESIGN.md §4): `createOneX`, `createManyX`, `updateOneX`, `updateManyX`,
+ * Mutation resolvers (docs/architecture.md §4): `createOneX`, `createManyX`, `updateOneX`, `updateManyX`,
  * `upsertOneX`, `deleteOneX`, `deleteManyX`. Each root field runs in ONE transaction, including the
  * read-back of its selection (the read compiler with a where on the row's identity). Constraint
  * violations roll back and become `TRB_ERR_DB_*` errors; a missing row for updateOne/deleteOne is

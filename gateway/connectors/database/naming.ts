@@ -35,7 +35,7 @@
  *
  * **Root fields** follow Prisma: `findUniqueX`, `findFirstX`, `findManyX`, `aggregateX`, `groupByX`,
  * `createOneX`, `createManyX`, `updateOneX`, `updateManyX`, `upsertOneX`, `deleteOneX`, `deleteManyX`
- * (DESIGN.md §4), and compound unique keys are written `a_b: { a, b }` with the field names.
+ * (docs/architecture.md §4), and compound unique keys are written `a_b: { a, b }` with the field names.
  */
 
 const GRAPHQL_NAME = /^[_A-Za-z][_0-9A-Za-z]*$/

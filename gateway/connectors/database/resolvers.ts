@@ -1,5 +1,5 @@
 /**
- * Query resolvers (DESIGN.md §4): `findUniqueX`, `findFirstX`, `findManyX`, `aggregateX`,
+ * Query resolvers (docs/architecture.md §4): `findUniqueX`, `findFirstX`, `findManyX`, `aggregateX`,
  * `groupByX`, and the raw SQL fields `executeRaw` / `queryRaw`. Each root field runs ONE statement,
  * compiled once per operation (plan-cache.ts) and bound with the request's variables. Nested
  * relation fields read their value from the parent's JSON by response key (aliases work).

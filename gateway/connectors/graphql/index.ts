@@ -3,13 +3,16 @@
  * with an executor that sends documents to it through undici (GraphQL over HTTP, POST with JSON).
  * `compose/` renames it with graphql-tools transforms at request time, the one place delegation is used.
  */
-import { buildClientSchema, getIntrospectionQuery, print, type IntrospectionQuery, type GraphQLSchema } from 'graphql'
-import type { ExecutionRequest, ExecutionResult, Executor } from '@graphql-tools/utils'
-import { Agent, request, errors as undiciErrors } from 'undici'
+import { Kind, buildClientSchema, getIntrospectionQuery, isInputType, print, typeFromAST, type GraphQLError, type IntrospectionQuery, type GraphQLSchema } from 'graphql'
+import { transformInputValue, type ExecutionRequest, type ExecutionResult, type Executor } from '@graphql-tools/utils'
+import { Agent, request } from 'undici'
 import { mkdir, readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { ConnectorContext, RemoteSubschema, SourceHealth } from '../types.js'
-import { SourceLoadError, UpstreamError, UpstreamTimeoutError } from '../../errors.js'
+import { SourceLoadError, UpstreamError } from '../../errors.js'
+import { toWireValue } from '../../scalars.js'
+import { mapNetworkError } from '../rest/request.js'
+import { bodyExcerpt, withUpstreamDetails, type UpstreamDetails } from '../upstream-details.js'
 
 /** Options of a remote GraphQL data source. */
 export interface GraphQLSourceOptions {
@@ -38,6 +41,15 @@ export async function createGraphQLSource(options: GraphQLSourceOptions, context
   const dispatcher = new Agent({ headersTimeout: timeoutMs, bodyTimeout: timeoutMs, connectTimeout: timeoutMs, keepAliveTimeout: 10_000 })
   const forward = (options.forwardHeaders ?? []).map((h) => h.toLowerCase())
 
+  const upstreamPath = new URL(options.url).pathname
+  const details = (status: number, text?: string): UpstreamDetails =>
+    ({ source: context.sourceName, method: 'POST', path: upstreamPath, status, ...(text !== undefined ? { body: bodyExcerpt(text) } : {}) })
+
+  /**
+   * POSTs one GraphQL request. Network failures and timeouts become coded errors without the
+   * upstream's address; every error of the upstream's `errors` list gets `extensions.upstream`, so
+   * that production mode masks its message (see `../upstream-details.ts`).
+   */
   async function send(body: unknown, extraHeaders: Record<string, string>): Promise<ExecutionResult> {
     let res
     try {
@@ -48,20 +60,26 @@ export async function createGraphQLSource(options: GraphQLSourceOptions, context
         body: JSON.stringify(body),
       })
     } catch (err) {
-      if (err instanceof undiciErrors.HeadersTimeoutError || err instanceof undiciErrors.BodyTimeoutError || err instanceof undiciErrors.ConnectTimeoutError) {
-        throw new UpstreamTimeoutError(context.sourceName, timeoutMs, { cause: err })
-      }
-      throw new UpstreamError(context.sourceName, (err as Error).message, { cause: err })
+      throw mapNetworkError(err, context.sourceName, timeoutMs)
     }
-    const text = await res.body.text()
+    let text: string
+    try {
+      text = await res.body.text()
+    } catch (err) {
+      throw mapNetworkError(err, context.sourceName, timeoutMs)
+    }
     let json: ExecutionResult
     try {
       json = JSON.parse(text) as ExecutionResult
     } catch (err) {
-      throw new UpstreamError(context.sourceName, `HTTP ${res.statusCode} with a non-JSON body`, { cause: err })
+      throw withUpstreamDetails(new UpstreamError(context.sourceName, `HTTP ${res.statusCode} with a non-JSON body`, { cause: err }), details(res.statusCode, text))
     }
     if (typeof json !== 'object' || json === null || (!('data' in json) && !('errors' in json))) {
-      throw new UpstreamError(context.sourceName, `HTTP ${res.statusCode} without data or errors`)
+      throw withUpstreamDetails(new UpstreamError(context.sourceName, `HTTP ${res.statusCode} without data or errors`), details(res.statusCode, text))
+    }
+    if (Array.isArray(json.errors)) {
+      const upstream = details(res.statusCode)
+      json = { ...json, errors: json.errors.map((e) => withUpstreamDetails({ ...e }, upstream) as GraphQLError) }
     }
     return json
   }
@@ -74,9 +92,27 @@ export async function createGraphQLSource(options: GraphQLSourceOptions, context
       const v = incoming[h]
       if (typeof v === 'string') extra[h] = v
     }
-    return send({ query: print(req.document), variables: req.variables, operationName: req.operationName }, extra)
+    return send({ query: print(req.document), variables: wireVariables(req), operationName: req.operationName }, extra)
   }
 
+  /**
+   * The request's variables with the shared scalars' parsed values (a Date, a Buffer) in their wire
+   * forms, typed by the upstream's own schema: the gateway parsed them with the shared scalars.
+   */
+  function wireVariables(req: ExecutionRequest): Record<string, unknown> | undefined {
+    const variables = req.variables as Record<string, unknown> | undefined
+    const operation = req.document.definitions.find((d) => d.kind === Kind.OPERATION_DEFINITION)
+    if (!variables || !operation?.variableDefinitions?.length) return variables
+    const out: Record<string, unknown> = { ...variables }
+    for (const def of operation.variableDefinitions) {
+      const name = def.variable.name.value
+      const type = typeFromAST(schema, def.type)
+      if (type && isInputType(type) && out[name] !== undefined) out[name] = transformInputValue(type, out[name], (leaf, value) => toWireValue(leaf.name, value))
+    }
+    return out
+  }
+
+  let schema: GraphQLSchema
   const cacheFile = join(context.cacheDir, `${context.sourceName}.introspection.json`)
   let introspection: IntrospectionQuery
   try {
@@ -93,7 +129,7 @@ export async function createGraphQLSource(options: GraphQLSourceOptions, context
     context.logger.warn({ err }, 'upstream unreachable; using the cached introspection')
     introspection = JSON.parse(cached) as IntrospectionQuery
   }
-  const schema: GraphQLSchema = buildClientSchema(introspection)
+  schema = buildClientSchema(introspection)
 
   return {
     kind: 'remote',

@@ -2,7 +2,7 @@
  * OpenAPI 3.0 / 3.1 document → executable GraphQL schema. Pure: no I/O; every upstream call goes
  * through the `request` function it is given, so it is tested on fixture documents.
  *
- * Conversion rules (DESIGN.md §4, "REST fields"):
+ * Conversion rules (docs/architecture.md §4, "REST fields"):
  *
  * - **Operations.** Each `paths.<path>.<method>` operation becomes one root field: `GET` → `Query`,
  *   `POST`/`PUT`/`PATCH`/`DELETE` → `Mutation` (`HEAD`, `OPTIONS` and `TRACE` are skipped). The field is
@@ -33,7 +33,7 @@
  *   `default`, for its JSON media type. A response without content (e.g. `204`) → `Boolean` (resolves
  *   to `true`); a `text/*` one → `String`; any other media type → `Bytes` (base64).
  * - **Schemas → types.** `string` → `String` (`format: date-time` → `DateTime`, `byte`/`binary` →
- *   `Bytes`); `integer` → `Int`, or `BigInt` for `format: int64` or a `minimum`/`maximum` outside the
+ *   `Bytes`, `decimal` → `Decimal`); `integer` → `Int`, or `BigInt` for `format: int64` or a `minimum`/`maximum` outside the
  *   32-bit range; `number` → `Float`; `boolean` → `Boolean`; `array` → list (items non-null unless
  *   nullable); an `enum` (or `const`) of strings → a GraphQL enum whose values are the strings with
  *   invalid characters replaced by `_` (`in-progress` → `in_progress`, `''` → `_EMPTY`, `true` → `_true`),
@@ -79,7 +79,7 @@ import {
 } from 'graphql'
 import { FormData } from 'undici'
 import { BadRequestError } from '../../errors.js'
-import { BigIntScalar, BytesScalar, DateTimeScalar, JSONScalar } from '../../scalars.js'
+import { BigIntScalar, BytesScalar, DateTimeScalar, DecimalScalar, JSONScalar } from '../../scalars.js'
 import {
   HTTP_METHODS, deref, isObject,
   type HttpMethod, type MediaTypeObject, type OpenApiDocument, type OperationObject, type ParameterObject,
@@ -655,6 +655,7 @@ class Converter {
       case 'string':
         if (s.format === 'date-time') return DateTimeScalar
         if (s.format === 'byte' || s.format === 'binary') return BytesScalar
+        if (s.format === 'decimal') return DecimalScalar
         return GraphQLString
       case 'integer':
         if (s.format === 'int64') return BigIntScalar

@@ -21,9 +21,11 @@
  * half-opens after `circuitBreaker.halfOpenAfterMs`; its changes are logged and its state is shown
  * by `health()`.
  *
- * Messages are safe for clients: for a non-2xx answer, the status line plus the upstream body's
- * `message` (or `error`) string when the body is JSON, truncated to 200 characters; never a stack,
- * never the upstream address.
+ * Messages: for a non-2xx answer, the status line plus the upstream body's `message` (or `error`)
+ * string when the body is JSON, truncated to 200 characters, and `extensions.upstream` (method, path,
+ * status, body excerpt; see `../upstream-details.ts`): in production the formatter shows the status
+ * line only and logs the rest. Other messages are the gateway's own: never a stack, never the
+ * upstream address.
  */
 import { STATUS_CODES } from 'node:http'
 import { performance } from 'node:perf_hooks'
@@ -32,10 +34,12 @@ import { BrokenCircuitError, CircuitState, ConsecutiveBreaker, circuitBreaker, h
 import type { Logger } from 'pino'
 import { FormData, Pool, type Dispatcher } from 'undici'
 import { UpstreamError, UpstreamTimeoutError, UpstreamTooLargeError, UpstreamUnavailableError } from '../../errors.js'
+import { parseJsonExact } from '../../scalars.js'
 import type { SourceHealth } from '../types.js'
 import type { RestRequest, RestRequestFn } from './convert.js'
 import type { AppliedAuth, Authenticator } from './security.js'
 import { isObject } from './openapi.js'
+import { bodyExcerpt, withUpstreamDetails } from '../upstream-details.js'
 
 /** Retry policy of a source (see the file header). */
 export interface RetryOptions {
@@ -314,7 +318,8 @@ export function createUpstream(options: UpstreamOptions): Upstream {
       const status = res.statusCode
       if (status < 200 || status >= 300) {
         const text = await readLimited(res.body, MAX_ERROR_BODY)
-        const failure = withExtensions(new UpstreamError(sourceName, statusMessage(status, text)), status)
+        const details = { source: sourceName, method: req.method, path: `${basePath}${req.path}`, status, body: bodyExcerpt(text) }
+        const failure = withUpstreamDetails(withExtensions(new UpstreamError(sourceName, statusMessage(status, text)), status), details)
         const after = status === 429 || status === 503 ? parseRetryAfter(res.headers['retry-after']) : undefined
         if (after !== undefined) retryAfterOf.set(failure, after)
         throw failure
@@ -331,7 +336,8 @@ export function createUpstream(options: UpstreamOptions): Upstream {
           const text = await res.body.text()
           if (text.trim() === '') return null
           try {
-            return JSON.parse(text) as unknown
+            // int64 values above 2^53 stay exact for BigInt fields (gateway/scalars.ts).
+            return parseJsonExact(text)
           } catch {
             throw withExtensions(new UpstreamError(sourceName, `${req.operation}: the answer is not valid JSON`), 502)
           }

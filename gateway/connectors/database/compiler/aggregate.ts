@@ -1,5 +1,5 @@
 /**
- * `aggregateX` and `groupByX` (DESIGN.md §4, Prisma semantics): `_count` (with `_all`), `_sum`,
+ * `aggregateX` and `groupByX` (docs/architecture.md §4, Prisma semantics): `_count` (with `_all`), `_sum`,
  * `_avg`, `_min`, `_max`; `groupBy` with `by`, `where`, `having`, `orderBy` (fields and aggregates),
  * `take`, `skip`. Each compiles to one statement returning JSON rows.
  */
@@ -7,6 +7,7 @@ import type { FieldNode, GraphQLObjectType } from 'graphql'
 import { DbInputError } from '../../../errors.js'
 import { Leaf, NULL, isObj, sampleOf, type ArgValue } from './args.js'
 import { join, raw, sql, type Frag } from './frag.js'
+import { skipCheck, takeCheck } from './input-limits.js'
 import {
   bound,
   collectFields,
@@ -139,8 +140,9 @@ export function compileAggregate(ctx: Ctx, model: Model, type: GraphQLObjectType
   })
   const cols = model.fields.map((f) => `${r}.${d.q(f.column)}`).join(', ')
   const limits: Frag[] = []
-  if (take) limits.push(bound(take, (x) => (typeof x === 'number' ? Math.abs(x) : x)))
-  if (skip) limits.push(bound(skip, (x) => x ?? 0))
+  const checkTake = takeCheck(ctx.reg.maxTake)
+  if (take) limits.push(bound(take, (x) => (typeof x === 'number' ? Math.abs(checkTake(x) as number) : x)))
+  if (skip) limits.push(bound(skip, skipCheck))
   const inner = sql`SELECT ${cols} FROM ${tableRef} AS ${r}${conds.length ? sql` WHERE ${join(conds.map((c) => sql`(${c})`), ' AND ')}` : ''}${
     order.length ? sql` ORDER BY ${join(order, ', ')}` : ''
   }${{ s: d.limitOffset(take !== undefined, skip !== undefined), p: limits.flatMap((l) => l.p) }}`
@@ -232,11 +234,21 @@ export function compileGroupBy(ctx: Ctx, model: Model, type: GraphQLObjectType, 
     }
   }
   for (const f of byFields) if (!order.some((o) => o.s.startsWith(`${a}.${d.q(f.column)} `))) order.push(raw(d.orderTerm(`${a}.${d.q(f.column)}`, 'asc')))
-  const take = args['take'] instanceof Leaf ? (args['take'] as Leaf) : undefined
+  const max = ctx.reg.maxTake
+  // Without take, at most maxTake groups (as every list).
+  const take = args['take'] instanceof Leaf ? (args['take'] as Leaf) : new Leaf(() => max, { value: max }, max)
   const skip = args['skip'] instanceof Leaf ? (args['skip'] as Leaf) : undefined
   const limits: Frag[] = []
-  if (take) limits.push(bound(take, (x) => x))
-  if (skip) limits.push(bound(skip, (x) => x ?? 0))
+  const checkTake = takeCheck(ctx.reg.maxTake)
+  if (take) {
+    limits.push(
+      bound(take, (x) => {
+        if (typeof x === 'number' && x < 0) throw new DbInputError(`groupBy${model.name}: take must not be negative (got ${x})`)
+        return checkTake(x)
+      }),
+    )
+  }
+  if (skip) limits.push(bound(skip, skipCheck))
   const text = sql`SELECT ${d.jsonObject(allPairs)} AS j FROM ${d.table(model.table)} AS ${a}${w ? sql` WHERE ${w}` : ''} GROUP BY ${byFields
     .map((f) => `${a}.${d.q(f.column)}`)
     .join(', ')}${having ? sql` HAVING ${having}` : ''} ORDER BY ${join(order, ', ')}${{

@@ -6,6 +6,7 @@
 import type { Dialect, ScalarKind } from '../model.js'
 import type { ScalarField } from './registry.js'
 import { toIsoDateTime } from '../../../scalars.js'
+import { refuseNul } from './input-limits.js'
 
 /** `mariadb` (MariaDB ≥ 10.5: `JSON_ARRAYAGG(... ORDER BY ... LIMIT)`, no outer references in derived tables) or `mysql` (MySQL ≥ 8.0.14). */
 export type MysqlFlavor = 'mariadb' | 'mysql'
@@ -109,6 +110,7 @@ export class SqlDialect {
   /** Converts an input value (a literal or a coerced variable) to what the driver binds for column `f`. */
   bindValue(f: Pick<ScalarField, 'scalar' | 'dataType'>, v: unknown, forCompare: boolean): unknown {
     if (v === null || v === undefined) return null
+    if (this.dialect === 'postgres' && typeof v === 'string') refuseNul(v)
     return bindScalar(this.dialect, f.scalar, f.dataType, v, forCompare)
   }
 
@@ -121,6 +123,7 @@ export class SqlDialect {
 
   /** Builds the pattern for {@link like}: `kind` is contains, startsWith or endsWith. */
   likePattern(value: string, kind: 'contains' | 'startsWith' | 'endsWith', insensitive: boolean): string {
+    if (this.dialect === 'postgres') refuseNul(value)
     const globbing = this.dialect === 'sqlite' && !insensitive
     const esc = globbing ? value.replace(/[*?[]/g, (c) => `[${c}]`) : value.replace(/[\\%_]/g, (c) => `\\${c}`)
     const any = globbing ? '*' : '%'

@@ -22,6 +22,7 @@ import {
 } from 'graphql'
 import { DbInputError } from '../../../errors.js'
 import { toIsoDateTime } from '../../../scalars.js'
+import { MAX_FLAT_TERMS, checkBoundValues, skipCheck, takeCheck } from './input-limits.js'
 import { Leaf, NULL, isObj, readArgs, sampleOf, type ArgValue } from './args.js'
 import type { SqlDialect } from './dialect.js'
 import { constant, join, param, raw, sql, type Frag, type Getter, type Vars } from './frag.js'
@@ -75,12 +76,28 @@ export function bound(leaf: Leaf, conv: (v: unknown) => unknown): Frag {
   return param((v, x) => conv(g(v, x)))
 }
 
+/**
+ * Joins conditions with `op`. More than {@link MAX_FLAT_TERMS} terms are grouped into a balanced tree
+ * of parentheses, so that a wide `AND`/`OR` list does not make an expression tree deeper than the
+ * engine allows (SQLite: 1000).
+ */
+function combine(parts: Frag[], op: string): Frag {
+  if (parts.length === 1) return parts[0]!
+  if (parts.length > MAX_FLAT_TERMS) {
+    const size = Math.ceil(parts.length / MAX_FLAT_TERMS)
+    const groups: Frag[] = []
+    for (let i = 0; i < parts.length; i += size) groups.push(combine(parts.slice(i, i + size), op))
+    return combine(groups, op)
+  }
+  return join(parts.map((p) => sql`(${p})`), op)
+}
+
 function and(parts: Frag[]): Frag {
-  return parts.length === 1 ? parts[0]! : join(parts.map((p) => sql`(${p})`), ' AND ')
+  return combine(parts, ' AND ')
 }
 
 function or(parts: Frag[]): Frag {
-  return parts.length === 1 ? parts[0]! : join(parts.map((p) => sql`(${p})`), ' OR ')
+  return combine(parts, ' OR ')
 }
 
 function col(ctx: Ctx, alias: string, f: ScalarField): string {
@@ -113,7 +130,7 @@ export interface FilterTarget {
 const COMPARE: Record<string, string> = { lt: '<', lte: '<=', gt: '>', gte: '>=' }
 
 /**
- * Compiles a scalar filter (`IntFilter`, `StringFilter`...; DESIGN.md §4) on one expression.
+ * Compiles a scalar filter (`IntFilter`, `StringFilter`...; docs/architecture.md §4) on one expression.
  * `equals: null` is `IS NULL`, `not: null` is `IS NOT NULL`, `in: []` matches nothing.
  */
 export function scalarFilter(ctx: Ctx, tgt: FilterTarget, val: ArgValue, inheritedInsensitive = false): Frag | null {
@@ -564,7 +581,8 @@ export interface ListEmitter {
 }
 
 /**
- * Compiles a list of rows of `model` with `where orderBy cursor take skip distinct`.
+ * Compiles a list of rows of `model` with `where orderBy cursor take skip distinct`. Without `take`
+ * (and without `first`/`unordered`) the list is limited to the source's `maxTake` rows.
  * - `rows` mode: a full SELECT returning one JSON object per row (root fields);
  * - `agg` mode: a SELECT returning one JSON array (nested relation lists), correlated by `correlate`.
  */
@@ -585,6 +603,10 @@ export function compileList(
   let negative = take !== undefined && typeof sampleOf(take) === 'number' && (sampleOf(take) as number) < 0
   if (opts.first) {
     take = new Leaf(() => 1, { value: 1 }, 1)
+  } else if (take === undefined && !opts.unordered) {
+    // A list without take reads at most maxTake rows (cf. PostgREST's db-max-rows), nested lists included.
+    const max = ctx.reg.maxTake
+    take = new Leaf(() => max, { value: max }, max)
   }
   const distinct = listOf(args['distinct'])
     .map((v) => sampleOf(v))
@@ -598,10 +620,11 @@ export function compileList(
   const terms = opts.unordered ? [] : withTiebreak(ctx, model, compileOrder(ctx, model, args['orderBy']))
   if (args['cursor'] !== undefined && args['cursor'] !== NULL) conds.push(cursorCond(ctx, model, r, args['cursor'], terms))
   const whereSql = conds.length ? sql` WHERE ${and(conds)}` : raw('')
-  const absTake = (x: unknown): unknown => (typeof x === 'number' ? Math.abs(x) : x)
+  const checkTake = takeCheck(ctx.reg.maxTake)
+  const absTake = (x: unknown): unknown => (typeof x === 'number' ? Math.abs(checkTake(x) as number) : x)
   const limitParams: Frag[] = []
   if (take) limitParams.push(bound(take, absTake))
-  if (skip) limitParams.push(bound(skip, (x) => x ?? 0))
+  if (skip) limitParams.push(bound(skip, skipCheck))
   const limitSql = (): Frag => ({ s: d.limitOffset(take !== undefined, skip !== undefined), p: limitParams.flatMap((p) => p.p) })
   const needsLimit = take !== undefined || skip !== undefined
   if (mode === 'agg' && !d.correlatedDerived) {
@@ -665,7 +688,11 @@ export interface ReadPlan {
   post: Post | null
 }
 
-/** Finalises a fragment into a plan: PostgreSQL placeholders become `$n`. */
+/**
+ * Finalises a fragment into a plan: PostgreSQL placeholders become `$n`.
+ * @throws DbInputError when the statement would bind more values than the engine accepts
+ */
 export function toPlan(ctx: Ctx, f: Frag, post: Post | null): ReadPlan {
+  checkBoundValues(ctx.d.dialect, f.p.length)
   return { text: ctx.d.native(f.s), params: f.p, post }
 }

@@ -4,6 +4,7 @@
  * resolvers use it through closures, never through public type names.
  */
 import type { ColumnInfo, DatabaseIntrospection, Dialect, ScalarKind, TableInfo } from '../model.js'
+import { DEFAULT_MAX_TAKE } from './input-limits.js'
 import { assignNames, camelCase, pascalCase, plural, stripIdSuffix, uniqueIn } from '../naming.js'
 
 /** One scalar field: a column. */
@@ -82,6 +83,8 @@ export interface Registry {
   schema?: string
   models: Map<string, Model>
   enums: Map<string, EnumModel>
+  /** Largest `|take|` of any list of this source (`database({ maxTake })`); see compiler/input-limits.ts. */
+  maxTake: number
 }
 
 function scaleOf(col: ColumnInfo): number | undefined {
@@ -91,9 +94,10 @@ function scaleOf(col: ColumnInfo): number | undefined {
 
 /**
  * Builds the registry from an introspection document, applying the naming rules of naming.ts.
+ * @param maxTake largest `|take|` of any list (default {@link DEFAULT_MAX_TAKE})
  * @throws Error when a foreign key names a table or column that is not in the document.
  */
-export function buildRegistry(doc: DatabaseIntrospection): Registry {
+export function buildRegistry(doc: DatabaseIntrospection, maxTake = DEFAULT_MAX_TAKE): Registry {
   const tables = doc.tables
   const modelNames = assignNames(tables.map((t) => t.name), pascalCase)
   const enumNames = assignNames(doc.enums.map((e) => e.name), pascalCase, new Set(modelNames))
@@ -158,7 +162,7 @@ export function buildRegistry(doc: DatabaseIntrospection): Registry {
     byTable.set(t.name, model)
   })
   addRelations(tables, byTable)
-  return { dialect: doc.dialect, ...(doc.schema ? { schema: doc.schema } : {}), models, enums }
+  return { dialect: doc.dialect, ...(doc.schema ? { schema: doc.schema } : {}), models, enums, maxTake }
 }
 
 function isUniqueSet(t: TableInfo, columns: string[]): boolean {

@@ -1,0 +1,40 @@
+/**
+ * The `tributary` package: what a deployment's `tributary.config.ts` imports.
+ *
+ * ```ts
+ * import { database, defineConfig, rest } from 'tributary'
+ * export default defineConfig({
+ *   datasources: [database({ namespace: 'app', url: process.env.DATABASE_URL ?? 'sqlite:./app.db' })],
+ * })
+ * ```
+ *
+ * `tributary/config` exports the same. Programs that embed the gateway use {@link createGateway}
+ * (load the sources, compose, compile the operations) and {@link buildApp} (the fastify app).
+ */
+export {
+  defineConfig,
+  database,
+  rest,
+  graphql,
+  schema,
+  resolveConfig,
+  type TributaryConfig,
+  type TributaryConfigInput,
+  type DataSourceDefinition,
+  type DataSourceBase,
+  type DatabaseDataSource,
+  type RestDataSource,
+  type GraphQLDataSource,
+  type SchemaDataSource,
+  type RouteDefinition,
+  type ServiceDefinition,
+  type RunMode,
+  type DatabaseSourceOptions,
+  type RestSourceOptions,
+  type GraphQLSourceOptions,
+  type SchemaSourceOptions,
+} from './config/index.js'
+export { loadConfigFile } from './config/load.js'
+export { createGateway, type Gateway, type CreateGatewayOptions, type LoadedSource } from './runtime.js'
+export { buildApp, type BuildAppOptions } from './http/app.js'
+export { errorCodes, isTributaryError } from './errors.js'

@@ -1,0 +1,186 @@
+/**
+ * Tributary as a package, the way a user gets it: `npm pack`, then `npm install <tarball>` into a
+ * fresh project outside the repository, then the `tributary` binary — `--help`, `--version`, `init
+ * --database`, `start`, a hand-written `tributary.config.ts` type-checked with tsc, `generate` and
+ * its typed client, and the zero-config `start --database`.
+ *
+ * Slow (the install compiles better-sqlite3 when npm's cache has no prebuilt binary): minutes.
+ */
+import t, { type Test } from 'tap'
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import Database from 'better-sqlite3'
+
+t.setTimeout(20 * 60_000)
+
+const root = fileURLToPath(new URL('..', import.meta.url))
+const tsc = join(root, 'node_modules/typescript/bin/tsc')
+const work = mkdtempSync(join(tmpdir(), 'tributary-package-'))
+t.teardown(() => rmSync(work, { recursive: true, force: true }))
+const project = join(work, 'app')
+const env: NodeJS.ProcessEnv = { ...process.env, NODE_ENV: 'development', LOG_LEVEL: 'warn', npm_config_build_from_source: 'true' }
+for (const name of ['TRIBUTARY_CONFIG', 'PORT', 'HOST', 'TODO_DATABASE_URL', 'DATABASE_URL']) delete env[name]
+
+function run(cmd: string, args: string[], cwd: string, timeout = 600_000) {
+  const r = spawnSync(cmd, args, { cwd, env, encoding: 'utf8', timeout })
+  return { status: r.status, out: `${r.stdout ?? ''}${r.stderr ?? ''}`, stdout: r.stdout ?? '' }
+}
+const bin = () => join(project, 'node_modules/.bin/tributary')
+
+/** Starts `tributary start …` in the project and resolves with its base URL once it prints it. */
+async function start(t: Test, args: string[], cwd = project): Promise<string> {
+  const child: ChildProcess = spawn(bin(), ['start', '--port', '0', ...args], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] })
+  let output = ''
+  t.teardown(async () => {
+    if (child.exitCode === null) {
+      child.kill('SIGTERM')
+      await new Promise((resolve) => child.once('exit', resolve))
+    }
+  })
+  return new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no URL printed within 60 s:\n${output}`)), 60_000)
+    const onData = (d: Buffer) => {
+      output += d
+      const m = /GraphQL\s+(http:\/\/127\.0\.0\.1:\d+)\/graphql/.exec(output)
+      if (m) {
+        clearTimeout(timer)
+        resolve(m[1])
+      }
+    }
+    child.stdout!.on('data', onData)
+    child.stderr!.on('data', onData)
+    child.once('exit', (code) => reject(new Error(`tributary start exited with ${code}:\n${output}`)))
+  })
+}
+
+async function graphql(base: string, query: string): Promise<{ data?: Record<string, unknown>; errors?: unknown[] }> {
+  const res = await fetch(`${base}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query }) })
+  return (await res.json()) as { data?: Record<string, unknown>; errors?: unknown[] }
+}
+
+t.test('npm pack: compiled JavaScript, types and README; no tests, bench or data', async (t) => {
+  const r = run('npm', ['pack', '--json', '--pack-destination', work], root)
+  t.equal(r.status, 0, r.out.slice(-2000))
+  const info = JSON.parse(r.stdout.slice(r.stdout.search(/^\[$/m))) as { filename: string; files: { path: string }[] }[]
+  const files = info[0].files.map((f) => f.path)
+  for (const f of ['package.json', 'README.md', 'LICENSE', 'dist/gateway/cli.js', 'dist/gateway/index.js', 'dist/gateway/index.d.ts', 'dist/gateway/client/index.js', 'dist/gateway/client/index.d.ts']) {
+    t.ok(files.includes(f), `the tarball has ${f}`)
+  }
+  const unwanted = files.filter((f) => /^(test|bench|fuzz|data|examples|datasources|operations|generated|scripts|\.ci)\//.test(f) || /\.(sqlite|db|tsbuildinfo|sql)$/.test(f) || /^dist\/(config|datasources|examples)/.test(f))
+  t.same(unwanted, [], 'no test, bench, data, demo or example files')
+  t.ok(existsSync(join(work, info[0].filename)))
+  writeFileSync(join(work, 'tarball'), info[0].filename)
+})
+
+t.test('installed into a fresh project outside the repository', async (t) => {
+  const tarball = join(work, readFileSync(join(work, 'tarball'), 'utf8'))
+  mkdirSync(project)
+  writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'app', version: '1.0.0', private: true, type: 'module' }, null, 2))
+  const install = run('npm', ['install', tarball, '--no-audit', '--no-fund', '--prefer-offline'], project, 1_200_000)
+  t.equal(install.status, 0, `npm install <tarball>:\n${install.out.slice(-3000)}`)
+  t.ok(existsSync(bin()), 'node_modules/.bin/tributary exists')
+
+  t.test('--help and --version', async (t) => {
+    const help = run(bin(), ['--help'], project)
+    t.equal(help.status, 0)
+    for (const word of ['start', 'dev', 'generate', 'init', '--config', '--database']) t.match(help.stdout, word)
+    const version = run(bin(), ['--version'], project)
+    t.equal(version.stdout.trim(), (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string }).version)
+    const missing = run(bin(), ['start'], project)
+    t.not(missing.status, 0, 'start without a config fails')
+    t.match(missing.out, /TRB_ERR_CONFIG_LOAD: Cannot load config tributary\.config\.ts: no such file/, 'the error names the file the user should write')
+  })
+
+  const db = new Database(join(project, 'app.db'))
+  db.exec("create table Book (id integer primary key, title text not null, pages integer); insert into Book (title, pages) values ('Dune', 412), ('Emma', 474)")
+  db.close()
+
+  t.test('init --database scaffolds a project whose example operation reads the table', async (t) => {
+    const init = run(bin(), ['init', '--database', 'sqlite:./app.db'], project)
+    t.equal(init.status, 0, init.out)
+    t.match(readFileSync(join(project, 'tributary.config.ts'), 'utf8'), /from 'tributary'/)
+    t.match(readFileSync(join(project, 'operations/Example.graphql'), 'utf8'), /app_findManyBook\(take: \$take\)/)
+    t.match(readFileSync(join(project, '.gitignore'), 'utf8'), /^generated\/sources$/m)
+    const pkg = JSON.parse(readFileSync(join(project, 'package.json'), 'utf8')) as { scripts: Record<string, string> }
+    t.same(pkg.scripts, { start: 'tributary start', dev: 'tributary dev', generate: 'tributary generate' })
+    const again = run(bin(), ['init', '--database', 'sqlite:./app.db'], project)
+    t.match(again.out, /kept tributary\.config\.ts/, 'a second init keeps existing files')
+
+    const base = await start(t, [])
+    const res = await fetch(`${base}/operations/Example?take=1`)
+    t.equal(res.status, 200)
+    t.same(await res.json(), { app_findManyBook: [{ id: 1, title: 'Dune', pages: 412 }] })
+    const gql = await graphql(base, '{ app_findManyBook(orderBy: [{ id: desc }]) { title } }')
+    t.same(gql, { data: { app_findManyBook: [{ title: 'Emma' }, { title: 'Dune' }] } })
+    t.ok(existsSync(join(project, 'generated/client.ts')), 'start wrote generated/ in the project')
+  })
+
+  t.test('a hand-written tributary.config.ts importing tributary type-checks, generates and serves', async (t) => {
+    writeFileSync(
+      join(project, 'tributary.config.ts'),
+      `import { database, defineConfig, schema, type TributaryConfigInput } from 'tributary'
+
+const config: TributaryConfigInput = defineConfig({
+  datasources: [
+    database({ namespace: 'shelf', url: process.env.DATABASE_URL || 'sqlite:./app.db' }),
+    schema({ namespace: 'meta', typeDefs: 'type Query { version: String! }', resolvers: { Query: { version: () => '1' } } }),
+  ],
+  server: { bodyLimit: 65536 },
+})
+// @ts-expect-error a database URL is a string
+database({ namespace: 'bad', url: 42 })
+export default config
+`,
+    )
+    writeFileSync(join(project, 'operations/Example.graphql'), 'query Example { shelf_findManyBook(orderBy: [{ id: asc }]) { title } meta_version }\n')
+    const gen = run(bin(), ['generate'], project)
+    t.equal(gen.status, 0, gen.out)
+    t.match(readFileSync(join(project, 'generated/client.ts'), 'utf8'), /from 'tributary\/client'/)
+    writeFileSync(
+      join(project, 'main.ts'),
+      `import { createClient, TributaryError, type ExampleResponse } from './generated/client.js'
+const client = createClient({ baseUrl: process.argv[2] ?? 'http://127.0.0.1:4000' })
+const data: ExampleResponse = await client.Example()
+const titles: string[] = data.shelf_findManyBook.map((b) => b.title)
+// @ts-expect-error Example takes no variables
+void (() => client.Example({ nope: 1 }))
+console.log(JSON.stringify({ titles, isError: new TributaryError(400, []) instanceof Error }))
+`,
+    )
+    writeFileSync(
+      join(project, 'tsconfig.json'),
+      JSON.stringify({
+        compilerOptions: { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, noEmit: true, skipLibCheck: true, types: ['node'], typeRoots: [join(root, 'node_modules/@types')] },
+        files: ['tributary.config.ts', 'generated/client.ts', 'main.ts'],
+      }),
+    )
+    const check = run(process.execPath, [tsc, '-p', join(project, 'tsconfig.json')], project)
+    t.equal(check.status, 0, `tsc --noEmit passes in the user's project:\n${check.out}`)
+
+    const base = await start(t, [])
+    const res = await fetch(`${base}/operations/Example`)
+    t.same(await res.json(), { shelf_findManyBook: [{ title: 'Dune' }, { title: 'Emma' }], meta_version: '1' })
+    const client = run(process.execPath, [join(root, 'node_modules/tsx/dist/cli.mjs'), 'main.ts', base], project)
+    t.equal(client.status, 0, client.out)
+    t.same(JSON.parse(client.stdout.trim().split('\n').pop() ?? '{}'), { titles: ['Dune', 'Emma'], isError: true }, 'the generated client runs against the gateway')
+  })
+
+  t.test('a broken config is reported with the user\'s file, not a path in node_modules', async (t) => {
+    writeFileSync(join(project, 'broken.config.ts'), "import { defineConfig } from 'tributary'\nexport default defineConfig({ datasources: [] })\n")
+    const r = run(bin(), ['generate', '--config', 'broken.config.ts'], project)
+    t.not(r.status, 0)
+    t.match(r.out, /TRB_ERR_CONFIG_INVALID: Invalid config: datasources: must NOT have fewer than 1 items/)
+    t.notMatch(r.out, /node_modules/)
+  })
+
+  t.test('zero-config: start --database serves the database with no config file', async (t) => {
+    const empty = join(work, 'zero')
+    mkdirSync(empty)
+    const base = await start(t, ['--database', `sqlite:${join(project, 'app.db')}`, '--namespace', 'lib'], empty)
+    const gql = await graphql(base, '{ lib_findUniqueBook(where: { id: 2 }) { title pages } }')
+    t.same(gql, { data: { lib_findUniqueBook: { title: 'Emma', pages: 474 } } })
+  })
+})
