@@ -3,7 +3,7 @@
  * The hand-written baseline of the load benchmarks: a plain fastify + better-sqlite3 server, in its
  * own process, doing what a developer would write by hand for the same reads.
  *
- *   node bench/baseline-server.mjs --port <n> [--todo-db <file>] [--chinook-db <file> --chinook-sql <json file>]
+ *   node bench/baseline-server.mjs --port <n> [--todo-db <file>] [--chinook-db <file> --chinook-sql <json file>] [--roles-url <url>]
  *
  * Routes:
  * - `GET /todo?id=1` (issue 4): `select completed, createdAt, id, title from Todo where id = ?` with a
@@ -16,11 +16,16 @@
  *   file `{ sql, bindings, rootField }`), and returns its JSON rows as they come from SQLite, joined
  *   into `{"data":{"<rootField>":[...]}}` without parsing them.
  *
+ * - `GET /roles` (issue 11, with `--roles-url <role service URL>`): GET `/api/v1/role/all` on the role
+ *   service through an undici Pool, answered as `{"system_getAllRoles":[...]}`, the same body as
+ *   `GET /operations/Roles` of the gateway (bench/roles/).
+ *
  * Prints `baseline listening http://127.0.0.1:<port>` once it serves. No request logging.
  */
 import { readFileSync } from 'node:fs'
 import Fastify from 'fastify'
 import Database from 'better-sqlite3'
+import { Pool } from 'undici'
 
 function arg(name) {
   const i = process.argv.indexOf(`--${name}`)
@@ -31,6 +36,7 @@ const port = Number(arg('port') ?? 0)
 const todoDb = arg('todo-db')
 const chinookDb = arg('chinook-db')
 const chinookSql = arg('chinook-sql')
+const rolesUrl = arg('roles-url')
 
 const app = Fastify({ logger: false })
 
@@ -87,6 +93,16 @@ if (chinookDb && chinookSql) {
   app.get('/chinook', async (_request, reply) => {
     const rows = stmt.all(...bindings)
     return reply.type('application/json; charset=utf-8').send(`${head}${rows.join(',')}]}}`)
+  })
+}
+
+if (rolesUrl) {
+  // What a developer would write by hand with undici: one keep-alive pool to the role service.
+  const roles = new Pool(rolesUrl)
+  app.get('/roles', async () => {
+    const res = await roles.request({ method: 'GET', path: '/api/v1/role/all', headers: { accept: 'application/json' } })
+    if (res.statusCode !== 200) throw new Error(`role service answered ${res.statusCode}`)
+    return { system_getAllRoles: await res.body.json() }
   })
 }
 

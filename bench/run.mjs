@@ -13,6 +13,7 @@
  *   rest     GET /operations/TodoById?id=1 vs baseline GET /todo?id=1                  target ≥ 0.70
  *   graphql  POST /graphql (TodoById document, variables {id:1}) vs the same baseline  target ≥ 0.35
  *   memory   gateway RSS after each of 5 successive 20 s runs of `rest`               growth < 10 % (run 1 → run 5)
+ *   roles    GET /operations/Roles (system_getAllRoles, REST source) vs baseline GET /roles (undici)  target ≥ 0.60
  *   chinook  POST /graphql artists → albums → tracks (20 artists) on SQLite vs a route
  *            running the same single SQL statement the gateway sends                   target ≥ 0.50
  *   health   GET /health p99 while 4 clients run the heaviest Chinook read, on SQLite
@@ -26,7 +27,7 @@
  *   --memory-runs <n>       BENCH_MEMORY_RUNS       runs of the memory scenario (5)
  *   --memory-duration <s>   BENCH_MEMORY_DURATION   seconds per memory run (20)
  *   --pipelining <n>        BENCH_PIPELINING        autocannon pipelining (1)
- *   --scenarios <list>      BENCH_SCENARIOS         comma-separated subset of rest,graphql,memory,chinook,health
+ *   --scenarios <list>      BENCH_SCENARIOS         comma-separated subset of rest,graphql,memory,chinook,health,roles
  *   --perf                                          profile the gateway with Linux perf during the first
  *                                                   measured gateway run of each A/B scenario (node
  *                                                   --perf-basic-prof; bench/results/perf/); ratios stay
@@ -70,15 +71,15 @@ const options = {
   memoryRuns: num('memory-runs', 'BENCH_MEMORY_RUNS', 5, 5),
   memoryDuration: num('memory-duration', 'BENCH_MEMORY_DURATION', 20, 5),
   pipelining: num('pipelining', 'BENCH_PIPELINING', 1, 1),
-  scenarios: String(opt('scenarios', 'BENCH_SCENARIOS', 'rest,graphql,memory,chinook,health')).split(',').map((s) => s.trim()).filter(Boolean),
+  scenarios: String(opt('scenarios', 'BENCH_SCENARIOS', 'rest,graphql,memory,chinook,health,roles')).split(',').map((s) => s.trim()).filter(Boolean),
   cpuProf: argv.includes('--cpu-prof'),
   perf: argv.includes('--perf'),
 }
-const known = ['rest', 'graphql', 'memory', 'chinook', 'health']
+const known = ['rest', 'graphql', 'memory', 'chinook', 'health', 'roles']
 for (const s of options.scenarios) if (!known.includes(s)) throw new Error(`unknown scenario "${s}"; use ${known.join(', ')}`)
 if (options.connections > 1000 || options.duration > 600 || options.memoryDuration > 600) throw new Error('at most 1000 connections and 600 s per run')
 
-const TARGETS = { rest: 0.7, graphql: 0.35, memoryGrowth: 0.1, chinook: 0.5, healthP99Ms: 100 }
+const TARGETS = { rest: 0.7, graphql: 0.35, memoryGrowth: 0.1, chinook: 0.5, healthP99Ms: 100, roles: 0.6 }
 
 // ---------------------------------------------------------------- output
 const tty = process.stdout.isTTY
@@ -452,6 +453,29 @@ async function healthScenario() {
   }
 }
 
+// ---------------------------------------------------------------- roles (issue 11)
+async function rolesScenario() {
+  const config = 'bench/roles/config.ts'
+  const rolePort = await freePort()
+  say(`\n[roles] gateway --config ${config} (the system REST source, ROLE_SERVICE_PORT=${rolePort})`)
+  const gw = await startGateway({ config, env: { ROLE_SERVICE_PORT: String(rolePort) }, nodeArgs: gatewayNodeArgs('roles') })
+  say(`[setup] gateway ${gw.url} (pid ${gw.pid})`)
+  let base
+  try {
+    base = await startBaseline(['--roles-url', `http://127.0.0.1:${rolePort}`])
+    say(`[setup] baseline ${base.url} (pid ${base.pid}), the same role service`)
+    const baseline = { url: `${base.url}/roles`, pid: base.pid }
+    const gateway = { url: `${gw.url}/operations/Roles`, pid: gw.pid }
+    const expected = await fetchJson(baseline.url)
+    assertSame('roles', await fetchJson(gateway.url), expected)
+    say(`[roles] GET /operations/Roles vs baseline GET /roles: both answer ${JSON.stringify(expected)}`)
+    results.scenarios.roles = { gatewayUrl: '/operations/Roles', ...(await ab('roles', { baseline, gateway, target: TARGETS.roles, gw })) }
+  } finally {
+    await base?.stop()
+    await stopGateway(gw, 'roles')
+  }
+}
+
 // ---------------------------------------------------------------- main
 say(`Tributary load benchmarks: ${options.scenarios.join(', ')}; ${options.rounds} round(s) × ${options.duration} s, -c ${options.connections}, warm-up ${options.warmup} s; ${cpus().length} CPUs, load ${loadavg().map((l) => l.toFixed(2)).join(' ')}`)
 if (!existsSync(join(root, 'dist/gateway/cli.js'))) throw new Error('dist/gateway/cli.js is missing: run `npm run build` (npm run bench does it)')
@@ -462,6 +486,7 @@ try {
   if (options.scenarios.includes('memory')) await memoryScenario()
   if (options.scenarios.includes('chinook')) await chinookScenario()
   if (options.scenarios.includes('health')) await healthScenario()
+  if (options.scenarios.includes('roles')) await rolesScenario()
 } catch (err) {
   failed = err
   results.error = String(err?.stack ?? err)

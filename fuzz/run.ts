@@ -2,7 +2,8 @@
  * The gateway fuzzer: sends random GraphQL documents (fuzz/generate.ts), random mutations of them and
  * random stored-operation requests to real gateways over HTTP on 127.0.0.1, and checks that:
  *
- * - no response is a 5xx other than 502/504 carrying an upstream code (`TRB_ERR_UPSTREAM*`);
+ * - no response is a 5xx other than 502/503/504 carrying an upstream code (`TRB_ERR_UPSTREAM*`: an
+ *   upstream failed, its circuit is open, or it timed out);
  * - no body carries `TRB_ERR_INTERNAL`, a stack trace, SQL text or an unmasked runtime message
  *   (`Maximum call stack size exceeded`, `Cannot read properties of undefined`, network addresses);
  * - RSS comes back near its baseline afterwards (after a forced GC).
@@ -74,7 +75,7 @@ export function checkResponse(target: string, request: string, status: number, b
   } catch {
     errorsText = status >= 400 ? body : ''
   }
-  if (status >= 500 && !((status === 502 || status === 504) && /TRB_ERR_UPSTREAM/.test(errorsText))) add('status')
+  if (status >= 500 && !((status === 502 || status === 503 || status === 504) && /TRB_ERR_UPSTREAM/.test(errorsText))) add('status')
   if (body.includes('TRB_ERR_INTERNAL')) add('internal')
   if (STACK.test(errorsText)) add('stack')
   if (SQL.test(errorsText)) add('sql')

@@ -60,6 +60,10 @@ export const PersistedOnlyError = createError('TRB_ERR_PERSISTED_ONLY', 'Only pe
 export const UpstreamError = createError('TRB_ERR_UPSTREAM', 'Upstream %s failed: %s', 502) as Ctor
 /** An upstream did not answer in time. */
 export const UpstreamTimeoutError = createError('TRB_ERR_UPSTREAM_TIMEOUT', 'Upstream %s timed out after %s ms', 504) as Ctor
+/** A REST upstream is not called: its circuit breaker is open (after consecutive failures) or its request queue is full. */
+export const UpstreamUnavailableError = createError('TRB_ERR_UPSTREAM_UNAVAILABLE', 'Upstream %s is unavailable: %s', 503) as Ctor
+/** A REST upstream's answer exceeded the source's `maxResponseBytes`; it was aborted, not buffered. */
+export const UpstreamTooLargeError = createError('TRB_ERR_UPSTREAM_TOO_LARGE', 'Upstream %s answered more than %s bytes', 502) as Ctor
 
 // ----- database -----
 /** A unique constraint was violated; nothing was written. */

@@ -36,6 +36,8 @@ export interface SourceHealth {
   message?: string
   /** Round-trip time of the probe, in milliseconds. */
   latencyMs?: number
+  /** REST sources: the state of the source's circuit breaker (`open`: calls fail fast with `TRB_ERR_UPSTREAM_UNAVAILABLE`). */
+  circuit?: 'closed' | 'open' | 'half-open'
 }
 
 interface SubschemaLifecycle {

@@ -10,6 +10,7 @@
  * Every distinct document is parsed (with a token limit), validated and checked against the depth
  * and alias limits once, then cached until the schema changes.
  */
+import { isMultipartRequest, registerGraphQLMultipart } from './graphql-multipart.js'
 import { parseJsonSafely } from '../safe-keys.js'
 import {
   GraphQLError,
@@ -314,8 +315,10 @@ export function registerGraphQLEndpoint(
     },
   })
 
+  registerGraphQLMultipart(app, holder.current.config.server.bodyLimit)
   app.post('/graphql', async (request, reply) => {
-    const refused = refuseNonJsonBody(request, reply, 'the GraphQL request')
+    // A multipart body got here only through graphql-multipart.ts, which demands a CSRF preflight header.
+    const refused = isMultipartRequest(request) ? undefined : refuseNonJsonBody(request, reply, 'the GraphQL request')
     if (refused) return refused
     const body = request.body
     if (!body || typeof body !== 'object' || Array.isArray(body)) return malformed(reply, 'The body must be a JSON object {query, variables?, operationName?, extensions?}')

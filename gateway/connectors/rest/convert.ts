@@ -15,15 +15,20 @@
  *   placeholder field `_empty: Boolean`.
  * - **Arguments.** Path, query, header and cookie parameters (path-item level ones merged with the
  *   operation's) become arguments, named after the parameter with invalid characters replaced by `_`
- *   (`X-Request-Id` → `X_Request_Id`). `required: true` (always for path parameters) → non-null. A
+ *   (`X-Request-Id` → `X_Request_Id`). `required: true` (always for path parameters) → non-null. A path
+ *   parameter whose value is `.` or `..` is refused with `TRB_ERR_BAD_REQUEST` (400) before any call. A
  *   scalar or enum `default` becomes the argument's default value. A `{param}` of the path template
  *   that no parameter declares becomes a `String!` argument.
- * - **Request body.** A JSON (`application/json`, `*+json`) or `application/x-www-form-urlencoded` body
- *   becomes the argument `input` (`requestBody` if a parameter is already called `input`), non-null
- *   when `requestBody.required`. Its type is built from the body schema: an input object named after
- *   the schema's component (`RoleInput` stays `RoleInput`, `Pet` becomes `PetInput`) or
- *   `<OperationId>Input` for an inline schema. Operations whose required body has no supported media
- *   type are skipped with a warning.
+ * - **Request body.** The body becomes the argument `input` (`requestBody` if a parameter is already
+ *   called `input`), non-null when `requestBody.required`. Of its media types, the first JSON
+ *   (`application/json`, `*+json`), else `application/x-www-form-urlencoded`, else
+ *   `multipart/form-data`, else text (`text/*`, `application/xml`, `*+xml`), else the first one is
+ *   used (a warning names the operation when others are left out). JSON, form and multipart bodies
+ *   are typed from the body schema: an input object named after the schema's component (`RoleInput`
+ *   stays `RoleInput`, `Pet` becomes `PetInput`) or `<OperationId>Input` for an inline schema; in
+ *   multipart bodies, `format: binary` properties are `Bytes` (base64) sent as file parts named after
+ *   the property. Text bodies are `String`, sent as they are; any other media type
+ *   (`application/octet-stream`, `image/png`...) is `Bytes`, sent as raw bytes.
  * - **Response.** The schema of the `200` response, else `201`, else the first other `2XX`, else
  *   `default`, for its JSON media type. A response without content (e.g. `204`) → `Boolean` (resolves
  *   to `true`); a `text/*` one → `String`; any other media type → `Bytes` (base64).
@@ -49,8 +54,11 @@
  * - **Composition.** `allOf` is merged (properties and `required` united; a lone `allOf: [$ref]` is the
  *   referenced type). `oneOf`/`anyOf` of object schemas → a union when the members can be told apart:
  *   by `discriminator.propertyName` (values from `mapping`, the component name or a `const`/one-value
- *   `enum` of the property), by a property that has a distinct `const` in every member, or by a required
- *   property unique to each member; otherwise, and for mixed members, → `JSON`. In inputs,
+ *   `enum` of the property), by a property that has a distinct `const` in every member, by a required
+ *   property unique to each member, or by a unique property set (each member has properties no other
+ *   has; a value is the member whose own properties it carries); otherwise → `JSON` with a warning.
+ *   Members that are not all objects (scalars, arrays, mixed) → `JSON`, the documented fallback (the
+ *   value is passed through as it is, nothing is lost), except members of one scalar type → that scalar. In inputs,
  *   `oneOf`/`anyOf` → `JSON`. Cycles of `$ref` are fine in outputs (types are built lazily). Input
  *   types are never recursive: a property that leads back into the input type being built (directly
  *   or through arrays and other input types) is typed `JSON` and sent as given, because graphql-jit
@@ -59,7 +67,8 @@
  *   template, parameter locations, body and response media types). Resolvers are closures: nothing
  *   depends on public type names, so `compose/` can rename every type with `mapSchema`.
  * - **Not supported:** external `$ref`s (→ `JSON`, with a warning), multipart bodies, callbacks,
- *   links, security schemes (use `headers`/`forwardHeaders`), Swagger 2.0.
+ *   links. Security schemes are not converted: each request carries its operation's `security`
+ *   (`RestRequest.security`) and `security.ts` applies the source's credentials.
  */
 import {
   GraphQLBoolean, GraphQLEnumType, GraphQLFloat, GraphQLInputObjectType, GraphQLInt, GraphQLList,
@@ -68,15 +77,20 @@ import {
   type GraphQLFieldConfigMap, type GraphQLInputFieldConfigMap, type GraphQLInputType,
   type GraphQLNullableType, type GraphQLOutputType, type GraphQLScalarType,
 } from 'graphql'
+import { FormData } from 'undici'
+import { BadRequestError } from '../../errors.js'
 import { BigIntScalar, BytesScalar, DateTimeScalar, DecimalScalar, JSONScalar } from '../../scalars.js'
 import {
   HTTP_METHODS, deref, isObject,
   type HttpMethod, type MediaTypeObject, type OpenApiDocument, type OperationObject, type ParameterObject,
-  type RequestBodyObject, type ResponseObject, type SchemaObject,
+  type RequestBodyObject, type ResponseObject, type SchemaObject, type SecurityRequirement,
 } from './openapi.js'
 
 /** How the body of an upstream answer is decoded: parsed JSON, text, base64 of the bytes, or ignored (`true`). */
 export type ResponseKind = 'json' | 'text' | 'binary' | 'none'
+
+/** How a request body is encoded: JSON, `application/x-www-form-urlencoded`, `multipart/form-data`, text (`text/*`, XML) or raw bytes. */
+export type BodyKind = 'json' | 'form' | 'multipart' | 'text' | 'binary'
 
 /** One upstream call, ready to send: what a resolver hands to the {@link RestRequestFn}. */
 export interface RestRequest {
@@ -88,14 +102,16 @@ export interface RestRequest {
   query: Array<[string, string]>
   /** Header parameters (and `cookie`), lower-case names. */
   headers: Record<string, string>
-  /** The serialised request body, if any. */
-  body?: string
+  /** The serialised request body, if any: text, bytes, or a `FormData` (multipart; undici sets its boundary). */
+  body?: string | Buffer | FormData
   /** The body's media type, e.g. `application/json`. */
   contentType?: string
   /** How to decode the answer. */
   responseKind: ResponseKind
   /** The GraphQL field name, for error messages. */
   operation: string
+  /** The operation's `security` (else the document's), for the source's credentials; absent when neither declares any. */
+  security?: SecurityRequirement[]
 }
 
 /**
@@ -123,8 +139,8 @@ export interface RestOperationMeta {
   /** The document's `operationId`, if any. */
   operationId?: string
   parameters: RestParameterMeta[]
-  /** The request body: the argument that carries it and its media type. */
-  body?: { argument: string; contentType: string; required: boolean }
+  /** The request body: the argument that carries it, its media type and how it is encoded. */
+  body?: { argument: string; contentType: string; required: boolean; kind: BodyKind }
   /** The response used for the field's type: status key (`200`, `2XX`, `default`...), media type, decoding. */
   response: { status?: string; contentType?: string; kind: ResponseKind }
 }
@@ -369,26 +385,38 @@ class Converter {
       params.push({ meta: { name: p.name, in: p.in, argument }, codec, style, explode: p.explode ?? style === 'form', json })
     }
 
-    // Request body.
-    let body: { argument: string; contentType: string; required: boolean; codec: Codec } | undefined
+    // Request body: the first media type by preference JSON, form, multipart, text/XML, anything else as bytes.
+    let body: { argument: string; contentType: string; required: boolean; kind: BodyKind; encode: (value: unknown) => string | Buffer | FormData } | undefined
     const rb = deref<RequestBodyObject>(this.doc, op.requestBody)
     if (isObject(rb) && isObject(rb.content) && Object.keys(rb.content).length > 0) {
-      const media = Object.keys(rb.content).find(isJsonMedia) ?? Object.keys(rb.content).find((m) => /^application\/x-www-form-urlencoded/i.test(m))
-      if (!media) {
-        if (rb.required) {
-          this.warnings.push(`${where}: request body media types ${Object.keys(rb.content).join(', ')} are not supported; operation skipped`)
-          this.fieldNames.delete(name)
-          return undefined
-        }
-        this.warnings.push(`${where}: request body media types ${Object.keys(rb.content).join(', ')} are not supported; body left out`)
+      const medias = Object.keys(rb.content)
+      const [media, kind] = pickBodyMedia(medias)
+      const argument = unique(argNames.has('input') ? 'requestBody' : 'input', argNames)
+      const schema = (rb.content[media] as MediaTypeObject).schema
+      const required = rb.required === true
+      const contentType = media.split(';')[0]!.trim()
+      let type: GraphQLInputType & GraphQLNullableType
+      let encode: (value: unknown) => string | Buffer | FormData
+      if (kind === 'text') {
+        type = GraphQLString
+        encode = (v) => toText(v)
+      } else if (kind === 'binary') {
+        type = BytesScalar
+        encode = toBuffer
       } else {
-        const argument = unique(argNames.has('input') ? 'requestBody' : 'input', argNames)
-        const schema = (rb.content[media] as MediaTypeObject).schema
-        const { type, codec } = this.input(schema, `${P}Input`, true)
-        const required = rb.required === true
-        args[argument] = { type: required ? new GraphQLNonNull(type) : type, description: str(rb.description) }
-        body = { argument, contentType: media.split(';')[0]!.trim(), required, codec }
+        const input = this.input(schema, `${P}Input`, true)
+        type = input.type
+        const { codec } = input
+        if (kind === 'json') encode = (v) => toJson(v === null ? null : codec(v))
+        else if (kind === 'form') encode = (v) => formEncode(v === null ? null : codec(v))
+        else {
+          const binary = this.binaryProperties(schema)
+          encode = (v) => multipartEncode(v === null ? null : codec(v), binary)
+        }
       }
+      args[argument] = { type: required ? new GraphQLNonNull(type) : type, description: str(rb.description) }
+      body = { argument, contentType, required, kind, encode }
+      if (medias.length > 1 && kind !== 'json') this.warnings.push(`${where} (${name}): request body sent as ${contentType}; other media types (${medias.filter((m) => m !== media).join(', ')}) are not offered`)
     }
 
     // Response.
@@ -404,12 +432,13 @@ class Converter {
       path,
       ...(typeof op.operationId === 'string' ? { operationId: op.operationId } : {}),
       parameters: params.map((p) => p.meta),
-      ...(body ? { body: { argument: body.argument, contentType: body.contentType, required: body.required } } : {}),
+      ...(body ? { body: { argument: body.argument, contentType: body.contentType, required: body.required, kind: body.kind } } : {}),
       response: { status: response.status, contentType: response.contentType, kind: response.kind },
     }
 
     const request = this.options.request
     const upper = meta.method
+    const security = Array.isArray(op.security) ? op.security : Array.isArray(this.doc.security) ? this.doc.security : undefined
     const buildRequest = (args: Record<string, unknown>): RestRequest => {
       let urlPath = path
       const query: Array<[string, string]> = []
@@ -423,9 +452,13 @@ class Converter {
         }
         const value = p.codec(raw)
         switch (p.meta.in) {
-          case 'path':
-            urlPath = urlPath.split(`{${p.meta.name}}`).join(encodeURIComponent(p.json ? toJson(value) : simple(value)))
+          case 'path': {
+            const text = p.json ? toJson(value) : simple(value)
+            // `.` and `..` survive percent-encoding and would move the request to another path (RFC 3986 §5.2.4).
+            if (text === '.' || text === '..') throw Object.assign(new BadRequestError(`${name}: path parameter ${p.meta.name} may not be "${text}"`), { extensions: { code: 'TRB_ERR_BAD_REQUEST', http: { status: 400 } } })
+            urlPath = urlPath.split(`{${p.meta.name}}`).join(encodeURIComponent(text))
             break
+          }
           case 'query':
             serializeQuery(query, p.meta.name, value, p.style, p.explode, p.json)
             break
@@ -439,12 +472,12 @@ class Converter {
       }
       if (cookies.length) headers.cookie = cookies.join('; ')
       const req: RestRequest = { method: upper, path: urlPath, query, headers, responseKind: response.kind, operation: name }
+      if (security) req.security = security
       if (body) {
         const raw = args[body.argument]
         if (raw !== undefined) {
-          const value = raw === null ? null : body.codec(raw)
           req.contentType = body.contentType
-          req.body = /x-www-form-urlencoded/i.test(body.contentType) ? formEncode(value) : toJson(value)
+          req.body = body.encode(raw)
         }
       }
       return req
@@ -459,6 +492,18 @@ class Converter {
       resolve: (_source, fieldArgs, context) => request(buildRequest(fieldArgs as Record<string, unknown>), context),
     }
     return { name, field }
+  }
+
+  /** Raw names of the top-level properties of a multipart body that are files (`format: binary`, or arrays of them). */
+  private binaryProperties(raw: SchemaObject | undefined): Set<string> {
+    const out = new Set<string>()
+    const { schema } = this.analyse(raw)
+    for (const [prop, propSchema] of Object.entries(schema?.properties ?? {})) {
+      let p = this.analyse(propSchema).schema
+      if (p && this.kindOf(p) === 'array') p = this.analyse(p.items).schema
+      if (p && p.type === 'string' && p.format === 'binary') out.add(prop)
+    }
+    return out
   }
 
   private pickResponse(responses: Record<string, ResponseObject> | undefined): { kind: ResponseKind; schema?: SchemaObject; status?: string; contentType?: string } {
@@ -785,6 +830,12 @@ class Converter {
     // A required property unique to each member.
     const uniqueKeys = members.map((m, i) => (m.required ?? []).find((k) => members.every((o, j) => j === i || !(o.properties && k in o.properties))))
     if (uniqueKeys.every((k) => k !== undefined)) return uniqueKeys.map((k) => (value) => k! in value)
+    // A unique property set: every member has properties no other member has. A value is the member
+    // whose own properties it carries; one carrying none is any member that another's do not claim.
+    const own = members.map((m, i) => Object.keys(m.properties ?? {}).filter((k) => members.every((o, j) => j === i || !(o.properties && k in o.properties))))
+    if (own.every((keys) => keys.length > 0)) {
+      return own.map((keys, i) => (value) => keys.some((k) => k in value) || !own.some((other, j) => j !== i && other.some((k) => k in value)))
+    }
     return undefined
   }
 
@@ -925,6 +976,41 @@ function serializeQuery(out: Array<[string, string]>, name: string, value: unkno
     return
   }
   out.push([name, toText(value)])
+}
+
+/** The body media type used, by preference: JSON, form, multipart, text (`text/*`, XML), else the first as bytes. */
+function pickBodyMedia(medias: string[]): [string, BodyKind] {
+  const json = medias.find(isJsonMedia)
+  if (json) return [json, 'json']
+  const form = medias.find((m) => /^application\/x-www-form-urlencoded/i.test(m))
+  if (form) return [form, 'form']
+  const multipart = medias.find((m) => /^multipart\/form-data/i.test(m))
+  if (multipart) return [multipart, 'multipart']
+  const text = medias.find((m) => /^text\//i.test(m) || /^application\/([\w.+-]+\+)?xml\s*(;|$)/i.test(m))
+  if (text) return [text, 'text']
+  return [medias[0]!, 'binary']
+}
+
+/** A `Bytes` value (a Buffer from the scalar, graphql-jit's `{ type: 'Buffer', data }`, or base64 text) as a Buffer. */
+function toBuffer(value: unknown): Buffer {
+  if (Buffer.isBuffer(value)) return value
+  if (value instanceof Uint8Array) return Buffer.from(value)
+  if (isObject(value) && value.type === 'Buffer' && Array.isArray(value.data)) return Buffer.from(value.data as number[])
+  return Buffer.from(typeof value === 'string' ? value : toText(value), 'base64')
+}
+
+/** `multipart/form-data` (RFC 7578): `binary` properties as files named after the property, objects as JSON, arrays repeated. */
+function multipartEncode(value: unknown, binary: Set<string>): FormData {
+  const form = new FormData()
+  if (!isObject(value)) return form
+  for (const [k, v] of Object.entries(value)) {
+    if (v === null || v === undefined) continue
+    for (const item of Array.isArray(v) ? v : [v]) {
+      if (binary.has(k)) form.append(k, new Blob([toBuffer(item)], { type: 'application/octet-stream' }), k)
+      else form.append(k, toText(item))
+    }
+  }
+  return form
 }
 
 function formEncode(value: unknown): string {

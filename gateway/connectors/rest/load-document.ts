@@ -1,9 +1,10 @@
 /**
- * Loads an OpenAPI 3 document from a file (JSON; YAML when the `yaml` package is installed) or an
- * http(s) URL (fetched with undici), and works out the upstream base URL from its `servers`.
+ * Loads an OpenAPI 3 or Swagger 2.0 document from a file (JSON; YAML when the `yaml` package is
+ * installed) or an http(s) URL (fetched with undici, redirects followed within the origin or listed
+ * hosts, cached for starts while the URL is down), and works out the upstream base URL from its `servers`.
  */
-import { readFile } from 'node:fs/promises'
-import { resolve } from 'node:path'
+import { mkdir, readFile, rename, writeFile } from 'node:fs/promises'
+import { dirname, resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { request } from 'undici'
 import { isObject, type OpenApiDocument } from './openapi.js'
@@ -42,43 +43,131 @@ async function parse(text: string, location: string): Promise<unknown> {
   }
 }
 
+/** Options of {@link loadDocument}. */
+export interface LoadOptions {
+  /** Base directory of a relative file path. */
+  cwd: string
+  /** Headers and body timeout of the download, in milliseconds. */
+  timeoutMs: number
+  /** Where a remote document is cached (`generated/sources/<name>.openapi.json`); no cache when undefined. */
+  cacheFile?: string
+  /** Hosts (`host` or `host:port`) a redirect may lead to besides the document's own origin. */
+  redirectHosts?: string[]
+  /** Told when the cached copy is used because the URL failed. */
+  warn?: (message: string) => void
+}
+
+/** Most redirects followed when fetching a document. */
+const MAX_REDIRECTS = 5
+const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308])
+
 /**
- * Reads and parses an OpenAPI 3.0 or 3.1 document.
- * @param source a path (relative to `cwd`) or an http(s) URL.
- * @param timeoutMs headers and body timeout of the download, in milliseconds.
- * @throws DocumentError when the document cannot be read, fetched (non-2xx, network, timeout) or parsed, or is not OpenAPI 3.x.
+ * GETs a document, following at most {@link MAX_REDIRECTS} redirects to the same origin or to a
+ * listed host (any other target is refused: a document may not send the gateway elsewhere).
+ * @throws DocumentError on a refused or endless redirect, a non-2xx answer, a network failure or a timeout.
  */
-export async function loadDocument(source: string, cwd: string, timeoutMs: number): Promise<LoadedDocument> {
-  let text: string
-  let url: string
-  if (/^https?:\/\//i.test(source)) {
-    url = source
+async function fetchText(source: string, timeoutMs: number, redirectHosts: string[]): Promise<string> {
+  const origin = new URL(source).origin
+  let current = source
+  for (let hops = 0; ; hops++) {
+    let res: Awaited<ReturnType<typeof request>>
     try {
-      const res = await request(source, { headers: { accept: 'application/json, application/yaml;q=0.9, */*;q=0.1' }, headersTimeout: timeoutMs, bodyTimeout: timeoutMs })
-      if (res.statusCode < 200 || res.statusCode >= 300) {
-        await res.body.dump()
-        throw new DocumentError(`GET ${source} answered ${res.statusCode}`)
-      }
-      text = await res.body.text()
+      res = await request(current, { headers: { accept: 'application/json, application/yaml;q=0.9, */*;q=0.1' }, headersTimeout: timeoutMs, bodyTimeout: timeoutMs })
     } catch (err) {
-      if (err instanceof DocumentError) throw err
       const code = isObject(err) && typeof err.code === 'string' ? ` (${err.code})` : ''
-      throw new DocumentError(`cannot fetch ${source}${code}`)
+      throw new DocumentError(`cannot fetch ${current}${code}`)
     }
-  } else {
-    const path = resolve(cwd, source)
-    url = pathToFileURL(path).href
+    const location = res.headers.location
+    if (REDIRECT_STATUSES.has(res.statusCode) && typeof location === 'string') {
+      await res.body.dump()
+      if (hops >= MAX_REDIRECTS) throw new DocumentError(`GET ${source}: more than ${MAX_REDIRECTS} redirects`)
+      let next: URL
+      try {
+        next = new URL(location, current)
+      } catch {
+        throw new DocumentError(`GET ${current} redirects to an invalid URL`)
+      }
+      const allowed = (next.protocol === 'http:' || next.protocol === 'https:') && (next.origin === origin || redirectHosts.includes(next.host) || redirectHosts.includes(next.hostname))
+      if (!allowed) throw new DocumentError(`GET ${current} redirects to ${next.origin}, which is neither the document's origin nor listed in redirectHosts`)
+      current = next.href
+      continue
+    }
+    if (res.statusCode < 200 || res.statusCode >= 300) {
+      await res.body.dump()
+      throw new DocumentError(`GET ${current} answered ${res.statusCode}`)
+    }
     try {
-      text = await readFile(path, 'utf8')
+      return await res.body.text()
     } catch (err) {
-      throw new DocumentError(`cannot read ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`)
+      const code = isObject(err) && typeof err.code === 'string' ? ` (${err.code})` : ''
+      throw new DocumentError(`cannot fetch ${current}${code}`)
     }
   }
-  const document = await parse(text, source)
+}
+
+/**
+ * Checks the version and converts Swagger 2.0 to OpenAPI 3.0 with `swagger2openapi` (patching small
+ * mistakes, as GraphQL Mesh does).
+ * @throws DocumentError when the document is neither Swagger 2.0 nor OpenAPI 3.x, or cannot be converted.
+ */
+async function toOpenApi3(document: unknown, source: string): Promise<OpenApiDocument> {
   if (!isObject(document)) throw new DocumentError(`${source} is not an OpenAPI document (not an object)`)
-  if (typeof document.swagger === 'string') throw new DocumentError(`${source} is Swagger ${document.swagger}; only OpenAPI 3.x is supported`)
+  if (document.swagger !== undefined) {
+    if (document.swagger !== '2.0') throw new DocumentError(`${source} is Swagger ${String(document.swagger)}; only Swagger 2.0 and OpenAPI 3.x are supported`)
+    const { convertObj } = await import('swagger2openapi')
+    try {
+      const out = await convertObj(document as never, { patch: true, warnOnly: true, resolve: false })
+      return out.openapi as unknown as OpenApiDocument
+    } catch (err) {
+      throw new DocumentError(`${source}: Swagger 2.0 conversion failed: ${(err as Error).message}`)
+    }
+  }
   if (typeof document.openapi !== 'string' || !/^3\./.test(document.openapi)) throw new DocumentError(`${source} is not an OpenAPI 3.x document (openapi: ${JSON.stringify(document.openapi)})`)
-  return { document: document as unknown as OpenApiDocument, url }
+  return document as unknown as OpenApiDocument
+}
+
+/**
+ * Reads and parses an OpenAPI 3.0/3.1 or Swagger 2.0 document (2.0 is converted to 3.0).
+ * A remote document is cached in `options.cacheFile` after each successful load; when the URL
+ * fails (network, timeout, non-2xx, refused redirect, unparsable answer) and a cached copy exists,
+ * that copy is used and `options.warn` is told.
+ * @param source a path (relative to `cwd`) or an http(s) URL.
+ * @throws DocumentError when the document cannot be read, fetched or parsed (and no cached copy
+ *   exists), or is not Swagger 2.0 / OpenAPI 3.x.
+ */
+export async function loadDocument(source: string, options: LoadOptions): Promise<LoadedDocument> {
+  if (/^https?:\/\//i.test(source)) {
+    let raw: unknown
+    try {
+      raw = await parse(await fetchText(source, options.timeoutMs, options.redirectHosts ?? []), source)
+    } catch (err) {
+      if (!(err instanceof DocumentError) || options.cacheFile === undefined) throw err
+      let cached: string
+      try {
+        cached = await readFile(options.cacheFile, 'utf8')
+      } catch {
+        throw err
+      }
+      options.warn?.(`${err.message}; starting from the cached copy ${options.cacheFile}`)
+      return { document: await toOpenApi3(await parse(cached, options.cacheFile), source), url: source }
+    }
+    const document = await toOpenApi3(raw, source)
+    if (options.cacheFile !== undefined) {
+      await mkdir(dirname(options.cacheFile), { recursive: true })
+      const tmp = `${options.cacheFile}.${process.pid}.tmp`
+      await writeFile(tmp, `${JSON.stringify(raw, null, 2)}\n`)
+      await rename(tmp, options.cacheFile)
+    }
+    return { document, url: source }
+  }
+  const path = resolve(options.cwd, source)
+  let text: string
+  try {
+    text = await readFile(path, 'utf8')
+  } catch (err) {
+    throw new DocumentError(`cannot read ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`)
+  }
+  return { document: await toOpenApi3(await parse(text, source), source), url: pathToFileURL(path).href }
 }
 
 /**

@@ -74,6 +74,25 @@ export interface OperationObject {
   parameters?: ParameterObject[]
   requestBody?: RequestBodyObject
   responses?: Record<string, ResponseObject>
+  /** Alternatives (OR) of scheme sets (AND), each scheme name with its scopes; `[]` means none (OpenAPI §4.8.30). */
+  security?: SecurityRequirement[]
+}
+
+/** A security requirement object (OpenAPI §4.8.30): scheme name → scopes (OAuth2) or roles. */
+export type SecurityRequirement = Record<string, string[]>
+
+/** A security scheme object (OpenAPI §4.8.27): `apiKey`, `http`, `oauth2` (client credentials used), `openIdConnect`, `mutualTLS`. */
+export interface SecuritySchemeObject {
+  $ref?: string
+  type: string
+  /** apiKey: where the key goes. */
+  in?: 'header' | 'query' | 'cookie'
+  /** apiKey: the header, query parameter or cookie name. */
+  name?: string
+  /** http: `bearer`, `basic`... (case-insensitive, RFC 7235). */
+  scheme?: string
+  /** oauth2 flows; only `clientCredentials` is used. */
+  flows?: { clientCredentials?: { tokenUrl?: string; scopes?: Record<string, string> } }
 }
 
 /** The HTTP methods a path item may hold, lower-case as in the document. */
@@ -101,7 +120,10 @@ export interface OpenApiDocument {
     parameters?: Record<string, ParameterObject>
     requestBodies?: Record<string, RequestBodyObject>
     responses?: Record<string, ResponseObject>
+    securitySchemes?: Record<string, SecuritySchemeObject>
   }
+  /** Default security requirements of every operation. */
+  security?: SecurityRequirement[]
 }
 
 /** True for a non-null, non-array object. */

@@ -9,6 +9,17 @@
  * | headers or body not received within `timeoutMs`, or connect timeout | `UpstreamTimeoutError` | `{ code: 'TRB_ERR_UPSTREAM_TIMEOUT', http: { status: 504 } }` |
  * | connection refused/reset, DNS failure, closed pool | `UpstreamError` | `{ code: 'TRB_ERR_UPSTREAM', http: { status: 502 } }` |
  * | 2xx whose body is not valid JSON (for a JSON response) | `UpstreamError` | `{ code: 'TRB_ERR_UPSTREAM', http: { status: 502 } }` |
+ * | answer longer than `maxResponseBytes` (aborted while streaming) | `UpstreamTooLargeError` | `{ code: 'TRB_ERR_UPSTREAM_TOO_LARGE', http: { status: 502 } }` |
+ * | circuit breaker open, or `connections + maxQueue` requests already waiting | `UpstreamUnavailableError` | `{ code: 'TRB_ERR_UPSTREAM_UNAVAILABLE', http: { status: 503 } }` |
+ *
+ * Resilience (per source): idempotent methods (GET, HEAD, PUT, DELETE, OPTIONS) are retried
+ * `retry.retries` times after a network failure, a timeout or a 408/429/502/503/504 answer, waiting
+ * `Retry-After` (429/503; no retry when it exceeds `retry.maxDelayMs`) or an exponential backoff with
+ * jitter (`baseDelayMs · 2^attempt`, capped at `maxDelayMs`, a random half of it added to the other
+ * half). Each call, its retries included, goes through a cockatiel circuit breaker that opens after
+ * `circuitBreaker.threshold` consecutive failed calls (network, timeout, 5xx after the last retry) and
+ * half-opens after `circuitBreaker.halfOpenAfterMs`; its changes are logged and its state is shown
+ * by `health()`.
  *
  * Messages: for a non-2xx answer, the status line plus the upstream body's `message` (or `error`)
  * string when the body is JSON, truncated to 200 characters, and `extensions.upstream` (method, path,
@@ -18,20 +29,62 @@
  */
 import { STATUS_CODES } from 'node:http'
 import { performance } from 'node:perf_hooks'
-import { Pool, type Dispatcher } from 'undici'
-import { UpstreamError, UpstreamTimeoutError } from '../../errors.js'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { BrokenCircuitError, CircuitState, ConsecutiveBreaker, circuitBreaker, handleWhen, type CircuitBreakerPolicy } from 'cockatiel'
+import type { Logger } from 'pino'
+import { FormData, Pool, type Dispatcher } from 'undici'
+import { UpstreamError, UpstreamTimeoutError, UpstreamTooLargeError, UpstreamUnavailableError } from '../../errors.js'
 import { parseJsonExact } from '../../scalars.js'
 import type { SourceHealth } from '../types.js'
 import type { RestRequest, RestRequestFn } from './convert.js'
+import type { AppliedAuth, Authenticator } from './security.js'
 import { isObject } from './openapi.js'
 import { bodyExcerpt, withUpstreamDetails } from '../upstream-details.js'
+
+/** Retry policy of a source (see the file header). */
+export interface RetryOptions {
+  /** Retries after the first attempt, for idempotent methods only. */
+  retries: number
+  /** First backoff delay, in milliseconds; doubled on each retry. */
+  baseDelayMs: number
+  /** Cap of one backoff delay, and the longest `Retry-After` honoured, in milliseconds. */
+  maxDelayMs: number
+}
+
+/** Circuit breaker of a source (cockatiel `ConsecutiveBreaker`). */
+export interface CircuitBreakerOptions {
+  /** Consecutive failed calls (network, timeout, 5xx after the last retry) that open the circuit. */
+  threshold: number
+  /** Cool-down, in milliseconds, before one trial call is let through (half-open). */
+  halfOpenAfterMs: number
+}
 
 /** Options of {@link createUpstream}. */
 export interface UpstreamOptions {
   /** Absolute http(s) base URL; its path is prefixed to every operation path. */
   baseUrl: string
-  /** headersTimeout and bodyTimeout (and connect timeout), in milliseconds. */
-  timeoutMs: number
+  /** Connect timeout, in milliseconds. */
+  connectTimeoutMs: number
+  /** Time to wait for the response headers, in milliseconds (undici headersTimeout). */
+  headersTimeoutMs: number
+  /** Longest idle time between two chunks of the body, in milliseconds (undici bodyTimeout). */
+  bodyTimeoutMs: number
+  /** Most sockets open to the upstream at once (undici Pool `connections`). */
+  connections: number
+  /** Most requests waiting for a socket; past `connections + maxQueue` calls fail fast with `TRB_ERR_UPSTREAM_UNAVAILABLE`. */
+  maxQueue: number
+  /** Largest answer body accepted, in bytes; a longer one is aborted (`TRB_ERR_UPSTREAM_TOO_LARGE`). */
+  maxResponseBytes: number
+  /** Retry policy. */
+  retry: RetryOptions
+  /** Circuit breaker, or false for none. */
+  circuitBreaker: CircuitBreakerOptions | false
+  /** Timeout of one `health()` probe, in milliseconds. */
+  healthTimeoutMs: number
+  /** Logger for retries and circuit changes (never sees headers or bodies). */
+  logger?: Logger
+  /** Credentials for a call's `security` requirements (see `security.ts`); none when undefined. */
+  authenticate?: Authenticator['authenticate']
   /** Headers sent with every request. */
   headers: Record<string, string>
   /** Lower-case names of client request headers to forward. */
@@ -43,9 +96,13 @@ export interface UpstreamOptions {
 /** An upstream: the request function given to the converter, a health probe and `close`. */
 export interface Upstream {
   request: RestRequestFn
-  /** HEAD on the base URL: any HTTP answer is `up`; a connect failure or timeout is `down`. Never throws. */
+  /**
+   * HEAD on the base URL (timeout `healthTimeoutMs`): any HTTP answer is `up`; a connect failure or
+   * timeout is `down`; an open circuit is `down`. Answers within about 25 ms whatever the upstream
+   * does: when the probe is slower, the last known state is returned while it goes on. Never throws.
+   */
   health(): Promise<SourceHealth>
-  /** Closes the pool (idempotent). */
+  /** Closes the pool, waiting up to 1 s for calls in flight before cutting them off (idempotent). */
   close(): Promise<void>
 }
 
@@ -53,6 +110,16 @@ const MAX_ERROR_BODY = 64 * 1024
 const MAX_MESSAGE = 200
 const HOP_BY_HOP = new Set(['host', 'connection', 'content-length', 'transfer-encoding', 'keep-alive', 'upgrade', 'te', 'trailer', 'proxy-authorization', 'proxy-connection', 'expect'])
 const TIMEOUT_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CONNECT_TIMEOUT'])
+/** Methods retried after a transient failure (RFC 9110 §9.2.2 idempotent methods). */
+const IDEMPOTENT = new Set(['GET', 'HEAD', 'PUT', 'DELETE', 'OPTIONS'])
+/** Upstream statuses worth a retry. */
+const RETRY_STATUSES = new Set([408, 429, 502, 503, 504])
+/** How long `health()` waits for a probe before answering with the last known state, in milliseconds. */
+const HEALTH_WAIT_MS = 25
+/** How long `close()` waits for calls in flight before destroying the pool, in milliseconds. */
+const CLOSE_GRACE_MS = 1000
+/** `Retry-After` of a failed answer, in milliseconds, keyed by the thrown error. */
+const retryAfterOf = new WeakMap<object, number>()
 
 type HeaderBag = Record<string, string | string[] | undefined>
 
@@ -139,52 +206,123 @@ function incomingHeaders(context: unknown): HeaderBag | undefined {
 }
 
 /**
- * Creates the pool and the request function for one REST source.
+ * `Retry-After` (RFC 9110 §10.2.3: delay-seconds or an HTTP date) in milliseconds, or undefined
+ * when absent or unreadable.
+ */
+export function parseRetryAfter(value: string | string[] | undefined, now = Date.now()): number | undefined {
+  const v = Array.isArray(value) ? value[0] : value
+  if (v === undefined || v.trim() === '') return undefined
+  if (/^\s*\d+\s*$/.test(v)) return Number(v) * 1000
+  const at = Date.parse(v)
+  return Number.isNaN(at) ? undefined : Math.max(0, at - now)
+}
+
+/** The HTTP status a mapped upstream error carries in `extensions.http.status`. */
+function statusOf(err: unknown): number | undefined {
+  const status = isObject(err) && isObject(err.extensions) && isObject(err.extensions.http) ? err.extensions.http.status : undefined
+  return typeof status === 'number' ? status : undefined
+}
+
+/** True for an attempt that says the upstream is unwell: network failure, timeout or 5xx (not 4xx, not a too-large answer). */
+function isOutage(err: unknown): boolean {
+  const code = errorCode(err)
+  if (code === 'TRB_ERR_UPSTREAM_TIMEOUT') return true
+  if (code !== 'TRB_ERR_UPSTREAM') return false
+  const status = statusOf(err)
+  return status === undefined || status >= 500
+}
+
+/**
+ * How long to wait before retry number `attempt + 1`, or undefined when `err` is not worth a retry
+ * (see the file header). Full rule: `Retry-After` when given on 429/503 (no retry beyond
+ * `maxDelayMs`), else `d/2 + random·d/2` with `d = min(maxDelayMs, baseDelayMs · 2^attempt)`.
+ */
+export function retryDelay(err: unknown, attempt: number, retry: RetryOptions, random = Math.random): number | undefined {
+  if (attempt >= retry.retries) return undefined
+  const code = errorCode(err)
+  if (code !== 'TRB_ERR_UPSTREAM' && code !== 'TRB_ERR_UPSTREAM_TIMEOUT') return undefined
+  const status = statusOf(err)
+  if (code === 'TRB_ERR_UPSTREAM' && status !== undefined && !RETRY_STATUSES.has(status)) return undefined
+  const after = isObject(err) ? retryAfterOf.get(err) : undefined
+  if (after !== undefined) return after <= retry.maxDelayMs ? after : undefined
+  const d = Math.min(retry.maxDelayMs, retry.baseDelayMs * 2 ** attempt)
+  return Math.round(d / 2 + random() * (d / 2))
+}
+
+const CIRCUIT_NAMES: Record<CircuitState, 'closed' | 'open' | 'half-open'> = {
+  [CircuitState.Closed]: 'closed',
+  [CircuitState.Open]: 'open',
+  [CircuitState.HalfOpen]: 'half-open',
+  [CircuitState.Isolated]: 'open',
+}
+
+/**
+ * Creates the pool, the circuit breaker and the request function for one REST source.
  * @throws TypeError when `baseUrl` is not an absolute http(s) URL.
  */
 export function createUpstream(options: UpstreamOptions): Upstream {
   const base = new URL(options.baseUrl)
   if (base.protocol !== 'http:' && base.protocol !== 'https:') throw new TypeError(`baseUrl must be http(s): ${options.baseUrl}`)
   const basePath = base.pathname.replace(/\/+$/, '')
-  const { timeoutMs, sourceName } = options
+  const { sourceName, logger } = options
   const pool = new Pool(base.origin, {
-    headersTimeout: timeoutMs,
-    bodyTimeout: timeoutMs,
-    connect: { timeout: timeoutMs },
+    connections: options.connections,
+    headersTimeout: options.headersTimeoutMs,
+    bodyTimeout: options.bodyTimeoutMs,
+    connect: { timeout: options.connectTimeoutMs },
+    maxResponseSize: options.maxResponseBytes,
     keepAliveTimeout: 10_000,
   })
   const staticHeaders: Record<string, string> = {}
   for (const [k, v] of Object.entries(options.headers)) staticHeaders[k.toLowerCase()] = v
   const forward = options.forwardHeaders.map((h) => h.toLowerCase()).filter((h) => !HOP_BY_HOP.has(h))
 
-  const request: RestRequestFn = async (req: RestRequest, context: unknown) => {
-    const headers: Record<string, string> = { ...staticHeaders }
-    if (forward.length > 0) {
-      const incoming = incomingHeaders(context)
-      if (incoming) {
-        for (const name of forward) {
-          const v = incoming[name]
-          if (typeof v === 'string') headers[name] = v
-          else if (Array.isArray(v)) headers[name] = v.join(', ')
-        }
-      }
-    }
-    Object.assign(headers, req.headers)
-    headers.accept = req.responseKind === 'json' ? 'application/json' : '*/*'
-    if (req.body !== undefined) headers['content-type'] = req.contentType ?? 'application/json'
-    const search = req.query.length > 0 ? `?${new URLSearchParams(req.query).toString()}` : ''
+  /** The timeout (ms) that an undici timeout error stands for, for the error message. */
+  const timeoutFor = (err: unknown): number => {
+    const code = errorCode(err)
+    return code === 'UND_ERR_CONNECT_TIMEOUT' ? options.connectTimeoutMs : code === 'UND_ERR_BODY_TIMEOUT' ? options.bodyTimeoutMs : options.headersTimeoutMs
+  }
+  const mapFailure = (err: unknown): Error => {
+    if (errorCode(err) === 'UND_ERR_RES_EXCEEDED_MAX_SIZE') return withExtensions(new UpstreamTooLargeError(sourceName, options.maxResponseBytes), 502)
+    return mapNetworkError(err, sourceName, timeoutFor(err))
+  }
+
+  let breaker: CircuitBreakerPolicy | undefined
+  let openedAt = 0
+  if (options.circuitBreaker) {
+    const { threshold, halfOpenAfterMs } = options.circuitBreaker
+    breaker = circuitBreaker(handleWhen(isOutage), { halfOpenAfter: halfOpenAfterMs, breaker: new ConsecutiveBreaker(threshold) })
+    breaker.onBreak(() => {
+      openedAt = Date.now()
+      logger?.warn({ circuit: 'open', halfOpenAfterMs }, `circuit opened after ${threshold} consecutive upstream failures`)
+    })
+    breaker.onHalfOpen(() => logger?.info({ circuit: 'half-open' }, 'circuit half-open: trying one call'))
+    breaker.onReset(() => logger?.info({ circuit: 'closed' }, 'circuit closed: upstream answers again'))
+  }
+  const circuitState = (): 'closed' | 'open' | 'half-open' | undefined => {
+    if (!breaker || !options.circuitBreaker) return undefined
+    const state = CIRCUIT_NAMES[breaker.state]
+    // cockatiel moves Open → HalfOpen on the next call; report the cool-down's end as it is.
+    return state === 'open' && Date.now() - openedAt >= options.circuitBreaker.halfOpenAfterMs ? 'half-open' : state
+  }
+
+  /** One attempt: sends the request and decodes a 2xx answer; rejects with a mapped error. */
+  const attempt = async (req: RestRequest, path: string, headers: Record<string, string>): Promise<unknown> => {
     let res: Dispatcher.ResponseData
     try {
-      res = await pool.request({ method: req.method as Dispatcher.HttpMethod, path: `${basePath}${req.path}${search}`, headers, body: req.body })
+      res = await pool.request({ method: req.method as Dispatcher.HttpMethod, path, headers, body: req.body })
     } catch (err) {
-      throw mapNetworkError(err, sourceName, timeoutMs)
+      throw mapFailure(err)
     }
     try {
       const status = res.statusCode
       if (status < 200 || status >= 300) {
         const text = await readLimited(res.body, MAX_ERROR_BODY)
         const details = { source: sourceName, method: req.method, path: `${basePath}${req.path}`, status, body: bodyExcerpt(text) }
-        throw withUpstreamDetails(withExtensions(new UpstreamError(sourceName, statusMessage(status, text)), status), details)
+        const failure = withUpstreamDetails(withExtensions(new UpstreamError(sourceName, statusMessage(status, text)), status), details)
+        const after = status === 429 || status === 503 ? parseRetryAfter(res.headers['retry-after']) : undefined
+        if (after !== undefined) retryAfterOf.set(failure, after)
+        throw failure
       }
       switch (req.responseKind) {
         case 'none':
@@ -207,7 +345,95 @@ export function createUpstream(options: UpstreamOptions): Upstream {
       }
     } catch (err) {
       if (!res.body.destroyed) res.body.destroy()
-      throw mapNetworkError(err, sourceName, timeoutMs)
+      throw mapFailure(err)
+    }
+  }
+
+  /** Runs one call (its retries included) through the circuit breaker, when there is one. */
+  const guarded = breaker
+    ? async (call: () => Promise<unknown>): Promise<unknown> => {
+      try {
+        return await breaker.execute(call)
+      } catch (err) {
+        if (err instanceof BrokenCircuitError) throw withExtensions(new UpstreamUnavailableError(sourceName, 'circuit open after repeated failures'), 503)
+        throw err
+      }
+    }
+    : (call: () => Promise<unknown>) => call()
+
+  const capacity = options.connections + options.maxQueue
+  let pending = 0
+  const { authenticate } = options
+  const request: RestRequestFn = async (req: RestRequest, context: unknown) => {
+    const base: Record<string, string> = { ...staticHeaders }
+    if (forward.length > 0) {
+      const incoming = incomingHeaders(context)
+      if (incoming) {
+        for (const name of forward) {
+          const v = incoming[name]
+          if (typeof v === 'string') base[name] = v
+          else if (Array.isArray(v)) base[name] = v.join(', ')
+        }
+      }
+    }
+    Object.assign(base, req.headers)
+    base.accept = req.responseKind === 'json' ? 'application/json' : '*/*'
+    // A FormData body gets its multipart content-type (with the boundary) from undici.
+    if (req.body !== undefined && !(req.body instanceof FormData)) base['content-type'] = req.contentType ?? 'application/json'
+    /** Path and headers of the call, with the credentials its operation's `security` requires. */
+    const prepare = async (): Promise<{ path: string; headers: Record<string, string>; auth?: AppliedAuth }> => {
+      const auth = authenticate && req.security ? await authenticate(req.security) : undefined
+      const query = auth && auth.query.length > 0 ? [...req.query, ...auth.query] : req.query
+      const search = query.length > 0 ? `?${new URLSearchParams(query).toString()}` : ''
+      if (!auth) return { path: `${basePath}${req.path}${search}`, headers: base }
+      const headers = { ...base, ...auth.headers }
+      if (auth.cookies.length > 0) headers.cookie = [base.cookie, ...auth.cookies].filter(Boolean).join('; ')
+      return { path: `${basePath}${req.path}${search}`, headers, auth }
+    }
+    if (pending >= capacity) throw withExtensions(new UpstreamUnavailableError(sourceName, `${capacity} requests already in flight or queued`), 503)
+    pending++
+    try {
+      return await guarded(async () => {
+        let { path, headers, auth } = await prepare()
+        const idempotent = IDEMPOTENT.has(req.method)
+        let renewed = false
+        for (let n = 0; ; n++) {
+          try {
+            return await attempt(req, path, headers)
+          } catch (err) {
+            if (auth?.invalidate && !renewed && statusOf(err) === 401) {
+              // The token was refused (revoked, expired early): fetch a new one and try once more.
+              renewed = true
+              auth.invalidate()
+              ;({ path, headers, auth } = await prepare())
+              n--
+              continue
+            }
+            const delay = idempotent ? retryDelay(err, n, options.retry) : undefined
+            if (delay === undefined) throw err
+            logger?.debug({ operation: req.operation, attempt: n + 1, delayMs: delay, code: errorCode(err), status: statusOf(err) }, 'retrying upstream call')
+            await sleep(delay)
+          }
+        }
+      })
+    } finally {
+      pending--
+    }
+  }
+
+  let last: SourceHealth | undefined
+  let probing: Promise<SourceHealth> | undefined
+  const probe = async (): Promise<SourceHealth> => {
+    const started = performance.now()
+    const latency = () => Math.round((performance.now() - started) * 100) / 100
+    try {
+      const res = await pool.request({ method: 'HEAD', path: basePath === '' ? '/' : basePath, headers: staticHeaders, signal: AbortSignal.timeout(options.healthTimeoutMs) })
+      await res.body.dump()
+      return { status: 'up', latencyMs: latency() }
+    } catch (err) {
+      const aborted = isObject(err) && (err.name === 'TimeoutError' || err.name === 'AbortError')
+      const message = aborted ? `no answer within ${options.healthTimeoutMs} ms` : mapFailure(err).message
+      return { status: 'down', message, latencyMs: latency() }
     }
   }
 
@@ -215,18 +441,18 @@ export function createUpstream(options: UpstreamOptions): Upstream {
   return {
     request,
     async health() {
-      const started = performance.now()
-      try {
-        const res = await pool.request({ method: 'HEAD', path: basePath === '' ? '/' : basePath, headers: staticHeaders, headersTimeout: timeoutMs, bodyTimeout: timeoutMs })
-        await res.body.dump()
-        return { status: 'up', latencyMs: Math.round((performance.now() - started) * 100) / 100 }
-      } catch (err) {
-        const mapped = mapNetworkError(err, sourceName, timeoutMs)
-        return { status: 'down', message: mapped.message, latencyMs: Math.round((performance.now() - started) * 100) / 100 }
-      }
+      probing ??= probe().then((h) => { last = h; return h }).finally(() => { probing = undefined })
+      const fresh = await Promise.race([probing, sleep(HEALTH_WAIT_MS, undefined, { ref: false })])
+      const known: SourceHealth = fresh ?? last ?? { status: 'up', message: 'probe pending' }
+      const circuit = circuitState()
+      if (circuit === undefined) return known
+      if (circuit === 'open') return { status: 'down', message: 'circuit open: calls fail fast', circuit }
+      return { ...known, circuit }
     },
     close() {
-      closing ??= pool.close().catch(() => undefined)
+      // Waits for calls in flight, at most CLOSE_GRACE_MS; a hung upstream is then cut off.
+      closing ??= Promise.race([pool.close().catch(() => undefined), sleep(CLOSE_GRACE_MS, undefined, { ref: false })])
+        .then(() => pool.destroy().catch(() => undefined))
       return closing
     },
   }
