@@ -16,8 +16,7 @@ import { playgroundPlugin } from './playground.js'
 import { createSubscriptionHandler, websocketServerOptions } from './subscriptions.js'
 import { codedGraphQLError, formatGraphQLError, sendError } from './format-error.js'
 import { PersistedOperations } from './persisted.js'
-import { registerOriginGuard } from './origin.js'
-import { registerResponseLimit } from './response-limit.js'
+import { registerOriginGuard, registerUpgradeGuard } from './origin.js'
 import { buildOpenApiDocument } from '../codegen/openapi.js'
 
 /**
@@ -99,7 +98,6 @@ export async function buildApp(gateway: Gateway, options: BuildAppOptions = {}):
     request.log.error({ err, errorId: id }, 'internal error')
     return sendError(reply, new InternalError(id), 500, { errorId: id })
   })
-  registerResponseLimit(app, config.server.maxResponseBytes)
   app.setNotFoundHandler((request, reply) => sendError(reply, new RouteNotFoundError(request.method, request.url.split('?')[0])))
   // Host (421) and Origin (403 for upgrades and preflights) checks, and CORS, before every route.
   await registerOriginGuard(app, config.server)
@@ -141,6 +139,7 @@ export async function buildApp(gateway: Gateway, options: BuildAppOptions = {}):
   let wsScope: FastifyInstance | undefined
   await app.register(async (scope) => {
     await scope.register(websocket, { options: { ...websocketServerOptions, maxPayload: config.server.bodyLimit } })
+    registerUpgradeGuard(scope, config.server)
     wsScope = scope
     registerGraphQLEndpoint(app, scope, holder, persisted, wsHandler)
   })

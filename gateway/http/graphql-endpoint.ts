@@ -10,6 +10,7 @@
  * Every distinct document is parsed (with a token limit), validated and checked against the depth
  * and alias limits once, then cached until the schema changes.
  */
+import { limitResponse } from './response-limit.js'
 import { isMultipartRequest, registerGraphQLMultipart } from './graphql-multipart.js'
 import { parseJsonSafely } from '../safe-keys.js'
 import {
@@ -183,7 +184,7 @@ export function registerGraphQLEndpoint(
   }
 
   function send(reply: FastifyReply, status: number, mediaType: string, body: { data?: unknown; errors?: GraphQLFormattedError[] }) {
-    return reply.code(status).type(`${mediaType}; charset=utf-8`).send(JSON.stringify(body))
+    return reply.code(status).type(`${mediaType}; charset=utf-8`).send(limitResponse(reply, JSON.stringify(body)))
   }
 
   /** A request error (GraphQL over HTTP §6.4): 400 for graphql-response+json; 200 for legacy application/json. */
@@ -264,7 +265,7 @@ export function registerGraphQLEndpoint(
       if (direct === undefined) prepared.direct.set(key, (direct = compileDirectOperation(gateway.schema, prepared.document!, operation)))
       if (direct) {
         const data = await direct.run(variables as Record<string, unknown> | undefined, { reply, request, headers: request.headers })
-        if (typeof data === 'string') return reply.code(200).type(`${mediaType}; charset=utf-8`).send(`{"data":${data}}`)
+        if (typeof data === 'string') return reply.code(200).type(`${mediaType}; charset=utf-8`).send(limitResponse(reply, `{"data":${data}}`))
         // The statement failed once sent (a timeout, a cancellation...): reported, never run again.
         if (data !== null) return send(reply, 200, mediaType, { errors: formatGraphQLErrors(data.errors, { mode: gateway.config.mode, logger: request.log }).errors, data: null })
       }

@@ -4,6 +4,7 @@
  * coerced and checked by ajv, the operation runs through graphql-jit, and the data object is
  * serialised by fast-json-stringify from the operation's response schema.
  */
+import { limitResponse } from './response-limit.js'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { GraphQLError, type ExecutionResult, type GraphQLFormattedError } from 'graphql'
 import type { CompiledOperation, Variables, VariablesError } from '../operations/compile.js'
@@ -23,7 +24,7 @@ declare module 'fastify' {
 }
 
 function json(reply: FastifyReply, status: number, body: unknown) {
-  return reply.code(status).header('cache-control', 'no-store').type('application/json; charset=utf-8').send(JSON.stringify(body))
+  return reply.code(status).header('cache-control', 'no-store').type('application/json; charset=utf-8').send(limitResponse(reply, JSON.stringify(body)))
 }
 
 /** A weak ETag of a body (RFC 9110 §8.8.3). */
@@ -124,7 +125,7 @@ function sendData(op: CompiledOperation, body: string, request: FastifyRequest, 
   } else {
     reply.header('cache-control', 'no-store')
   }
-  return reply.code(200).type('application/json; charset=utf-8').send(body)
+  return reply.code(200).type('application/json; charset=utf-8').send(limitResponse(reply, body))
 }
 
 /** An open Server-Sent Events response. */
