@@ -226,6 +226,7 @@ async function main(): Promise<void> {
     // Warm up, then take the baseline.
     await fuzzTarget(targets[0], 200, createRandom(seed + 1000))
     const before = rssAfterGc()
+    const heapBefore = process.memoryUsage().heapUsed
     const random = createRandom(seed)
     const all: FuzzStats = { requests: 0, statuses: {}, codes: {}, findings: [] }
     const per = Math.ceil(count / targets.length)
@@ -247,12 +248,13 @@ async function main(): Promise<void> {
       all.findings.push(...stats.findings)
     }
     const after = rssAfterGc()
+    const heap = process.memoryUsage().heapUsed
     const seconds = (Date.now() - started) / 1000
     console.log(`\n[fuzz] ${all.requests} requests in ${seconds.toFixed(1)} s (${(all.requests / seconds).toFixed(0)}/s)`)
     console.log(`[fuzz] statuses: ${Object.entries(all.statuses).map(([k, v]) => `${k}×${v}`).join(' ')}`)
     console.log(`[fuzz] codes: ${Object.entries(all.codes).sort((a, b) => b[1] - a[1]).map(([k, v]) => `${k}×${v}`).join(' ')}`)
     const growth = (after - before) / 1024 / 1024
-    console.log(`[fuzz] RSS after GC: ${(before / 1048576).toFixed(1)} MB before, ${(after / 1048576).toFixed(1)} MB after (${growth >= 0 ? '+' : ''}${growth.toFixed(1)} MB)`)
+    console.log(`[fuzz] RSS after GC: ${(before / 1048576).toFixed(1)} MB before, ${(after / 1048576).toFixed(1)} MB after (${growth >= 0 ? '+' : ''}${growth.toFixed(1)} MB); heap ${(heapBefore / 1048576).toFixed(1)} → ${(heap / 1048576).toFixed(1)} MB`)
     const byInvariant: Record<string, number> = {}
     for (const f of all.findings) byInvariant[f.invariant] = (byInvariant[f.invariant] ?? 0) + 1
     if (all.findings.length) {

@@ -26,6 +26,7 @@ t.test('bad requests get table codes and the same status on /graphql and /operat
     ['a text/plain POST to /graphql', '/graphql', { method: 'POST', headers: { 'content-type': 'text/plain' }, body: '{"query":"{ __typename }"}' }, 415, 'TRB_ERR_BAD_REQUEST'],
     ['a text/plain POST to /operations', '/operations/CreateTodo', { method: 'POST', headers: { 'content-type': 'text/plain' }, body: '{"title":"x"}' }, 415, 'TRB_ERR_BAD_REQUEST'],
     ['an unknown media type', '/graphql', { method: 'POST', headers: { 'content-type': 'application/xml' }, body: '<q/>' }, 415, 'TRB_ERR_BAD_REQUEST'],
+    ['a request line over 16 KiB (Node refuses it before fastify)', `/graphql?query=${'x'.repeat(20_000)}`, {}, 431, 'TRB_ERR_BAD_REQUEST'],
     ['a too large body', '/graphql', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query: `{ __typename } #${'x'.repeat(1_100_000)}` }) }, 413, 'TRB_ERR_BAD_REQUEST'],
     ['a GraphQL validation error', '/graphql', { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/graphql-response+json' }, body: '{"query":"{ nope }"}' }, 400, 'TRB_ERR_GRAPHQL_VALIDATION'],
     ['a GraphQL syntax error', '/graphql', { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/graphql-response+json' }, body: '{"query":"{"}' }, 400, 'TRB_ERR_GRAPHQL_VALIDATION'],
@@ -52,4 +53,20 @@ t.test('the recorder writes the codes this process sent', { skip: process.env.TR
   t.ok(existsSync(file), `${file} exists`)
   const codes = readFileSync(file, 'utf8').split('\n').filter(Boolean)
   for (const code of ['TRB_ERR_BAD_REQUEST', 'TRB_ERR_GRAPHQL_VALIDATION', 'TRB_ERR_OPERATION_VARIABLES', 'TRB_ERR_NOT_FOUND']) t.ok(codes.includes(code), `${code} recorded`)
+})
+
+t.test('malformed HTTP gets the coded JSON body too (clientErrorHandler)', async (t) => {
+  const { url } = await startDemo(t, { listen: true })
+  const { port } = new URL(url)
+  const net = await import('node:net')
+  const response = await new Promise<string>((resolve, reject) => {
+    const socket = net.connect(Number(port), '127.0.0.1', () => socket.write('GET /health HTTP/1.1\r\nHost: x\r\nBad Header Without Colon\r\n\r\n'))
+    let out = ''
+    socket.on('data', (d) => (out += d))
+    socket.on('end', () => resolve(out))
+    socket.on('error', reject)
+  })
+  t.match(response, /^HTTP\/1\.1 400 Bad Request\r\n/)
+  const body = JSON.parse(response.slice(response.indexOf('\r\n\r\n') + 4)) as ErrorBody
+  t.equal(body.errors[0].extensions.code, 'TRB_ERR_BAD_REQUEST')
 })

@@ -7,9 +7,10 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type
 import websocket from '@fastify/websocket'
 import mercurius from 'mercurius'
 import { randomUUID } from 'node:crypto'
+import { STATUS_CODES } from 'node:http'
 import { GraphQLError, NoSchemaIntrospectionCustomRule } from 'graphql'
 import type { Gateway } from '../runtime.js'
-import { BadRequestError, InternalError, PersistedOnlyError, RouteNotFoundError, isTributaryError } from '../errors.js'
+import { BadRequestError, InternalError, PersistedOnlyError, RouteNotFoundError, isTributaryError, errorBody } from '../errors.js'
 import { registerGraphQLEndpoint } from './graphql-endpoint.js'
 import { registerOperationRoutes } from './operations-routes.js'
 import { playgroundPlugin } from './playground.js'
@@ -73,6 +74,17 @@ export async function buildApp(gateway: Gateway, options: BuildAppOptions = {}):
     // JSON bodies with `__proto__` or `constructor.prototype` keys are refused (400), never parsed.
     onProtoPoisoning: 'error',
     onConstructorPoisoning: 'error',
+    // Errors Node's HTTP parser raises before fastify sees a request (a request timeout, headers or a
+    // URL over the 16 KiB limit, malformed HTTP) get the same coded JSON body as every other error.
+    clientErrorHandler: (err: NodeJS.ErrnoException, socket) => {
+      if (err.code === 'ECONNRESET' || socket.destroyed || !socket.writable) return
+      const [status, message] =
+        err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? [408, 'The request was not received in time'] :
+        err.code === 'HPE_HEADER_OVERFLOW' ? [431, 'The request line or headers are larger than 16 KiB; send long queries with POST'] :
+        [400, 'Malformed HTTP request']
+      const body = JSON.stringify(errorBody(new BadRequestError(message)))
+      socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\nCache-Control: no-store\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`)
+    },
   })
   const holder: GatewayHolder = { current: gateway, version: 0, logger: app.log }
   app.decorate('tributary', {
