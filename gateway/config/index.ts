@@ -14,10 +14,11 @@ import type { RestSourceOptions } from '../connectors/rest/index.js'
 import type { GraphQLSourceOptions } from '../connectors/graphql/index.js'
 import type { SchemaSourceOptions } from '../connectors/schema/index.js'
 import type { RunMode } from '../connectors/types.js'
+import type { PermissionRule } from '../auth/permissions.js'
 import { validateConfig } from './validate.js'
 import { ConfigInvalidError } from '../errors.js'
 
-export type { RunMode }
+export type { RunMode, PermissionRule }
 
 /** What every data source declaration carries besides its connector's options. */
 export interface DataSourceBase {
@@ -93,6 +94,57 @@ export interface ServiceDefinition {
   readyTimeoutMs?: number
 }
 
+/**
+ * JWT verification (`auth.jwt`): a token comes from `Authorization: Bearer <token>` or from the
+ * cookie named `cookie`, and is verified with `jose` (RFC 7519): signature, `exp`/`nbf`, and
+ * `iss`/`aud` when set. Give exactly one of `secret` (HS256/384/512) or `jwksUrl`
+ * (RS256/384/512, PS256/384/512, ES256/384/512, EdDSA).
+ */
+export interface JwtConfig {
+  /** URL of a JSON Web Key Set (RFC 7517 §5). Keys are cached and re-fetched when a token names an unknown `kid`. */
+  jwksUrl?: string
+  /** Shared secret for HMAC tokens (HS256/384/512); at least 32 characters (256 bits, RFC 7518 §3.2). */
+  secret?: string
+  /** Required `iss` claim (one value or any of a list). Default: not checked. */
+  issuer?: string | string[]
+  /** Required `aud` claim (one value or any of a list). Default: not checked. */
+  audience?: string | string[]
+  /** Claim holding the caller's roles: a list of strings, or one space- or comma-separated string; a dotted path (`realm_access.roles`) reaches into objects. Default `roles`. */
+  rolesClaim?: string
+  /** Name of a cookie that carries the token when there is no `Authorization: Bearer` header. Default: none. */
+  cookie?: string
+  /** Clock skew allowed on `exp`/`nbf`, in seconds. Default 0. */
+  clockToleranceSec?: number
+  /** Longest a fetched key set is used before it is fetched again, in milliseconds. Default 600000 (10 minutes). */
+  jwksCacheMaxAgeMs?: number
+  /** After a fetch, no new fetch for this many milliseconds, even for an unknown `kid` (bounds what a flood of made-up `kid`s costs the key server). Default 30000. */
+  jwksCooldownMs?: number
+  /** Time allowed to fetch the key set, in milliseconds. Default 5000. */
+  jwksTimeoutMs?: number
+  /** Longest token accepted, in characters; a longer one is `TRB_ERR_AUTH_INVALID` without being parsed. Default 8192. */
+  maxTokenLength?: number
+}
+
+/** Authentication of callers (README "Authentication"). */
+export interface AuthConfigInput {
+  /** How tokens are verified. Without it, no token is ever read and operations may not use the auth directives. */
+  jwt?: JwtConfig
+  /**
+   * Who may send documents to `/graphql` and the WebSocket: `public` (anyone; the operations' own
+   * directives and `permissions` still apply) or `authenticated` (a valid token is needed:
+   * `TRB_ERR_AUTH_REQUIRED` otherwise). Default: `public` in development, `authenticated` in
+   * production when `jwt` is set, `public` when it is not.
+   */
+  graphql?: 'public' | 'authenticated'
+}
+
+/** The resolved `auth` section. */
+export interface AuthConfig {
+  /** The JWT settings with their defaults, or null when tokens are not read. */
+  readonly jwt: Readonly<Required<Omit<JwtConfig, 'jwksUrl' | 'secret' | 'issuer' | 'audience' | 'cookie'>> & Pick<JwtConfig, 'jwksUrl' | 'secret' | 'issuer' | 'audience' | 'cookie'>> | null
+  readonly graphql: 'public' | 'authenticated'
+}
+
 /** The deployment as written in `config.ts`. Every field but `datasources` is optional. */
 export interface TributaryConfigInput {
   /** The data sources, composed in this order. At least one. */
@@ -166,6 +218,15 @@ export interface TributaryConfigInput {
   services?: ServiceDefinition[]
   /** Folder for generated files (`schema.graphql`, `introspection.json`, ...), relative to the working directory. Default `generated`. */
   generatedDir?: string
+  /** Authentication: JWT verification and who may use `/graphql`. Default: off (no token is read). */
+  auth?: AuthConfigInput
+  /**
+   * Role permissions, Hasura style, keyed by public type name (`todo_Todo`: every field returning the
+   * type) or `Type.field` (`todo_Todo.description`): a caller without one of `roles` gets a
+   * `TRB_ERR_AUTH_FORBIDDEN` error at the field's path instead of its value. Needs `auth.jwt`.
+   * Default none.
+   */
+  permissions?: Record<string, PermissionRule>
 }
 
 /** The validated, defaulted and frozen configuration. */
@@ -183,6 +244,8 @@ export interface TributaryConfig {
   readonly routes: readonly RouteDefinition[]
   readonly services: readonly ServiceDefinition[]
   readonly generatedDir: string
+  readonly auth: AuthConfig
+  readonly permissions: Readonly<Record<string, PermissionRule>>
 }
 
 /**
@@ -236,11 +299,32 @@ export function resolveConfig(input: unknown, env: NodeJS.ProcessEnv = process.e
     routes: (c.routes ?? []).map((r) => Object.freeze({ ...r })),
     services: (c.services ?? []).map((s) => Object.freeze({ ...s })),
     generatedDir: c.generatedDir ?? 'generated',
+    auth: resolveAuth(c.auth, dev),
+    permissions: c.permissions ?? {},
   }
+  if (Object.keys(config.permissions).length > 0 && !config.auth.jwt) throw new ConfigInvalidError('permissions: roles come from tokens; set auth.jwt')
   if (!Number.isInteger(config.server.port) || config.server.port < 0 || config.server.port > 65535) {
     validateConfig({ ...c, server: { ...c.server, port: config.server.port } })
   }
   return deepFreeze(config)
+}
+
+/** The `auth` section with its defaults (see {@link AuthConfigInput}). */
+function resolveAuth(input: AuthConfigInput | undefined, dev: boolean): AuthConfig {
+  const j = input?.jwt
+  const jwt: AuthConfig['jwt'] = j
+    ? {
+        ...j,
+        rolesClaim: j.rolesClaim ?? 'roles',
+        clockToleranceSec: j.clockToleranceSec ?? 0,
+        jwksCacheMaxAgeMs: j.jwksCacheMaxAgeMs ?? 600_000,
+        jwksCooldownMs: j.jwksCooldownMs ?? 30_000,
+        jwksTimeoutMs: j.jwksTimeoutMs ?? 5000,
+        maxTokenLength: j.maxTokenLength ?? 8192,
+      }
+    : null
+  if (input?.graphql === 'authenticated' && !jwt) throw new ConfigInvalidError("auth.graphql: 'authenticated' needs auth.jwt")
+  return { jwt, graphql: input?.graphql ?? (jwt && !dev ? 'authenticated' : 'public') }
 }
 
 /** `new URL(origin).origin`: lower-cased scheme and host, the scheme's default port left out. */

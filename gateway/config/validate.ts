@@ -8,6 +8,7 @@ import { ConfigInvalidError } from '../errors.js'
 
 const name = '^[_A-Za-z][_0-9A-Za-z]*$'
 const fn = { function: true }
+const stringOrList = { anyOf: [{ type: 'string', minLength: 1 }, { type: 'array', minItems: 1, items: { type: 'string', minLength: 1 } }] }
 
 const base = {
   kind: { type: 'string' },
@@ -191,6 +192,41 @@ const configSchema = {
       },
     },
     generatedDir: { type: 'string', minLength: 1 },
+    permissions: {
+      type: 'object',
+      propertyNames: { pattern: '^[_A-Za-z][_0-9A-Za-z]*(\\.[_A-Za-z][_0-9A-Za-z]*)?$' },
+      additionalProperties: {
+        type: 'object',
+        required: ['roles'],
+        additionalProperties: false,
+        properties: { roles: { type: 'array', minItems: 1, items: { type: 'string', minLength: 1 } } },
+      },
+    },
+    auth: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        graphql: { enum: ['public', 'authenticated'] },
+        jwt: {
+          type: 'object',
+          additionalProperties: false,
+          oneOf: [{ required: ['jwksUrl'], not: { required: ['secret'] } }, { required: ['secret'], not: { required: ['jwksUrl'] } }],
+          properties: {
+            jwksUrl: { type: 'string', pattern: '^https?://' },
+            secret: { type: 'string', minLength: 32 },
+            issuer: stringOrList,
+            audience: stringOrList,
+            rolesClaim: { type: 'string', minLength: 1 },
+            cookie: { type: 'string', pattern: "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$" },
+            clockToleranceSec: { type: 'integer', minimum: 0, maximum: 3600 },
+            jwksCacheMaxAgeMs: { type: 'integer', minimum: 1000 },
+            jwksCooldownMs: { type: 'integer', minimum: 0 },
+            jwksTimeoutMs: { type: 'integer', minimum: 1 },
+            maxTokenLength: { type: 'integer', minimum: 64, maximum: 65536 },
+          },
+        },
+      },
+    },
   },
 }
 
@@ -227,6 +263,8 @@ function describe(err: ErrorObject): string {
     message = 'must be a function'
   } else if (err.keyword === 'enum') {
     message = `must be one of ${(err.params as { allowedValues: unknown[] }).allowedValues.map((v) => JSON.stringify(v)).join(', ')}`
+  } else if (err.keyword === 'oneOf' && path.endsWith('jwt')) {
+    message = 'give exactly one of jwksUrl or secret'
   } else if (err.keyword === 'not' && path.endsWith('namespace')) {
     message = 'must not contain "__" or end with "_"'
   }
@@ -239,7 +277,8 @@ function describe(err: ErrorObject): string {
  */
 export function validateConfig(input: unknown): void {
   if (check(input)) return
-  const errors = (check.errors ?? []).filter((e) => e.keyword !== 'if')
+  // The branches of a `oneOf` each fail; the `oneOf` error itself says what is wrong.
+  const errors = (check.errors ?? []).filter((e) => e.keyword !== 'if' && !/\/oneOf\/\d+\//.test(e.schemaPath))
   // Prefer the most specific error: the one with the longest path.
   errors.sort((a, b) => b.instancePath.length - a.instancePath.length)
   throw new ConfigInvalidError(errors.length ? describe(errors[0]) : 'invalid')

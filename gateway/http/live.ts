@@ -13,12 +13,15 @@ import type { CompiledOperation, Variables } from '../operations/compile.js'
 import { formatGraphQLErrors } from './format-error.js'
 import { OperationNotFoundError, errorBody } from '../errors.js'
 import type { GatewayHolder } from './app.js'
+import type { AuthInfo } from '../auth/jwt.js'
 
 interface Poller {
   key: string
   name: string
   variables: Variables
   headers: IncomingHttpHeaders
+  /** `context.auth` of the runs: the identity of the credentials the poller is keyed by. */
+  auth: AuthInfo | null
   listeners: Set<(body: string) => void>
   /** The last body sent, `{"data":…,"errors"?:…}`. */
   last?: string
@@ -32,6 +35,8 @@ interface Poller {
 export interface LiveSubscribeOptions {
   /** The request's headers: the credential headers are part of the sharing key and reach the resolvers. */
   headers?: IncomingHttpHeaders
+  /** The verified identity of those credentials (`context.auth`). Default null. */
+  auth?: AuthInfo | null
 }
 
 /** The shared pollers of one HTTP app. */
@@ -68,6 +73,7 @@ export class LivePollers {
         name: op.name,
         variables,
         headers: credentials,
+        auth: options.auth ?? null,
         listeners: new Set(),
         running: false,
         runs: 0,
@@ -104,7 +110,7 @@ export class LivePollers {
         out = errorBody(new OperationNotFoundError(`${p.name} (no longer a stored query)`))
       } else {
         p.runs++
-        const result = await op.execute(p.variables, { headers: p.headers })
+        const result = await op.execute(p.variables, { headers: p.headers, auth: p.auth })
         out = { data: result.data }
         if (result.errors?.length) out.errors = formatGraphQLErrors(result.errors, { mode, logger: this.holder.logger }).errors
       }

@@ -45,6 +45,7 @@ import { CloseCode, GRAPHQL_TRANSPORT_WS_PROTOCOL, makeServer, type Context, typ
 import { GraphQLLimitError, InternalError, isTributaryError } from '../errors.js'
 import { DEFAULT_MAX_INTROSPECTION_DEPTH, buildCostPlan, checkCost, checkVariablesDepth, createDocumentLimitsRule } from './limits.js'
 import { codedGraphQLError } from './format-error.js'
+import { extractAuthDirectives, type OperationAuthRules } from '../auth/directives.js'
 
 /** A value or a promise of it. */
 export type MaybePromise<T> = T | Promise<T>
@@ -74,6 +75,8 @@ export interface SubscriptionOperationInfo {
   readonly request: FastifyRequest
   /** The socket's `connection_init` payload. */
   readonly connectionParams: ConnectionParams
+  /** The rules of the operation's `@requireAuthentication`/`@rbac`/`@fromClaim` directives (removed from `document` before validation), if any. */
+  readonly authRules: OperationAuthRules | undefined
 }
 
 /** Options of {@link createSubscriptionHandler}. */
@@ -96,10 +99,11 @@ export interface SubscriptionHandlerOptions {
   maxTokens?: number
   /**
    * Called for every valid operation before it runs. Return GraphQL errors to refuse it (they are sent
-   * as the operation's `error` message, e.g. "only persisted operations"); return nothing to let it run.
+   * as the operation's `error` message, e.g. "only persisted operations"); return `{ variables }` to
+   * run it with these variables instead (the `@fromClaim` ones added); return nothing to let it run.
    * A throw refuses it with a masked error.
    */
-  onOperation?(info: SubscriptionOperationInfo): MaybePromise<readonly GraphQLError[] | void>
+  onOperation?(info: SubscriptionOperationInfo): MaybePromise<readonly GraphQLError[] | { variables: Record<string, unknown> } | void>
   /**
    * Called on `connection_init` (authentication). Return `false` to close with 4403 Forbidden, an
    * object to send it as the `connection_ack` payload, or nothing to accept. A throw closes with 4500.
@@ -245,12 +249,14 @@ export function createSubscriptionHandler(options: SubscriptionHandlerOptions): 
       }
       const schema = options.getSchema()
       let document: DocumentNode
+      let authRules: Map<string, OperationAuthRules>
+      let directiveErrors: GraphQLError[]
       try {
-        document = parse(payload.query, { maxTokens })
+        ;({ document, rules: authRules, errors: directiveErrors } = extractAuthDirectives(parse(payload.query, { maxTokens })))
       } catch (err) {
         return [toGraphQLError(err)]
       }
-      const errors = validate(schema, document, rules)
+      const errors = [...directiveErrors, ...validate(schema, document, rules)]
       if (errors.length > 0) return errors
       const operation = getOperationAST(document, payload.operationName)
       if (!operation) {
@@ -266,13 +272,14 @@ export function createSubscriptionHandler(options: SubscriptionHandlerOptions): 
       const connectionParams = ctx.connectionParams ?? {}
       const request = ctx.extra.request
       try {
-        const refused = await options.onOperation?.({
+        const decided = await options.onOperation?.({
           id, operationType: operation.operation, operationName: operation.name?.value, document,
-          variables: payload.variables ?? undefined, request, connectionParams,
+          variables: payload.variables ?? undefined, request, connectionParams, authRules: authRules.get(operation.name?.value ?? ''),
         })
-        if (refused && refused.length > 0) return refused
+        if (decided && 'length' in decided && decided.length > 0) return decided
+        const variableValues = decided && 'variables' in decided ? decided.variables : payload.variables
         const contextValue = await options.context(request, connectionParams)
-        return { schema, document, operationName: payload.operationName, variableValues: payload.variables, contextValue }
+        return { schema, document, operationName: payload.operationName, variableValues, contextValue }
       } catch (err) {
         return [toGraphQLError(err)]
       }
