@@ -10,6 +10,7 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { ConnectorContext, RemoteSubschema, SourceHealth } from '../types.js'
 import { SourceLoadError, UpstreamError } from '../../errors.js'
+import { compileHeaderTemplates, renderHeaderTemplates, type HeaderTemplates } from '../../auth/header-templates.js'
 import { toWireValue } from '../../scalars.js'
 import { mapNetworkError } from '../rest/request.js'
 import { bodyExcerpt, withUpstreamDetails, type UpstreamDetails } from '../upstream-details.js'
@@ -20,7 +21,11 @@ export interface GraphQLSourceOptions {
   url: string
   /** Per-request timeout for headers and body, in milliseconds. Default 5000. */
   timeoutMs?: number
-  /** Headers sent with every upstream request. */
+  /**
+   * Headers sent with every upstream request. Values may be templates filled per request:
+   * `{{claims.<name>}}` (the verified token) and `{{request.headers.<name>}}` (the incoming request);
+   * a header whose placeholder has no value is not sent (gateway/auth/header-templates.ts). Default none.
+   */
   headers?: Record<string, string>
   /** Client request headers forwarded upstream, by lower-case name (e.g. `authorization`). Default none. */
   forwardHeaders?: string[]
@@ -40,6 +45,13 @@ export async function createGraphQLSource(options: GraphQLSourceOptions, context
   const timeoutMs = options.timeoutMs ?? 5000
   const dispatcher = new Agent({ headersTimeout: timeoutMs, bodyTimeout: timeoutMs, connectTimeout: timeoutMs, keepAliveTimeout: 10_000 })
   const forward = (options.forwardHeaders ?? []).map((h) => h.toLowerCase())
+  // `{{claims.sub}}`-style values are rendered per request (gateway/auth/header-templates.ts).
+  let templates: HeaderTemplates
+  try {
+    templates = compileHeaderTemplates(options.headers)
+  } catch (err) {
+    throw new SourceLoadError(context.sourceName, (err as Error).message)
+  }
 
   const upstreamPath = new URL(options.url).pathname
   const details = (status: number, text?: string): UpstreamDetails =>
@@ -56,7 +68,7 @@ export async function createGraphQLSource(options: GraphQLSourceOptions, context
       res = await request(options.url, {
         method: 'POST',
         dispatcher,
-        headers: { 'content-type': 'application/json', accept: 'application/graphql-response+json, application/json', ...options.headers, ...extraHeaders },
+        headers: { 'content-type': 'application/json', accept: 'application/graphql-response+json, application/json', ...templates.static, ...extraHeaders },
         body: JSON.stringify(body),
       })
     } catch (err) {
@@ -87,7 +99,7 @@ export async function createGraphQLSource(options: GraphQLSourceOptions, context
   const executor: Executor = async (req: ExecutionRequest) => {
     const ctx = (req.context ?? {}) as ContextWithHeaders
     const incoming = ctx.reply?.request.headers ?? ctx.headers ?? {}
-    const extra: Record<string, string> = {}
+    const extra: Record<string, string> = renderHeaderTemplates(templates, ctx)
     for (const h of forward) {
       const v = incoming[h]
       if (typeof v === 'string') extra[h] = v

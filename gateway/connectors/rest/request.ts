@@ -40,6 +40,7 @@ import type { RestRequest, RestRequestFn } from './convert.js'
 import type { AppliedAuth, Authenticator } from './security.js'
 import { isObject } from './openapi.js'
 import { bodyExcerpt, withUpstreamDetails } from '../upstream-details.js'
+import { compileHeaderTemplates, renderHeaderTemplates } from '../../auth/header-templates.js'
 
 /** Retry policy of a source (see the file header). */
 export interface RetryOptions {
@@ -273,8 +274,9 @@ export function createUpstream(options: UpstreamOptions): Upstream {
     maxResponseSize: options.maxResponseBytes,
     keepAliveTimeout: 10_000,
   })
-  const staticHeaders: Record<string, string> = {}
-  for (const [k, v] of Object.entries(options.headers)) staticHeaders[k.toLowerCase()] = v
+  // `{{claims.sub}}`-style values are rendered per call (gateway/auth/header-templates.ts).
+  const templates = compileHeaderTemplates(options.headers)
+  const staticHeaders: Record<string, string> = { ...templates.static }
   const forward = options.forwardHeaders.map((h) => h.toLowerCase()).filter((h) => !HOP_BY_HOP.has(h))
 
   /** The timeout (ms) that an undici timeout error stands for, for the error message. */
@@ -366,6 +368,7 @@ export function createUpstream(options: UpstreamOptions): Upstream {
   const { authenticate } = options
   const request: RestRequestFn = async (req: RestRequest, context: unknown) => {
     const base: Record<string, string> = { ...staticHeaders }
+    if (templates.dynamic.length > 0) Object.assign(base, renderHeaderTemplates(templates, context))
     if (forward.length > 0) {
       const incoming = incomingHeaders(context)
       if (incoming) {
