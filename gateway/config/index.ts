@@ -145,6 +145,23 @@ export interface AuthConfig {
   readonly graphql: 'public' | 'authenticated'
 }
 
+/**
+ * `server.rateLimit`: at most `max` requests per client within `timeWindowMs` (`@fastify/rate-limit`),
+ * then 429 `TRB_ERR_RATE_LIMITED` with `Retry-After` (seconds). `/health` is not counted.
+ */
+export interface RateLimitConfig {
+  /** Requests allowed per client and window. */
+  max: number
+  /** The window, in milliseconds. */
+  timeWindowMs: number
+  /** Who a client is: `ip` (the socket address; behind a proxy see fastify `trustProxy`) or `sub` (the verified token's subject, the IP for anonymous callers; needs `auth.jwt`). Default `ip`. */
+  key?: 'ip' | 'sub'
+  /** Redis URL of a counter store shared by every instance. Default `REDIS_URL`; without one, counters live in this process. */
+  redisUrl?: string
+  /** Prefix of the Redis keys. Default `tributary-rate-limit:`. */
+  keyPrefix?: string
+}
+
 /** The deployment as written in `config.ts`. Every field but `datasources` is optional. */
 export interface TributaryConfigInput {
   /** The data sources, composed in this order. At least one. */
@@ -183,6 +200,8 @@ export interface TributaryConfigInput {
      * `TRB_ERR_MISDIRECTED`. Default: not checked (every host).
      */
     allowedHosts?: string[]
+    /** Rate limiting per client (README "Rate limiting"). Default: off. */
+    rateLimit?: RateLimitConfig
   }
   graphql?: {
     /** Serve introspection. Default: true in development, false in production. */
@@ -233,7 +252,9 @@ export interface TributaryConfigInput {
 export interface TributaryConfig {
   readonly datasources: readonly DataSourceDefinition[]
   readonly mode: RunMode
-  readonly server: Readonly<Required<Omit<NonNullable<TributaryConfigInput['server']>, 'allowedHosts'>>> & {
+  readonly server: Readonly<Required<Omit<NonNullable<TributaryConfigInput['server']>, 'allowedHosts' | 'rateLimit'>>> & {
+    /** The rate limit with its defaults, or null when off. */
+    readonly rateLimit: Readonly<Required<Omit<RateLimitConfig, 'redisUrl'>> & { redisUrl: string | null }> | null
     /** Normalised origins (`new URL(o).origin`). */
     readonly allowedOrigins: readonly string[]
     /** Lower-cased host patterns; null when the `Host` header is not checked. */
@@ -279,6 +300,15 @@ export function resolveConfig(input: unknown, env: NodeJS.ProcessEnv = process.e
       logLevel: c.server?.logLevel ?? (env.LOG_LEVEL || 'info'),
       allowedOrigins: (c.server?.allowedOrigins ?? []).map(normaliseOrigin),
       allowedHosts: c.server?.allowedHosts ? c.server.allowedHosts.map((h) => h.toLowerCase()) : null,
+      rateLimit: c.server?.rateLimit
+        ? {
+            max: c.server.rateLimit.max,
+            timeWindowMs: c.server.rateLimit.timeWindowMs,
+            key: c.server.rateLimit.key ?? 'ip',
+            redisUrl: c.server.rateLimit.redisUrl ?? (env.REDIS_URL || null),
+            keyPrefix: c.server.rateLimit.keyPrefix ?? 'tributary-rate-limit:',
+          }
+        : null,
     },
     graphql: {
       introspection: c.graphql?.introspection ?? dev,
@@ -302,6 +332,7 @@ export function resolveConfig(input: unknown, env: NodeJS.ProcessEnv = process.e
     auth: resolveAuth(c.auth, dev),
     permissions: c.permissions ?? {},
   }
+  if (config.server.rateLimit?.key === 'sub' && !config.auth.jwt) throw new ConfigInvalidError("server.rateLimit.key: 'sub' needs auth.jwt")
   if (Object.keys(config.permissions).length > 0 && !config.auth.jwt) throw new ConfigInvalidError('permissions: roles come from tokens; set auth.jwt')
   if (!Number.isInteger(config.server.port) || config.server.port < 0 || config.server.port > 65535) {
     validateConfig({ ...c, server: { ...c.server, port: config.server.port } })

@@ -134,6 +134,18 @@ const configSchema = {
         maxWebSockets: { type: 'integer', minimum: 0 },
         logLevel: { enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] },
         allowedOrigins: { type: 'array', items: { type: 'string', pattern: '^[Hh][Tt][Tt][Pp][Ss]?://[^/?#@\\s]+$' } },
+        rateLimit: {
+          type: 'object',
+          required: ['max', 'timeWindowMs'],
+          additionalProperties: false,
+          properties: {
+            max: { type: 'integer', minimum: 1 },
+            timeWindowMs: { type: 'integer', minimum: 1, maximum: 2147483647 },
+            key: { enum: ['ip', 'sub'] },
+            redisUrl: { type: 'string', pattern: '^rediss?://' },
+            keyPrefix: { type: 'string', minLength: 1 },
+          },
+        },
         allowedHosts: {
           type: 'array',
           minItems: 1,

@@ -21,6 +21,7 @@ import { codedGraphQLError, formatGraphQLError, sendError } from './format-error
 import { PersistedOperations } from './persisted.js'
 import { registerOriginGuard, registerUpgradeGuard } from './origin.js'
 import { buildOpenApiDocument } from '../codegen/openapi.js'
+import { registerRateLimit } from './rate-limit.js'
 
 /**
  * The gateway currently served. Development mode swaps it when files change; every request reads
@@ -115,6 +116,8 @@ export async function buildApp(gateway: Gateway, options: BuildAppOptions = {}):
   app.setNotFoundHandler((request, reply) => sendError(reply, new RouteNotFoundError(request.method, request.url.split('?')[0])))
   // Host (421) and Origin (403 for upgrades and preflights) checks, and CORS, before every route.
   await registerOriginGuard(app, config.server)
+  // 429 past server.rateLimit (when set), before any route runs.
+  await registerRateLimit(app, holder)
 
   await app.register(mercurius, {
     schema: gateway.schema,
