@@ -294,3 +294,15 @@ t.test('the directives are reflected in operations.json, the OpenAPI document an
   t.match(files['client.ts'], /export type MyIdVariables = Record<string, never>/)
   t.match(files['client.ts'], /\$id comes from the token's "sub" claim/)
 })
+
+t.test('attack: a flood of tokens with made-up kids costs the key server at most one fetch per cooldown', async (t) => {
+  const real = await signingKey('RS256', 'real')
+  const jwks = await startJwks(t, [real])
+  const { url } = await startAuthGateway(t, { jwt: { jwksUrl: jwks.url } }, OPERATIONS) // default jwksCooldownMs: 30 s
+  t.equal((await get(`${url}/operations/Me`, { authorization: `Bearer ${await mint(real, { sub: 'a' }, { expiresIn: '1h' })}` })).status, 200)
+  const fetched = jwks.fetches
+  const forged = await Promise.all(Array.from({ length: 40 }, async (_, i) => mint(await signingKey('RS256', `made-up-${i}`), { sub: 'x' }, { expiresIn: '1h' })))
+  const statuses = await Promise.all(forged.map(async (tok) => (await get(`${url}/operations/Open`, { authorization: `Bearer ${tok}` })).status))
+  t.same([...new Set(statuses)], [401])
+  t.ok(jwks.fetches - fetched <= 1, `JWKS fetched ${jwks.fetches - fetched} more time(s) for 40 unknown kids`)
+})

@@ -43,6 +43,12 @@ export interface JwtVerifier {
   verify(token: string): Promise<AuthInfo>
   /** `verify(tokenOf(headers))`, or null when the request carries no token. Same errors as {@link verify}. */
   authenticate(headers: IncomingHttpHeaders): Promise<AuthInfo | null>
+  /**
+   * The synchronous answer of {@link authenticate} when there is one without verifying: null when the
+   * request carries no token, the identity when its token was verified recently (the cache); undefined
+   * when the token must be verified (call `authenticate`). Never throws.
+   */
+  known(headers: IncomingHttpHeaders): AuthInfo | null | undefined
 }
 
 const HMAC = ['HS256', 'HS384', 'HS512']
@@ -143,6 +149,13 @@ export function createJwtVerifier(jwt: NonNullable<AuthConfig['jwt']>): JwtVerif
       if (verified.size >= VERIFIED_TOKEN_CACHE_SIZE) verified.delete(verified.keys().next().value as string)
       verified.set(token, { info, until })
       return info
+    },
+
+    known(headers) {
+      const token = verifier.tokenOf(headers)
+      if (token === undefined || token === '') return null
+      const hit = verified.get(token)
+      return hit && hit.until > Date.now() ? hit.info : undefined
     },
 
     async authenticate(headers) {

@@ -37,7 +37,7 @@ import { refuseNonJsonBody } from './json-body.js'
 import { PLAYGROUND_ASSETS_PREFIX, playgroundContentSecurityPolicy, renderPlaygroundHtml } from './playground.js'
 import type { GatewayHolder } from './app.js'
 import type { PersistedOperations } from './persisted.js'
-import { authenticateRequest } from './auth.js'
+import { identityOf } from './auth.js'
 import { authorize, claimVariables, extractAuthDirectives, type OperationAuthRules } from '../auth/directives.js'
 
 const GRAPHQL_RESPONSE = 'application/graphql-response+json'
@@ -225,7 +225,8 @@ export function registerGraphQLEndpoint(
       return sendError(reply, new GraphQLRequestError(`Not acceptable; use Accept: ${GRAPHQL_RESPONSE} or ${JSON_TYPE}`), 406)
     }
     // An invalid token is refused (401) even where none is needed; `authenticated` needs one.
-    const auth = gateway.jwt ? await authenticateRequest(gateway, request) : null
+    let auth = gateway.jwt ? identityOf(gateway, request) : null
+    if (auth instanceof Promise) auth = await auth
     if (!auth && gateway.config.auth.graphql === 'authenticated') throw new AuthRequiredError('/graphql needs a token (auth.graphql is "authenticated")')
     let { query } = params
     const { operationName, extensions } = params

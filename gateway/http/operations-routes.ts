@@ -9,7 +9,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { GraphQLError, type ExecutionResult, type GraphQLFormattedError } from 'graphql'
 import type { CompiledOperation, Variables, VariablesError } from '../operations/compile.js'
 import { codedGraphQLError, formatGraphQLErrors, sendError } from './format-error.js'
-import { authenticateRequest } from './auth.js'
+import { identityOf } from './auth.js'
 import type { AuthInfo } from '../auth/jwt.js'
 import { authorize } from '../auth/directives.js'
 import { AuthInvalidError, BadRequestError, DbNotFoundError, OperationMethodError, OperationNotFoundError, recordErrorCode } from '../errors.js'
@@ -292,7 +292,8 @@ export function registerOperationRoutes(app: FastifyInstance, holder: GatewayHol
     const op = gateway.operations.get(name)
     if (!op || op.stored.internal) return sendError(reply, new OperationNotFoundError(name))
     // An invalid token is refused even where none is needed (401 TRB_ERR_AUTH_INVALID), never ignored.
-    const auth = gateway.jwt ? await authenticateRequest(gateway, request) : null
+    let auth = gateway.jwt ? identityOf(gateway, request) : null
+    if (auth instanceof Promise) auth = await auth
     // 401/403 before the variables are looked at: an anonymous caller learns nothing of them.
     if (op.stored.auth) authorize(op.stored.auth, auth, `operation ${name}`)
     const method = request.method === 'HEAD' ? 'GET' : request.method
