@@ -38,6 +38,8 @@ export interface RunOptions {
   cancel?: CancelWatch | undefined
   /** SQLite: the statement is a primary-key lookup of one row without relations; it may run in the gateway process. */
   cheap?: boolean
+  /** SQLite worker processes: the most JSON text the result may hold (see gateway/result-budget.ts). */
+  maxResultChars?: number | undefined
 }
 
 interface ResponseLike {
@@ -358,7 +360,7 @@ export class Db {
     if (conn === undefined) {
       if (this.workers && options?.cheap !== true) {
         this.notify(sql, bindings)
-        return (await this.workers.run({ mode: 'values', sql, bindings }, options?.cancel)) as unknown[]
+        return (await this.workers.run({ mode: 'values', sql, bindings, ...(options?.maxResultChars !== undefined ? { maxChars: options.maxResultChars } : {}) }, options?.cancel)) as unknown[]
       }
       if (this.dialect === 'sqlite') {
         const now = this.valuesNow(sql, bindings)
