@@ -249,6 +249,28 @@ t.test('PostgreSQL arrays and functions (items 5, 14)', async (t) => {
   })
 })
 
+t.test('bad input to arrays and functions: coded errors, never TRB_ERR_INTERNAL', async (t) => {
+  const env = await setup(t, 'postgres', { functions: ['add_numbers', 'search_posts'] })
+  if (!env) return
+  const { schema } = env
+  t.same(Object.keys(schema.getQueryType()!.getFields()).filter((n) => !/^(find|aggregate|groupBy)/.test(n)).sort(), ['addNumbers', 'searchPosts'], 'only the listed functions')
+  const codeOf = async (query: string, variables?: Record<string, unknown>): Promise<string | undefined> => {
+    const res = await execute({ schema, document: parse(query), ...(variables ? { variableValues: variables } : {}) })
+    const err = res.errors?.[0]
+    return (err?.originalError as { code?: string } | undefined)?.code ?? (err ? 'GRAPHQL' : undefined)
+  }
+  t.equal(await codeOf(`{ addNumbers(a: 2147483647, b: 1) }`), 'TRB_ERR_DB_VALUE', 'integer overflow inside the function')
+  t.equal(await codeOf(`{ findManyPost(where: { labels: { has: "a\\u0000b" } }) { id } }`), 'TRB_ERR_DB_INPUT', 'NUL in a list filter value')
+  t.equal(await codeOf(`query($l: [String!]) { findManyPost(where: { labels: { equals: $l } }) { id } }`, { l: ['x\u0000'] }), 'TRB_ERR_DB_INPUT', 'NUL in a list item')
+  t.equal(await codeOf(`{ findManyPost(where: { labels: { has: null, hasEvery: null, hasSome: null, equals: null } }) { id } }`), undefined, 'nulls are accepted')
+  t.equal(await codeOf(`{ searchPosts(q: null) { id } }`), 'GRAPHQL', 'arguments without a default are non-null')
+  t.equal(await codeOf(`query($t: Int) { searchPosts(q: "e", take: $t) { id } }`, { t: 100000 }), 'TRB_ERR_DB_INPUT', 'take is limited on function lists too')
+  const { ctx } = testContext('bad')
+  const db = await realworldDatabase('postgres', 'dbread_fn')
+  t.teardown(db.cleanup)
+  await t.rejects(createDatabaseSource({ url: db.url, schema: db.schema!, functions: ['nope', 'internal_trigger_fn'] }, ctx), { code: 'TRB_ERR_CONFIG_INVALID', message: /functions: nope, internal_trigger_fn cannot be exposed/ })
+})
+
 t.test('configured relations and keys are validated', async (t) => {
   for (const [relations, message] of [
     [[{ from: 'Nope.id', to: 'Author.id' }], /relations\[0\]\.from: no model Nope \(models: .*Author/],
