@@ -14,6 +14,7 @@ import type { DirectFieldExtension } from '../gateway/connectors/database/direct
 import { createDatabaseSource, type DatabaseSourceOptions } from '../gateway/connectors/database/index.js'
 import type { Dialect } from '../gateway/connectors/database/model.js'
 import { checkEnums } from '../gateway/connectors/database/introspect/sqlite.js'
+import { resolveConfig } from '../gateway/config/index.js'
 import { realworldDatabase } from './helpers/realworld.js'
 import { plain, testContext, type SqlLog } from './helpers/database-source.js'
 
@@ -269,6 +270,22 @@ t.test('bad input to arrays and functions: coded errors, never TRB_ERR_INTERNAL'
   const db = await realworldDatabase('postgres', 'dbread_fn')
   t.teardown(db.cleanup)
   await t.rejects(createDatabaseSource({ url: db.url, schema: db.schema!, functions: ['nope', 'internal_trigger_fn'] }, ctx), { code: 'TRB_ERR_CONFIG_INVALID', message: /functions: nope, internal_trigger_fn cannot be exposed/ })
+})
+
+t.test('the config schema checks functions, uniqueKeys and relations', async (t) => {
+  const cases: [unknown, RegExp][] = [
+    [{ functions: 'yes' }, /datasources\[0\]\.functions: must be boolean/],
+    [{ functions: [''] }, /datasources\[0\]\.functions\[0\]: must NOT have fewer than 1 characters/],
+    [{ uniqueKeys: { PostList: [[]] } }, /datasources\[0\]\.uniqueKeys\.PostList\[0\]: must NOT have fewer than 1 items/],
+    [{ uniqueKeys: { PostList: [['a-b']] } }, /datasources\[0\]\.uniqueKeys\.PostList\[0\]\[0\]: must match pattern/],
+    [{ relations: [{ from: 'A.b' }] }, /datasources\[0\]\.relations\[0\]\.to: is required/],
+    [{ relations: [{ from: 'A', to: 'B.c' }] }, /datasources\[0\]\.relations\[0\]\.from: must match pattern/],
+    [{ relations: [{ from: 'A.b', to: 'B.c', kind: 'x' }] }, /datasources\[0\]\.relations\[0\]\.kind: is not a known option/],
+  ]
+  for (const [extra, message] of cases) {
+    t.throws(() => resolveConfig({ datasources: [{ kind: 'database', url: 'sqlite:x', ...(extra as object) }] }, {}), { code: 'TRB_ERR_CONFIG_INVALID', message }, JSON.stringify(extra))
+  }
+  t.doesNotThrow(() => resolveConfig({ datasources: [{ kind: 'database', url: 'postgres://h/d', functions: ['f'], uniqueKeys: { A: [['b', 'c']] }, relations: [{ from: 'A.b', to: 'B.c' }] }] }, {}))
 })
 
 t.test('configured relations and keys are validated', async (t) => {

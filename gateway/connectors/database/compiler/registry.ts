@@ -248,8 +248,9 @@ function applyOverrides(tables: TableInfo[], modelNames: string[], o: RegistryOv
       if (key.length === 0) throw new Error(`uniqueKeys.${model}: a key needs at least one field`)
       const cols = key.map((f) => columnOf(model, f, `uniqueKeys.${model}`)[1])
       const t = tableOf(model, 'uniqueKeys')[0]
-      if (t.primaryKey.length === 0 && t.kind === 'view' && t.uniqueConstraints.length === 0 && cols.every((c) => t.columns.some((x) => x.name === c && !x.nullable))) {
-        // A view's first declared key of non-null columns identifies its rows (the order tie-breaker).
+      if (t.primaryKey.length === 0 && t.kind === 'view') {
+        // A view's first declared key identifies its rows (the order tie-breaker), as a primary key
+        // would: the config's author vouches for it (SQLite reports every view column nullable).
         t.primaryKey = cols
       } else t.uniqueConstraints.push({ name: `config_${cols.join('_')}`, columns: cols })
     }
