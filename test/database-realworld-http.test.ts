@@ -5,53 +5,25 @@
  * and relations, function fields. PostgreSQL skips when unreachable.
  */
 import t from 'tap'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { pino } from 'pino'
-import { database, resolveConfig } from '../gateway/config/index.js'
-import { createGateway } from '../gateway/runtime.js'
-import { buildApp } from '../gateway/http/app.js'
+import { database } from '../gateway/config/index.js'
 import type { Dialect } from '../gateway/connectors/database/model.js'
 import { realworldDatabase } from './helpers/realworld.js'
-
-interface Body {
-  data?: Record<string, unknown> | null
-  errors?: { message: string; extensions: { code: string } }[]
-}
+import { startDatabaseGateway, type Answer } from './helpers/db-gateway.js'
 
 for (const dialect of ['sqlite', 'postgres'] as Dialect[]) {
   const db = await realworldDatabase(dialect, 'dbread_http')
   t.teardown(() => db.cleanup())
   t.test(`real-world reads over HTTP on ${dialect}`, { skip: db.skipReason }, async (t) => {
-    const dir = mkdtempSync(join(tmpdir(), 'tributary-rw-'))
-    t.teardown(() => rmSync(dir, { recursive: true, force: true }))
-    const config = resolveConfig({
-      datasources: [
-        database({
-          namespace: 'rw',
-          url: db.url,
-          ...(dialect === 'postgres' ? { schema: db.schema!, functions: ['search_posts', 'create_tag'] } : {}),
-          uniqueKeys: { PostList: [['id']] },
-          relations: [{ from: 'PostList.authorId', to: 'Author.id' }],
-        }),
-      ],
-      operations: { dir: join(dir, 'operations') },
-      generatedDir: join(dir, 'generated'),
-      mode: 'production',
-      graphql: { allowArbitraryOperationsInProduction: true },
-    })
-    const gateway = await createGateway(config, { logger: pino({ level: 'silent' }) })
-    t.teardown(() => gateway.close())
-    const app = await buildApp(gateway, { logger: false })
-    t.teardown(() => app.close())
-    await app.listen({ host: '127.0.0.1', port: 0 })
-    const address = app.server.address()
-    const url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}/graphql`
-    const gql = async (query: string, variables?: Record<string, unknown>): Promise<Body> => {
-      const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query, variables }) })
-      return (await res.json()) as Body
-    }
+    const server = await startDatabaseGateway(t, [
+      database({
+        namespace: 'rw',
+        url: db.url,
+        ...(dialect === 'postgres' ? { schema: db.schema!, functions: ['search_posts', 'create_tag'] } : {}),
+        uniqueKeys: { PostList: [['id']] },
+        relations: [{ from: 'PostList.authorId', to: 'Author.id' }],
+      }),
+    ])
+    const gql = async (query: string, variables?: Record<string, unknown>): Promise<Answer['body']> => (await server.gql(query, variables)).body
 
     const m2m = await gql(`{ rw_findUniqueTag(where: { name: "code" }) { __typename name posts(orderBy: { id: desc }, take: 2) { id _count { comments } } _count { posts } } }`)
     t.same(m2m, { data: { rw_findUniqueTag: { __typename: 'rw_Tag', name: 'code', posts: [{ id: 5, _count: { comments: 1 } }, { id: 3, _count: { comments: 1 } }], _count: { posts: 3 } } } })
