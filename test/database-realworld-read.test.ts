@@ -16,7 +16,7 @@ import type { Dialect } from '../gateway/connectors/database/model.js'
 import { checkEnums } from '../gateway/connectors/database/introspect/sqlite.js'
 import { resolveConfig } from '../gateway/config/index.js'
 import { realworldDatabase } from './helpers/realworld.js'
-import { plain, testContext, type SqlLog } from './helpers/database-source.js'
+import { plain, run, testContext, type SqlLog } from './helpers/database-source.js'
 
 const ENGINES: readonly Dialect[] = ['sqlite', 'postgres', 'mysql']
 
@@ -158,6 +158,8 @@ for (const dialect of ENGINES) {
       const authors = await q(t, `{ findUniqueAuthor(where: { id: 1 }) { _count { posts } posts { _count { comments } } } }`)
       t.same(authors['findUniqueAuthor'], { _count: { posts: 2 }, posts: [{ _count: { comments: 2 } }, { _count: { comments: 0 } }] })
       t.notOk(type('Comment')!.getFields!()['_count'], 'no _count on a model without list relations')
+      const both = `{ findManyPost(take: 3) { id _count { c: comments tags } tags { name } } }`
+      t.same(plain(await run(schema, 'jit', both)), plain(await run(schema, 'execute', both)), 'graphql-jit answers the same (aliases inside _count)')
       await assertDirect(t, schema, `{ findManyAuthor(orderBy: { id: asc }) { id _count { __typename posts } posts(orderBy: { id: asc }) { _count { comments tags } } } }`)
     })
 
