@@ -29,6 +29,21 @@ const sourceSchemas = {
       maxTake: { type: 'integer', minimum: 1 },
       rawSql: { type: 'boolean' },
       statementTimeoutMs: { type: 'integer', minimum: 1, maximum: 2147483647 },
+      functions: { anyOf: [{ type: 'boolean' }, { type: 'array', items: { type: 'string', minLength: 1 } }] },
+      uniqueKeys: {
+        type: 'object',
+        propertyNames: { pattern: name },
+        additionalProperties: { type: 'array', minItems: 1, items: { type: 'array', minItems: 1, items: { type: 'string', pattern: name } } },
+      },
+      relations: {
+        type: 'array',
+        items: {
+          type: 'object',
+          required: ['from', 'to'],
+          additionalProperties: false,
+          properties: { from: { type: 'string', pattern: '^[_A-Za-z][_0-9A-Za-z]*\\.[_A-Za-z][_0-9A-Za-z]*$' }, to: { type: 'string', pattern: '^[_A-Za-z][_0-9A-Za-z]*\\.[_A-Za-z][_0-9A-Za-z]*$' } },
+        },
+      },
     },
   },
   rest: {
