@@ -309,6 +309,8 @@ export function createUpstream(options: UpstreamOptions): Upstream {
   /** One attempt: sends the request and decodes a 2xx answer; rejects with a mapped error. */
   const attempt = async (req: RestRequest, path: string, headers: Record<string, string>): Promise<unknown> => {
     let res: Dispatcher.ResponseData
+    // One line per upstream HTTP request (retries included), without the query string, which may carry credentials.
+    if (logger?.isLevelEnabled('debug')) logger.debug({ method: req.method, url: `${base.origin}${path.split('?')[0]}` }, 'upstream')
     try {
       res = await pool.request({ method: req.method as Dispatcher.HttpMethod, path, headers, body: req.body })
     } catch (err) {
