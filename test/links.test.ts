@@ -12,6 +12,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { EventSource } from 'eventsource'
 import pg from 'pg'
+import mysql from 'mysql2/promise'
 import { pino } from 'pino'
 import type { FastifyInstance } from 'fastify'
 import { resolveConfig, type LinkDefinition, type TributaryConfigInput, type DataSourceDefinition } from '../gateway/config/index.js'
@@ -20,7 +21,8 @@ import { buildApp } from '../gateway/http/app.js'
 import { buildOpenApiDocument } from '../gateway/codegen/openapi.js'
 import { renderClient } from '../gateway/codegen/client.js'
 import { createCountriesService } from '../examples/federation/services/countries.js'
-import { freshDatabase, postgresUrl } from './helpers/chinook.js'
+import { freshDatabase, mysqlUrl, postgresUrl } from './helpers/chinook.js'
+import { mysqlOptions } from '../examples/chinook/load.js'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 
@@ -231,18 +233,31 @@ t.test('stored operations, subscriptions, live queries, the OpenAPI document and
   t.match(client, /countryInfo: \{[^}]*capital/, 'the typed client types the linked field')
 })
 
-t.test('two databases on different engines, linked in both directions, reading only the selected columns', async (t) => {
-  const db = await freshDatabase('postgres', 'links')
+/** Creates and fills the `AlbumNote` table of the second database. */
+async function createNotes(dialect: 'postgres' | 'mysql', schema: string): Promise<void> {
+  const insert = `("AlbumId", "Note") values (1, 'loud'), (1, 'classic'), (2, 'debut'), (5, 'big')`
+  if (dialect === 'postgres') {
+    const client = new pg.Client({ connectionString: postgresUrl() })
+    await client.connect()
+    await client.query(`create table "${schema}"."AlbumNote" ("AlbumNoteId" serial primary key, "AlbumId" integer not null, "Note" text not null, "Secret" text not null default 's')`)
+    await client.query(`insert into "${schema}"."AlbumNote" ${insert}`)
+    await client.end()
+    return
+  }
+  const conn = await mysql.createConnection({ ...mysqlOptions(mysqlUrl()), database: schema })
+  await conn.query('create table AlbumNote (AlbumNoteId integer auto_increment primary key, AlbumId integer not null, Note varchar(100) not null, Secret varchar(10) not null default \'s\')')
+  await conn.query(`insert into AlbumNote ${insert.replace(/"/g, '`')}`)
+  await conn.end()
+}
+
+for (const dialect of ['postgres', 'mysql'] as const) t.test(`SQLite and ${dialect}, linked in both directions, reading only the selected columns`, async (t) => {
+  const db = await freshDatabase(dialect, 'links')
   if (db.skipReason) {
     t.comment(`skipped: ${db.skipReason}`)
     return
   }
   t.teardown(db.cleanup)
-  const client = new pg.Client({ connectionString: postgresUrl() })
-  await client.connect()
-  await client.query(`create table "${db.schema}"."AlbumNote" ("AlbumNoteId" serial primary key, "AlbumId" integer not null, "Note" text not null, "Secret" text not null default 's')`)
-  await client.query(`insert into "${db.schema}"."AlbumNote" ("AlbumId", "Note") values (1, 'loud'), (1, 'classic'), (2, 'debut'), (5, 'big')`)
-  await client.end()
+  await createNotes(dialect, db.schema!)
   const { query, lines } = await start(t, {
     sources: [{ kind: 'database', namespace: 'notes', url: db.url }],
     links: [
@@ -262,9 +277,9 @@ t.test('two databases on different engines, linked in both directions, reading o
   })
   const sql = lines.filter((l) => l.msg === 'sql').map((l) => l.sql!)
   t.equal(sql.length, 2, 'one statement per source')
-  t.match(sql[1], /"AlbumNote"/)
+  t.match(sql[1], /["`]AlbumNote["`]/)
   const selected = (text: string) => text.slice(0, text.indexOf(' FROM '))
-  t.equal(selected(sql[1]), `SELECT json_build_object('note', t0."Note", 'albumId', t0."AlbumId") AS j`, 'PostgreSQL reads only the selected column and the match key')
+  t.match(selected(sql[1]), /^SELECT json_(build_)?object\('note', t0.["`]Note["`], 'albumId', t0.["`]AlbumId["`]\) AS j$/i, `${dialect} reads only the selected column and the match key`)
   t.notMatch(sql[1], /Secret/)
   t.notMatch(selected(sql[0]), /ArtistId/, 'SQLite reads only the selected column and the link key')
 

@@ -428,6 +428,7 @@ export function createUpstream(options: UpstreamOptions): Upstream {
   const probe = async (): Promise<SourceHealth> => {
     const started = performance.now()
     const latency = () => Math.round((performance.now() - started) * 100) / 100
+    if (logger?.isLevelEnabled('debug')) logger.debug({ method: 'HEAD', url: `${base.origin}${basePath === '' ? '/' : basePath}` }, 'upstream')
     try {
       const res = await pool.request({ method: 'HEAD', path: basePath === '' ? '/' : basePath, headers: staticHeaders, signal: AbortSignal.timeout(options.healthTimeoutMs) })
       await res.body.dump()
