@@ -75,6 +75,7 @@ const feed: DataSourceDefinition = {
 const baseLinks: LinkDefinition[] = [
   { on: 'chinook_Customer', field: 'countryInfo', target: 'geo_listCountries', args: { names: '$keys' }, batch: { key: 'country', match: 'name' } },
   { on: 'chinook_Customer', field: 'countryByName', target: 'geo_getCountry', args: { name: '$parent.country' }, concurrency: 3 },
+  { on: 'chinook_Customer', field: 'countryChunked', target: 'geo_listCountries', args: { names: '$keys' }, batch: { key: 'country', match: 'name', maxKeys: 10 }, concurrency: 2 },
   { on: 'chinook_Customer', field: 'countryDefaultCap', target: 'geo_getCountry', args: { name: '$parent.country' } },
   { on: 'feed_Place', field: 'country', target: 'geo_getCountry', args: { name: '$parent.name' } },
   { on: 'feed_Tick', field: 'countryInfo', target: 'geo_listCountries', args: { names: '$keys' }, batch: { key: 'country', match: 'name' } },
@@ -164,6 +165,12 @@ t.test('without batch: one call per distinct key, at most `concurrency` at once 
   t.equal(batched.status, 200)
   t.same(api.stats.paths.length, 1, 'with batch: one call for 59 customers')
   t.match(api.stats.paths[0], /^\/countries\?names=Brazil,Germany,Canada,/)
+
+  const chunked = await query('{ chinook_findManyCustomer { customerId countryChunked { name } } }')
+  t.equal(chunked.status, 200)
+  t.equal(api.stats.paths.length, 3, 'batch.maxKeys 10: 24 distinct keys in 3 calls')
+  t.ok(api.stats.maxInFlight <= 2, 'chunks run under the concurrency cap')
+  t.ok(chunked.body.data.chinook_findManyCustomer.every((c: any) => c.countryChunked?.name), 'every customer got its country')
 })
 
 t.test('fails softly: null and an error at the path, siblings intact', async (t) => {
