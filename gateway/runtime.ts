@@ -14,6 +14,7 @@ import { createRestSource } from './connectors/rest/index.js'
 import { createGraphQLSource } from './connectors/graphql/index.js'
 import { createSchemaSource } from './connectors/schema/index.js'
 import { composeSchema } from './compose/index.js'
+import { applyLinks } from './compose/links.js'
 import { loadOperations } from './operations/load.js'
 import { compileOperation, type CompiledOperation } from './operations/compile.js'
 import { SourceLoadError, isTributaryError } from './errors.js'
@@ -110,7 +111,7 @@ export async function createGateway(config: TributaryConfig, options: CreateGate
   }
 
   try {
-    const schema = composeSchema(sources)
+    const schema = applyLinks(composeSchema(sources), config.links)
     const stored = await loadOperations(resolve(cwd, config.operations.dir), schema, cwd)
     const operations = new Map(stored.map((op) => [op.name, compileOperation(op, schema, { maxInputDepth: config.graphql.maxInputDepth })]))
     return {

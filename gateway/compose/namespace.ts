@@ -127,7 +127,7 @@ export function applyNamespace(schema: GraphQLSchema, namespace: string, foreign
  * scalar are two different types to `compose/` and to `GraphQLSchema`. The types of `mapped` are
  * fresh copies made by `mapSchema`, so healing them in place touches nothing outside it.
  */
-function withSharedScalars(mapped: GraphQLSchema): GraphQLSchema {
+export function withSharedScalars(mapped: GraphQLSchema): GraphQLSchema {
   const typeMap: Record<string, GraphQLNamedType> = { ...mapped.getTypeMap() }
   let copies = false
   for (const [name, shared] of Object.entries(sharedScalars)) {

@@ -14,10 +14,11 @@ import type { RestSourceOptions } from '../connectors/rest/index.js'
 import type { GraphQLSourceOptions } from '../connectors/graphql/index.js'
 import type { SchemaSourceOptions } from '../connectors/schema/index.js'
 import type { RunMode } from '../connectors/types.js'
+import type { LinkDefinition, LinkBatch } from '../compose/links.js'
 import { validateConfig } from './validate.js'
 import { ConfigInvalidError } from '../errors.js'
 
-export type { RunMode }
+export type { RunMode, LinkDefinition, LinkBatch }
 
 /** What every data source declaration carries besides its connector's options. */
 export interface DataSourceBase {
@@ -160,6 +161,8 @@ export interface TributaryConfigInput {
     /** Live-query poll interval in milliseconds, unless an operation sets its own. Default 1000. */
     liveIntervalMs?: number
   }
+  /** Fields added to a source's type and resolved by another source's root field (README "Links"). Default none. */
+  links?: LinkDefinition[]
   /** Custom REST routes mapped to stored operations. Default none. */
   routes?: RouteDefinition[]
   /** Side processes to start before the data sources load. Default none. */
@@ -180,6 +183,7 @@ export interface TributaryConfig {
   }
   readonly graphql: Readonly<Required<NonNullable<TributaryConfigInput['graphql']>>>
   readonly operations: Readonly<Required<NonNullable<TributaryConfigInput['operations']>>>
+  readonly links: readonly LinkDefinition[]
   readonly routes: readonly RouteDefinition[]
   readonly services: readonly ServiceDefinition[]
   readonly generatedDir: string
@@ -233,6 +237,7 @@ export function resolveConfig(input: unknown, env: NodeJS.ProcessEnv = process.e
       dir: c.operations?.dir ?? 'operations',
       liveIntervalMs: c.operations?.liveIntervalMs ?? 1000,
     },
+    links: (c.links ?? []).map((l) => ({ ...l })),
     routes: (c.routes ?? []).map((r) => Object.freeze({ ...r })),
     services: (c.services ?? []).map((s) => Object.freeze({ ...s })),
     generatedDir: c.generatedDir ?? 'generated',

@@ -176,6 +176,34 @@ const configSchema = {
       additionalProperties: false,
       properties: { dir: { type: 'string', minLength: 1 }, liveIntervalMs: { type: 'integer', minimum: 10 } },
     },
+    links: {
+      type: 'array',
+      items: {
+        type: 'object',
+        required: ['on', 'field', 'target'],
+        additionalProperties: false,
+        properties: {
+          on: { type: 'string', pattern: name },
+          field: { type: 'string', pattern: name, not: { pattern: '^__' } },
+          target: { type: 'string', pattern: name },
+          args: { type: 'object' },
+          batch: {
+            type: 'object',
+            required: ['key', 'match'],
+            additionalProperties: false,
+            properties: {
+              key: { type: 'string', pattern: name },
+              match: { type: 'string', pattern: name },
+              separator: { type: 'string', minLength: 1 },
+              maxKeys: { type: 'integer', minimum: 1, maximum: 10000 },
+            },
+          },
+          many: { type: 'boolean' },
+          concurrency: { type: 'integer', minimum: 1, maximum: 64 },
+          description: { type: 'string' },
+        },
+      },
+    },
     routes: {
       type: 'array',
       items: {
@@ -242,6 +270,8 @@ function describe(err: ErrorObject): string {
     message = 'must be a function'
   } else if (err.keyword === 'enum') {
     message = `must be one of ${(err.params as { allowedValues: unknown[] }).allowedValues.map((v) => JSON.stringify(v)).join(', ')}`
+  } else if (err.keyword === 'not' && /^links\[\d+\]\.field$/.test(path)) {
+    message = 'must not start with "__"'
   } else if (err.keyword === 'not' && path.endsWith('namespace')) {
     message = 'must not contain "__" or end with "_"'
   }

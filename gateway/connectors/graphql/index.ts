@@ -42,6 +42,7 @@ export async function createGraphQLSource(options: GraphQLSourceOptions, context
   const forward = (options.forwardHeaders ?? []).map((h) => h.toLowerCase())
 
   const upstreamPath = new URL(options.url).pathname
+  const logUrl = `${new URL(options.url).origin}${upstreamPath}`
   const details = (status: number, text?: string): UpstreamDetails =>
     ({ source: context.sourceName, method: 'POST', path: upstreamPath, status, ...(text !== undefined ? { body: bodyExcerpt(text) } : {}) })
 
@@ -52,6 +53,7 @@ export async function createGraphQLSource(options: GraphQLSourceOptions, context
    */
   async function send(body: unknown, extraHeaders: Record<string, string>): Promise<ExecutionResult> {
     let res
+    if (context.logger.isLevelEnabled('debug')) context.logger.debug({ method: 'POST', url: logUrl }, 'upstream')
     try {
       res = await request(options.url, {
         method: 'POST',

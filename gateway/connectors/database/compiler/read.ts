@@ -27,6 +27,7 @@ import { Leaf, NULL, isObj, listLeaf, readArgs, sampleOf, type ArgValue } from '
 import type { SqlDialect } from './dialect.js'
 import { constant, join, param, raw, sql, type Frag, type Getter, type Vars } from './frag.js'
 import type { Model, Registry, Relation, ScalarField } from './registry.js'
+import { LINK_EXTENSION, type LinkFieldExtension } from '../../types.js'
 
 /** Compile-time state of one plan. */
 export interface Ctx {
@@ -576,17 +577,20 @@ export function compileObject(ctx: Ctx, model: Model, type: GraphQLObjectType, a
   const rels: [string, boolean, Post][] = []
   const seenScalars = new Set<string>()
   const typeFields = type.getFields()
+  const addScalar = (name: string, f: ScalarField) => {
+    if (seenScalars.has(name)) return
+    seenScalars.add(name)
+    cols.add(f.column)
+    pairs.push([name, raw(d.output(col(ctx, alias, f), f))])
+    const conv = outputConv(d, f.scalar, f.list)
+    if (conv) convs.push([name, conv])
+  }
   for (const [key, fnodes] of fields) {
     const name = fnodes[0]!.name.value
     if (name === '__typename') continue
     const f = model.fieldMap.get(name)
     if (f) {
-      if (seenScalars.has(name)) continue
-      seenScalars.add(name)
-      cols.add(f.column)
-      pairs.push([name, raw(d.output(col(ctx, alias, f), f))])
-      const conv = outputConv(d, f.scalar, f.list)
-      if (conv) convs.push([name, conv])
+      addScalar(name, f)
       continue
     }
     const def = typeFields[name]
@@ -596,7 +600,15 @@ export function compileObject(ctx: Ctx, model: Model, type: GraphQLObjectType, a
       continue
     }
     const rel = model.relations.get(name)
-    if (!rel || !def) continue
+    if (!rel || !def) {
+      // A link field (compose/links.ts): fetch the columns it reads, under their field names.
+      const requires = (def?.extensions?.[LINK_EXTENSION] as LinkFieldExtension | undefined)?.requires ?? []
+      for (const r of requires) {
+        const rf = model.fieldMap.get(r)
+        if (rf) addScalar(r, rf)
+      }
+      continue
+    }
     const target = ctx.reg.models.get(rel.target)!
     const targetType = getNamedType(def.type) as GraphQLObjectType
     for (const from of rel.fromFields) cols.add(fieldOf(model, from).column)
