@@ -8,7 +8,7 @@ import t from 'tap'
 import { makeExecutableSchema } from '@graphql-tools/schema'
 import { isObjectType } from 'graphql'
 import { getOperation, postGraphQL, startGateway, startGraphQLUpstream } from './helpers/graphql-upstream.js'
-import { resolveConfig, type DataSourceDefinition } from '../gateway/config/index.js'
+import { graphql, resolveConfig, type DataSourceDefinition } from '../gateway/config/index.js'
 
 const PRODUCTS = [1, 2, 3, 4, 5].map((n) => ({ id: String(n), name: `Product ${n}`, stock: n * 10, code: n % 2 ? 'A' : 'B', since: `2026-0${n}-01T00:00:00.000Z` }))
 
@@ -66,19 +66,10 @@ function inventorySchema(fail = false) {
 async function setup(t: { teardown(fn: () => unknown): void }, options: { fail?: boolean; mode?: 'production' } = {}) {
   const catalog = await startGraphQLUpstream(t, catalogSchema())
   const inventory = await startGraphQLUpstream(t, inventorySchema(options.fail))
+  // Typed by the config helpers, as a user writes it.
   const datasources: DataSourceDefinition[] = [
-    {
-      kind: 'graphql',
-      namespace: 'catalog',
-      url: catalog.url,
-      merge: { Product: { selectionSet: '{ id }', fieldName: 'productsByIds', key: 'id', argsFromKeys: 'ids' } },
-    },
-    {
-      kind: 'graphql',
-      namespace: 'inventory',
-      url: inventory.url,
-      merge: { Product: { selectionSet: '{ id }', fieldName: 'productsByIds', key: 'id', argsFromKeys: 'ids' } },
-    },
+    graphql({ namespace: 'catalog', url: catalog.url, merge: { Product: { selectionSet: '{ id }', fieldName: 'productsByIds', key: 'id', argsFromKeys: 'ids' } } }),
+    graphql({ namespace: 'inventory', url: inventory.url, merge: { Product: { selectionSet: '{ id }', fieldName: 'productsByIds', key: 'id', argsFromKeys: 'ids' } } }),
   ]
   const gw = await startGateway(t, {
     datasources,
@@ -217,4 +208,7 @@ t.test('the merge config shape is validated at startup (ajv), naming the path', 
   for (const [merge, message] of cases) t.throws(() => resolveConfig(src(merge)), { code: 'TRB_ERR_CONFIG_INVALID', message }, message.source)
   t.doesNotThrow(() => resolveConfig(src({ Product: { selectionSet: '{ id }', fieldName: 'byIds', key: (o: { id: string }) => o.id, argsFromKeys: (ids: readonly unknown[]) => ({ ids }) } })), 'functions are accepted')
   t.throws(() => resolveConfig({ datasources: [{ kind: 'schema', typeDefs: 'type Query { a: Int }', merge: {} }] }), { message: /datasources\[0\]\.merge: is not a known option/ }, 'only remote sources merge')
+  // defineConfig's types refuse the same mistakes in an editor.
+  // @ts-expect-error key is a field name, a list of field names or a function
+  t.ok(graphql({ url: 'http://127.0.0.1:1/graphql', merge: { Product: { selectionSet: '{ id }', fieldName: 'p', key: 42, argsFromKeys: 'ids' } } }))
 })

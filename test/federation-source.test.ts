@@ -12,7 +12,7 @@ import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { getOperation, postGraphQL, startGateway, startGraphQLUpstream, type GraphQLUpstream } from './helpers/graphql-upstream.js'
-import { resolveConfig } from '../gateway/config/index.js'
+import { defineConfig, federation, resolveConfig } from '../gateway/config/index.js'
 import { sharedScalars } from '../gateway/scalars.js'
 
 const LINK = 'extend schema @link(url: "https://specs.apollo.dev/federation/v2.3", import: ["@key", "@external", "@requires", "@shareable"])'
@@ -93,19 +93,21 @@ async function setup(t: { teardown(fn: () => unknown): void }, options: { mode?:
   const gw = await startGateway(t, {
     ...(options.dir ? { dir: options.dir } : {}),
     ...(options.mode ? { mode: options.mode } : {}),
-    datasources: [
-      {
-        kind: 'federation',
-        namespace: 'shop',
-        timeoutMs: options.timeoutMs ?? 5000,
-        forwardHeaders: ['authorization'],
-        subgraphs: [
-          { name: 'products', url: products.url },
-          { name: 'inventory', url: inventory.url },
-          { name: 'reviews', url: reviews.url, headers: { 'x-subgraph': 'reviews' } },
-        ],
-      },
-    ],
+    // Typed by defineConfig's helpers, as a user writes it.
+    datasources: defineConfig({
+      datasources: [
+        federation({
+          namespace: 'shop',
+          timeoutMs: options.timeoutMs ?? 5000,
+          forwardHeaders: ['authorization'],
+          subgraphs: [
+            { name: 'products', url: products.url },
+            { name: 'inventory', url: inventory.url },
+            { name: 'reviews', url: reviews.url, headers: { 'x-subgraph': 'reviews' } },
+          ],
+        }),
+      ],
+    }).datasources,
     operations: {
       TopProducts: 'query TopProducts($first: Int = 3) { shop_topProducts(first: $first) { upc name inStock reviews { body } } }\n',
       Shipping: 'query Shipping { shop_topProducts { upc shippingEstimate } }\n',
