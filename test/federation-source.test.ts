@@ -35,9 +35,13 @@ function productsSubgraph() {
   return subgraph(
     `scalar DateTime
      type Product @key(fields: "upc") { upc: String! name: String! price: Int! releasedAt: DateTime! }
-     type Query { topProducts(first: Int = 5): [Product!]! product(upc: String!): Product }`,
+     type Query { topProducts(first: Int = 5): [Product!]! product(upc: String!): Product releasedSince(after: DateTime!): [Product!]! }`,
     {
       Query: {
+        releasedSince: (_: unknown, a: { after: unknown }) => {
+          if (typeof a.after !== 'string') throw new Error(`after arrived as ${JSON.stringify(a.after)}`)
+          return PRODUCTS.filter((p) => p.releasedAt > (a.after as string))
+        },
         topProducts: (_: unknown, a: { first: number }) => PRODUCTS.slice(0, a.first),
         product: (_: unknown, a: { upc: string }) => PRODUCTS.find((p) => p.upc === a.upc) ?? null,
       },
@@ -120,7 +124,7 @@ async function setup(t: { teardown(fn: () => unknown): void }, options: { mode?:
 t.test('subgraphs composed into one namespaced source; entities resolved across subgraphs in batches', async (t) => {
   const { base, gateway, products, inventory, reviews } = await setup(t)
   const schema = gateway.schema
-  t.same(Object.keys(schema.getQueryType()!.getFields()).sort(), ['shop_latestReviews', 'shop_product', 'shop_topProducts'], 'root fields are namespaced; _entities and _service are hidden')
+  t.same(Object.keys(schema.getQueryType()!.getFields()).sort(), ['shop_latestReviews', 'shop_product', 'shop_releasedSince', 'shop_topProducts'], 'root fields are namespaced; _entities and _service are hidden')
   t.same(Object.keys((schema.getType('shop_Product') as { getFields(): object }).getFields()).sort(), ['inStock', 'name', 'price', 'releasedAt', 'reviews', 'shippingEstimate', 'upc'], 'one entity with the fields of three subgraphs')
   t.notOk(schema.getType('_Entity') || schema.getType('_Service') || schema.getType('shop__Entity'), 'no federation internals')
   t.equal(schema.getType('DateTime'), sharedScalars.DateTime, 'DateTime is the shared scalar')
@@ -151,6 +155,13 @@ t.test('subgraphs composed into one namespaced source; entities resolved across 
   // @requires: the price comes from products, then shippingEstimate from inventory.
   const shipping = await postGraphQL(base, '{ shop_product(upc: "2") { name shippingEstimate } }')
   t.same(shipping.body, { data: { shop_product: { name: 'Couch', shippingEstimate: 0 } } })
+
+  // A shared scalar both ways: the variable is parsed by the gateway's DateTime and reaches the subgraph in its wire form.
+  for (const after of ['2026-02-01T00:00:00.000Z', '2026-02-01T01:00:00+01:00']) {
+    const since = await postGraphQL(base, 'query ($after: DateTime!) { shop_releasedSince(after: $after) { name releasedAt } }', { after })
+    t.same(since.body, { data: { shop_releasedSince: PRODUCTS.slice(1).map((p) => ({ name: p.name, releasedAt: p.releasedAt })) } })
+    t.equal(products.dataRequests().at(-1)?.variables?.after, '2026-02-01T00:00:00.000Z', `${after} is sent as the ISO 8601 UTC wire form`)
+  }
 
   const stored = await getOperation(base, 'TopProducts?first=2')
   t.equal(stored.status, 200)
