@@ -13,6 +13,8 @@ import type { DatabaseSourceOptions } from '../connectors/database/index.js'
 import type { RestSourceOptions } from '../connectors/rest/index.js'
 import type { GraphQLSourceOptions } from '../connectors/graphql/index.js'
 import type { SchemaSourceOptions } from '../connectors/schema/index.js'
+import type { FederationSourceOptions, SubgraphOptions } from '../connectors/federation/index.js'
+import type { MergedTypeOptions } from '../compose/merge.js'
 import type { RunMode } from '../connectors/types.js'
 import type { LinkDefinition, LinkBatch } from '../compose/links.js'
 import { validateConfig } from './validate.js'
@@ -39,9 +41,26 @@ export interface DatabaseDataSource extends DataSourceBase, DatabaseSourceOption
 export interface RestDataSource extends DataSourceBase, RestSourceOptions {
   kind: 'rest'
 }
+/**
+ * What a remote source (`graphql`, `federation`) may add: type merging with other remote sources
+ * (README "Merged types").
+ */
+export interface MergeableSource {
+  /**
+   * Types this source serves that are one entity with a same-named type of another remote source,
+   * by their name in this source (which becomes their public name: merged types are not
+   * namespaced). Each type must be listed by at least two sources. Default none.
+   */
+  merge?: Record<string, MergedTypeOptions>
+}
+
 /** A remote GraphQL API, introspected and called through undici. */
-export interface GraphQLDataSource extends DataSourceBase, GraphQLSourceOptions {
+export interface GraphQLDataSource extends DataSourceBase, GraphQLSourceOptions, MergeableSource {
   kind: 'graphql'
+}
+/** Apollo Federation subgraphs, composed into one source (README "Apollo Federation subgraphs"). */
+export interface FederationDataSource extends DataSourceBase, FederationSourceOptions, MergeableSource {
+  kind: 'federation'
 }
 /** A local schema: SDL and resolvers run in the gateway process. */
 export interface SchemaDataSource extends DataSourceBase, SchemaSourceOptions {
@@ -49,7 +68,7 @@ export interface SchemaDataSource extends DataSourceBase, SchemaSourceOptions {
 }
 
 /** One data source: a connector kind, its options and an optional namespace. */
-export type DataSourceDefinition = DatabaseDataSource | RestDataSource | GraphQLDataSource | SchemaDataSource
+export type DataSourceDefinition = DatabaseDataSource | RestDataSource | GraphQLDataSource | FederationDataSource | SchemaDataSource
 
 /** Declares a SQL database data source. See {@link DatabaseSourceOptions}. */
 export function database(options: DataSourceBase & DatabaseSourceOptions): DatabaseDataSource {
@@ -59,9 +78,16 @@ export function database(options: DataSourceBase & DatabaseSourceOptions): Datab
 export function rest(options: DataSourceBase & RestSourceOptions): RestDataSource {
   return { kind: 'rest', ...options }
 }
-/** Declares a remote GraphQL data source. See {@link GraphQLSourceOptions}. */
-export function graphql(options: DataSourceBase & GraphQLSourceOptions): GraphQLDataSource {
+/** Declares a remote GraphQL data source. See {@link GraphQLSourceOptions} and {@link MergeableSource}. */
+export function graphql(options: DataSourceBase & GraphQLSourceOptions & MergeableSource): GraphQLDataSource {
   return { kind: 'graphql', ...options }
+}
+/**
+ * Declares an Apollo Federation data source: subgraphs by URL, composed into one source.
+ * See {@link FederationSourceOptions} and {@link MergeableSource}.
+ */
+export function federation(options: DataSourceBase & FederationSourceOptions & MergeableSource): FederationDataSource {
+  return { kind: 'federation', ...options }
 }
 /** Declares a local schema data source (SDL + resolvers). See {@link SchemaSourceOptions}. */
 export function schema(options: DataSourceBase & SchemaSourceOptions): SchemaDataSource {
@@ -242,10 +268,24 @@ export function resolveConfig(input: unknown, env: NodeJS.ProcessEnv = process.e
     services: (c.services ?? []).map((s) => Object.freeze({ ...s })),
     generatedDir: c.generatedDir ?? 'generated',
   }
+  c.datasources.forEach((d, i) => {
+    if (d.kind === 'federation') uniqueSubgraphs(d, i)
+  })
   if (!Number.isInteger(config.server.port) || config.server.port < 0 || config.server.port > 65535) {
     validateConfig({ ...c, server: { ...c.server, port: config.server.port } })
   }
   return deepFreeze(config)
+}
+
+/** A federation source's subgraphs have distinct names and URLs. */
+function uniqueSubgraphs(source: FederationDataSource, index: number): void {
+  for (const key of ['name', 'url'] as const) {
+    const seen = new Set<string>()
+    source.subgraphs.forEach((s, j) => {
+      if (seen.has(s[key])) throw new ConfigInvalidError(`datasources[${index}].subgraphs[${j}].${key}: another subgraph has the ${key} ${s[key]}`)
+      seen.add(s[key])
+    })
+  }
 }
 
 /** `new URL(origin).origin`: lower-cased scheme and host, the scheme's default port left out. */
@@ -270,4 +310,4 @@ function deepFreeze<T>(value: T): T {
   return value
 }
 
-export type { DatabaseSourceOptions, RestSourceOptions, GraphQLSourceOptions, SchemaSourceOptions, IExecutableSchemaDefinition }
+export type { DatabaseSourceOptions, RestSourceOptions, GraphQLSourceOptions, FederationSourceOptions, SubgraphOptions, MergedTypeOptions, SchemaSourceOptions, IExecutableSchemaDefinition }

@@ -15,6 +15,41 @@ const base = {
   name: { type: 'string', pattern: '^[A-Za-z0-9_.#-]+$' },
 }
 
+/** `merge` of a graphql or federation source: type name → merged-type config (gateway/compose/merge.ts). */
+const merge = {
+  type: 'object',
+  propertyNames: { pattern: name },
+  additionalProperties: {
+    type: 'object',
+    additionalProperties: false,
+    properties: {
+      selectionSet: { type: 'string', pattern: '^\\s*\\{' },
+      fieldName: { type: 'string', pattern: name },
+      args: { anyOf: [{ type: 'object', propertyNames: { pattern: name }, additionalProperties: { type: 'string', pattern: name } }, fn] },
+      key: { anyOf: [{ type: 'string', pattern: name }, { type: 'array', minItems: 1, items: { type: 'string', pattern: name } }, fn] },
+      argsFromKeys: { anyOf: [{ type: 'string', pattern: name }, fn] },
+      canonical: { type: 'boolean' },
+    },
+    dependencies: {
+      fieldName: { anyOf: [{ required: ['args'] }, { required: ['key'] }] },
+      args: ['fieldName', 'selectionSet'],
+      key: ['argsFromKeys', 'fieldName', 'selectionSet'],
+      argsFromKeys: ['key'],
+    },
+    not: { required: ['args', 'key'] },
+  },
+}
+
+const headers = { type: 'object', additionalProperties: { type: 'string' } }
+
+/** The options every remote GraphQL source kind (`graphql`, `federation`) shares. */
+const remoteGraphQL = {
+  timeoutMs: { type: 'integer', minimum: 1 },
+  headers,
+  forwardHeaders: { type: 'array', items: { type: 'string' } },
+  merge,
+}
+
 const sourceSchemas = {
   database: {
     type: 'object',
@@ -103,9 +138,30 @@ const sourceSchemas = {
     properties: {
       ...base,
       url: { type: 'string', pattern: '^https?://' },
-      timeoutMs: { type: 'integer', minimum: 1 },
-      headers: { type: 'object', additionalProperties: { type: 'string' } },
-      forwardHeaders: { type: 'array', items: { type: 'string' } },
+      ...remoteGraphQL,
+    },
+  },
+  federation: {
+    type: 'object',
+    required: ['kind', 'subgraphs'],
+    additionalProperties: false,
+    properties: {
+      ...base,
+      subgraphs: {
+        type: 'array',
+        minItems: 1,
+        items: {
+          type: 'object',
+          required: ['name', 'url'],
+          additionalProperties: false,
+          properties: {
+            name: { type: 'string', pattern: '^[A-Za-z][A-Za-z0-9_-]*$' },
+            url: { type: 'string', pattern: '^https?://' },
+            headers,
+          },
+        },
+      },
+      ...remoteGraphQL,
     },
   },
   schema: {
@@ -265,7 +321,7 @@ function describe(err: ErrorObject): string {
   } else if (err.keyword === 'required') {
     const missing = (err.params as { missingProperty: string }).missingProperty
     path = path ? `${path}.${missing}` : missing
-    message = 'is required'
+    message = missing === 'args' && /\.merge\.[^.]+\.args$/.test(path) ? 'is required with fieldName (or key and argsFromKeys, to batch)' : 'is required'
   } else if (err.keyword === 'function') {
     message = 'must be a function'
   } else if (err.keyword === 'enum') {
@@ -274,6 +330,8 @@ function describe(err: ErrorObject): string {
     message = 'must not start with "__"'
   } else if (err.keyword === 'not' && path.endsWith('namespace')) {
     message = 'must not contain "__" or end with "_"'
+  } else if (err.keyword === 'not' && /\.merge\.[^.]+$/.test(path)) {
+    message = 'must not have both args (one call per object) and key (batched)'
   }
   return `${path || '(root)'}: ${message}`
 }
