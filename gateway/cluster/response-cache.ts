@@ -156,9 +156,17 @@ export class ResponseCache {
    * Invalidates every entry tagged with one of `tags`, on every instance.
    * @throws when the cluster does not answer (the caller decides whether the write still succeeds).
    */
-  async invalidate(tags: readonly string[]): Promise<void> {
-    await this.cluster.incrAll(tags.map((t) => `tag:${t}`))
+  invalidate(tags: readonly string[]): Promise<void> {
+    return invalidateTags(this.cluster, tags)
   }
+}
+
+/**
+ * Invalidates the cached responses tagged with one of `tags` (from {@link operationTags} of a mutation), on every instance.
+ * @throws when the cluster does not answer.
+ */
+export async function invalidateTags(cluster: Cluster, tags: readonly string[]): Promise<void> {
+  await cluster.incrAll(tags.map((t) => `tag:${t}`))
 }
 
 /** JSON with object keys sorted, so `{a,b}` and `{b,a}` share an entry. */

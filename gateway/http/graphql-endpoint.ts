@@ -36,6 +36,7 @@ import { GraphQLMethodError, GraphQLRequestError, PersistedNotFoundError, Persis
 import { refuseNonJsonBody } from './json-body.js'
 import { PLAYGROUND_ASSETS_PREFIX, playgroundContentSecurityPolicy, renderPlaygroundHtml } from './playground.js'
 import type { GatewayHolder } from './app.js'
+import { invalidateTags, operationTags } from '../cluster/response-cache.js'
 import type { PersistedOperations } from './persisted.js'
 
 const GRAPHQL_RESPONSE = 'application/graphql-response+json'
@@ -52,6 +53,8 @@ interface Prepared {
   direct?: Map<string, DirectOperation | null>
   /** Cost plans, by operation name (built on first use). */
   cost?: Map<string, CostPlan>
+  /** Cache tags a mutation touches, by operation name (gateway/cluster/response-cache.ts). */
+  tags?: Map<string, string[]>
 }
 
 /**
@@ -286,6 +289,14 @@ export function registerGraphQLEndpoint(
       throw err
     }
     if (!('data' in result)) return requestError(reply, mediaType, result.errors ?? [])
+    if (operation.operation === 'mutation' && result.data) {
+      // Cached `# @cache` queries that read what the mutation touched are invalidated before it answers.
+      prepared.tags ??= new Map()
+      const name = (operationName as string | null | undefined) ?? ''
+      let tags = prepared.tags.get(name)
+      if (!tags) prepared.tags.set(name, (tags = operationTags(gateway.schema, prepared.document!, operation, gateway.sources.map((s) => s.namespace))))
+      await invalidateTags(holder.cluster, tags).catch((err: unknown) => request.log.error({ err }, 'invalidating cached responses failed'))
+    }
     const body: { data?: unknown; errors?: GraphQLFormattedError[] } = {}
     if (result.errors?.length) body.errors = formatGraphQLErrors(result.errors, { mode: gateway.config.mode, logger: request.log }).errors
     body.data = result.data
