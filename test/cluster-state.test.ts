@@ -9,26 +9,12 @@ import { mkdtempSync, writeFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { EventSource } from 'eventsource'
-import { Redis } from 'ioredis'
+import { redisReason, redisUrl, uniquePrefix } from './helpers/redis.js'
 import { startDemo } from './helpers/demo.js'
 import { resolveConfig } from '../gateway/config/index.js'
 
-const redisUrl = process.env.TEST_REDIS_URL || 'redis://127.0.0.1:6379'
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
-async function redisReason(): Promise<string | undefined> {
-  const r = new Redis(redisUrl, { lazyConnect: true, connectTimeout: 1000, maxRetriesPerRequest: 0, retryStrategy: () => null })
-  r.on('error', () => undefined)
-  try {
-    await r.connect()
-    await r.ping()
-    return undefined
-  } catch (err) {
-    return `Redis not reachable at ${redisUrl}: ${(err as Error).message}`
-  } finally {
-    r.disconnect()
-  }
-}
 
 /** A folder of stored operations: a cached query (maxAge 1 s, then 30 s stale) and a mutation. */
 function operationsDir(): string {
@@ -130,7 +116,7 @@ t.test('live queries: one poller for two apps on one Redis; the other takes over
   }
   const dir = operationsDir()
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
-  const pubsub = { redisUrl, keyPrefix: `trb-test:${process.pid}:${Math.random().toString(36).slice(2, 10)}:`, lockTtlMs: 300 }
+  const pubsub = { redisUrl, keyPrefix: uniquePrefix(), lockTtlMs: 300 }
   const one = await startDemo(t, { listen: true, override: { operations: { dir }, pubsub } })
   const two = await startDemo(t, { listen: true, override: { operations: { dir }, pubsub } })
   const events: { one: string[]; two: string[] } = { one: [], two: [] }

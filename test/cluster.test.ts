@@ -13,6 +13,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { Redis } from 'ioredis'
+import { redisReason, redisUrl, uniquePrefix } from './helpers/redis.js'
 import WebSocket from 'ws'
 import { createClient, type Client } from 'graphql-ws'
 import { freshDatabase } from './helpers/chinook.js'
@@ -20,21 +21,7 @@ import { freshDatabase } from './helpers/chinook.js'
 const root = fileURLToPath(new URL('..', import.meta.url))
 const cli = join(root, 'dist/gateway/cli.js')
 const config = join(root, 'examples/cluster/config.ts')
-const redisUrl = process.env.TEST_REDIS_URL || 'redis://127.0.0.1:6379'
 
-async function redisReason(): Promise<string | undefined> {
-  const r = new Redis(redisUrl, { lazyConnect: true, connectTimeout: 1000, maxRetriesPerRequest: 0, retryStrategy: () => null })
-  r.on('error', () => undefined)
-  try {
-    await r.connect()
-    await r.ping()
-    return undefined
-  } catch (err) {
-    return `Redis not reachable at ${redisUrl}: ${(err as Error).message}`
-  } finally {
-    r.disconnect()
-  }
-}
 
 function freePort(): Promise<number> {
   return new Promise((resolve) => {
@@ -109,7 +96,7 @@ t.teardown(() => db?.cleanup())
 t.test('two instances on one database and one Redis', { skip: redisDown ?? db?.skipReason }, async (t) => {
   if (!db) return
   const dir = mkdtempSync(join(tmpdir(), 'tributary-cluster-'))
-  const prefix = `trb-test:${process.pid}:${Math.random().toString(36).slice(2, 10)}:`
+  const prefix = uniquePrefix()
   const redis = new Redis(redisUrl)
   t.teardown(async () => {
     const keys = await redis.keys(`${prefix}*`)
