@@ -19,6 +19,8 @@ export default defineConfig({
   server: {
     // Behind a load balancer: answer 503 on /health/ready this long before closing (≥ its check interval).
     shutdownDelayMs: Number(process.env.SHUTDOWN_DELAY_MS) || 0,
+    // bench/run.mjs (subscribers scenario) opens thousands of WebSockets.
+    maxWebSockets: Number(process.env.MAX_WEBSOCKETS) || 1000,
   },
   routes: [
     { method: 'GET', path: '/api/v1/todos/', operation: 'Todos' },
