@@ -599,7 +599,8 @@ say('\nSummary')
 for (const [name, s] of Object.entries(results.scenarios)) {
   if (name === 'health') {
     for (const [engine, e] of Object.entries(s.engines)) say(`  health   ${engine.padEnd(8)} ${e.skipped ? 'skipped' : `/health p99 ${e.healthP99Ms} ms under 4 heavy clients (< ${s.target} ms)  ${e.pass ? 'PASS' : 'MISS'}`}`)
-  } else if (name === 'memory') say(`  memory   RSS MB ${s.rssKb.map((k) => (k / 1024).toFixed(1)).join(' → ')}  growth ${s.growthPct} % (< ${s.targetPct} %)  ${s.pass ? 'PASS' : 'MISS'}`)
+  } else if (name === 'subscribers') say(`  subscribers ${s.subscribers} over ${s.instances} instances: delivery p99 ${s.delayMs.p99} ms (< ${s.target} ms), ${(s.rssPerThousandKb / 1024).toFixed(1)} MB RSS per 1,000  ${s.pass ? 'PASS' : 'MISS'}`)
+  else if (name === 'memory') say(`  memory   RSS MB ${s.rssKb.map((k) => (k / 1024).toFixed(1)).join(' → ')}  growth ${s.growthPct} % (< ${s.targetPct} %)  ${s.pass ? 'PASS' : 'MISS'}`)
   else say(`  ${name.padEnd(8)} ratios ${s.ratios.join(', ')}  median ${s.medianRatio} (≥ ${s.target})  ${s.pass ? 'PASS' : 'MISS'}${s.profiled ? ' (profiled)' : ''}`)
 }
 say(`Results: ${out}`)

@@ -12,6 +12,7 @@ import { EventSource } from 'eventsource'
 import { redisReason, redisUrl, uniquePrefix } from './helpers/redis.js'
 import { startDemo } from './helpers/demo.js'
 import { resolveConfig } from '../gateway/config/index.js'
+import { startDraining } from '../gateway/http/health.js'
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
@@ -54,6 +55,18 @@ t.test('health: live, ready (sources and Redis) and draining', async (t) => {
   t.same(draining.json(), { status: 'draining' })
   t.equal((await app.inject({ url: '/health/live' })).statusCode, 200, 'still alive while draining')
   app.readiness.draining = false
+})
+
+t.test('shutdown: readiness turns false first, requests are still served during the delay', async (t) => {
+  const { app, url } = await startDemo(t, { listen: true })
+  const draining = startDraining(app, 500)
+  const ready = await fetch(`${url}/health/ready`)
+  t.equal(ready.status, 503, 'unready at once')
+  const during = await fetch(`${url}/operations/TodoById?id=1`)
+  t.equal(during.status, 200, 'still serving while the load balancer notices')
+  await draining
+  await app.close()
+  t.equal(await fetch(`${url}/health/live`).then((r) => r.status, () => 'closed'), 'closed', 'closed after the delay')
 })
 
 t.test('health: Redis down makes the instance unready, within the health timeout', async (t) => {
