@@ -216,12 +216,23 @@ function summariseRun(r) {
   }
 }
 
-/** One run against `target` ({ url, method?, headers?, body?, pid }); also measures the server's CPU use (% of one core). */
+/** Direct children of a process (/proc/<pid>/task/<pid>/children), e.g. a primary's workers. */
+function childPids(pid) {
+  try {
+    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number)
+  } catch {
+    return []
+  }
+}
+
+/** One run against `target` ({ url, method?, headers?, body?, pid, withChildren? }); also measures the server's CPU use (% of one core). */
 async function load(label, target, duration) {
-  const { pid, ...request } = target
-  const cpu0 = pid ? cpuTimeOf(pid) : 0
+  const { pid, withChildren: _children, ...request } = target
+  // `withChildren`: the process and its direct children (the workers of `start --workers N`).
+  const cpuOf = (p) => cpuTimeOf(p) + (target.withChildren ? childPids(p).reduce((sum, c) => sum + cpuTimeOf(c), 0) : 0)
+  const cpu0 = pid ? cpuOf(pid) : 0
   const r = await runLoad({ label, ...request, duration, connections: options.connections, pipelining: options.pipelining, progress })
-  if (pid) r.serverCpuPct = Math.round((100 * (cpuTimeOf(pid) - cpu0)) / (r.duration * 1000))
+  if (pid) r.serverCpuPct = Math.round((100 * (cpuOf(pid) - cpu0)) / (r.duration * 1000))
   if (r.non2xx || r.errors || r.timeouts) throw new Error(`${label}: ${r.non2xx} non-2xx, ${r.errors} errors, ${r.timeouts} timeouts: the run is invalid`)
   return r
 }
@@ -352,9 +363,9 @@ async function workersScenario() {
   say(`[setup] starting the gateway with --workers 2 (same database, ROLE_SERVICE_PORT=${rolePort})`)
   const two = await startGateway({ env: { TODO_DATABASE_URL: `sqlite:${db}`, ROLE_SERVICE_PORT: String(rolePort) }, args: ['--workers', '2'] })
   try {
-    // The primary's pid: its workers' CPU is not counted (serverCpuPct is left out), autocannon's is.
+    // serverCpuPct of `--workers 2` adds the primary's children (the workers; the role service too, idle here).
     const baseline = { url: `${one.url}/operations/TodoById?id=1`, pid: one.pid }
-    const gateway = { url: `${two.url}/operations/TodoById?id=1` }
+    const gateway = { url: `${two.url}/operations/TodoById?id=1`, pid: two.pid, withChildren: true }
     assertSame('workers', await fetchJson(gateway.url), await fetchJson(baseline.url))
     say(`[workers] GET /operations/TodoById?id=1: start --workers 2 (${two.url}) vs start (${one.url}); "baseline" = 1 process`)
     results.scenarios.workers = { gatewayUrl: '/operations/TodoById?id=1', note: 'ratio = 2 workers ÷ 1 process; both share the 2 cores with autocannon (clientCpuPct)', ...(await ab('workers', { baseline, gateway, target: 0 })) }
