@@ -6,7 +6,7 @@
  * Needs PostgreSQL (TEST_POSTGRES_URL) and Redis (TEST_REDIS_URL, default redis://127.0.0.1:6379).
  */
 import t from 'tap'
-import { spawn, type ChildProcess } from 'node:child_process'
+import type { ChildProcess } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -17,9 +17,9 @@ import { redisReason, redisUrl, uniquePrefix } from './helpers/redis.js'
 import WebSocket from 'ws'
 import { createClient, type Client } from 'graphql-ws'
 import { freshDatabase } from './helpers/chinook.js'
+import { spawnCli } from './helpers/spawn-cli.js'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
-const cli = join(root, 'dist/gateway/cli.js')
 const config = join(root, 'examples/cluster/config.ts')
 
 
@@ -40,25 +40,15 @@ interface Instance {
 
 async function startInstance(t: { teardown(fn: () => unknown): void }, env: Record<string, string>, dir: string): Promise<Instance> {
   const port = await freePort()
-  const child = spawn(process.execPath, ['--disable-proto=throw', cli, 'start', '--config', config], {
-    cwd: dir,
-    env: { ...process.env, ...env, PORT: String(port), LOG_LEVEL: 'warn' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  })
-  let out = ''
-  child.stdout!.on('data', (c: Buffer) => (out += c.toString()))
-  child.stderr!.on('data', (c: Buffer) => (out += c.toString()))
-  t.teardown(() => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
-  })
+  const { child, output } = spawnCli(t, ['start', '--config', config], { cwd: dir, env: { ...env, PORT: String(port), LOG_LEVEL: 'warn' } })
   const base = `http://127.0.0.1:${port}`
   const deadline = Date.now() + 90_000
   while (Date.now() < deadline && child.exitCode === null) {
     const ready = await fetch(`${base}/health/ready`).then((r) => r.status, () => 0)
-    if (ready === 200) return { base, child, output: () => out }
+    if (ready === 200) return { base, child, output }
     await new Promise((r) => setTimeout(r, 200))
   }
-  throw new Error(`instance on ${port} did not become ready:\n${out}`)
+  throw new Error(`instance on ${port} did not become ready:\n${output()}`)
 }
 
 interface Message { id: string; content: string }
