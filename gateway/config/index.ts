@@ -158,6 +158,31 @@ export interface TributaryConfigInput {
      * `TRB_ERR_MISDIRECTED`. Default: not checked (every host).
      */
     allowedHosts?: string[]
+    /**
+     * On SIGTERM/SIGINT, how long `/health/ready` answers 503 before the server stops accepting
+     * connections and drains in-flight requests, in milliseconds: set it to at least your load
+     * balancer's health-check interval. Default 0.
+     */
+    shutdownDelayMs?: number
+    /** Time `/health/ready` waits for each source and for Redis before counting it down, in milliseconds. Default 80. */
+    healthTimeoutMs?: number
+  }
+  /**
+   * What several instances share (README "Running several instances"). With a Redis URL, pub/sub,
+   * the producer and live-query locks and the response cache of `# @cache` operations live in Redis;
+   * without one they live in the process.
+   */
+  pubsub?: {
+    /** `redis://host:port[/db]`. Default `REDIS_URL` (unless `TRIBUTARY_PUBSUB=memory`), else none (in memory). */
+    redisUrl?: string
+    /** Prefix of every Redis key and channel; instances of one deployment share it. Default `REDIS_KEY_PREFIX` or `tributary:`. */
+    keyPrefix?: string
+    /** Lifetime of a producer or poller lock, in milliseconds: a dead holder is replaced within about 1.25 times this. Default 2000. */
+    lockTtlMs?: number
+    /** Timeout of one Redis command, in milliseconds (a cache read that times out is a miss). Default 500. */
+    commandTimeoutMs?: number
+    /** Most cached responses kept in memory when there is no Redis (the oldest go first). Default 10000. */
+    maxCacheEntries?: number
   }
   graphql?: {
     /** Serve introspection. Default: true in development, false in production. */
@@ -207,6 +232,10 @@ export interface TributaryConfig {
     /** Lower-cased host patterns; null when the `Host` header is not checked. */
     readonly allowedHosts: readonly string[] | null
   }
+  readonly pubsub: Readonly<Required<Omit<NonNullable<TributaryConfigInput['pubsub']>, 'redisUrl'>>> & {
+    /** null: in memory. */
+    readonly redisUrl: string | null
+  }
   readonly graphql: Readonly<Required<NonNullable<TributaryConfigInput['graphql']>>>
   readonly operations: Readonly<Required<NonNullable<TributaryConfigInput['operations']>>>
   readonly links: readonly LinkDefinition[]
@@ -246,6 +275,16 @@ export function resolveConfig(input: unknown, env: NodeJS.ProcessEnv = process.e
       logLevel: c.server?.logLevel ?? (env.LOG_LEVEL || 'info'),
       allowedOrigins: (c.server?.allowedOrigins ?? []).map(normaliseOrigin),
       allowedHosts: c.server?.allowedHosts ? c.server.allowedHosts.map((h) => h.toLowerCase()) : null,
+      shutdownDelayMs: c.server?.shutdownDelayMs ?? 0,
+      healthTimeoutMs: c.server?.healthTimeoutMs ?? 80,
+    },
+    pubsub: {
+      // TRIBUTARY_PUBSUB=memory ignores an exported REDIS_URL (the test runner sets it: test gateways stay private).
+      redisUrl: c.pubsub?.redisUrl ?? (env.TRIBUTARY_PUBSUB === 'memory' ? null : env.REDIS_URL || null),
+      keyPrefix: c.pubsub?.keyPrefix ?? (env.REDIS_KEY_PREFIX || 'tributary:'),
+      lockTtlMs: c.pubsub?.lockTtlMs ?? 2000,
+      commandTimeoutMs: c.pubsub?.commandTimeoutMs ?? 500,
+      maxCacheEntries: c.pubsub?.maxCacheEntries ?? 10_000,
     },
     graphql: {
       introspection: c.graphql?.introspection ?? dev,
@@ -273,6 +312,10 @@ export function resolveConfig(input: unknown, env: NodeJS.ProcessEnv = process.e
   })
   if (!Number.isInteger(config.server.port) || config.server.port < 0 || config.server.port > 65535) {
     validateConfig({ ...c, server: { ...c.server, port: config.server.port } })
+  }
+  if (config.pubsub.redisUrl !== null && c.pubsub?.redisUrl === undefined) {
+    // REDIS_URL gets the same check as pubsub.redisUrl.
+    validateConfig({ ...c, pubsub: { ...c.pubsub, redisUrl: config.pubsub.redisUrl } })
   }
   return deepFreeze(config)
 }

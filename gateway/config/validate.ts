@@ -209,6 +209,19 @@ const configSchema = {
           minItems: 1,
           items: { type: 'string', pattern: '^(\\.?[A-Za-z0-9_-]+(\\.[A-Za-z0-9_-]+)*|\\[[0-9A-Fa-f:.]+\\])(:[0-9]{1,5})?$' },
         },
+        shutdownDelayMs: { type: 'integer', minimum: 0, maximum: 600000 },
+        healthTimeoutMs: { type: 'integer', minimum: 1, maximum: 10000 },
+      },
+    },
+    pubsub: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        redisUrl: { type: 'string', pattern: '^rediss?://' },
+        keyPrefix: { type: 'string', minLength: 1, maxLength: 200 },
+        lockTtlMs: { type: 'integer', minimum: 100, maximum: 600000 },
+        commandTimeoutMs: { type: 'integer', minimum: 1, maximum: 60000 },
+        maxCacheEntries: { type: 'integer', minimum: 0 },
       },
     },
     graphql: {

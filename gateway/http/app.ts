@@ -19,6 +19,8 @@ import { codedGraphQLError, formatGraphQLError, sendError } from './format-error
 import { PersistedOperations } from './persisted.js'
 import { registerOriginGuard, registerUpgradeGuard } from './origin.js'
 import { buildOpenApiDocument } from '../codegen/openapi.js'
+import { createCluster, type Cluster } from '../cluster/index.js'
+import { registerHealthRoutes } from './health.js'
 
 /**
  * The gateway currently served. Development mode swaps it when files change; every request reads
@@ -29,6 +31,8 @@ export interface GatewayHolder {
   /** Incremented on every swap; caches keyed on the schema compare it. */
   version: number
   logger: FastifyBaseLogger
+  /** What the instances of the deployment share (Redis or memory); handed to resolvers as `context.cluster`. */
+  cluster: Cluster
 }
 
 declare module 'fastify' {
@@ -46,6 +50,8 @@ declare module 'fastify' {
 export interface BuildAppOptions {
   /** A pino logger or fastify logger options; `false` for none. Default: level from the config. */
   logger?: boolean | FastifyBaseLogger | Record<string, unknown>
+  /** The cluster to use. Default: one created from `config.pubsub`, closed with the app. */
+  cluster?: Cluster
 }
 
 /**
@@ -86,7 +92,9 @@ export async function buildApp(gateway: Gateway, options: BuildAppOptions = {}):
       socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\nCache-Control: no-store\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`)
     },
   })
-  const holder: GatewayHolder = { current: gateway, version: 0, logger: app.log }
+  const cluster = options.cluster ?? createCluster({ ...config.pubsub, maxEntries: config.pubsub.maxCacheEntries, logger: app.log })
+  if (!options.cluster) app.addHook('onClose', () => cluster.close())
+  const holder: GatewayHolder = { current: gateway, version: 0, logger: app.log, cluster }
   app.decorate('tributary', {
     holder,
     swap(next: Gateway): Gateway {
@@ -130,7 +138,7 @@ export async function buildApp(gateway: Gateway, options: BuildAppOptions = {}):
   const persisted = new PersistedOperations(holder)
   const wsHandler = createSubscriptionHandler({
     getSchema: () => holder.current.schema,
-    context: (request) => ({ request, headers: request.headers }),
+    context: (request) => ({ request, headers: request.headers, cluster }),
     maxDepth: config.graphql.maxDepth,
     maxAliases: config.graphql.maxAliases,
     maxTokens: config.graphql.maxTokens,
@@ -158,11 +166,7 @@ export async function buildApp(gateway: Gateway, options: BuildAppOptions = {}):
   if (!wsScope) throw new Error('the WebSocket scope was not registered')
   registerOperationRoutes(app, holder)
 
-  app.get('/health', async (_request, reply) => {
-    const sources = await holder.current.health()
-    const up = Object.values(sources).every((s) => s.status === 'up')
-    return reply.code(200).send({ status: up ? 'ok' : 'degraded', sources })
-  })
+  registerHealthRoutes(app, holder)
 
   let openapi: { version: number; body: string } | undefined
   app.get('/openapi.json', async (request, reply) => {
