@@ -19,8 +19,19 @@
  *            unauthenticated (GET /operations/TodoById?id=1), one gateway (bench/auth/config.ts)  target ≥ 0.85
  *   chinook  POST /graphql artists → albums → tracks (20 artists) on SQLite vs a route
  *            running the same single SQL statement the gateway sends                   target ≥ 0.50
+ *   linked   GET /operations/CustomersWithCountry?take=50 of examples/federation (50 Chinook rows, each
+ *            with a link to the countries REST API: one SQL statement + one REST call) vs a route
+ *            making the same statement and the same REST call                          target ≥ 0.50
+ *            + peer: Hive Gateway (@graphql-hive/gateway, supergraph by @graphql-mesh/compose-cli
+ *            and @omnigraph/openapi) vs Tributary on the same countries REST API and query (ratio reported)
  *   health   GET /health p99 while 4 clients run the heaviest Chinook read, on SQLite
  *            and PostgreSQL (the tests' `chinook` schema; BENCH_PG_CHINOOK_URL)          target < 100 ms
+ *   workers  GET /operations/TodoById?id=1 on `start --workers 2` vs `start` (1 process): the
+ *            "baseline" of this A/B is the single process; autocannon's CPU is reported  (no target)
+ *   subscribers  --subscribers (5000) graphql-ws clients of messageCreated spread over two instances
+ *            (examples/cluster/config.ts) sharing Redis (REDIS_URL, default redis://127.0.0.1:6379,
+ *            a key prefix of its own): p99 of (receipt − production time) over --messages (10)
+ *            messages, every subscriber receiving every message, and RSS per 1,000 subscribers  target p99 < 200 ms
  *
  * Options (flag, or environment variable):
  *   --duration <s>          BENCH_DURATION          seconds per measured run (10)
@@ -30,7 +41,9 @@
  *   --memory-runs <n>       BENCH_MEMORY_RUNS       runs of the memory scenario (5)
  *   --memory-duration <s>   BENCH_MEMORY_DURATION   seconds per memory run (20)
  *   --pipelining <n>        BENCH_PIPELINING        autocannon pipelining (1)
- *   --scenarios <list>      BENCH_SCENARIOS         comma-separated subset of rest,graphql,memory,chinook,health,roles,auth
+ *   --scenarios <list>      BENCH_SCENARIOS         comma-separated subset of rest,graphql,memory,chinook,health,roles,linked,workers,subscribers,auth
+ *   --subscribers <n>       BENCH_SUBSCRIBERS       WebSocket subscribers of the subscribers scenario (5000, at most 20000)
+ *   --messages <n>          BENCH_MESSAGES          messages measured in the subscribers scenario (10)
  *   --perf                                          profile the gateway with Linux perf during the first
  *                                                   measured gateway run of each A/B scenario (node
  *                                                   --perf-basic-prof; bench/results/perf/); ratios stay
@@ -48,7 +61,7 @@ import { cpus, loadavg, tmpdir } from 'node:os'
 import { isDeepStrictEqual } from 'node:util'
 import { join } from 'node:path'
 import Database from 'better-sqlite3'
-import { cpuTimeOf, freePort, memoryOf, root, runLoad, startBaseline, startGateway } from './lib/processes.mjs'
+import { cpuTimeOf, freePort, memoryOf, root, runLoad, startBaseline, startGateway, startNode } from './lib/processes.mjs'
 import { formatSummary, summarise } from './profile-summary.mjs'
 import { formatPerfSummary, perfScript, summarisePerfScript } from './perf-summary.mjs'
 import { spawn } from 'node:child_process'
@@ -74,15 +87,18 @@ const options = {
   memoryRuns: num('memory-runs', 'BENCH_MEMORY_RUNS', 5, 5),
   memoryDuration: num('memory-duration', 'BENCH_MEMORY_DURATION', 20, 5),
   pipelining: num('pipelining', 'BENCH_PIPELINING', 1, 1),
-  scenarios: String(opt('scenarios', 'BENCH_SCENARIOS', 'rest,graphql,memory,chinook,health,roles,auth')).split(',').map((s) => s.trim()).filter(Boolean),
+  subscribers: num('subscribers', 'BENCH_SUBSCRIBERS', 5000, 5000),
+  messages: num('messages', 'BENCH_MESSAGES', 10, 5),
+  scenarios: String(opt('scenarios', 'BENCH_SCENARIOS', 'rest,graphql,memory,chinook,health,roles,linked,workers,subscribers,auth')).split(',').map((s) => s.trim()).filter(Boolean),
   cpuProf: argv.includes('--cpu-prof'),
   perf: argv.includes('--perf'),
 }
-const known = ['rest', 'graphql', 'memory', 'chinook', 'health', 'roles', 'auth']
+const known = ['rest', 'graphql', 'memory', 'chinook', 'health', 'roles', 'linked', 'workers', 'subscribers', 'auth']
 for (const s of options.scenarios) if (!known.includes(s)) throw new Error(`unknown scenario "${s}"; use ${known.join(', ')}`)
+if (options.subscribers > 20000 || options.messages > 1000) throw new Error('at most 20000 subscribers and 1000 messages')
 if (options.connections > 1000 || options.duration > 600 || options.memoryDuration > 600) throw new Error('at most 1000 connections and 600 s per run')
 
-const TARGETS = { rest: 0.7, graphql: 0.35, memoryGrowth: 0.1, chinook: 0.5, healthP99Ms: 100, roles: 0.6, auth: 0.85 }
+const TARGETS = { rest: 0.7, graphql: 0.35, memoryGrowth: 0.1, chinook: 0.5, healthP99Ms: 100, roles: 0.6, linked: 0.5, subscribersP99Ms: 200, auth: 0.85 }
 
 // ---------------------------------------------------------------- output
 const tty = process.stdout.isTTY
@@ -208,12 +224,23 @@ function summariseRun(r) {
   }
 }
 
-/** One run against `target` ({ url, method?, headers?, body?, pid }); also measures the server's CPU use (% of one core). */
+/** Direct children of a process (/proc/<pid>/task/<pid>/children), e.g. a primary's workers. */
+function childPids(pid) {
+  try {
+    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number)
+  } catch {
+    return []
+  }
+}
+
+/** One run against `target` ({ url, method?, headers?, body?, pid, withChildren? }); also measures the server's CPU use (% of one core). */
 async function load(label, target, duration) {
-  const { pid, ...request } = target
-  const cpu0 = pid ? cpuTimeOf(pid) : 0
+  const { pid, withChildren: _children, ...request } = target
+  // `withChildren`: the process and its direct children (the workers of `start --workers N`).
+  const cpuOf = (p) => cpuTimeOf(p) + (target.withChildren ? childPids(p).reduce((sum, c) => sum + cpuTimeOf(c), 0) : 0)
+  const cpu0 = pid ? cpuOf(pid) : 0
   const r = await runLoad({ label, ...request, duration, connections: options.connections, pipelining: options.pipelining, progress })
-  if (pid) r.serverCpuPct = Math.round((100 * (cpuTimeOf(pid) - cpu0)) / (r.duration * 1000))
+  if (pid) r.serverCpuPct = Math.round((100 * (cpuOf(pid) - cpu0)) / (r.duration * 1000))
   if (r.non2xx || r.errors || r.timeouts) throw new Error(`${label}: ${r.non2xx} non-2xx, ${r.errors} errors, ${r.timeouts} timeouts: the run is invalid`)
   return r
 }
@@ -333,6 +360,89 @@ async function memoryScenario() {
     results.scenarios.memory = { rssAtStartKb: atStart.rssKb, runs, rssKb: runs.map((r) => r.rssKb), growthPct: +(growth * 100).toFixed(2), targetPct: TARGETS.memoryGrowth * 100, pass }
   } finally {
     await stopGateway(gw, 'memory')
+  }
+}
+
+// ---------------------------------------------------------------- several instances (issue 13)
+async function workersScenario() {
+  const db = await prepareTodoDb()
+  const one = await startDemoGateway(db, 'workers-1')
+  const rolePort = await freePort()
+  say(`[setup] starting the gateway with --workers 2 (same database, ROLE_SERVICE_PORT=${rolePort})`)
+  const two = await startGateway({ env: { TODO_DATABASE_URL: `sqlite:${db}`, ROLE_SERVICE_PORT: String(rolePort) }, args: ['--workers', '2'] })
+  try {
+    // serverCpuPct of `--workers 2` adds the primary's children (the workers; the role service too, idle here).
+    const baseline = { url: `${one.url}/operations/TodoById?id=1`, pid: one.pid }
+    const gateway = { url: `${two.url}/operations/TodoById?id=1`, pid: two.pid, withChildren: true }
+    assertSame('workers', await fetchJson(gateway.url), await fetchJson(baseline.url))
+    say(`[workers] GET /operations/TodoById?id=1: start --workers 2 (${two.url}) vs start (${one.url}); "baseline" = 1 process`)
+    results.scenarios.workers = { gatewayUrl: '/operations/TodoById?id=1', note: 'ratio = 2 workers ÷ 1 process; both share the 2 cores with autocannon (clientCpuPct)', ...(await ab('workers', { baseline, gateway, target: 0 })) }
+  } finally {
+    await two.stop()
+    await one.stop()
+  }
+}
+
+async function subscribersScenario() {
+  const { default: WebSocket } = await import('ws')
+  const redisUrl = process.env.REDIS_URL || 'redis://127.0.0.1:6379'
+  const prefix = `trb-bench:${process.pid}:${Date.now().toString(36)}:`
+  const db = await prepareTodoDb()
+  const env = { TODO_DATABASE_URL: `sqlite:${db}`, REDIS_URL: redisUrl, REDIS_KEY_PREFIX: prefix, DEMO_MESSAGE_INTERVAL_MS: '1000', MAX_WEBSOCKETS: String(options.subscribers), CLUSTER_GENERATED_DIR: join(work, 'generated-cluster') }
+  say(`\n[subscribers] two instances of examples/cluster/config.ts on Redis ${redisUrl} (prefix ${prefix})`)
+  const a = await startGateway({ config: 'examples/cluster/config.ts', env })
+  const b = await startGateway({ config: 'examples/cluster/config.ts', env })
+  const sockets = []
+  try {
+    const before = [memoryOf(a.pid).rssKb, memoryOf(b.pid).rssKb]
+    const delays = []
+    const received = new Map()
+    let measuring = false
+    const open = (base, i) =>
+      new Promise((ok, fail) => {
+        const ws = new WebSocket(base.replace(/^http/, 'ws') + '/graphql', 'graphql-transport-ws')
+        sockets.push(ws)
+        ws.on('open', () => ws.send(JSON.stringify({ type: 'connection_init' })))
+        ws.on('error', fail)
+        ws.on('message', (raw) => {
+          const msg = JSON.parse(raw.toString())
+          if (msg.type === 'connection_ack') {
+            ws.send(JSON.stringify({ id: '1', type: 'subscribe', payload: { query: 'subscription { messageCreated { id content } }' } }))
+            ok()
+          } else if (msg.type === 'next' && measuring) {
+            const m = msg.payload.data.messageCreated
+            delays.push(Date.now() - Date.parse(m.content))
+            received.set(m.id, (received.get(m.id) ?? 0) + 1)
+          }
+        })
+        void i
+      })
+    for (let i = 0; i < options.subscribers; i += 100) {
+      await Promise.all(Array.from({ length: Math.min(100, options.subscribers - i) }, (_, j) => open((i + j) % 2 ? b.url : a.url, i + j)))
+      progress(`subscribers: ${Math.min(i + 100, options.subscribers)}/${options.subscribers} connected`)
+    }
+    await new Promise((ok) => setTimeout(ok, 2000))
+    const after = [memoryOf(a.pid).rssKb, memoryOf(b.pid).rssKb]
+    measuring = true
+    await new Promise((ok) => setTimeout(ok, (options.messages + 0.5) * 1000))
+    measuring = false
+    // Only messages every subscriber could have received completely (the first and last may be cut).
+    const complete = [...received.entries()].filter(([, n]) => n === options.subscribers)
+    const sorted = [...delays].sort((x, y) => x - y)
+    const pct = (p) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]
+    const perThousandKb = ((after[0] - before[0]) + (after[1] - before[1])) / (options.subscribers / 1000)
+    const p99 = pct(99)
+    const pass = p99 < TARGETS.subscribersP99Ms && complete.length >= options.messages - 2
+    say(`[subscribers] ${options.subscribers} subscribers over 2 instances, ${received.size} messages seen, ${complete.length} received by every subscriber; delivery delay p50 ${pct(50)} ms p99 ${p99} ms max ${sorted.at(-1)} ms (target p99 < ${TARGETS.subscribersP99Ms} ms) ${pass ? 'PASS' : 'MISS'}`)
+    say(`[subscribers] RSS before/after subscribing: A ${(before[0] / 1024).toFixed(1)} → ${(after[0] / 1024).toFixed(1)} MB, B ${(before[1] / 1024).toFixed(1)} → ${(after[1] / 1024).toFixed(1)} MB: ${(perThousandKb / 1024).toFixed(1)} MB per 1,000 subscribers`)
+    results.scenarios.subscribers = {
+      subscribers: options.subscribers, instances: 2, messagesSeen: received.size, messagesComplete: complete.length, deliveries: delays.length,
+      delayMs: { p50: pct(50), p90: pct(90), p99, max: sorted.at(-1) }, rssKb: { before, after }, rssPerThousandKb: Math.round(perThousandKb), target: TARGETS.subscribersP99Ms, pass,
+    }
+  } finally {
+    for (const ws of sockets) ws.terminate()
+    await a.stop()
+    await b.stop()
   }
 }
 
@@ -516,6 +626,140 @@ async function rolesScenario() {
   }
 }
 
+// ---------------------------------------------------------------- linked (issue 9)
+const LINKED_URL = '/operations/CustomersWithCountry?take=50'
+
+/** Starts one of examples/federation's side services from dist/ on a free port. */
+async function startService(name, envPort) {
+  const port = await freePort()
+  const handle = await startNode({
+    name,
+    args: [join(root, `dist/examples/federation/services/${name}.js`)],
+    env: { ...process.env, [envPort]: String(port) },
+    ready: /listening on (http:\/\/127\.0\.0\.1:\d+)/,
+    timeoutMs: 30_000,
+  })
+  return { ...handle, url: handle.match[1] }
+}
+
+/**
+ * Hive Gateway on the countries API: `mesh-compose` (bench/linked/mesh.config.ts, @omnigraph/openapi)
+ * writes a supergraph, `hive-gateway supergraph` serves it. Resolves with `{ url, pid, stop }`, or
+ * throws with the reason when a piece is missing or fails.
+ */
+async function startHiveGateway(countriesUrl) {
+  const bin = (name) => join(root, 'node_modules/.bin', name)
+  for (const b of ['mesh-compose', 'hive-gateway']) if (!existsSync(bin(b))) throw new Error(`${b} is not installed (npm install -D @graphql-hive/gateway @graphql-mesh/compose-cli @omnigraph/openapi)`)
+  const supergraph = join(work, 'supergraph.graphql')
+  const composed = await new Promise((ok) => {
+    const p = spawn(bin('mesh-compose'), ['-c', 'bench/linked/mesh.config.ts', '-o', supergraph], { cwd: root, env: { ...process.env, COUNTRIES_API_URL: countriesUrl }, stdio: ['ignore', 'pipe', 'pipe'] })
+    let out = ''
+    p.stdout.on('data', (c) => (out += c))
+    p.stderr.on('data', (c) => (out += c))
+    p.once('exit', (code) => ok({ code, out }))
+  })
+  if (composed.code !== 0 || !existsSync(supergraph)) throw new Error(`mesh-compose failed (${composed.code}): ${composed.out.slice(-800)}`)
+  const port = await freePort()
+  const handle = await startNode({
+    name: 'hive-gateway',
+    args: [join(root, 'node_modules/@graphql-hive/gateway/dist/bin.js'), 'supergraph', supergraph, '--port', String(port), '--host', '127.0.0.1'],
+    env: { ...process.env, NODE_ENV: 'production', DEBUG: '' },
+    ready: /Listening on/,
+    timeoutMs: 60_000,
+  })
+  return { ...handle, url: `http://127.0.0.1:${port}` }
+}
+
+async function linkedScenario() {
+  const db = join(work, 'chinook-linked.sqlite')
+  await copySqlite(join(root, 'examples/chinook/chinook.sqlite'), db)
+  const config = 'examples/federation/config.ts'
+  const countries = await startService('countries', 'COUNTRIES_PORT')
+  const reviews = await startService('reviews', 'REVIEWS_PORT')
+  const env = { CHINOOK_DATABASE_URL: `sqlite:${db}`, COUNTRIES_API_URL: countries.url, REVIEWS_API_URL: reviews.url }
+  try {
+    // 1. What the gateway sends for the operation (LOG_LEVEL=debug: msg "sql" and msg "upstream").
+    say(`\n[linked] capturing the upstream calls: gateway --config ${config} with LOG_LEVEL=debug`)
+    const logged = []
+    let capturing = false
+    const dbg = await startGateway({
+      config,
+      env: { ...env, LOG_LEVEL: 'debug' },
+      onLine: (line) => {
+        if (!capturing || !line.startsWith('{')) return
+        try {
+          const o = JSON.parse(line)
+          if (o.msg === 'sql' || o.msg === 'upstream') logged.push(o)
+        } catch {
+          // not a log line
+        }
+      },
+    })
+    let gatewayAnswer
+    try {
+      capturing = true
+      gatewayAnswer = await fetchJson(`${dbg.url}${LINKED_URL}`)
+      await new Promise((ok) => setTimeout(ok, 500))
+      capturing = false
+    } finally {
+      await dbg.stop()
+    }
+    const sql = logged.filter((l) => l.msg === 'sql')
+    const upstream = logged.filter((l) => l.msg === 'upstream')
+    if (sql.length !== 1 || upstream.length !== 1) throw new Error(`linked: expected one SQL statement and one REST call, the gateway made ${JSON.stringify(logged).slice(0, 1000)}`)
+    writeFileSync(join(work, 'linked-sql.json'), JSON.stringify({ sql: sql[0].sql, bindings: sql[0].bindings }))
+    say(`[linked] one statement and one upstream call (${upstream[0].method} ${upstream[0].url}) for ${gatewayAnswer.chinook_findManyCustomer.length} customers`)
+
+    // 2. A/B against the hand-written route.
+    const gw = await startGateway({ config, env, nodeArgs: gatewayNodeArgs('linked') })
+    say(`[setup] gateway ${gw.url} (pid ${gw.pid}, LOG_LEVEL=warn)`)
+    let base
+    try {
+      base = await startBaseline(['--linked-db', db, '--linked-sql', join(work, 'linked-sql.json'), '--countries-url', countries.url])
+      say(`[setup] baseline ${base.url} (pid ${base.pid}), the same countries API`)
+      const baseline = { url: `${base.url}/linked`, pid: base.pid }
+      const gateway = { url: `${gw.url}${LINKED_URL}`, pid: gw.pid }
+      const expected = await fetchJson(baseline.url)
+      assertSame('linked', gatewayAnswer, expected)
+      assertSame('linked', await fetchJson(gateway.url), expected)
+      results.scenarios.linked = { gatewayUrl: LINKED_URL, sql: sql[0].sql, upstream: { method: upstream[0].method, url: upstream[0].url }, ...(await ab('linked', { baseline, gateway, target: TARGETS.linked, gw })) }
+
+      // 3. Peer: Hive Gateway and Tributary on the same countries REST API and the same query.
+      let hive
+      try {
+        hive = await startHiveGateway(countries.url)
+      } catch (err) {
+        say(`[linked-peer] Hive Gateway did not start: ${String(err.message).split('\n').slice(0, 3).join(' ')}`)
+        results.scenarios['linked-peer'] = { skipped: String(err.message).slice(0, 1000) }
+      }
+      if (hive) {
+        try {
+          const wanted = (await fetchJson(`${countries.url}/countries`)).map((c) => c.name).join(',')
+          const headers = { 'content-type': 'application/json' }
+          // Every country of the API (24, the distinct countries of the Chinook customers).
+          const peerQuery = (field) => JSON.stringify({ query: `{ ${field}(names: ${JSON.stringify(wanted)}) { name capital currency } }` })
+          const tributary = { url: `${gw.url}/graphql`, method: 'POST', headers, body: peerQuery('geo_listCountries'), pid: gw.pid }
+          const peer = { url: `${hive.url}/graphql`, method: 'POST', headers, body: peerQuery('listCountries'), pid: hive.pid }
+          const a = await fetchJson(tributary.url, tributary)
+          const b = await fetchJson(peer.url, peer)
+          assertSame('linked-peer', a.data.geo_listCountries, b.data.listCountries)
+          say(`[linked-peer] Tributary vs Hive Gateway: POST /graphql { listCountries(names: <24 names>) { name capital currency } } on the same countries API`)
+          // `ab` reports gateway ÷ baseline: here Tributary ÷ Hive Gateway.
+          results.scenarios['linked-peer'] = { query: JSON.parse(peer.body).query, ...(await ab('linked-peer', { baseline: peer, gateway: tributary, target: 0, gw })) }
+        } finally {
+          await hive.stop()
+        }
+      }
+    } finally {
+      await base?.stop()
+      await stopGateway(gw, 'linked')
+    }
+  } finally {
+    await countries.stop()
+    await reviews.stop()
+  }
+}
+
 // ---------------------------------------------------------------- main
 say(`Tributary load benchmarks: ${options.scenarios.join(', ')}; ${options.rounds} round(s) × ${options.duration} s, -c ${options.connections}, warm-up ${options.warmup} s; ${cpus().length} CPUs, load ${loadavg().map((l) => l.toFixed(2)).join(' ')}`)
 if (!existsSync(join(root, 'dist/gateway/cli.js'))) throw new Error('dist/gateway/cli.js is missing: run `npm run build` (npm run bench does it)')
@@ -527,6 +771,9 @@ try {
   if (options.scenarios.includes('chinook')) await chinookScenario()
   if (options.scenarios.includes('health')) await healthScenario()
   if (options.scenarios.includes('roles')) await rolesScenario()
+  if (options.scenarios.includes('linked')) await linkedScenario()
+  if (options.scenarios.includes('workers')) await workersScenario()
+  if (options.scenarios.includes('subscribers')) await subscribersScenario()
   if (options.scenarios.includes('auth')) await authScenario()
 } catch (err) {
   failed = err
@@ -544,7 +791,10 @@ say('\nSummary')
 for (const [name, s] of Object.entries(results.scenarios)) {
   if (name === 'health') {
     for (const [engine, e] of Object.entries(s.engines)) say(`  health   ${engine.padEnd(8)} ${e.skipped ? 'skipped' : `/health p99 ${e.healthP99Ms} ms under 4 heavy clients (< ${s.target} ms)  ${e.pass ? 'PASS' : 'MISS'}`}`)
-  } else if (name === 'memory') say(`  memory   RSS MB ${s.rssKb.map((k) => (k / 1024).toFixed(1)).join(' → ')}  growth ${s.growthPct} % (< ${s.targetPct} %)  ${s.pass ? 'PASS' : 'MISS'}`)
+  } else if (name === 'linked-peer') {
+    say(`  ${name.padEnd(8)} ${s.skipped ? `skipped: ${s.skipped}` : `Tributary ÷ Hive Gateway ratios ${s.ratios.join(', ')}  median ${s.medianRatio}`}`)
+  } else if (name === 'subscribers') say(`  subscribers ${s.subscribers} over ${s.instances} instances: delivery p99 ${s.delayMs.p99} ms (< ${s.target} ms), ${(s.rssPerThousandKb / 1024).toFixed(1)} MB RSS per 1,000  ${s.pass ? 'PASS' : 'MISS'}`)
+  else if (name === 'memory') say(`  memory   RSS MB ${s.rssKb.map((k) => (k / 1024).toFixed(1)).join(' → ')}  growth ${s.growthPct} % (< ${s.targetPct} %)  ${s.pass ? 'PASS' : 'MISS'}`)
   else say(`  ${name.padEnd(8)} ratios ${s.ratios.join(', ')}  median ${s.medianRatio} (≥ ${s.target})  ${s.pass ? 'PASS' : 'MISS'}${s.profiled ? ' (profiled)' : ''}`)
 }
 say(`Results: ${out}`)

@@ -13,7 +13,10 @@ import { createDatabaseSource } from './connectors/database/index.js'
 import { createRestSource } from './connectors/rest/index.js'
 import { createGraphQLSource } from './connectors/graphql/index.js'
 import { createSchemaSource } from './connectors/schema/index.js'
+import { createFederationSource } from './connectors/federation/index.js'
+import type { MergedTypeOptions } from './compose/merge.js'
 import { composeSchema } from './compose/index.js'
+import { applyLinks } from './compose/links.js'
 import { loadOperations } from './operations/load.js'
 import { compileOperation, type CompiledOperation } from './operations/compile.js'
 import { OperationInvalidError, SourceLoadError, isTributaryError } from './errors.js'
@@ -28,6 +31,8 @@ export interface LoadedSource {
   name: string
   kind: DataSourceDefinition['kind']
   subschema: ConnectorSubschema
+  /** The source's merged types (graphql and federation sources), when it has any. */
+  merge?: Readonly<Record<string, MergedTypeOptions>>
 }
 
 /** Everything `http/` needs to serve one version of the deployment. */
@@ -58,6 +63,7 @@ function sourceName(def: DataSourceDefinition, index: number): string {
 
 async function loadSource(def: DataSourceDefinition, ctx: ConnectorContext): Promise<ConnectorSubschema> {
   const { kind, namespace: _ns, name: _name, ...options } = def
+  delete (options as { merge?: unknown }).merge
   switch (def.kind) {
     case 'database':
       return createDatabaseSource(options as Parameters<typeof createDatabaseSource>[0], ctx)
@@ -65,6 +71,8 @@ async function loadSource(def: DataSourceDefinition, ctx: ConnectorContext): Pro
       return createRestSource(options as Parameters<typeof createRestSource>[0], ctx)
     case 'graphql':
       return createGraphQLSource(options as Parameters<typeof createGraphQLSource>[0], ctx)
+    case 'federation':
+      return createFederationSource(options as Parameters<typeof createFederationSource>[0], ctx)
     case 'schema':
       return createSchemaSource(options as Parameters<typeof createSchemaSource>[0], ctx)
     default:
@@ -98,7 +106,8 @@ export async function createGateway(config: TributaryConfig, options: CreateGate
       try {
         const subschema = await loadSource(def, ctx)
         logger.debug({ source: name, kind: def.kind, ms: Math.round(performance.now() - started) }, 'data source loaded')
-        return { namespace: def.namespace ?? '', name, kind: def.kind, subschema }
+        const merge = 'merge' in def ? def.merge : undefined
+        return { namespace: def.namespace ?? '', name, kind: def.kind, subschema, ...(merge ? { merge } : {}) }
       } catch (err) {
         if (isTributaryError(err)) throw err
         throw new SourceLoadError(name, (err as Error).message, { cause: err })
@@ -114,7 +123,8 @@ export async function createGateway(config: TributaryConfig, options: CreateGate
   }
 
   try {
-    const schema = applyPermissions(composeSchema(sources), config.permissions)
+    // Permissions last: a link field (`Type.link`) is protected like any other field.
+    const schema = applyPermissions(applyLinks(composeSchema(sources), config.links), config.permissions)
     const stored = await loadOperations(resolve(cwd, config.operations.dir), schema, cwd)
     const withRules = stored.find((op) => op.auth)
     if (withRules && !config.auth.jwt) {

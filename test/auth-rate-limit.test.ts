@@ -1,13 +1,15 @@
 /**
  * `server.rateLimit` (@fastify/rate-limit): 429 `TRB_ERR_RATE_LIMITED` with `Retry-After`, per IP or
  * per token subject, and counters shared by two gateway instances through the local Redis
- * (`REDIS_URL`, a unique key prefix per test: the first two use Redis too when `REDIS_URL` is set).
+ * (`REDIS_URL` through test/helpers/redis.ts, a unique key prefix; the other tests stay in memory:
+ * the test runner sets `TRIBUTARY_PUBSUB=memory`, so an exported `REDIS_URL` is not their default).
  * The two-instance case skips with a reason when Redis is down.
  */
 import t from 'tap'
 import { randomUUID } from 'node:crypto'
 import { Redis } from 'ioredis'
 import { mint, startAuthGateway } from './helpers/auth.js'
+import { redisReason, redisUrl, uniquePrefix } from './helpers/redis.js'
 
 const secret = 'rate-limit-test-secret-0123456789abcdef'
 const key = new TextEncoder().encode(secret)
@@ -25,8 +27,11 @@ t.test('per IP: the request past max gets 429 with Retry-After', async (t) => {
   t.equal(refused.status, 429)
   t.equal(refused.body.errors?.[0]?.extensions.code, 'TRB_ERR_RATE_LIMITED')
   t.ok(Number(refused.retryAfter) >= 1 && Number(refused.retryAfter) <= 60, `Retry-After ${refused.retryAfter}`)
-  const health = await fetch(`${url}/health`)
-  t.equal(health.status, 200, '/health is not counted')
+  for (const path of ['/health', '/health/live', '/health/ready', '/health/ready?x=1']) {
+    const health = await fetch(`${url}${path}`)
+    t.equal(health.status, 200, `${path} is not counted`)
+  }
+  t.equal((await fetch(`${url}/operations/Open?next=/health`)).status, 429, 'a route mentioning /health in its query is still counted')
 })
 
 t.test("key 'sub': each token subject has its own budget", async (t) => {
@@ -41,18 +46,13 @@ t.test("key 'sub': each token subject has its own budget", async (t) => {
 })
 
 t.test('Redis: two instances share the counters', async (t) => {
-  const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'
-  const probe = new Redis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 0, connectTimeout: 1000, retryStrategy: () => null })
-  probe.on('error', () => undefined)
-  try {
-    await probe.connect()
-    await probe.ping()
-  } catch (err) {
-    probe.disconnect()
-    t.comment(`skipped: Redis is not reachable at ${redisUrl}: ${(err as Error).message}`)
+  const reason = await redisReason()
+  if (reason) {
+    t.comment(`skipped: ${reason}`)
     return
   }
-  const keyPrefix = `tributary-test-${randomUUID()}:`
+  const keyPrefix = uniquePrefix()
+  const probe = new Redis(redisUrl, { maxRetriesPerRequest: 1 })
   t.teardown(async () => {
     const keys = await probe.keys(`${keyPrefix}*`)
     if (keys.length) await probe.del(...keys)
@@ -78,4 +78,10 @@ t.test('config validation', async (t) => {
   t.throws(() => resolveConfig({ datasources: ds, server: { rateLimit: { max: 0, timeWindowMs: 1000 } } }), /server\.rateLimit\.max/)
   t.throws(() => resolveConfig({ datasources: ds, server: { rateLimit: { max: 1 } as never } }), /timeWindowMs: is required/)
   t.throws(() => resolveConfig({ datasources: ds, server: { rateLimit: { max: 1, timeWindowMs: 1000, key: 'sub' } } }), /needs auth\.jwt/)
+
+  const store = (input: object, env: NodeJS.ProcessEnv) => resolveConfig({ datasources: ds, server: { rateLimit: { max: 1, timeWindowMs: 1000 } }, ...input }, env).server.rateLimit?.redisUrl
+  t.equal(store({}, { REDIS_URL: 'redis://127.0.0.1:6390' }), 'redis://127.0.0.1:6390', 'REDIS_URL is the default store')
+  t.equal(store({}, { REDIS_URL: 'redis://127.0.0.1:6390', TRIBUTARY_PUBSUB: 'memory' }), null, 'TRIBUTARY_PUBSUB=memory (the test runner) keeps the counters in memory')
+  t.equal(store({ pubsub: { redisUrl: 'redis://127.0.0.1:6391' } }, {}), 'redis://127.0.0.1:6391', 'pubsub.redisUrl is the default store')
+  t.equal(store({ server: { rateLimit: { max: 1, timeWindowMs: 1000, redisUrl: 'redis://127.0.0.1:6392' } } }, { TRIBUTARY_PUBSUB: 'memory' }), 'redis://127.0.0.1:6392', 'an explicit redisUrl wins')
 })

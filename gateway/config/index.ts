@@ -13,12 +13,15 @@ import type { DatabaseSourceOptions } from '../connectors/database/index.js'
 import type { RestSourceOptions } from '../connectors/rest/index.js'
 import type { GraphQLSourceOptions } from '../connectors/graphql/index.js'
 import type { SchemaSourceOptions } from '../connectors/schema/index.js'
+import type { FederationSourceOptions, SubgraphOptions } from '../connectors/federation/index.js'
+import type { MergedTypeOptions } from '../compose/merge.js'
 import type { RunMode } from '../connectors/types.js'
+import type { LinkDefinition, LinkBatch } from '../compose/links.js'
 import type { PermissionRule } from '../auth/permissions.js'
 import { validateConfig } from './validate.js'
 import { ConfigInvalidError } from '../errors.js'
 
-export type { RunMode, PermissionRule }
+export type { RunMode, LinkDefinition, LinkBatch, PermissionRule }
 
 /** What every data source declaration carries besides its connector's options. */
 export interface DataSourceBase {
@@ -39,9 +42,26 @@ export interface DatabaseDataSource extends DataSourceBase, DatabaseSourceOption
 export interface RestDataSource extends DataSourceBase, RestSourceOptions {
   kind: 'rest'
 }
+/**
+ * What a remote source (`graphql`, `federation`) may add: type merging with other remote sources
+ * (README "Merged types").
+ */
+export interface MergeableSource {
+  /**
+   * Types this source serves that are one entity with a same-named type of another remote source,
+   * by their name in this source (which becomes their public name: merged types are not
+   * namespaced). Each type must be listed by at least two sources. Default none.
+   */
+  merge?: Record<string, MergedTypeOptions>
+}
+
 /** A remote GraphQL API, introspected and called through undici. */
-export interface GraphQLDataSource extends DataSourceBase, GraphQLSourceOptions {
+export interface GraphQLDataSource extends DataSourceBase, GraphQLSourceOptions, MergeableSource {
   kind: 'graphql'
+}
+/** Apollo Federation subgraphs, composed into one source (README "Apollo Federation subgraphs"). */
+export interface FederationDataSource extends DataSourceBase, FederationSourceOptions, MergeableSource {
+  kind: 'federation'
 }
 /** A local schema: SDL and resolvers run in the gateway process. */
 export interface SchemaDataSource extends DataSourceBase, SchemaSourceOptions {
@@ -49,7 +69,7 @@ export interface SchemaDataSource extends DataSourceBase, SchemaSourceOptions {
 }
 
 /** One data source: a connector kind, its options and an optional namespace. */
-export type DataSourceDefinition = DatabaseDataSource | RestDataSource | GraphQLDataSource | SchemaDataSource
+export type DataSourceDefinition = DatabaseDataSource | RestDataSource | GraphQLDataSource | FederationDataSource | SchemaDataSource
 
 /** Declares a SQL database data source. See {@link DatabaseSourceOptions}. */
 export function database(options: DataSourceBase & DatabaseSourceOptions): DatabaseDataSource {
@@ -59,9 +79,16 @@ export function database(options: DataSourceBase & DatabaseSourceOptions): Datab
 export function rest(options: DataSourceBase & RestSourceOptions): RestDataSource {
   return { kind: 'rest', ...options }
 }
-/** Declares a remote GraphQL data source. See {@link GraphQLSourceOptions}. */
-export function graphql(options: DataSourceBase & GraphQLSourceOptions): GraphQLDataSource {
+/** Declares a remote GraphQL data source. See {@link GraphQLSourceOptions} and {@link MergeableSource}. */
+export function graphql(options: DataSourceBase & GraphQLSourceOptions & MergeableSource): GraphQLDataSource {
   return { kind: 'graphql', ...options }
+}
+/**
+ * Declares an Apollo Federation data source: subgraphs by URL, composed into one source.
+ * See {@link FederationSourceOptions} and {@link MergeableSource}.
+ */
+export function federation(options: DataSourceBase & FederationSourceOptions & MergeableSource): FederationDataSource {
+  return { kind: 'federation', ...options }
 }
 /** Declares a local schema data source (SDL + resolvers). See {@link SchemaSourceOptions}. */
 export function schema(options: DataSourceBase & SchemaSourceOptions): SchemaDataSource {
@@ -147,7 +174,7 @@ export interface AuthConfig {
 
 /**
  * `server.rateLimit`: at most `max` requests per client within `timeWindowMs` (`@fastify/rate-limit`),
- * then 429 `TRB_ERR_RATE_LIMITED` with `Retry-After` (seconds). `/health` is not counted.
+ * then 429 `TRB_ERR_RATE_LIMITED` with `Retry-After` (seconds). `/health`, `/health/live` and `/health/ready` are not counted.
  */
 export interface RateLimitConfig {
   /** Requests allowed per client and window. */
@@ -156,7 +183,7 @@ export interface RateLimitConfig {
   timeWindowMs: number
   /** Who a client is: `ip` (the socket address; behind a proxy see fastify `trustProxy`) or `sub` (the verified token's subject, the IP for anonymous callers; needs `auth.jwt`). Default `ip`. */
   key?: 'ip' | 'sub'
-  /** Redis URL of a counter store shared by every instance. Default `REDIS_URL`; without one, counters live in this process. */
+  /** Redis URL of a counter store shared by every instance. Default `pubsub.redisUrl` (`REDIS_URL` unless `TRIBUTARY_PUBSUB=memory`); without one, counters live in this process. */
   redisUrl?: string
   /** Prefix of the Redis keys. Default `tributary-rate-limit:`. */
   keyPrefix?: string
@@ -202,6 +229,31 @@ export interface TributaryConfigInput {
     allowedHosts?: string[]
     /** Rate limiting per client (README "Rate limiting"). Default: off. */
     rateLimit?: RateLimitConfig
+    /**
+     * On SIGTERM/SIGINT, how long `/health/ready` answers 503 before the server stops accepting
+     * connections and drains in-flight requests, in milliseconds: set it to at least your load
+     * balancer's health-check interval. Default 0.
+     */
+    shutdownDelayMs?: number
+    /** Time `/health/ready` waits for each source and for Redis before counting it down, in milliseconds. Default 80. */
+    healthTimeoutMs?: number
+  }
+  /**
+   * What several instances share (README "Running several instances"). With a Redis URL, pub/sub,
+   * the producer and live-query locks and the response cache of `# @cache` operations live in Redis;
+   * without one they live in the process.
+   */
+  pubsub?: {
+    /** `redis://host:port[/db]`. Default `REDIS_URL` (unless `TRIBUTARY_PUBSUB=memory`), else none (in memory). */
+    redisUrl?: string
+    /** Prefix of every Redis key and channel; instances of one deployment share it. Default `REDIS_KEY_PREFIX` or `tributary:`. */
+    keyPrefix?: string
+    /** Lifetime of a producer or poller lock, in milliseconds: a dead holder is replaced within about 1.25 times this. Default 2000. */
+    lockTtlMs?: number
+    /** Timeout of one Redis command, in milliseconds (a cache read that times out is a miss). Default 500. */
+    commandTimeoutMs?: number
+    /** Most cached responses kept in memory when there is no Redis (the oldest go first). Default 10000. */
+    maxCacheEntries?: number
   }
   graphql?: {
     /** Serve introspection. Default: true in development, false in production. */
@@ -231,6 +283,8 @@ export interface TributaryConfigInput {
     /** Live-query poll interval in milliseconds, unless an operation sets its own. Default 1000. */
     liveIntervalMs?: number
   }
+  /** Fields added to a source's type and resolved by another source's root field (README "Links"). Default none. */
+  links?: LinkDefinition[]
   /** Custom REST routes mapped to stored operations. Default none. */
   routes?: RouteDefinition[]
   /** Side processes to start before the data sources load. Default none. */
@@ -260,8 +314,13 @@ export interface TributaryConfig {
     /** Lower-cased host patterns; null when the `Host` header is not checked. */
     readonly allowedHosts: readonly string[] | null
   }
+  readonly pubsub: Readonly<Required<Omit<NonNullable<TributaryConfigInput['pubsub']>, 'redisUrl'>>> & {
+    /** null: in memory. */
+    readonly redisUrl: string | null
+  }
   readonly graphql: Readonly<Required<NonNullable<TributaryConfigInput['graphql']>>>
   readonly operations: Readonly<Required<NonNullable<TributaryConfigInput['operations']>>>
+  readonly links: readonly LinkDefinition[]
   readonly routes: readonly RouteDefinition[]
   readonly services: readonly ServiceDefinition[]
   readonly generatedDir: string
@@ -287,6 +346,8 @@ export function resolveConfig(input: unknown, env: NodeJS.ProcessEnv = process.e
   const c = input as TributaryConfigInput
   const mode: RunMode = c.mode ?? (env.NODE_ENV === 'production' ? 'production' : 'development')
   const dev = mode === 'development'
+  // TRIBUTARY_PUBSUB=memory ignores an exported REDIS_URL (the test runner sets it: test gateways stay private).
+  const sharedRedisUrl = c.pubsub?.redisUrl ?? (env.TRIBUTARY_PUBSUB === 'memory' ? null : env.REDIS_URL || null)
   const config: TributaryConfig = {
     datasources: c.datasources.map((d) => Object.freeze({ ...d })),
     mode,
@@ -305,10 +366,20 @@ export function resolveConfig(input: unknown, env: NodeJS.ProcessEnv = process.e
             max: c.server.rateLimit.max,
             timeWindowMs: c.server.rateLimit.timeWindowMs,
             key: c.server.rateLimit.key ?? 'ip',
-            redisUrl: c.server.rateLimit.redisUrl ?? (env.REDIS_URL || null),
+            // The Redis of pubsub by default (REDIS_URL unless TRIBUTARY_PUBSUB=memory): tests stay in memory.
+            redisUrl: c.server.rateLimit.redisUrl ?? sharedRedisUrl,
             keyPrefix: c.server.rateLimit.keyPrefix ?? 'tributary-rate-limit:',
           }
         : null,
+      shutdownDelayMs: c.server?.shutdownDelayMs ?? 0,
+      healthTimeoutMs: c.server?.healthTimeoutMs ?? 80,
+    },
+    pubsub: {
+      redisUrl: sharedRedisUrl,
+      keyPrefix: c.pubsub?.keyPrefix ?? (env.REDIS_KEY_PREFIX || 'tributary:'),
+      lockTtlMs: c.pubsub?.lockTtlMs ?? 2000,
+      commandTimeoutMs: c.pubsub?.commandTimeoutMs ?? 500,
+      maxCacheEntries: c.pubsub?.maxCacheEntries ?? 10_000,
     },
     graphql: {
       introspection: c.graphql?.introspection ?? dev,
@@ -326,6 +397,7 @@ export function resolveConfig(input: unknown, env: NodeJS.ProcessEnv = process.e
       dir: c.operations?.dir ?? 'operations',
       liveIntervalMs: c.operations?.liveIntervalMs ?? 1000,
     },
+    links: (c.links ?? []).map((l) => ({ ...l })),
     routes: (c.routes ?? []).map((r) => Object.freeze({ ...r })),
     services: (c.services ?? []).map((s) => Object.freeze({ ...s })),
     generatedDir: c.generatedDir ?? 'generated',
@@ -334,8 +406,15 @@ export function resolveConfig(input: unknown, env: NodeJS.ProcessEnv = process.e
   }
   if (config.server.rateLimit?.key === 'sub' && !config.auth.jwt) throw new ConfigInvalidError("server.rateLimit.key: 'sub' needs auth.jwt")
   if (Object.keys(config.permissions).length > 0 && !config.auth.jwt) throw new ConfigInvalidError('permissions: roles come from tokens; set auth.jwt')
+  c.datasources.forEach((d, i) => {
+    if (d.kind === 'federation') uniqueSubgraphs(d, i)
+  })
   if (!Number.isInteger(config.server.port) || config.server.port < 0 || config.server.port > 65535) {
     validateConfig({ ...c, server: { ...c.server, port: config.server.port } })
+  }
+  if (config.pubsub.redisUrl !== null && c.pubsub?.redisUrl === undefined) {
+    // REDIS_URL gets the same check as pubsub.redisUrl.
+    validateConfig({ ...c, pubsub: { ...c.pubsub, redisUrl: config.pubsub.redisUrl } })
   }
   return deepFreeze(config)
 }
@@ -356,6 +435,17 @@ function resolveAuth(input: AuthConfigInput | undefined, dev: boolean): AuthConf
     : null
   if (input?.graphql === 'authenticated' && !jwt) throw new ConfigInvalidError("auth.graphql: 'authenticated' needs auth.jwt")
   return { jwt, graphql: input?.graphql ?? (jwt && !dev ? 'authenticated' : 'public') }
+}
+
+/** A federation source's subgraphs have distinct names and URLs. */
+function uniqueSubgraphs(source: FederationDataSource, index: number): void {
+  for (const key of ['name', 'url'] as const) {
+    const seen = new Set<string>()
+    source.subgraphs.forEach((s, j) => {
+      if (seen.has(s[key])) throw new ConfigInvalidError(`datasources[${index}].subgraphs[${j}].${key}: another subgraph has the ${key} ${s[key]}`)
+      seen.add(s[key])
+    })
+  }
 }
 
 /** `new URL(origin).origin`: lower-cased scheme and host, the scheme's default port left out. */
@@ -380,4 +470,4 @@ function deepFreeze<T>(value: T): T {
   return value
 }
 
-export type { DatabaseSourceOptions, RestSourceOptions, GraphQLSourceOptions, SchemaSourceOptions, IExecutableSchemaDefinition }
+export type { DatabaseSourceOptions, RestSourceOptions, GraphQLSourceOptions, FederationSourceOptions, SubgraphOptions, MergedTypeOptions, SchemaSourceOptions, IExecutableSchemaDefinition }

@@ -22,6 +22,8 @@ import { PersistedOperations } from './persisted.js'
 import { registerOriginGuard, registerUpgradeGuard } from './origin.js'
 import { buildOpenApiDocument } from '../codegen/openapi.js'
 import { registerRateLimit } from './rate-limit.js'
+import { createCluster, type Cluster } from '../cluster/index.js'
+import { registerHealthRoutes } from './health.js'
 
 /**
  * The gateway currently served. Development mode swaps it when files change; every request reads
@@ -32,6 +34,8 @@ export interface GatewayHolder {
   /** Incremented on every swap; caches keyed on the schema compare it. */
   version: number
   logger: FastifyBaseLogger
+  /** What the instances of the deployment share (Redis or memory); handed to resolvers as `context.cluster`. */
+  cluster: Cluster
 }
 
 declare module 'fastify' {
@@ -49,6 +53,8 @@ declare module 'fastify' {
 export interface BuildAppOptions {
   /** A pino logger or fastify logger options; `false` for none. Default: level from the config. */
   logger?: boolean | FastifyBaseLogger | Record<string, unknown>
+  /** The cluster to use. Default: one created from `config.pubsub`, closed with the app. */
+  cluster?: Cluster
 }
 
 /**
@@ -89,7 +95,9 @@ export async function buildApp(gateway: Gateway, options: BuildAppOptions = {}):
       socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\nCache-Control: no-store\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`)
     },
   })
-  const holder: GatewayHolder = { current: gateway, version: 0, logger: app.log }
+  const cluster = options.cluster ?? createCluster({ ...config.pubsub, maxEntries: config.pubsub.maxCacheEntries, logger: app.log })
+  if (!options.cluster) app.addHook('onClose', () => cluster.close())
+  const holder: GatewayHolder = { current: gateway, version: 0, logger: app.log, cluster }
   app.decorate('tributary', {
     holder,
     swap(next: Gateway): Gateway {
@@ -137,7 +145,7 @@ export async function buildApp(gateway: Gateway, options: BuildAppOptions = {}):
   const socketIdentity = new WeakMap<FastifyRequest, AuthInfo | null>()
   const wsHandler = createSubscriptionHandler({
     getSchema: () => holder.current.schema,
-    context: (request) => ({ request, headers: request.headers, auth: socketIdentity.get(request) ?? null }),
+    context: (request) => ({ request, headers: request.headers, cluster, auth: socketIdentity.get(request) ?? null }),
     onConnect: async (request, params) => {
       const gateway = holder.current
       if (!gateway.jwt) return undefined
@@ -179,11 +187,7 @@ export async function buildApp(gateway: Gateway, options: BuildAppOptions = {}):
   if (!wsScope) throw new Error('the WebSocket scope was not registered')
   registerOperationRoutes(app, holder)
 
-  app.get('/health', async (_request, reply) => {
-    const sources = await holder.current.health()
-    const up = Object.values(sources).every((s) => s.status === 'up')
-    return reply.code(200).send({ status: up ? 'ok' : 'degraded', sources })
-  })
+  registerHealthRoutes(app, holder)
 
   let openapi: { version: number; body: string } | undefined
   app.get('/openapi.json', async (request, reply) => {

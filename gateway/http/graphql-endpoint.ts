@@ -36,9 +36,11 @@ import { AuthRequiredError, GraphQLMethodError, GraphQLRequestError, PersistedNo
 import { refuseNonJsonBody } from './json-body.js'
 import { PLAYGROUND_ASSETS_PREFIX, playgroundContentSecurityPolicy, renderPlaygroundHtml } from './playground.js'
 import type { GatewayHolder } from './app.js'
+import { invalidateTags, operationTags } from '../cluster/response-cache.js'
 import type { PersistedOperations } from './persisted.js'
 import { identityOf } from './auth.js'
 import { authorize, claimVariables, extractAuthDirectives, type OperationAuthRules } from '../auth/directives.js'
+import { resultBudget } from '../result-budget.js'
 
 const GRAPHQL_RESPONSE = 'application/graphql-response+json'
 const JSON_TYPE = 'application/json'
@@ -56,6 +58,8 @@ interface Prepared {
   direct?: Map<string, DirectOperation | null>
   /** Cost plans, by operation name (built on first use). */
   cost?: Map<string, CostPlan>
+  /** Cache tags a mutation touches, by operation name (gateway/cluster/response-cache.ts). */
+  tags?: Map<string, string[]>
 }
 
 /**
@@ -288,7 +292,7 @@ export function registerGraphQLEndpoint(
       let direct = prepared.direct.get(key)
       if (direct === undefined) prepared.direct.set(key, (direct = compileDirectOperation(gateway.schema, prepared.document!, operation)))
       if (direct) {
-        const data = await direct.run(variables as Record<string, unknown> | undefined, { reply, request, headers: request.headers, auth })
+        const data = await direct.run(variables as Record<string, unknown> | undefined, { reply, request, headers: request.headers, cluster: holder.cluster, resultBudget: resultBudget(gateway.config.server.maxResponseBytes), auth })
         if (typeof data === 'string') return reply.code(200).type(`${mediaType}; charset=utf-8`).send(limitResponse(reply, `{"data":${data}}`))
         // The statement failed once sent (a timeout, a cancellation...): reported, never run again.
         if (data !== null) return send(reply, 200, mediaType, { errors: formatGraphQLErrors(data.errors, { mode: gateway.config.mode, logger: request.log }).errors, data: null })
@@ -297,7 +301,7 @@ export function registerGraphQLEndpoint(
 
     let result: ExecutionResult
     try {
-      const context = { reply, request, headers: request.headers, auth }
+      const context = { reply, request, headers: request.headers, cluster: holder.cluster, resultBudget: resultBudget(gateway.config.server.maxResponseBytes), auth }
       const vars = (variables ?? undefined) as Record<string, unknown> | undefined
       const opName = (operationName ?? undefined) as string | undefined
       const jit = prepared.jitSafe ? compiledFor(prepared, gateway.schema, opName) : undefined
@@ -310,6 +314,14 @@ export function registerGraphQLEndpoint(
       throw err
     }
     if (!('data' in result)) return requestError(reply, mediaType, result.errors ?? [])
+    if (operation.operation === 'mutation' && result.data) {
+      // Cached `# @cache` queries that read what the mutation touched are invalidated before it answers.
+      prepared.tags ??= new Map()
+      const name = (operationName as string | null | undefined) ?? ''
+      let tags = prepared.tags.get(name)
+      if (!tags) prepared.tags.set(name, (tags = operationTags(gateway.schema, prepared.document!, operation, gateway.sources.map((s) => s.namespace))))
+      await invalidateTags(holder.cluster, tags).catch((err: unknown) => request.log.error({ err }, 'invalidating cached responses failed'))
+    }
     const body: { data?: unknown; errors?: GraphQLFormattedError[] } = {}
     if (result.errors?.length) body.errors = formatGraphQLErrors(result.errors, { mode: gateway.config.mode, logger: request.log }).errors
     body.data = result.data
