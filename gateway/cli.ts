@@ -24,11 +24,12 @@ import { namespaceFromUrl, scaffold } from './scaffold.js'
 import { createGateway, type Gateway } from './runtime.js'
 import { writeGenerated } from './codegen/index.js'
 import { buildApp } from './http/app.js'
+import { traceLogMixin } from './observability/tracing.js'
 import { startServices, type RunningService } from './services.js'
 
 function createLogger(level: string): Logger {
   const pretty = process.stdout.isTTY && process.env.NODE_ENV !== 'production'
-  return pino({ level, ...(pretty ? { transport: { target: 'pino-pretty', options: { ignore: 'pid,hostname', translateTime: 'HH:MM:ss' } } } : {}) })
+  return pino({ level, mixin: traceLogMixin, ...(pretty ? { transport: { target: 'pino-pretty', options: { ignore: 'pid,hostname', translateTime: 'HH:MM:ss' } } } : {}) })
 }
 
 function fail(err: unknown): never {

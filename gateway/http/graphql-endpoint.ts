@@ -25,6 +25,7 @@ import {
   type ExecutionResult,
   type GraphQLFormattedError,
   type GraphQLSchema,
+  type OperationDefinitionNode,
 } from 'graphql'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit'
@@ -37,6 +38,7 @@ import { refuseNonJsonBody } from './json-body.js'
 import { PLAYGROUND_ASSETS_PREFIX, playgroundContentSecurityPolicy, renderPlaygroundHtml } from './playground.js'
 import type { GatewayHolder } from './app.js'
 import type { PersistedOperations } from './persisted.js'
+import { observeOperation } from '../observability/probes.js'
 
 const GRAPHQL_RESPONSE = 'application/graphql-response+json'
 const JSON_TYPE = 'application/json'
@@ -52,6 +54,8 @@ interface Prepared {
   direct?: Map<string, DirectOperation | null>
   /** Cost plans, by operation name (built on first use). */
   cost?: Map<string, CostPlan>
+  /** The `operation` label of its metrics and spans (set on first use). */
+  label?: string
 }
 
 /**
@@ -258,6 +262,14 @@ export function registerGraphQLEndpoint(
     const tooCostly = checkCost(costPlan.cost(variables as Record<string, unknown> | undefined), limits.maxCost)
     if (tooCostly) return requestError(reply, mediaType, [tooCostly])
 
+    // Labelled by its stored operation's name when the text is one, else `(graphql)`: bounded.
+    prepared.label ??= operation.name && persisted.allowsText(query) ? operation.name.value : '(graphql)'
+    return observeOperation(prepared.label, () => run(request, reply, gateway, mediaType, prepared, operation, params))
+  }
+
+  /** Runs a prepared, checked operation and sends its result. */
+  async function run(request: FastifyRequest, reply: FastifyReply, gateway: GatewayHolder['current'], mediaType: string, prepared: Prepared, operation: OperationDefinitionNode, params: GraphQLParams) {
+    const { variables, operationName } = params
     if (operation.operation === 'query') {
       prepared.direct ??= new Map()
       const key = (operationName as string | null | undefined) ?? ''

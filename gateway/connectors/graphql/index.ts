@@ -12,6 +12,7 @@ import type { ConnectorContext, RemoteSubschema, SourceHealth } from '../types.j
 import { SourceLoadError, UpstreamError } from '../../errors.js'
 import { toWireValue } from '../../scalars.js'
 import { mapNetworkError } from '../rest/request.js'
+import { registerPool, startUpstream } from '../../observability/probes.js'
 import { bodyExcerpt, withUpstreamDetails, type UpstreamDetails } from '../upstream-details.js'
 
 /** Options of a remote GraphQL data source. */
@@ -39,6 +40,9 @@ interface ContextWithHeaders {
 export async function createGraphQLSource(options: GraphQLSourceOptions, context: ConnectorContext): Promise<RemoteSubschema> {
   const timeoutMs = options.timeoutMs ?? 5000
   const dispatcher = new Agent({ headersTimeout: timeoutMs, bodyTimeout: timeoutMs, connectTimeout: timeoutMs, keepAliveTimeout: 10_000 })
+  // The pool gauge (tributary_upstream_pool_connections): the agent's pool for the upstream's origin.
+  const origin = new URL(options.url).origin
+  const unregisterPool = registerPool({ kind: 'http', source: context.sourceName, stats: () => numericStats(dispatcher.stats[origin]) })
   const forward = (options.forwardHeaders ?? []).map((h) => h.toLowerCase())
 
   const upstreamPath = new URL(options.url).pathname
@@ -50,7 +54,7 @@ export async function createGraphQLSource(options: GraphQLSourceOptions, context
    * upstream's address; every error of the upstream's `errors` list gets `extensions.upstream`, so
    * that production mode masks its message (see `../upstream-details.ts`).
    */
-  async function send(body: unknown, extraHeaders: Record<string, string>): Promise<ExecutionResult> {
+  async function send(body: unknown, extraHeaders: Record<string, string>, seen?: { status: number }): Promise<ExecutionResult> {
     let res
     try {
       res = await request(options.url, {
@@ -62,6 +66,7 @@ export async function createGraphQLSource(options: GraphQLSourceOptions, context
     } catch (err) {
       throw mapNetworkError(err, context.sourceName, timeoutMs)
     }
+    if (seen) seen.status = res.statusCode
     let text: string
     try {
       text = await res.body.text()
@@ -92,7 +97,19 @@ export async function createGraphQLSource(options: GraphQLSourceOptions, context
       const v = incoming[h]
       if (typeof v === 'string') extra[h] = v
     }
-    return send({ query: print(req.document), variables: wireVariables(req), operationName: req.operationName }, extra)
+    const payload = { query: print(req.document), variables: wireVariables(req), operationName: req.operationName }
+    // Observed (observability/probes.ts): its duration by status, a client span whose traceparent goes upstream.
+    const end = startUpstream(context.sourceName, 'POST', options.url, extra)
+    if (!end) return send(payload, extra)
+    const seen = { status: 0 }
+    try {
+      const result = await send(payload, extra, seen)
+      end(seen.status)
+      return result
+    } catch (err) {
+      end(seen.status, err)
+      throw err
+    }
   }
 
   /**
@@ -144,6 +161,16 @@ export async function createGraphQLSource(options: GraphQLSourceOptions, context
         return { status: 'down', message: (err as Error).message }
       }
     },
-    close: () => dispatcher.close(),
+    close: () => {
+      unregisterPool()
+      return dispatcher.close()
+    },
   }
+}
+
+/** undici pool stats as numbers (a client's `connected` is a boolean: 1 or 0). */
+function numericStats(stats: object | undefined): Record<string, number> {
+  const out: Record<string, number> = {}
+  for (const [k, v] of Object.entries(stats ?? {})) if (typeof v === 'number' || typeof v === 'boolean') out[k] = Number(v)
+  return out
 }
