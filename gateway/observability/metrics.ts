@@ -10,7 +10,7 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
+import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client'
 import { MetricsDeniedError } from '../errors.js'
 import { sendError } from '../http/format-error.js'
 import { activity, livePollerCounts, observers, pools } from './probes.js'
@@ -20,7 +20,7 @@ interface Observer {
   observe(value: number): void
 }
 
-/** The metrics of the process, with cached label children (prom-client hashes labels on every `labels()` call). */
+/** The metrics of the process, with their label children cached: the probes never hash labels. */
 export interface MetricSet {
   /** The registry served at the metrics path. */
   registry: Registry
@@ -37,38 +37,100 @@ export interface MetricSet {
 /** Histogram buckets, in seconds: 1 ms to 10 s. */
 const BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
 
+/** One label set of a {@link LeanHistogram}: counts per bucket (not cumulative; the last is +Inf), sum and count. */
+class HistogramSeries implements Observer {
+  readonly counts: Float64Array
+  sum = 0
+  count = 0
+  constructor(readonly labels: Record<string, string>, private readonly buckets: readonly number[]) {
+    this.counts = new Float64Array(buckets.length + 1)
+  }
+  observe(value: number): void {
+    const b = this.buckets
+    let i = 0
+    while (i < b.length && value > b[i]!) i++
+    this.counts[i]!++
+    this.sum += value
+    this.count++
+  }
+}
+
+type Sample = { labels: Record<string, string | number>; value: number; metricName: string }
+
+/**
+ * A Prometheus histogram registered in a prom-client `Registry` as a custom metric (`name`, `help`,
+ * `type`, `get()`), which prom-client prints like its own histograms (`_bucket{le}`, `_sum`,
+ * `_count`). Unlike prom-client's `Histogram`, whose every `observe` hashes its labels into a string
+ * key, a series here is found once per label set and observed with a few additions: the probes run
+ * on every request (bench/README.md "Metrics on and off").
+ */
+class LeanHistogram {
+  readonly type = 'histogram'
+  readonly aggregator = 'sum'
+  private readonly series = new Map<string, HistogramSeries>()
+  constructor(readonly name: string, readonly help: string, private readonly buckets: readonly number[]) {}
+
+  /** The series of a label set, made on first use; `key` identifies it (its label values joined). */
+  child(key: string, labels: () => Record<string, string>): HistogramSeries {
+    let s = this.series.get(key)
+    if (!s) this.series.set(key, (s = new HistogramSeries(labels(), this.buckets)))
+    return s
+  }
+
+  /** prom-client's metric contract: the samples to print, buckets cumulative. */
+  get(): { name: string; help: string; type: 'histogram'; aggregator: 'sum'; values: Sample[] } {
+    const values: Sample[] = []
+    for (const s of this.series.values()) {
+      let cumulative = 0
+      for (let i = 0; i <= this.buckets.length; i++) {
+        cumulative += s.counts[i]!
+        values.push({ labels: { le: i < this.buckets.length ? this.buckets[i]! : '+Inf', ...s.labels }, value: cumulative, metricName: `${this.name}_bucket` })
+      }
+      values.push({ labels: s.labels, value: s.sum, metricName: `${this.name}_sum` })
+      values.push({ labels: s.labels, value: s.count, metricName: `${this.name}_count` })
+    }
+    return { name: this.name, help: this.help, type: this.type, aggregator: this.aggregator, values }
+  }
+
+  /** Drops every series (prom-client's `registry.resetMetrics()`). */
+  reset(): void {
+    this.series.clear()
+  }
+}
+
 /** Makes the process's metric set (once) and switches the probes on. */
 export function enableMetrics(): MetricSet {
   if (observers.metrics) return observers.metrics
   const registry = new Registry()
   collectDefaultMetrics({ register: registry })
-  const requests = new Counter({
+  // Responses are counted in plain cells (route → method → status), copied into the counter when scraped.
+  const requestCells = new Map<string, Map<string, Map<number, { n: number }>>>()
+  new Counter({
     name: 'tributary_http_requests_total',
     help: 'HTTP responses sent, by route pattern, method and status',
     labelNames: ['route', 'method', 'status'] as const,
     registers: [registry],
+    collect() {
+      this.reset()
+      for (const [route, byMethod] of requestCells) {
+        for (const [method, byStatus] of byMethod) for (const [status, cell] of byStatus) this.inc({ route, method, status: String(status) }, cell.n)
+      }
+    },
   })
-  const operation = new Histogram({
-    name: 'tributary_operation_duration_seconds',
-    help: 'Time to run one operation (a stored operation by name; documents on /graphql as "(graphql)"), in seconds',
-    labelNames: ['operation'] as const,
-    buckets: BUCKETS,
-    registers: [registry],
-  })
-  const upstream = new Histogram({
-    name: 'tributary_upstream_duration_seconds',
-    help: 'Time of one upstream HTTP call (REST or GraphQL source), body included, by source and status ("error": no answer), in seconds',
-    labelNames: ['source', 'status'] as const,
-    buckets: BUCKETS,
-    registers: [registry],
-  })
-  const sql = new Histogram({
-    name: 'tributary_sql_duration_seconds',
-    help: 'Time of one SQL statement, by database source, in seconds',
-    labelNames: ['source'] as const,
-    buckets: BUCKETS,
-    registers: [registry],
-  })
+  const histogram = (name: string, help: string) => {
+    const h = new LeanHistogram(name, help, BUCKETS)
+    registry.registerMetric(h as unknown as Parameters<Registry['registerMetric']>[0])
+    return h
+  }
+  const operation = histogram(
+    'tributary_operation_duration_seconds',
+    'Time to run one operation (a stored operation by name; other documents on /graphql as "(graphql)"), in seconds',
+  )
+  const upstream = histogram(
+    'tributary_upstream_duration_seconds',
+    'Time of one upstream HTTP call (REST or GraphQL source), body included, by source and status ("error": no answer), in seconds',
+  )
+  const sql = histogram('tributary_sql_duration_seconds', 'Time of one SQL statement, by database source, in seconds')
   new Gauge({
     name: 'tributary_subscriptions_active',
     help: 'Subscriptions running (WebSocket operations and Server-Sent Events streams)',
@@ -104,37 +166,20 @@ export function enableMetrics(): MetricSet {
   poolGauge('db', 'tributary_db_pool_connections', 'Database pool connections by source and state (used, free, pending: acquires waiting)')
   poolGauge('http', 'tributary_upstream_pool_connections', 'Upstream (undici) sockets and requests by source and state (connected, free, pending, queued, running)')
 
-  const requestChildren = new Map<string, Map<string, Map<number, { inc(): void }>>>()
-  const operationChildren = new Map<string, Observer>()
-  const sqlChildren = new Map<string, Observer>()
-  const upstreamChildren = new Map<string, Observer>()
   const set: MetricSet = {
     registry,
     countRequest(route, method, status) {
-      let byMethod = requestChildren.get(route)
-      if (!byMethod) requestChildren.set(route, (byMethod = new Map()))
+      let byMethod = requestCells.get(route)
+      if (!byMethod) requestCells.set(route, (byMethod = new Map()))
       let byStatus = byMethod.get(method)
       if (!byStatus) byMethod.set(method, (byStatus = new Map()))
-      let child = byStatus.get(status)
-      if (!child) byStatus.set(status, (child = requests.labels(route, method, String(status))))
-      child.inc()
+      const cell = byStatus.get(status)
+      if (cell) cell.n++
+      else byStatus.set(status, { n: 1 })
     },
-    operationSeconds(name) {
-      let child = operationChildren.get(name)
-      if (!child) operationChildren.set(name, (child = operation.labels(name)))
-      return child
-    },
-    upstreamSeconds(source, status) {
-      const key = `${source}\u0000${status}`
-      let child = upstreamChildren.get(key)
-      if (!child) upstreamChildren.set(key, (child = upstream.labels(source, status)))
-      return child
-    },
-    sqlSeconds(source) {
-      let child = sqlChildren.get(source)
-      if (!child) sqlChildren.set(source, (child = sql.labels(source)))
-      return child
-    },
+    operationSeconds: (name) => operation.child(name, () => ({ operation: name })),
+    upstreamSeconds: (source, status) => upstream.child(`${source}\u0000${status}`, () => ({ source, status })),
+    sqlSeconds: (source) => sql.child(source, () => ({ source })),
   }
   observers.metrics = set
   return set
