@@ -6,6 +6,7 @@
  * sources: a SQLite file, a REST and a GraphQL upstream on 127.0.0.1.
  */
 import t from 'tap'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { startObservedGateway } from './helpers/observed-gateway.js'
 import { resolveConfig } from '../gateway/config/index.js'
 
@@ -63,6 +64,55 @@ t.test('GET /metrics reports requests, operations, upstream calls, SQL, gauges a
   t.ok(value(text, 'tributary_upstream_pool_connections', 'source="gql",state="running"') !== undefined)
   t.ok(samples(text, 'process_cpu_seconds_total').length === 1, 'default process metrics')
   t.ok(samples(text, 'nodejs_eventloop_lag_seconds').length === 1, 'default Node.js metrics')
+})
+
+t.test('gauges: subscriptions over SSE and WebSocket, live pollers', async (t) => {
+  const { app } = await startObservedGateway(t)
+  await app.listen({ host: '127.0.0.1', port: 0 })
+  const base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`
+  const gauge = async (name: string) => value((await app.inject({ url: '/metrics' })).body, name, '')
+  const start = await gauge('tributary_subscriptions_active')
+
+  /** Opens an event stream and resolves once its first `data:` event arrived. */
+  const openStream = async (path: string) => {
+    const controller = new AbortController()
+    const res = await fetch(`${base}${path}`, { headers: { accept: 'text/event-stream' }, signal: controller.signal })
+    const reader = res.body!.getReader()
+    let text = ''
+    while (!text.includes('data:')) text += new TextDecoder().decode((await reader.read()).value)
+    return () => controller.abort()
+  }
+  const closeSse = await openStream('/operations/Ticks')
+  t.equal(await gauge('tributary_subscriptions_active'), start! + 1, 'an SSE subscription is counted')
+
+  const { WebSocket } = await import('ws')
+  const ws = new WebSocket(`${base.replace('http', 'ws')}/graphql`, 'graphql-transport-ws')
+  await new Promise((resolve) => ws.once('open', resolve))
+  const messages: string[] = []
+  const waitFor = async (type: string) => {
+    for (let i = 0; i < 100 && !messages.includes(type); i++) await sleep(50)
+  }
+  ws.on('message', (m) => messages.push(String(JSON.parse(String(m)).type)))
+  ws.send(JSON.stringify({ type: 'connection_init' }))
+  await waitFor('connection_ack')
+  ws.send(JSON.stringify({ id: '1', type: 'subscribe', payload: { query: 'subscription { local_tick }' } }))
+  await waitFor('next')
+  t.ok(messages.includes('next'), 'the subscription runs')
+  t.equal(await gauge('tributary_subscriptions_active'), start! + 2, 'a WebSocket subscription is counted')
+  ws.send(JSON.stringify({ id: '1', type: 'complete' }))
+  for (let i = 0; i < 50 && (await gauge('tributary_subscriptions_active')) !== start! + 1; i++) await sleep(50)
+  t.equal(await gauge('tributary_subscriptions_active'), start! + 1, 'complete ends it')
+  ws.close()
+  closeSse()
+  for (let i = 0; i < 50 && (await gauge('tributary_subscriptions_active')) !== start; i++) await sleep(50)
+  t.equal(await gauge('tributary_subscriptions_active'), start, 'a client leaving ends it')
+
+  t.equal(await gauge('tributary_live_pollers'), 0)
+  const closeLive = await openStream('/operations/Now?live=true')
+  t.equal(await gauge('tributary_live_pollers'), 1, 'a live query runs one poller')
+  closeLive()
+  for (let i = 0; i < 50 && (await gauge('tributary_live_pollers')) !== 0; i++) await sleep(50)
+  t.equal(await gauge('tributary_live_pollers'), 0, 'and stops it when its last client leaves')
 })
 
 t.test('attack: thousands of distinct URLs and documents add no series', async (t) => {

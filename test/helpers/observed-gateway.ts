@@ -1,7 +1,8 @@
 /**
  * Test helper for observability (README "Observability"): a gateway over three real sources — a
  * SQLite file (`db`), a REST upstream (`up`) and a remote GraphQL API (`gql`), both node:http servers
- * on 127.0.0.1 that record the `traceparent` they receive — with stored operations that touch each.
+ * on 127.0.0.1 that record the `traceparent` they receive — and a local schema (`local`: `now`, and a
+ * `tick` subscription every 50 ms), with stored operations that touch each.
  */
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs'
 import { createServer, type IncomingMessage, type Server } from 'node:http'
@@ -9,6 +10,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import Database from 'better-sqlite3'
 import { buildSchema, graphql } from 'graphql'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { pino } from 'pino'
 import type { FastifyInstance } from 'fastify'
 import { resolveConfig, type TributaryConfigInput } from '../../gateway/config/index.js'
@@ -49,7 +51,7 @@ function readBody(req: IncomingMessage): Promise<string> {
 /**
  * Starts the upstreams and a gateway (`buildApp`, not listening) with `overrides` merged into its
  * config. Stored operations: `Items` (db only), `Mixed` (db, REST and GraphQL), `Broken` (a REST
- * call answered 503), `Hello` (GraphQL only).
+ * call answered 503), `Hello` (GraphQL only), `Ticks` (subscription), `Now` (local query).
  */
 export async function startObservedGateway(t: Teardown, overrides: Partial<TributaryConfigInput> = {}, appOptions: BuildAppOptions = { logger: false }): Promise<ObservedGateway> {
   const restTraceparents: (string | undefined)[] = []
@@ -90,12 +92,32 @@ export async function startObservedGateway(t: Teardown, overrides: Partial<Tribu
   writeFileSync(join(dir, 'ops/Mixed.graphql'), 'query Mixed { db_findManyItem(orderBy: { id: asc }) { id name } up_getOk { value } gql_hello }\n')
   writeFileSync(join(dir, 'ops/Broken.graphql'), 'query Broken { up_getBroken { value } }\n')
   writeFileSync(join(dir, 'ops/Hello.graphql'), 'query Hello { gql_hello }\n')
+  writeFileSync(join(dir, 'ops/Ticks.graphql'), 'subscription Ticks { local_tick }\n')
+  writeFileSync(join(dir, 'ops/Now.graphql'), 'query Now { local_now }\n')
 
   const config = resolveConfig({
     datasources: [
       { kind: 'database', namespace: 'db', url: `sqlite:${file}` },
       { kind: 'rest', namespace: 'up', openapi: join(dir, 'openapi.json'), timeoutMs: 2000, retry: { retries: 0 }, circuitBreaker: false },
       { kind: 'graphql', namespace: 'gql', url: `${gqlUrl}/graphql`, timeoutMs: 2000 },
+      {
+        kind: 'schema',
+        namespace: 'local',
+        typeDefs: 'type Query { now: String } type Subscription { tick: Int }',
+        resolvers: {
+          Query: { now: () => 'now' },
+          Subscription: {
+            tick: {
+              subscribe: async function* ticks() {
+                for (let i = 0; ; i++) {
+                  yield { tick: i }
+                  await sleep(50)
+                }
+              },
+            },
+          },
+        },
+      },
     ],
     operations: { dir: join(dir, 'ops') },
     generatedDir: join(dir, 'generated'),
