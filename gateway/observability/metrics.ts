@@ -62,7 +62,7 @@ type Sample = { labels: Record<string, string | number>; value: number; metricNa
  * `type`, `get()`), which prom-client prints like its own histograms (`_bucket{le}`, `_sum`,
  * `_count`). Unlike prom-client's `Histogram`, whose every `observe` hashes its labels into a string
  * key, a series here is found once per label set and observed with a few additions: the probes run
- * on every request (bench/README.md "Metrics on and off").
+ * on every request (bench/README.md "Issue 13: metrics on and off").
  */
 class LeanHistogram {
   readonly type = 'histogram'
