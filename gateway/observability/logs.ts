@@ -5,27 +5,66 @@
 import type { FastifyBaseLogger } from 'fastify'
 import type { ChildLoggerOptions } from 'pino'
 
+type LogFn = (...args: unknown[]) => void
+
 /**
- * A request's logger: `parent.child(bindings)` (bindings `{ reqId }`), made on its first use. Most
- * requests log nothing, and a pino child costs about 1 µs to make, so the child is made only when
- * something is logged.
+ * A request's logger that makes `parent.child(bindings)` (bindings `{ reqId }`) on its first log
+ * call. Most requests log nothing, and a pino child costs about 1 µs to make; this object costs one
+ * allocation, its methods being shared on the prototype (fastify checks that they exist on every
+ * request, so they must not make the child).
+ */
+class LazyChildLogger {
+  private real: FastifyBaseLogger | undefined
+  constructor(
+    private readonly parent: FastifyBaseLogger,
+    private readonly bindingsOf: Record<string, unknown>,
+    private readonly options: ChildLoggerOptions,
+  ) {}
+
+  private get logger(): FastifyBaseLogger {
+    return (this.real ??= this.parent.child(this.bindingsOf, this.options))
+  }
+
+  get level(): string {
+    return this.real ? this.real.level : this.parent.level
+  }
+  set level(level: string) {
+    this.logger.level = level
+  }
+  fatal(...args: unknown[]): void {
+    ;(this.logger.fatal as LogFn)(...args)
+  }
+  error(...args: unknown[]): void {
+    ;(this.logger.error as LogFn)(...args)
+  }
+  warn(...args: unknown[]): void {
+    ;(this.logger.warn as LogFn)(...args)
+  }
+  info(...args: unknown[]): void {
+    ;(this.logger.info as LogFn)(...args)
+  }
+  debug(...args: unknown[]): void {
+    ;(this.logger.debug as LogFn)(...args)
+  }
+  trace(...args: unknown[]): void {
+    ;(this.logger.trace as LogFn)(...args)
+  }
+  silent(): void {}
+  child(bindings: Record<string, unknown>, options?: ChildLoggerOptions): FastifyBaseLogger {
+    return this.logger.child(bindings, options)
+  }
+  isLevelEnabled(level: string): boolean {
+    return ((this.real ?? this.parent) as unknown as { isLevelEnabled(level: string): boolean }).isLevelEnabled(level)
+  }
+  bindings(): Record<string, unknown> {
+    return (this.logger as unknown as { bindings(): Record<string, unknown> }).bindings()
+  }
+}
+
+/**
+ * The `childLoggerFactory` of the app below debug level: a request logger whose lines carry
+ * `reqId`, made only when the request logs something.
  */
 export function lazyChildLogger(parent: FastifyBaseLogger, bindings: Record<string, unknown>, options: ChildLoggerOptions): FastifyBaseLogger {
-  let real: FastifyBaseLogger | undefined
-  const get = (): FastifyBaseLogger => (real ??= parent.child(bindings, options))
-  return new Proxy({} as FastifyBaseLogger, {
-    get(_target, prop) {
-      // Reading the level needs no child: it is the parent's until someone sets it.
-      if (prop === 'level' && real === undefined) return parent.level
-      const r = get()
-      const value = Reflect.get(r, prop, r) as unknown
-      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(r) : value
-    },
-    set(_target, prop, value) {
-      return Reflect.set(get(), prop, value)
-    },
-    has(_target, prop) {
-      return Reflect.has(get(), prop)
-    },
-  })
+  return new LazyChildLogger(parent, bindings, options) as unknown as FastifyBaseLogger
 }
