@@ -20,6 +20,7 @@
  *            and PostgreSQL (the tests' `chinook` schema; BENCH_PG_CHINOOK_URL)          target < 100 ms
  *   metrics  GET /operations/TodoById?id=1 on the demo with metrics on (the default) vs the same
  *            gateway with `metrics: { enabled: false }`: the cost of the metrics        target ≥ 0.95
+ *            (BENCH_METRICS_CONTROL=1: both without metrics, an A/A control of the pair)
  *
  * Options (flag, or environment variable):
  *   --duration <s>          BENCH_DURATION          seconds per measured run (10)
@@ -493,7 +494,11 @@ async function metricsScenario() {
   const offConfig = join(work, 'metrics-off.config.mjs')
   writeFileSync(offConfig, `import demo from ${JSON.stringify(join(root, 'dist/config.js'))}\nexport default { ...demo, metrics: { enabled: false } }\n`)
   const onDb = await prepareTodoDb()
-  const on = await startDemoGateway(onDb, 'metrics-on')
+  // BENCH_METRICS_CONTROL=1: an A/A control, both gateways without metrics (shows the noise of the pair).
+  const control = process.env.BENCH_METRICS_CONTROL === '1'
+  const on = control
+    ? await startGateway({ config: offConfig, env: { TODO_DATABASE_URL: `sqlite:${onDb}`, ROLE_SERVICE_PORT: String(await freePort()) }, nodeArgs: gatewayNodeArgs('metrics-control') })
+    : await startDemoGateway(onDb, 'metrics-on')
   let off
   try {
     const offDb = join(work, 'todo-metrics-off.sqlite')
@@ -506,9 +511,9 @@ async function metricsScenario() {
     assertSame('metrics', await fetchJson(gateway.url), await fetchJson(baseline.url))
     if ((await fetch(`${off.url}/metrics`)).status !== 404) throw new Error('metrics: the gateway configured without metrics serves /metrics')
     const scrape = await fetch(`${on.url}/metrics`)
-    if (scrape.status !== 200) throw new Error(`metrics: GET /metrics answered ${scrape.status}`)
+    if (scrape.status !== (control ? 404 : 200)) throw new Error(`metrics: GET /metrics answered ${scrape.status}`)
     say(`[metrics] GET /operations/TodoById?id=1, metrics on (gateway) vs off ("baseline")`)
-    results.scenarios.metrics = { gatewayUrl: '/operations/TodoById?id=1', ...(await ab('metrics', { baseline, gateway, target: TARGETS.metrics, gw: on })) }
+    results.scenarios.metrics = { control, gatewayUrl: '/operations/TodoById?id=1', ...(await ab('metrics', { baseline, gateway, target: TARGETS.metrics, gw: on })) }
     // CPU time per request is steadier than req/s when other processes take the cores: report it too.
     const m = results.scenarios.metrics
     const cpuPerRequest = (which, round) => {
