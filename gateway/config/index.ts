@@ -17,6 +17,8 @@ import type { FederationSourceOptions, SubgraphOptions } from '../connectors/fed
 import type { MergedTypeOptions } from '../compose/merge.js'
 import type { RunMode } from '../connectors/types.js'
 import type { LinkDefinition, LinkBatch } from '../compose/links.js'
+import type { MetricsConfig } from '../observability/metrics.js'
+import type { TelemetryConfig } from '../observability/tracing.js'
 import { validateConfig } from './validate.js'
 import { ConfigInvalidError } from '../errors.js'
 
@@ -220,6 +222,32 @@ export interface TributaryConfigInput {
   services?: ServiceDefinition[]
   /** Folder for generated files (`schema.graphql`, `introspection.json`, ...), relative to the working directory. Default `generated`. */
   generatedDir?: string
+  /** Prometheus metrics (README "Observability"). Default: on, at `/metrics`, readable from the loopback address only. */
+  metrics?: {
+    /** Collect and serve the metrics. Default true. */
+    enabled?: boolean
+    /** The route that serves them (Prometheus text format). Default `/metrics`. */
+    path?: string
+    /** When set, a scrape must send `Authorization: Bearer <token>` (else 401 `TRB_ERR_METRICS_DENIED`). Default none. */
+    bearerToken?: string
+    /**
+     * Client addresses that may scrape (exact IPv4/IPv6 addresses as the socket reports them); any
+     * other gets 403 `TRB_ERR_METRICS_DENIED`. Default: `127.0.0.1` and `::1` without a
+     * `bearerToken`, any address with one.
+     */
+    allowedIps?: string[]
+  }
+  /** OpenTelemetry traces (README "Observability"). Default: off. */
+  telemetry?: {
+    /**
+     * OTLP/HTTP base URL of a collector (`http://127.0.0.1:4318`): spans are posted as OTLP JSON to
+     * `<otlpEndpoint>/v1/traces` (or to `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`). Default
+     * `OTEL_EXPORTER_OTLP_ENDPOINT`, else none: no SDK is started.
+     */
+    otlpEndpoint?: string
+    /** The `service.name` of the spans. Default `OTEL_SERVICE_NAME` or `tributary`. */
+    serviceName?: string
+  }
 }
 
 /** The validated, defaulted and frozen configuration. */
@@ -242,6 +270,8 @@ export interface TributaryConfig {
   readonly routes: readonly RouteDefinition[]
   readonly services: readonly ServiceDefinition[]
   readonly generatedDir: string
+  readonly metrics: MetricsConfig
+  readonly telemetry: TelemetryConfig
 }
 
 /**
@@ -306,6 +336,16 @@ export function resolveConfig(input: unknown, env: NodeJS.ProcessEnv = process.e
     routes: (c.routes ?? []).map((r) => Object.freeze({ ...r })),
     services: (c.services ?? []).map((s) => Object.freeze({ ...s })),
     generatedDir: c.generatedDir ?? 'generated',
+    metrics: {
+      enabled: c.metrics?.enabled ?? true,
+      path: c.metrics?.path ?? '/metrics',
+      bearerToken: c.metrics?.bearerToken ?? null,
+      allowedIps: c.metrics?.allowedIps ?? (c.metrics?.bearerToken ? null : ['127.0.0.1', '::1']),
+    },
+    telemetry: {
+      otlpEndpoint: c.telemetry?.otlpEndpoint ?? (env.OTEL_EXPORTER_OTLP_ENDPOINT || null),
+      serviceName: c.telemetry?.serviceName ?? (env.OTEL_SERVICE_NAME || 'tributary'),
+    },
   }
   c.datasources.forEach((d, i) => {
     if (d.kind === 'federation') uniqueSubgraphs(d, i)
