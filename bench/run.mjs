@@ -32,6 +32,9 @@
  *            (examples/cluster/config.ts) sharing Redis (REDIS_URL, default redis://127.0.0.1:6379,
  *            a key prefix of its own): p99 of (receipt − production time) over --messages (10)
  *            messages, every subscriber receiving every message, and RSS per 1,000 subscribers  target p99 < 200 ms
+ *   metrics  GET /operations/TodoById?id=1 on the demo with metrics on (the default) vs the same
+ *            gateway with `metrics: { enabled: false }`: the cost of the metrics        target ≥ 0.95
+ *            (BENCH_METRICS_CONTROL=1: both without metrics, an A/A control of the pair)
  *
  * Options (flag, or environment variable):
  *   --duration <s>          BENCH_DURATION          seconds per measured run (10)
@@ -41,7 +44,7 @@
  *   --memory-runs <n>       BENCH_MEMORY_RUNS       runs of the memory scenario (5)
  *   --memory-duration <s>   BENCH_MEMORY_DURATION   seconds per memory run (20)
  *   --pipelining <n>        BENCH_PIPELINING        autocannon pipelining (1)
- *   --scenarios <list>      BENCH_SCENARIOS         comma-separated subset of rest,graphql,memory,chinook,health,roles,linked,workers,subscribers,auth
+ *   --scenarios <list>      BENCH_SCENARIOS         comma-separated subset of rest,graphql,memory,chinook,health,roles,linked,workers,subscribers,metrics,auth
  *   --subscribers <n>       BENCH_SUBSCRIBERS       WebSocket subscribers of the subscribers scenario (5000, at most 20000)
  *   --messages <n>          BENCH_MESSAGES          messages measured in the subscribers scenario (10)
  *   --perf                                          profile the gateway with Linux perf during the first
@@ -89,16 +92,16 @@ const options = {
   pipelining: num('pipelining', 'BENCH_PIPELINING', 1, 1),
   subscribers: num('subscribers', 'BENCH_SUBSCRIBERS', 5000, 5000),
   messages: num('messages', 'BENCH_MESSAGES', 10, 5),
-  scenarios: String(opt('scenarios', 'BENCH_SCENARIOS', 'rest,graphql,memory,chinook,health,roles,linked,workers,subscribers,auth')).split(',').map((s) => s.trim()).filter(Boolean),
+  scenarios: String(opt('scenarios', 'BENCH_SCENARIOS', 'rest,graphql,memory,chinook,health,roles,linked,workers,subscribers,metrics,auth')).split(',').map((s) => s.trim()).filter(Boolean),
   cpuProf: argv.includes('--cpu-prof'),
   perf: argv.includes('--perf'),
 }
-const known = ['rest', 'graphql', 'memory', 'chinook', 'health', 'roles', 'linked', 'workers', 'subscribers', 'auth']
+const known = ['rest', 'graphql', 'memory', 'chinook', 'health', 'roles', 'linked', 'workers', 'subscribers', 'metrics', 'auth']
 for (const s of options.scenarios) if (!known.includes(s)) throw new Error(`unknown scenario "${s}"; use ${known.join(', ')}`)
 if (options.subscribers > 20000 || options.messages > 1000) throw new Error('at most 20000 subscribers and 1000 messages')
 if (options.connections > 1000 || options.duration > 600 || options.memoryDuration > 600) throw new Error('at most 1000 connections and 600 s per run')
 
-const TARGETS = { rest: 0.7, graphql: 0.35, memoryGrowth: 0.1, chinook: 0.5, healthP99Ms: 100, roles: 0.6, linked: 0.5, subscribersP99Ms: 200, auth: 0.85 }
+const TARGETS = { rest: 0.7, graphql: 0.35, memoryGrowth: 0.1, chinook: 0.5, healthP99Ms: 100, roles: 0.6, linked: 0.5, subscribersP99Ms: 200, metrics: 0.95, auth: 0.85 }
 
 // ---------------------------------------------------------------- output
 const tty = process.stdout.isTTY
@@ -213,6 +216,7 @@ function summariseRun(r) {
   return {
     reqPerSec: Math.round(r.reqPerSec),
     serverCpuPct: r.serverCpuPct,
+    serverCpuMs: r.serverCpuMs,
     clientCpuPct: r.clientCpuPct,
     total: r.requests.total,
     durationS: r.duration,
@@ -240,7 +244,10 @@ async function load(label, target, duration) {
   const cpuOf = (p) => cpuTimeOf(p) + (target.withChildren ? childPids(p).reduce((sum, c) => sum + cpuTimeOf(c), 0) : 0)
   const cpu0 = pid ? cpuOf(pid) : 0
   const r = await runLoad({ label, ...request, duration, connections: options.connections, pipelining: options.pipelining, progress })
-  if (pid) r.serverCpuPct = Math.round((100 * (cpuOf(pid) - cpu0)) / (r.duration * 1000))
+  if (pid) {
+    r.serverCpuMs = cpuOf(pid) - cpu0
+    r.serverCpuPct = Math.round((100 * r.serverCpuMs) / (r.duration * 1000))
+  }
   if (r.non2xx || r.errors || r.timeouts) throw new Error(`${label}: ${r.non2xx} non-2xx, ${r.errors} errors, ${r.timeouts} timeouts: the run is invalid`)
   return r
 }
@@ -760,6 +767,56 @@ async function linkedScenario() {
   }
 }
 
+// ---------------------------------------------------------------- metrics (issue 13)
+/**
+ * The cost of the Prometheus metrics (README "Observability"): the demo gateway as `npm start` runs
+ * it (metrics on) against the same deployment with `metrics: { enabled: false }` (a config module in
+ * the work directory that re-exports dist/config.js), each on its own copy of the todo database; the
+ * "baseline" of the A/B is the gateway without metrics.
+ */
+async function metricsScenario() {
+  const offConfig = join(work, 'metrics-off.config.mjs')
+  writeFileSync(offConfig, `import demo from ${JSON.stringify(join(root, 'dist/config.js'))}\nexport default { ...demo, metrics: { enabled: false } }\n`)
+  const onDb = await prepareTodoDb()
+  // BENCH_METRICS_CONTROL=1: an A/A control, both gateways without metrics (shows the noise of the pair).
+  const control = process.env.BENCH_METRICS_CONTROL === '1'
+  const on = control
+    ? await startGateway({ config: offConfig, env: { TODO_DATABASE_URL: `sqlite:${onDb}`, ROLE_SERVICE_PORT: String(await freePort()) }, nodeArgs: gatewayNodeArgs('metrics-control') })
+    : await startDemoGateway(onDb, 'metrics-on')
+  let off
+  try {
+    const offDb = join(work, 'todo-metrics-off.sqlite')
+    await copySqlite(onDb, offDb)
+    const rolePort = await freePort()
+    off = await startGateway({ config: offConfig, env: { TODO_DATABASE_URL: `sqlite:${offDb}`, ROLE_SERVICE_PORT: String(rolePort) }, nodeArgs: gatewayNodeArgs('metrics-off') })
+    say(`[setup] gateway without metrics ${off.url} (pid ${off.pid})`)
+    const gateway = { url: `${on.url}/operations/TodoById?id=1`, pid: on.pid }
+    const baseline = { url: `${off.url}/operations/TodoById?id=1`, pid: off.pid }
+    assertSame('metrics', await fetchJson(gateway.url), await fetchJson(baseline.url))
+    if ((await fetch(`${off.url}/metrics`)).status !== 404) throw new Error('metrics: the gateway configured without metrics serves /metrics')
+    const scrape = await fetch(`${on.url}/metrics`)
+    if (scrape.status !== (control ? 404 : 200)) throw new Error(`metrics: GET /metrics answered ${scrape.status}`)
+    say(`[metrics] GET /operations/TodoById?id=1, metrics on (gateway) vs off ("baseline")`)
+    results.scenarios.metrics = { control, gatewayUrl: '/operations/TodoById?id=1', ...(await ab('metrics', { baseline, gateway, target: TARGETS.metrics, gw: on })) }
+    // CPU time per request is steadier than req/s when other processes take the cores: report it too.
+    const m = results.scenarios.metrics
+    const cpuPerRequest = (which, round) => {
+      const r = m.runs.find((x) => x.which === which && x.round === round)
+      return (r.serverCpuMs * 1000) / r.total
+    }
+    m.cpuUsPerRequest = m.runs.map((r) => ({ round: r.round, which: r.which, us: +((r.serverCpuMs * 1000) / r.total).toFixed(1) }))
+    m.cpuRatios = m.ratios.map((_, i) => +(cpuPerRequest('baseline', i + 1) / cpuPerRequest('gateway', i + 1)).toFixed(3))
+    m.medianCpuRatio = +median(m.cpuRatios).toFixed(3)
+    say(`[metrics] server CPU per request, off ÷ on, per round: ${m.cpuRatios.join(', ')}; median ${m.medianCpuRatio} (1 = no cost)`)
+    const text = await (await fetch(`${on.url}/metrics`)).text()
+    results.scenarios.metrics.requestsCounted = Number(/^tributary_http_requests_total\{route="\/operations\/\*",method="GET",status="200"\} (\d+)/m.exec(text)?.[1] ?? NaN)
+    say(`[metrics] the gateway counted ${fmt(results.scenarios.metrics.requestsCounted)} GET /operations/* 200 responses`)
+  } finally {
+    await off?.stop()
+    await stopGateway(on, 'metrics-on')
+  }
+}
+
 // ---------------------------------------------------------------- main
 say(`Tributary load benchmarks: ${options.scenarios.join(', ')}; ${options.rounds} round(s) × ${options.duration} s, -c ${options.connections}, warm-up ${options.warmup} s; ${cpus().length} CPUs, load ${loadavg().map((l) => l.toFixed(2)).join(' ')}`)
 if (!existsSync(join(root, 'dist/gateway/cli.js'))) throw new Error('dist/gateway/cli.js is missing: run `npm run build` (npm run bench does it)')
@@ -774,6 +831,7 @@ try {
   if (options.scenarios.includes('linked')) await linkedScenario()
   if (options.scenarios.includes('workers')) await workersScenario()
   if (options.scenarios.includes('subscribers')) await subscribersScenario()
+  if (options.scenarios.includes('metrics')) await metricsScenario()
   if (options.scenarios.includes('auth')) await authScenario()
 } catch (err) {
   failed = err

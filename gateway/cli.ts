@@ -26,6 +26,7 @@ import { namespaceFromUrl, scaffold } from './scaffold.js'
 import { createGateway, type Gateway } from './runtime.js'
 import { writeGenerated } from './codegen/index.js'
 import { buildApp } from './http/app.js'
+import { traceLogMixin } from './observability/tracing.js'
 import { startServices, type RunningService } from './services.js'
 import { startDraining } from './http/health.js'
 
@@ -34,7 +35,7 @@ const workerIndex = cluster.isWorker ? Number(process.env.TRIBUTARY_WORKER) || 1
 
 function createLogger(level: string): Logger {
   const pretty = process.stdout.isTTY && process.env.NODE_ENV !== 'production'
-  return pino({ level, ...(pretty ? { transport: { target: 'pino-pretty', options: { ignore: 'pid,hostname', translateTime: 'HH:MM:ss' } } } : {}) })
+  return pino({ level, mixin: traceLogMixin, ...(pretty ? { transport: { target: 'pino-pretty', options: { ignore: 'pid,hostname', translateTime: 'HH:MM:ss' } } } : {}) })
 }
 
 function fail(err: unknown): never {

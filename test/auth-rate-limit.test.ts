@@ -27,7 +27,7 @@ t.test('per IP: the request past max gets 429 with Retry-After', async (t) => {
   t.equal(refused.status, 429)
   t.equal(refused.body.errors?.[0]?.extensions.code, 'TRB_ERR_RATE_LIMITED')
   t.ok(Number(refused.retryAfter) >= 1 && Number(refused.retryAfter) <= 60, `Retry-After ${refused.retryAfter}`)
-  for (const path of ['/health', '/health/live', '/health/ready', '/health/ready?x=1']) {
+  for (const path of ['/health', '/health/live', '/health/ready', '/health/ready?x=1', '/metrics']) {
     const health = await fetch(`${url}${path}`)
     t.equal(health.status, 200, `${path} is not counted`)
   }

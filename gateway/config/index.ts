@@ -18,6 +18,8 @@ import type { MergedTypeOptions } from '../compose/merge.js'
 import type { RunMode } from '../connectors/types.js'
 import type { LinkDefinition, LinkBatch } from '../compose/links.js'
 import type { PermissionRule } from '../auth/permissions.js'
+import type { MetricsConfig } from '../observability/metrics.js'
+import type { TelemetryConfig } from '../observability/tracing.js'
 import { validateConfig } from './validate.js'
 import { ConfigInvalidError } from '../errors.js'
 
@@ -174,7 +176,7 @@ export interface AuthConfig {
 
 /**
  * `server.rateLimit`: at most `max` requests per client within `timeWindowMs` (`@fastify/rate-limit`),
- * then 429 `TRB_ERR_RATE_LIMITED` with `Retry-After` (seconds). `/health`, `/health/live` and `/health/ready` are not counted.
+ * then 429 `TRB_ERR_RATE_LIMITED` with `Retry-After` (seconds). The health probes and the metrics route are not counted.
  */
 export interface RateLimitConfig {
   /** Requests allowed per client and window. */
@@ -300,6 +302,32 @@ export interface TributaryConfigInput {
    * Default none.
    */
   permissions?: Record<string, PermissionRule>
+  /** Prometheus metrics (README "Observability"). Default: on, at `/metrics`, readable from the loopback address only. */
+  metrics?: {
+    /** Collect and serve the metrics. Default true. */
+    enabled?: boolean
+    /** The route that serves them (Prometheus text format). Default `/metrics`. */
+    path?: string
+    /** When set, a scrape must send `Authorization: Bearer <token>` (else 401 `TRB_ERR_METRICS_DENIED`). Default none. */
+    bearerToken?: string
+    /**
+     * Client addresses that may scrape (exact IPv4/IPv6 addresses as the socket reports them); any
+     * other gets 403 `TRB_ERR_METRICS_DENIED`. Default: `127.0.0.1` and `::1` without a
+     * `bearerToken`, any address with one.
+     */
+    allowedIps?: string[]
+  }
+  /** OpenTelemetry traces (README "Observability"). Default: off. */
+  telemetry?: {
+    /**
+     * OTLP/HTTP base URL of a collector (`http://127.0.0.1:4318`): spans are posted as OTLP JSON to
+     * `<otlpEndpoint>/v1/traces` (or to `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`). Default
+     * `OTEL_EXPORTER_OTLP_ENDPOINT`, else none: no SDK is started.
+     */
+    otlpEndpoint?: string
+    /** The `service.name` of the spans. Default `OTEL_SERVICE_NAME` or `tributary`. */
+    serviceName?: string
+  }
 }
 
 /** The validated, defaulted and frozen configuration. */
@@ -326,6 +354,8 @@ export interface TributaryConfig {
   readonly generatedDir: string
   readonly auth: AuthConfig
   readonly permissions: Readonly<Record<string, PermissionRule>>
+  readonly metrics: MetricsConfig
+  readonly telemetry: TelemetryConfig
 }
 
 /**
@@ -403,6 +433,16 @@ export function resolveConfig(input: unknown, env: NodeJS.ProcessEnv = process.e
     generatedDir: c.generatedDir ?? 'generated',
     auth: resolveAuth(c.auth, dev),
     permissions: c.permissions ?? {},
+    metrics: {
+      enabled: c.metrics?.enabled ?? true,
+      path: c.metrics?.path ?? '/metrics',
+      bearerToken: c.metrics?.bearerToken ?? null,
+      allowedIps: c.metrics?.allowedIps ?? (c.metrics?.bearerToken ? null : ['127.0.0.1', '::1']),
+    },
+    telemetry: {
+      otlpEndpoint: c.telemetry?.otlpEndpoint ?? (env.OTEL_EXPORTER_OTLP_ENDPOINT || null),
+      serviceName: c.telemetry?.serviceName ?? (env.OTEL_SERVICE_NAME || 'tributary'),
+    },
   }
   if (config.server.rateLimit?.key === 'sub' && !config.auth.jwt) throw new ConfigInvalidError("server.rateLimit.key: 'sub' needs auth.jwt")
   if (Object.keys(config.permissions).length > 0 && !config.auth.jwt) throw new ConfigInvalidError('permissions: roles come from tokens; set auth.jwt')

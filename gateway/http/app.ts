@@ -24,6 +24,10 @@ import { buildOpenApiDocument } from '../codegen/openapi.js'
 import { registerRateLimit } from './rate-limit.js'
 import { createCluster, type Cluster } from '../cluster/index.js'
 import { registerHealthRoutes } from './health.js'
+import { registerMetrics } from '../observability/metrics.js'
+import { registerTracing, traceLogMixin } from '../observability/tracing.js'
+import { lazyChildLogger } from '../observability/logs.js'
+import { livePollerCounts } from '../observability/probes.js'
 
 /**
  * The gateway currently served. Development mode swaps it when files change; every request reads
@@ -65,7 +69,10 @@ export async function buildApp(gateway: Gateway, options: BuildAppOptions = {}):
   const { config } = gateway
   const loggerOption = options.logger ?? { level: config.server.logLevel }
   const app = Fastify({
-    ...(typeof loggerOption === 'object' && 'child' in loggerOption ? { loggerInstance: loggerOption as FastifyBaseLogger } : { logger: loggerOption }),
+    ...(typeof loggerOption === 'object' && 'child' in loggerOption
+      ? { loggerInstance: loggerOption as FastifyBaseLogger }
+      // Log lines written while tracing carry traceId and spanId (README "Observability").
+      : { logger: typeof loggerOption === 'object' ? { mixin: traceLogMixin, ...loggerOption } : loggerOption }),
     bodyLimit: config.server.bodyLimit,
     requestTimeout: config.server.requestTimeoutMs,
     // Node enforces requestTimeout only while headersTimeout (default 60 s) is not larger, and checks
@@ -76,9 +83,10 @@ export async function buildApp(gateway: Gateway, options: BuildAppOptions = {}):
     },
     // Per-request info logs cost throughput; errors are still logged, with their request id.
     logController: new LogController({ disableRequestLogging: true }),
-    // A child logger per request costs ~1 µs; below debug level requests log through the root logger.
+    // A child logger per request costs ~1 µs: below debug level it is made only when the request
+    // logs something, so that every request's log lines carry its reqId at no cost to the others.
     childLoggerFactory: (logger, bindings, options) =>
-      logger.level === 'debug' || logger.level === 'trace' ? logger.child(bindings, options) : logger,
+      logger.level === 'debug' || logger.level === 'trace' ? logger.child(bindings, options) : lazyChildLogger(logger, bindings, options),
     routerOptions: { ignoreTrailingSlash: true },
     // JSON bodies with `__proto__` or `constructor.prototype` keys are refused (400), never parsed.
     onProtoPoisoning: 'error',
@@ -124,7 +132,10 @@ export async function buildApp(gateway: Gateway, options: BuildAppOptions = {}):
   app.setNotFoundHandler((request, reply) => sendError(reply, new RouteNotFoundError(request.method, request.url.split('?')[0])))
   // Host (421) and Origin (403 for upgrades and preflights) checks, and CORS, before every route.
   await registerOriginGuard(app, config.server)
-  // 429 past server.rateLimit (when set), before any route runs.
+  // Traces and metrics (README "Observability"): nothing is registered when they are off.
+  await registerTracing(app, config.telemetry)
+  if (config.metrics.enabled) registerMetrics(app, config.metrics)
+  // 429 past server.rateLimit (when set), before any route runs; the metrics route is not counted.
   await registerRateLimit(app, holder)
 
   await app.register(mercurius, {
@@ -186,6 +197,9 @@ export async function buildApp(gateway: Gateway, options: BuildAppOptions = {}):
   })
   if (!wsScope) throw new Error('the WebSocket scope was not registered')
   registerOperationRoutes(app, holder)
+  const livePollers = () => app.livePollers.size
+  livePollerCounts.add(livePollers)
+  app.addHook('onClose', async () => void livePollerCounts.delete(livePollers))
 
   registerHealthRoutes(app, holder)
 

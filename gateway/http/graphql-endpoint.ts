@@ -25,6 +25,7 @@ import {
   type ExecutionResult,
   type GraphQLFormattedError,
   type GraphQLSchema,
+  type OperationDefinitionNode,
 } from 'graphql'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit'
@@ -39,8 +40,10 @@ import type { GatewayHolder } from './app.js'
 import { invalidateTags, operationTags } from '../cluster/response-cache.js'
 import type { PersistedOperations } from './persisted.js'
 import { identityOf } from './auth.js'
+import type { AuthInfo } from '../auth/jwt.js'
 import { authorize, claimVariables, extractAuthDirectives, type OperationAuthRules } from '../auth/directives.js'
 import { resultBudget } from '../result-budget.js'
+import { observeOperation } from '../observability/probes.js'
 
 const GRAPHQL_RESPONSE = 'application/graphql-response+json'
 const JSON_TYPE = 'application/json'
@@ -60,6 +63,8 @@ interface Prepared {
   cost?: Map<string, CostPlan>
   /** Cache tags a mutation touches, by operation name (gateway/cluster/response-cache.ts). */
   tags?: Map<string, string[]>
+  /** The `operation` label of its metrics and spans (set on first use). */
+  label?: string
 }
 
 /**
@@ -286,6 +291,15 @@ export function registerGraphQLEndpoint(
     const tooCostly = checkCost(costPlan.cost(variables as Record<string, unknown> | undefined), limits.maxCost)
     if (tooCostly) return requestError(reply, mediaType, [tooCostly])
 
+    // Labelled by its stored operation's name when the text is one, else `(graphql)`: bounded.
+    prepared.label ??= operation.name && persisted.allowsText(query) ? operation.name.value : '(graphql)'
+    // `variables` now holds the `@fromClaim` values; `auth` is the caller's `context.auth`.
+    return observeOperation(prepared.label, () => run(request, reply, gateway, mediaType, prepared, operation, { ...params, variables }, auth))
+  }
+
+  /** Runs a prepared, checked operation and sends its result. */
+  async function run(request: FastifyRequest, reply: FastifyReply, gateway: GatewayHolder['current'], mediaType: string, prepared: Prepared, operation: OperationDefinitionNode, params: GraphQLParams, auth: AuthInfo | null) {
+    const { variables, operationName } = params
     if (operation.operation === 'query') {
       prepared.direct ??= new Map()
       const key = (operationName as string | null | undefined) ?? ''

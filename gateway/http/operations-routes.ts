@@ -18,6 +18,7 @@ import type { GatewayHolder } from './app.js'
 import { LivePollers } from './live.js'
 import { resultBudget } from '../result-budget.js'
 import { ResponseCache, operationTags, type CacheLookup, type CachePolicy } from '../cluster/response-cache.js'
+import { activity, observeOperation } from '../observability/probes.js'
 
 type Query = Record<string, string | string[] | undefined>
 
@@ -276,6 +277,8 @@ function startSse(request: FastifyRequest, reply: FastifyReply, open: Set<SseStr
 async function streamSubscription(op: CompiledOperation, variables: Variables, request: FastifyRequest, reply: FastifyReply, holder: GatewayHolder, open: Set<SseStream>, auth: AuthInfo | null) {
   const stream = startSse(request, reply, open)
   closeAtExpiry(stream, auth, holder, request)
+  activity.subscriptions++
+  stream.onClose(() => activity.subscriptions--)
   const format = (r: ExecutionResult) => {
     const out: { data?: unknown; errors?: GraphQLFormattedError[] } = { data: r.data }
     if (r.errors?.length) out.errors = formatGraphQLErrors(r.errors, { mode: holder.current.config.mode, logger: request.log }).errors
@@ -415,7 +418,7 @@ export function registerOperationRoutes(app: FastifyInstance, holder: GatewayHol
       await streamSubscription(op, variables, request, reply, holder, open, auth)
       return reply
     }
-    return respond(op, variables, request, reply, holder, viaCustomRoute, cacheState, auth)
+    return observeOperation(op.name, () => respond(op, variables, request, reply, holder, viaCustomRoute, cacheState, auth))
   }
 
   app.route({

@@ -1,5 +1,5 @@
 /**
- * `server.rateLimit` (README "Rate limiting"): `@fastify/rate-limit` on every route but the health probes,
+ * `server.rateLimit` (README "Rate limiting"): `@fastify/rate-limit` on every route but the health probes and `/metrics`,
  * counting per IP or per token subject, in this process or in Redis (ioredis) so that every
  * instance shares the counters. A client over the limit gets 429 `TRB_ERR_RATE_LIMITED` with
  * `Retry-After` (seconds) and `x-ratelimit-*` headers. When Redis cannot be reached, requests are
@@ -31,8 +31,12 @@ export async function registerRateLimit(app: FastifyInstance, holder: GatewayHol
     timeWindow: options.timeWindowMs,
     ...(redis ? { redis, nameSpace: options.keyPrefix } : {}),
     skipOnError: true,
-    // Health probes (`/health`, `/health/live`, `/health/ready`) are never limited: a load balancer polls them.
-    allowList: (request) => /^\/health(\/live|\/ready)?\/?(\?|$)/.test(request.url),
+    // Health probes (`/health`, `/health/live`, `/health/ready`) and the metrics route are never
+    // limited: a load balancer and a scraper poll them.
+    allowList: (request) => {
+      const path = request.url.split('?')[0]!.replace(/(.)\/$/, '$1')
+      return path === '/health' || path === '/health/live' || path === '/health/ready' || path === holder.current.config.metrics.path
+    },
     keyGenerator: options.key === 'sub'
       ? async (request) => {
           // An invalid token is counted by IP here; the route then refuses it with 401.

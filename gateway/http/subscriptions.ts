@@ -46,6 +46,7 @@ import { GraphQLLimitError, InternalError, isTributaryError } from '../errors.js
 import { DEFAULT_MAX_INTROSPECTION_DEPTH, buildCostPlan, checkCost, checkVariablesDepth, createDocumentLimitsRule } from './limits.js'
 import { codedGraphQLError } from './format-error.js'
 import { extractAuthDirectives, type OperationAuthRules } from '../auth/directives.js'
+import { countSubscription } from '../observability/probes.js'
 
 /** A value or a promise of it. */
 export type MaybePromise<T> = T | Promise<T>
@@ -295,7 +296,9 @@ export function createSubscriptionHandler(options: SubscriptionHandlerOptions): 
 
     async subscribe(args) {
       try {
-        return await subscribe(args)
+        const result = await subscribe(args)
+        // Counted while it runs (tributary_subscriptions_active).
+        return Symbol.asyncIterator in result ? countSubscription(result) : result
       } catch (err) {
         return { errors: [toGraphQLError(err)] }
       }

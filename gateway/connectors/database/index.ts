@@ -18,6 +18,7 @@ import { createKnex, parseDatabaseUrl } from './connection.js'
 import { SqliteWorkers } from './sqlite-workers.js'
 import { introspect } from './introspect.js'
 import type { DatabaseIntrospection } from './model.js'
+import { registerPool } from '../../observability/probes.js'
 
 /** One Knex migration. */
 type DatabaseMigration = { up(knex: Knex): Promise<void>; down?(knex: Knex): Promise<void> }
@@ -147,7 +148,16 @@ export async function createDatabaseSource(options: DatabaseSourceOptions, ctx: 
   // in-memory database exists in this process only.
   const parsed = parseDatabaseUrl(options.url, ctx.cwd)
   const workers = parsed.dialect === 'sqlite' && parsed.filename !== ':memory:' ? new SqliteWorkers(parsed.filename, SQLITE_WORKER_PROCESSES, timeoutMs) : undefined
-  const db = new Db(knex, dialect, { timeoutMs, ...(workers ? { sqliteWorkers: workers } : {}) })
+  const db = new Db(knex, dialect, { timeoutMs, sourceName: ctx.sourceName, ...(workers ? { sqliteWorkers: workers } : {}) })
+  // The pool gauge (tributary_db_pool_connections): tarn's counts, read when metrics are scraped.
+  const unregisterPool = registerPool({
+    kind: 'db',
+    source: ctx.sourceName,
+    stats() {
+      const pool = (knex.client as { pool?: { numUsed(): number; numFree(): number; numPendingAcquires(): number } }).pool
+      return pool ? { used: pool.numUsed(), free: pool.numFree(), pending: pool.numPendingAcquires() } : { used: 0, free: 0, pending: 0 }
+    },
+  })
   db.onQuery((sql, bindings) => {
     if (log.isLevelEnabled('debug')) log.debug({ sql, bindings }, 'sql')
   })
@@ -176,6 +186,7 @@ export async function createDatabaseSource(options: DatabaseSourceOptions, ctx: 
       cached = undefined
     }
     if (cached === undefined) {
+      unregisterPool()
       workers?.close()
       await knex.destroy().catch(() => undefined)
       throw new SourceLoadError(ctx.sourceName, safeMessage(err), { cause: err })
@@ -239,6 +250,7 @@ export async function createDatabaseSource(options: DatabaseSourceOptions, ctx: 
     async close(): Promise<void> {
       if (closed) return
       closed = true
+      unregisterPool()
       workers?.close()
       await knex.destroy()
     },
