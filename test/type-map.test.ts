@@ -38,7 +38,7 @@ const cases: Record<Dialect, Case[]> = {
   mysql: [
     ['int(11)', 'Int'], ['int', 'Int'], ['integer', 'Int'], ['tinyint(4)', 'Int'], ['tinyint', 'Int'], ['smallint(6)', 'Int'], ['mediumint(9)', 'Int'],
     ['smallint(5) unsigned', 'Int'], ['year(4)', 'Int'],
-    ['bigint(20)', 'BigInt'], ['bigint(20) unsigned', 'BigInt'], ['int(10) unsigned', 'BigInt'], ['int unsigned zerofill', 'BigInt'],
+    ['bigint(20)', 'BigInt'], ['bigint(20) unsigned', 'BigInt'], ['int(10) unsigned', 'Int'], ['int unsigned zerofill', 'Int'], ['mediumint unsigned', 'Int'], ['serial', 'BigInt'],
     ['float', 'Float'], ['double', 'Float'], ['float(8,2)', 'Float'],
     ['decimal(10,2)', 'Decimal'], ['numeric(10,2)', 'Decimal'],
     ['tinyint(1)', 'Boolean'], ['TINYINT(1) UNSIGNED', 'Boolean'], ['boolean', 'Boolean'],

@@ -21,6 +21,7 @@ import {
   GraphQLSchema,
   GraphQLString,
   type GraphQLArgumentConfig,
+  type GraphQLFieldResolver,
   type GraphQLFieldConfigArgumentMap,
   type GraphQLFieldConfigMap,
   type GraphQLInputFieldConfigMap,
@@ -28,6 +29,7 @@ import {
   type GraphQLOutputType,
   type GraphQLScalarType,
 } from 'graphql'
+import { DbValueError } from '../../errors.js'
 import { BigIntScalar, BytesScalar, DateTimeScalar, DecimalScalar, JSONScalar } from '../../scalars.js'
 import { aggregateApplies, AGGREGATES, type AggregateOp } from './compiler/aggregate.js'
 import type { Db } from './compiler/db.js'
@@ -36,6 +38,7 @@ import { EXT } from './compiler/read.js'
 import { buildRegistry, type Model, type Registry, type ScalarField } from './compiler/registry.js'
 import { createDirectCompiler, type DirectFieldExtension, type DirectFieldKind } from './direct.js'
 import type { DatabaseIntrospection, ScalarKind } from './model.js'
+import { isUnsignedInt } from './type-map.js'
 import { makeMutationResolvers } from './mutations.js'
 import { pascalCase } from './naming.js'
 import { byResponseKey, makeQueryResolvers, makeRawResolvers, type Runtime } from './resolvers.js'
@@ -56,6 +59,15 @@ export interface BuildSchemaOptions {
 
 const nn = <T extends GraphQLInputType | GraphQLOutputType>(t: T): GraphQLNonNull<T> => new GraphQLNonNull(t) as GraphQLNonNull<T>
 const list = <T extends GraphQLInputType | GraphQLOutputType>(t: T): GraphQLList<T> => new GraphQLList(t)
+
+/** Reads an `int unsigned` value; one above 2^31-1 (GraphQL's Int) is `TRB_ERR_DB_VALUE`, as Prisma refuses it. */
+function unsignedIntResolver(m: Model, f: ScalarField): GraphQLFieldResolver<unknown, unknown> {
+  return (parent) => {
+    const v = (parent as Record<string, unknown>)[f.name]
+    if (typeof v === 'number' && v > 2147483647) throw new DbValueError(`${m.name}.${f.name}: ${v} is above 2147483647, the largest GraphQL Int`)
+    return v
+  }
+}
 
 /** Scalar kinds that get number update operations. */
 const NUMERIC: ReadonlySet<ScalarKind> = new Set(['Int', 'BigInt', 'Float', 'Decimal'])
@@ -363,6 +375,7 @@ class SchemaBuilder {
         for (const f of m.fields) {
           const v = this.scalarType(f)
           fields[f.name] = { type: f.nullable ? v : nn(v), extensions: { [EXT]: { column: f.column } } }
+          if (isUnsignedInt(f)) fields[f.name]!.resolve = unsignedIntResolver(m, f)
         }
         for (const r of m.relations.values()) {
           const target = this.model(r.target)
@@ -431,7 +444,7 @@ class SchemaBuilder {
       name,
       fields: () =>
         Object.fromEntries(
-          m.fields.map((f) => {
+          m.fields.filter((f) => !f.generated).map((f) => {
             const v = this.scalarType(f)
             return [f.name, { type: f.nullable || f.hasDefault ? v : nn(v) }]
           }),
@@ -442,7 +455,7 @@ class SchemaBuilder {
   private updateInput(m: Model, name: string): GraphQLInputObjectType {
     return new GraphQLInputObjectType({
       name,
-      fields: () => Object.fromEntries(m.fields.map((f) => [f.name, { type: this.updateOp(f) }])),
+      fields: () => Object.fromEntries(m.fields.filter((f) => !f.generated).map((f) => [f.name, { type: this.updateOp(f) }])),
     })
   }
 

@@ -37,6 +37,18 @@ export interface ColumnInfo {
   default: string | null
   /** True for auto-increment / serial / identity / SQLite `INTEGER PRIMARY KEY` columns. */
   autoIncrement: boolean
+  /**
+   * True when only the database writes the column: a generated column (`GENERATED ALWAYS AS (…)`,
+   * stored or virtual) or a PostgreSQL `GENERATED ALWAYS AS IDENTITY` column. Absent from create and
+   * update inputs.
+   */
+  generated?: boolean
+  /**
+   * True when a row-level BEFORE INSERT trigger assigns the column (PostgreSQL `NEW.col :=` in a
+   * PL/pgSQL function or `tsvector_update_trigger`; MySQL `SET NEW.col = …`), or the source's config
+   * says so (`columns: { 'table.column': { filledByDatabase: true } }`). Optional in create inputs.
+   */
+  filledByTrigger?: boolean
 }
 
 /** A foreign key from this table's `columns` to `referencedTable.referencedColumns`, position by position. */

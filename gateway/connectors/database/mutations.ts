@@ -46,12 +46,31 @@ function createPairs(model: Model, data: ArgValue | undefined): [ScalarField, Le
   return out
 }
 
+/**
+ * The clause that skips rows conflicting with a unique or primary key, and only those: every other
+ * violation (NOT NULL, CHECK, foreign key, a value too long) still fails the statement.
+ * - PostgreSQL, SQLite: `ON CONFLICT DO NOTHING` (SQLite applies it to uniqueness constraints only).
+ * - MySQL/MariaDB: `ON DUPLICATE KEY UPDATE c = c` (never `INSERT IGNORE`, which turns every error
+ *   into a warning: truncated strings, dropped foreign keys). The update counts the skipped rows in
+ *   the session variable `@trb_skipped` ({@link MYSQL_SKIPPED}), since the affected-rows count of
+ *   mysql2 (CLIENT_FOUND_ROWS) is 1 for an inserted row and for a skipped one alike.
+ */
+function skipDuplicatesClause(d: Ctx['d'], model: Model): string {
+  if (d.dialect !== 'mysql') return ' ON CONFLICT DO NOTHING'
+  const f = model.fieldMap.get(model.primaryKey[0] ?? '') ?? model.fields[0]!
+  const c = d.q(f.column)
+  return ` ON DUPLICATE KEY UPDATE ${c} = IF((@trb_skipped := @trb_skipped + 1) IS NULL, ${c}, ${c})`
+}
+
+/** MySQL: resets and reads the count of rows skipped by {@link skipDuplicatesClause}. */
+const MYSQL_SKIPPED = { reset: 'SET @trb_skipped = 0', read: 'SELECT @trb_skipped AS n' }
+
 function insertFrag(ctx: Ctx, model: Model, rows: [ScalarField, Leaf | typeof NULL][][], opts: { returning?: boolean; skipDuplicates?: boolean }): Frag {
   const d = ctx.d
   const cols = rows[0]!.map(([f]) => f)
   const tableRef = d.table(model.table)
-  const prefix = opts.skipDuplicates ? (d.dialect === 'sqlite' ? 'INSERT OR IGNORE INTO' : d.dialect === 'mysql' ? 'INSERT IGNORE INTO' : 'INSERT INTO') : 'INSERT INTO'
-  const conflict = opts.skipDuplicates && d.dialect === 'postgres' ? ' ON CONFLICT DO NOTHING' : ''
+  const prefix = 'INSERT INTO'
+  const conflict = opts.skipDuplicates ? skipDuplicatesClause(d, model) : ''
   const returning = opts.returning && model.identity.length > 0 && (d.dialect !== 'mysql' || d.flavor === 'mariadb')
     ? ` RETURNING ${model.identity.map((n) => d.q(model.fieldMap.get(n)!.column)).join(', ')}`
     : ''
@@ -205,7 +224,7 @@ export function makeMutationResolvers(rt: Runtime, model: Model): Record<string,
   }
 
   const createOne = new PlanCache<CreatePlan>()
-  const createMany = new PlanCache<Stmt[]>()
+  const createMany = new PlanCache<{ stmts: { s: Stmt; rows: number }[]; skipDuplicates: boolean }>()
   const updateOne = new PlanCache<{ find: Stmt; update: Stmt | null; setsIdentity: [number, Leaf | typeof NULL][]; back: ReadPlan; label: string }>()
   const updateMany = new PlanCache<Stmt>()
   const upsertOne = new PlanCache<{ find: Stmt; update: Stmt | null; setsIdentity: [number, Leaf | typeof NULL][]; create: CreatePlan; back: ReadPlan }>()
@@ -243,12 +262,19 @@ export function makeMutationResolvers(rt: Runtime, model: Model): Record<string,
           const key = pairs.map(([f]) => f.name).join(',')
           groups.set(key, [...(groups.get(key) ?? []), pairs])
         }
-        return [...groups.values()].map((rows) => stmt(ctx, insertFrag(ctx, model, rows, { skipDuplicates })))
+        return { stmts: [...groups.values()].map((rows) => ({ s: stmt(ctx, insertFrag(ctx, model, rows, { skipDuplicates })), rows: rows.length })), skipDuplicates }
       })
       const vars = info.variableValues
       const count = await inTransaction(rt, model, context, async (conn) => {
         let n = 0
-        for (const s of plan) n += (await rt.db().exec(conn, s.text, run(s, vars))).affected
+        const db = rt.db()
+        for (const { s, rows } of plan.stmts) {
+          if (plan.skipDuplicates && d.dialect === 'mysql') {
+            await db.exec(conn, MYSQL_SKIPPED.reset, [])
+            await db.exec(conn, s.text, run(s, vars))
+            n += rows - Number((await db.exec(conn, MYSQL_SKIPPED.read, [])).rows[0]?.['n'] ?? 0)
+          } else n += (await db.exec(conn, s.text, run(s, vars))).affected
+        }
         return n
       })
       return { count }

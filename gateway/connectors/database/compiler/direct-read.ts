@@ -25,7 +25,7 @@
  * mapped to String on PostgreSQL/MariaDB, MySQL 8 (`flavor: 'mysql'`, untested here).
  */
 import { Kind, getNamedType, isNonNullType, type FieldNode, type FragmentDefinitionNode, type GraphQLObjectType, type SelectionSetNode } from 'graphql'
-import { mapColumnType, normalizeDataType } from '../type-map.js'
+import { isUnsignedInt, mapColumnType, normalizeDataType } from '../type-map.js'
 import { readArgs } from './args.js'
 import type { SqlDialect } from './dialect.js'
 import { raw, sql, type Frag } from './frag.js'
@@ -240,7 +240,8 @@ class MariadbDirect implements DirectDialect {
     const quoted = (e: string): string => `CONCAT('"', ${e}, '"')`
     switch (f.scalar) {
       case 'Int':
-        return [[null, `CAST(${c} AS CHAR)`]]
+        // `int unsigned` above 2^31-1 is not a GraphQL Int: the normal path reports TRB_ERR_DB_VALUE.
+        return [[isUnsignedInt(f) ? `${c} <= 2147483647` : null, `CAST(${c} AS CHAR)`]]
       case 'BigInt':
         return [[null, quoted(`CAST(${c} AS CHAR)`)]]
       case 'Float':

@@ -17,8 +17,10 @@ export interface ScalarField {
   /** GraphQL enum model name (for `scalar: 'Enum'`). */
   enumName?: string
   nullable: boolean
-  /** True when the column has a default or is auto-increment: optional on create. */
+  /** True when the column has a default, is auto-increment or is filled by a trigger: optional on create. */
   hasDefault: boolean
+  /** True when only the database writes the column (generated, identity ALWAYS): absent from create and update inputs. */
+  generated: boolean
   autoIncrement: boolean
   /** Declared type, lower-cased. */
   dataType: string
@@ -118,7 +120,8 @@ export function buildRegistry(doc: DatabaseIntrospection, maxTake = DEFAULT_MAX_
       scalar: c.scalar === 'Enum' && !(c.enumName && enumByRaw.has(c.enumName)) ? 'String' : c.scalar,
       ...(c.scalar === 'Enum' && c.enumName && enumByRaw.has(c.enumName) ? { enumName: enumByRaw.get(c.enumName)! } : {}),
       nullable: c.nullable,
-      hasDefault: c.default !== null || c.autoIncrement,
+      hasDefault: c.default !== null || c.autoIncrement || c.filledByTrigger === true,
+      generated: c.generated === true,
       autoIncrement: c.autoIncrement,
       dataType: c.dataType,
       ...(scaleOf(c) !== undefined ? { scale: scaleOf(c)! } : {}),

@@ -15,6 +15,25 @@ interface ColumnRow {
 interface ConstraintRow { relid: string; name: string; contype: 'p' | 'u' | 'f'; cols: string[]; ref_table: string | null; ref_schema: string | null; ref_cols: string[] | null; on_delete: string; on_update: string }
 interface IndexRow { relid: string; name: string; cols: string[] | null }
 interface EnumRow { name: string; schema: string; values: string[] }
+interface TriggerRow { relid: string; def: string; src: string | null }
+
+/**
+ * The columns a BEFORE INSERT trigger assigns: `tsvector_update_trigger('col', …)` (its first
+ * argument) and, in a PL/pgSQL body, statements `NEW.col := …` / `NEW.col = …` (unquoted names
+ * fold to lower case, as PostgreSQL folds them).
+ */
+export function pgTriggerAssignedColumns(triggerDef: string, source: string | null): string[] {
+  const out: string[] = []
+  const builtin = /tsvector_update_trigger(?:_column)?\s*\(\s*'((?:[^']|'')+)'/i.exec(triggerDef)
+  if (builtin) out.push(builtin[1]!.replace(/''/g, "'"))
+  const body = (source ?? '').replace(/--[^\n]*/g, ' ')
+  const assign = /(?:^|;|\bBEGIN\b|\bTHEN\b|\bELSE\b|\bLOOP\b)\s*NEW\s*\.\s*("(?:[^"]|"")+"|[A-Za-z_][A-Za-z0-9_$]*)\s*:?=(?!=)/gi
+  for (const m of body.matchAll(assign)) {
+    const id = m[1]!
+    out.push(id.startsWith('"') ? id.slice(1, -1).replace(/""/g, '"') : id.toLowerCase())
+  }
+  return out
+}
 
 async function rows<T>(knex: Knex, sql: string, bindings: readonly Knex.Value[]): Promise<T[]> {
   return ((await knex.raw(sql, bindings)) as { rows: T[] }).rows
@@ -83,6 +102,18 @@ export async function introspectPostgres(knex: Knex, schema: string): Promise<{ 
       and i.indnkeyatts = i.indnatts
     order by i.indrelid, ic.relname`, [oids])
 
+  // Row-level BEFORE INSERT triggers (tgtype bits: 1 ROW, 2 BEFORE, 4 INSERT): the columns they assign.
+  const triggerRows = await rows<TriggerRow>(knex, `
+    select t.tgrelid::bigint as relid, pg_get_triggerdef(t.oid) as def, p.prosrc as src
+    from pg_catalog.pg_trigger t join pg_catalog.pg_proc p on p.oid = t.tgfoid
+    where t.tgrelid = any(?::oid[]) and not t.tgisinternal and t.tgenabled <> 'D' and (t.tgtype & 7) = 7`, [oids])
+  const triggerFilled = new Map<string, Set<string>>()
+  for (const r of triggerRows) {
+    const set = triggerFilled.get(String(r.relid)) ?? new Set<string>()
+    for (const c of pgTriggerAssignedColumns(r.def, r.src)) set.add(c)
+    triggerFilled.set(String(r.relid), set)
+  }
+
   const enumTypes = new Map<string, string>() // "schema.name" -> enum name
   for (const c of columnRows) if (c.typtype === 'e') enumTypes.set(`${c.type_schema}.${c.type_name}`, c.type_name)
   const enums = await readEnums(knex, schema, [...enumTypes.keys()])
@@ -108,6 +139,9 @@ export async function introspectPostgres(knex: Knex, schema: string): Promise<{ 
         default: c.generated === 's' ? null : c.default_expr,
         autoIncrement: identity || serial,
       }
+      // Stored generated columns and GENERATED ALWAYS identities refuse written values.
+      if (c.generated === 's' || c.identity === 'a') col.generated = true
+      if (triggerFilled.get(String(t.oid))?.has(c.name)) col.filledByTrigger = true
       if ('unknownType' in mapping && mapping.unknownType) col.unknownType = true
       if (isEnum) col.enumName = c.type_name
       return col

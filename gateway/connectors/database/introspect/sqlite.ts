@@ -9,7 +9,7 @@ import { mapColumnType } from '../type-map.js'
 import { groupBy, isInternalTable, normalizeAction, type RawTable } from './common.js'
 
 interface MasterRow { name: string; type: 'table' | 'view'; sql: string | null }
-interface ColumnRow { tbl: string; cid: number; name: string; type: string | null; notnull: number; dflt_value: string | null; pk: number }
+interface ColumnRow { tbl: string; cid: number; name: string; type: string | null; notnull: number; dflt_value: string | null; pk: number; hidden: number }
 interface FkRow { tbl: string; id: number; seq: number; ref: string; from: string; to: string | null; on_update: string; on_delete: string }
 interface IndexRow { tbl: string; idx: string; origin: string; partial: number; seqno: number; cid: number; col: string | null }
 
@@ -33,14 +33,15 @@ export async function introspectSqlite(knex: Knex): Promise<RawTable[]> {
 
   let columnRows: ColumnRow[]
   try {
-    columnRows = await all<ColumnRow>(knex, `select m.name as tbl, p.cid as cid, p.name as name, p.type as type, p."notnull" as "notnull", p.dflt_value as dflt_value, p.pk as pk
-      from sqlite_master m join pragma_table_info(m.name) p where m.type in ('table', 'view') order by m.name, p.cid`)
+    // table_xinfo lists generated columns too (hidden 2: virtual, 3: stored); 1 is a virtual table's hidden column.
+    columnRows = await all<ColumnRow>(knex, `select m.name as tbl, p.cid as cid, p.name as name, p.type as type, p."notnull" as "notnull", p.dflt_value as dflt_value, p.pk as pk, p.hidden as hidden
+      from sqlite_master m join pragma_table_xinfo(m.name) p where m.type in ('table', 'view') and p.hidden <> 1 order by m.name, p.cid`)
   } catch {
     // One broken view makes the joined query fail: read table by table and skip what cannot be read.
     columnRows = []
     for (const m of master) {
       try {
-        const rows = await all<Omit<ColumnRow, 'tbl'>>(knex, `select cid, name, type, "notnull", dflt_value, pk from pragma_table_info(?) order by cid`, [m.name])
+        const rows = await all<Omit<ColumnRow, 'tbl'>>(knex, `select cid, name, type, "notnull", dflt_value, pk, hidden from pragma_table_xinfo(?) where hidden <> 1 order by cid`, [m.name])
         for (const r of rows) columnRows.push({ ...r, tbl: m.name })
       } catch {
         wanted.delete(m.name)
@@ -81,6 +82,7 @@ export async function introspectSqlite(knex: Knex): Promise<RawTable[]> {
         autoIncrement: rowidAlias,
       }
       if (mapping.unknownType) col.unknownType = true
+      if (c.hidden === 2 || c.hidden === 3) col.generated = true
       return col
     })
 
