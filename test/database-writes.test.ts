@@ -9,6 +9,7 @@ import type { ExecutionResult, GraphQLInputObjectType, GraphQLObjectType, GraphQ
 import type { Knex } from 'knex'
 import { createDatabaseSource } from '../gateway/connectors/database/index.js'
 import { createKnex } from '../gateway/connectors/database/connection.js'
+import { composeSchema } from '../gateway/compose/index.js'
 import type { Dialect } from '../gateway/connectors/database/model.js'
 import type { LocalSubschema } from '../gateway/connectors/types.js'
 import { EXEC_MODES, plain, run, testContext, type ExecMode } from './helpers/database-source.js'
@@ -29,6 +30,7 @@ async function rows(knex: Knex, dialect: Dialect, text: string, bindings: unknow
 
 interface Env {
   dialect: Dialect
+  url: string
   schema: GraphQLSchema
   knex: Knex
   sql(text: string, bindings?: unknown[]): Promise<Record<string, unknown>[]>
@@ -50,6 +52,7 @@ async function setup(t: Test, dialect: Dialect): Promise<Env | null> {
   t.teardown(() => knex.destroy())
   return {
     dialect,
+    url: db.url,
     schema: source.schema,
     knex,
     sql: (text, bindings = []) => rows(knex, dialect, text, bindings),
@@ -158,3 +161,103 @@ for (const dialect of DIALECTS) {
     }
   })
 }
+
+for (const dialect of DIALECTS) {
+  t.test(`${dialect}: a request's mutation fields on one database are one transaction (item 2)`, async (t) => {
+    const env = await setup(t, dialect)
+    if (!env) return
+    await env.sql('DELETE FROM w_entry')
+    await env.sql('DELETE FROM w_account')
+    await env.sql("INSERT INTO w_account (email) VALUES ('base@x')")
+    const baseId = Number((await env.sql("SELECT id FROM w_account WHERE email = 'base@x'"))[0]!['id'])
+    const emails = async (): Promise<string[]> => (await env.sql('SELECT email FROM w_account ORDER BY email')).map((r) => String(r['email']))
+    for (const mode of EXEC_MODES) {
+      // The second field violates a foreign key: the first is rolled back, the third never runs.
+      const res = await env.gql(mode, `mutation {
+        a: createOneWAccount(data: { email: "a-${mode}@x" }) { email }
+        b: createOneWEntry(data: { accountId: 999999, title: "orphan" }) { id }
+        c: updateManyWAccount(data: { score: { set: 5 } }) { count }
+      }`)
+      t.same(res.data, { a: null, b: null, c: null }, `${mode}: no field claims a write`)
+      t.same(codes(res), ['TRB_ERR_DB_ROLLED_BACK', 'TRB_ERR_DB_FOREIGN_KEY', 'TRB_ERR_DB_ROLLED_BACK'], `${mode}: each field says what happened`)
+      t.same(res.errors?.map((e) => e.path), [['a'], ['b'], ['c']], `${mode}: errors carry their field's path`)
+      t.match(res.errors?.[0]?.message, /`a` \(createOneWAccount\) was rolled back because `b` \(createOneWEntry\) failed/)
+      t.match(res.errors?.[2]?.message, /was not run because `b` \(createOneWEntry\) failed/)
+      t.same(await emails(), ['base@x'], `${mode}: nothing was written`)
+      t.same((await env.sql('SELECT score FROM w_account')).map((r) => Number(r['score'])), [0], `${mode}: the later field did not run`)
+
+      // All succeed: every field is written, in document order, and each sees the earlier ones.
+      const ok = await env.gql(mode, `mutation {
+        a: createOneWAccount(data: { email: "ok-${mode}@x" }) { email }
+        n: updateManyWAccount(data: { score: { increment: 1 } }) { count }
+        e: createOneWEntry(data: { accountId: ${baseId}, title: "t-${mode}" }) { title account { email } }
+      }`)
+      t.same(ok, { data: { a: { email: `ok-${mode}@x` }, n: { count: 2 }, e: { title: `t-${mode}`, account: { email: 'base@x' } } } }, `${mode}: all fields written`)
+      t.same(await emails(), ['base@x', `ok-${mode}@x`], `${mode}: rows committed`)
+      await env.sql('DELETE FROM w_entry')
+      await env.sql("DELETE FROM w_account WHERE email <> 'base@x'")
+      await env.sql('UPDATE w_account SET score = 0')
+    }
+  })
+}
+
+t.test('mutation fields on different sources run in order, each with its own result (item 2)', async (t) => {
+  const one = await setup(t, 'sqlite')
+  const dialect: Dialect = process.env['TEST_POSTGRES_URL'] ? 'postgres' : 'sqlite'
+  const other = await realworldDatabase(dialect, 'writes2')
+  if (!one || other.skipReason) return
+  t.teardown(other.cleanup)
+  const { ctx } = testContext('rw2')
+  const a = (await createDatabaseSource({ url: one.url }, ctx)) as LocalSubschema
+  t.teardown(() => a.close())
+  const b = (await createDatabaseSource({ url: other.url }, testContext('rw3').ctx)) as LocalSubschema
+  t.teardown(() => b.close())
+  const schema = composeSchema([{ namespace: 'a', name: 'a', subschema: a }, { namespace: 'b', name: 'b', subschema: b }])
+  const { knex: kb } = createKnex(other.url)
+  t.teardown(() => kb.destroy())
+  for (const mode of EXEC_MODES) {
+    await one.sql('DELETE FROM w_account')
+    await rows(kb, dialect, 'DELETE FROM w_account')
+    // a1 and a2 on database a, b1 on database b (fails): a is committed, b is not; data is partial.
+    const res = await run(schema, mode, `mutation {
+      a1: a_createOneWAccount(data: { email: "a1@x" }) { email }
+      b1: b_createOneWAccount(data: { email: "b1@x", score: -1 }) { email }
+      a2: a_createOneWAccount(data: { email: "a2@x" }) { email }
+    }`)
+    res.data = plain(res.data) as ExecutionResult['data']
+    t.same(res.data, { a1: { email: 'a1@x' }, b1: null, a2: { email: 'a2@x' } }, `${mode}: partial data, never data: null hiding a committed write`)
+    t.same(codes(res), ['TRB_ERR_DB_CHECK'], `${mode}: only the failed field has an error`)
+    t.same(res.errors?.map((e) => e.path), [['b1']])
+    t.same((await one.sql('SELECT email FROM w_account ORDER BY email')).map((r) => r['email']), ['a1@x', 'a2@x'], `${mode}: database a committed`)
+    t.same(await rows(kb, dialect, 'SELECT email FROM w_account'), [], `${mode}: database b wrote nothing`)
+  }
+})
+
+t.test('postgres: rules, inheritance and partitions (item 4)', async (t) => {
+  const env = await setup(t, 'postgres')
+  if (!env) return
+  const models = Object.keys(env.schema.getTypeMap())
+  t.ok(models.includes('WMeasure') && models.includes('WLog'), 'the parents are models')
+  t.same(models.filter((n) => /^WMeasure2|^WLog2/.test(n)), [], 'inheritance children and declarative partitions are hidden behind their parent')
+  for (const mode of EXEC_MODES) {
+    await env.sql('DELETE FROM w_measure')
+    const one = await env.gql(mode, 'mutation { createOneWMeasure(data: { takenOn: "2023-05-01T00:00:00.000Z", value: 1 }) { id takenOn value } }')
+    t.notOk(one.errors, `${mode}: INSERT through a rewrite rule works (no INSERT RETURNING failure)`, { errors: one.errors?.map((e) => e.message) })
+    const created = (one.data as { createOneWMeasure: { id: number; takenOn: string; value: number } }).createOneWMeasure
+    t.same({ takenOn: created.takenOn, value: created.value }, { takenOn: '2023-05-01T00:00:00.000Z', value: 1 }, `${mode}: the row is read back`)
+    t.same(await env.sql('SELECT id, value FROM ONLY w_measure_2023'), [{ id: created.id, value: 1 }], `${mode}: the rule put the row in the 2023 child`)
+    const many = await env.gql(mode, 'mutation { createManyWMeasure(data: [{ takenOn: "2023-06-01T00:00:00.000Z", value: 2 }, { takenOn: "2024-06-01T00:00:00.000Z", value: 3 }]) { count } }')
+    t.same(many, { data: { createManyWMeasure: { count: 2 } } }, `${mode}: createMany counts the rows a rule redirected`)
+    t.same((await env.sql('SELECT value FROM ONLY w_measure_2024')).map((r) => r['value']), [3], `${mode}: the 2024 row is in its child`)
+    t.equal(Number((await env.sql('SELECT COUNT(*) AS n FROM ONLY w_measure'))[0]!['n']), 0, `${mode}: nothing stayed in the parent`)
+    const read = await env.gql(mode, '{ findManyWMeasure(orderBy: { value: asc }) { value } aggregateWMeasure { _count { _all } } }')
+    t.same(read.data, { findManyWMeasure: [{ value: 1 }, { value: 2 }, { value: 3 }], aggregateWMeasure: { _count: { _all: 3 } } }, `${mode}: the parent reads its children's rows`)
+    const skip = await env.gql(mode, 'mutation { createManyWMeasure(data: [{ takenOn: "2023-06-01T00:00:00.000Z", value: 9 }], skipDuplicates: true) { count } }')
+    t.same(codes(skip), ['TRB_ERR_DB_INPUT'], `${mode}: skipDuplicates is refused where PostgreSQL cannot apply ON CONFLICT`)
+
+    await env.sql('DELETE FROM w_log')
+    const log = await env.gql(mode, 'mutation { createOneWLog(data: { loggedOn: "2024-02-01T00:00:00.000Z", message: "hi" }) { message } createManyWLog(data: [{ loggedOn: "2023-02-01T00:00:00.000Z", message: "a" }, { loggedOn: "2024-03-01T00:00:00.000Z", message: "b" }]) { count } }')
+    t.same(log, { data: { createOneWLog: { message: 'hi' }, createManyWLog: { count: 2 } } }, `${mode}: declarative partitions: inserts and counts`)
+    t.same((await env.sql('SELECT message FROM w_log_2024 ORDER BY message')).map((r) => r['message']), ['b', 'hi'], `${mode}: rows routed to their partition`)
+  }
+})

@@ -21,6 +21,7 @@ import {
   GraphQLSchema,
   GraphQLString,
   type GraphQLArgumentConfig,
+  type GraphQLFieldConfig,
   type GraphQLFieldResolver,
   type GraphQLFieldConfigArgumentMap,
   type GraphQLFieldConfigMap,
@@ -39,7 +40,9 @@ import { buildRegistry, type Model, type Registry, type ScalarField } from './co
 import { createDirectCompiler, type DirectFieldExtension, type DirectFieldKind } from './direct.js'
 import type { DatabaseIntrospection, ScalarKind } from './model.js'
 import { isUnsignedInt } from './type-map.js'
-import { makeMutationResolvers } from './mutations.js'
+import { mapDbError } from './db-errors.js'
+import { makeMutationResolvers, type MutationKind } from './mutations.js'
+import { writeResolver, type WriteField } from './request-transaction.js'
 import { pascalCase } from './naming.js'
 import { byResponseKey, makeQueryResolvers, makeRawResolvers, type Runtime } from './resolvers.js'
 
@@ -491,35 +494,28 @@ class SchemaBuilder {
         extensions: ext,
       }
       if (m.kind !== 'table') continue
-      const w = makeMutationResolvers(this.rt, m)
+      const bodies = makeMutationResolvers(this.rt, m)
+      const mapError = (err: unknown): unknown => mapDbError(err, this.reg.dialect, this.reg, m)
+      const w = Object.fromEntries(Object.entries(bodies).map(([k, body]) => [k, { rt: this.rt, body, mapError }])) as Record<MutationKind, WriteField>
+      // Mutation fields are nullable: a failed field is null with its error, its neighbours keep their data.
+      const mut = (kind: MutationKind, type: GraphQLOutputType, args: GraphQLFieldConfigArgumentMap): GraphQLFieldConfig<unknown, unknown> => ({
+        type,
+        args,
+        resolve: writeResolver(w[kind]),
+        extensions: { [EXT]: { model: m.name, write: w[kind] } },
+      })
       const create = this.createInput(m, `${m.name}CreateInput`)
       const update = this.updateInput(m, `${m.name}UpdateInput`)
-      mutation[`createOne${m.name}`] = { type: nn(obj), args: { data: { type: nn(create) } }, resolve: w['createOne'], extensions: ext }
-      mutation[`createMany${m.name}`] = {
-        type: nn(this.affectedRows),
-        args: { data: { type: nn(list(nn(this.createInput(m, `${m.name}CreateManyInput`)))) }, skipDuplicates: { type: GraphQLBoolean } },
-        resolve: w['createMany'],
-        extensions: ext,
-      }
-      if (u && m.identity.length > 0) {
-        mutation[`updateOne${m.name}`] = { type: obj, args: { data: { type: nn(update) }, where: { type: nn(u) } }, resolve: w['updateOne'], extensions: ext }
-      }
-      mutation[`updateMany${m.name}`] = {
-        type: nn(this.affectedRows),
-        args: { data: { type: nn(this.updateInput(m, `${m.name}UpdateManyMutationInput`)) }, where: { type: this.where(m) } },
-        resolve: w['updateMany'],
-        extensions: ext,
-      }
-      if (u && m.identity.length > 0) {
-        mutation[`upsertOne${m.name}`] = {
-          type: nn(obj),
-          args: { where: { type: nn(u) }, create: { type: nn(create) }, update: { type: nn(update) } },
-          resolve: w['upsertOne'],
-          extensions: ext,
-        }
-      }
-      if (u) mutation[`deleteOne${m.name}`] = { type: obj, args: { where: { type: nn(u) } }, resolve: w['deleteOne'], extensions: ext }
-      mutation[`deleteMany${m.name}`] = { type: nn(this.affectedRows), args: { where: { type: this.where(m) } }, resolve: w['deleteMany'], extensions: ext }
+      mutation[`createOne${m.name}`] = mut('createOne', obj, { data: { type: nn(create) } })
+      mutation[`createMany${m.name}`] = mut('createMany', this.affectedRows, {
+        data: { type: nn(list(nn(this.createInput(m, `${m.name}CreateManyInput`)))) },
+        skipDuplicates: { type: GraphQLBoolean, description: 'Skip rows that conflict with a unique or primary key (and only those).' },
+      })
+      if (u && m.identity.length > 0) mutation[`updateOne${m.name}`] = mut('updateOne', obj, { data: { type: nn(update) }, where: { type: nn(u) } })
+      mutation[`updateMany${m.name}`] = mut('updateMany', this.affectedRows, { data: { type: nn(this.updateInput(m, `${m.name}UpdateManyMutationInput`)) }, where: { type: this.where(m) } })
+      if (u && m.identity.length > 0) mutation[`upsertOne${m.name}`] = mut('upsertOne', obj, { where: { type: nn(u) }, create: { type: nn(create) }, update: { type: nn(update) } })
+      if (u) mutation[`deleteOne${m.name}`] = mut('deleteOne', obj, { where: { type: nn(u) } })
+      mutation[`deleteMany${m.name}`] = mut('deleteMany', this.affectedRows, { where: { type: this.where(m) } })
     }
     if (rawSql) this.addRawFields(query, mutation)
     return new GraphQLSchema({
@@ -537,11 +533,13 @@ class SchemaBuilder {
       args: { query: { type: nn(GraphQLString) }, parameters: { type: JSONScalar } },
       resolve: raw.queryRaw,
     }
+    const write: WriteField = { rt: this.rt, body: raw.executeRaw, mapError: (err) => err }
     mutation['executeRaw'] = {
-      type: nn(GraphQLInt),
-      description: 'Runs a SQL statement and returns the number of affected rows. Placeholders as for `queryRaw`.',
+      type: GraphQLInt,
+      description: 'Runs a SQL statement and returns the number of affected rows. Placeholders as for `queryRaw`. Runs in the request\'s transaction on this database.',
       args: { query: { type: nn(GraphQLString) }, parameters: { type: JSONScalar } },
-      resolve: raw.executeRaw,
+      resolve: writeResolver(write),
+      extensions: { [EXT]: { write } },
     }
   }
 }

@@ -79,6 +79,13 @@ export interface TableInfo {
   /** Unique constraints other than the primary key. */
   uniqueConstraints: UniqueConstraintInfo[]
   foreignKeys: ForeignKeyInfo[]
+  /**
+   * PostgreSQL: an insert into this table may land in another one (the table has an INSERT rewrite
+   * rule, or inheritance children that rules or triggers route rows to). `INSERT … RETURNING` and
+   * the engine's row count cannot be trusted there: keys are drawn from their sequences first, and
+   * `createMany` counts the rows it sent.
+   */
+  insertsRedirected?: boolean
 }
 
 /** A database enum type (PostgreSQL `CREATE TYPE ... AS ENUM`, MySQL inline `enum(...)`). */

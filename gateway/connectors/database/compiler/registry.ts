@@ -69,6 +69,8 @@ export interface Model {
   uniqueKeys: UniqueKey[]
   /** Fields that identify a row: the primary key, else the first unique key whose fields are all non-null, else []. */
   identity: string[]
+  /** PostgreSQL: inserts may land in another table (see `TableInfo.insertsRedirected`). */
+  insertsRedirected: boolean
 }
 
 /** A database enum with GraphQL value names. */
@@ -160,6 +162,7 @@ export function buildRegistry(doc: DatabaseIntrospection, maxTake = DEFAULT_MAX_
       primaryKey,
       uniqueKeys,
       identity,
+      insertsRedirected: t.insertsRedirected === true,
     }
     models.set(model.name, model)
     byTable.set(t.name, model)

@@ -7,7 +7,7 @@ import type { ColumnInfo, EnumInfo, ForeignKeyInfo, UniqueConstraintInfo } from 
 import { mapColumnType } from '../type-map.js'
 import { groupBy, isInternalTable, normalizeAction, type RawTable } from './common.js'
 
-interface TableRow { oid: string; name: string; relkind: string }
+interface TableRow { oid: string; name: string; relkind: string; redirected: boolean }
 interface ColumnRow {
   relid: string; attnum: number; name: string; data_type: string; typtype: string; type_name: string
   type_schema: string; notnull: boolean; default_expr: string | null; identity: string; generated: string
@@ -48,14 +48,19 @@ const ACTIONS: Record<string, string> = { a: 'NO ACTION', r: 'RESTRICT', c: 'CAS
 
 /**
  * Reads the tables (`r`, `p`, `f`), views and materialised views (`v`, `m`) of one schema, with the enum
- * types declared in that schema or used by its columns. Partitions are skipped (their parent is read).
+ * types declared in that schema or used by its columns. Declarative partitions and inheritance
+ * children are skipped: their parent is read, and its rows include theirs. A table with an INSERT
+ * rule or inheritance children is marked `insertsRedirected`.
  * Auto-increment: identity columns and `nextval(…)` defaults (serial).
  */
 export async function introspectPostgres(knex: Knex, schema: string): Promise<{ tables: RawTable[]; enums: EnumInfo[] }> {
   const tableRows = await rows<TableRow>(knex, `
-    select c.oid::bigint as oid, c.relname as name, c.relkind::text as relkind
+    select c.oid::bigint as oid, c.relname as name, c.relkind::text as relkind,
+      (c.relkind = 'r' and (exists (select 1 from pg_catalog.pg_rewrite r where r.ev_class = c.oid and r.ev_type = '3')
+        or exists (select 1 from pg_catalog.pg_inherits i where i.inhparent = c.oid))) as redirected
     from pg_catalog.pg_class c join pg_catalog.pg_namespace n on n.oid = c.relnamespace
     where n.nspname = ? and c.relkind in ('r', 'p', 'f', 'v', 'm') and not c.relispartition
+      and not exists (select 1 from pg_catalog.pg_inherits i where i.inhrelid = c.oid)
     order by c.relname`, [schema])
   const tables = tableRows.filter((t) => !isInternalTable(t.name))
   if (tables.length === 0) {
@@ -160,7 +165,7 @@ export async function introspectPostgres(knex: Knex, schema: string): Promise<{ 
         if (onUpdate) fk.onUpdate = onUpdate
         return fk
       })
-    out.push({ name: t.name, kind, columns, primaryKey, uniqueConstraints, foreignKeys })
+    out.push({ name: t.name, kind, columns, primaryKey, uniqueConstraints, foreignKeys, ...(t.redirected ? { insertsRedirected: true } : {}) })
   }
   return { tables: out, enums }
 }
