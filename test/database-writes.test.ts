@@ -7,12 +7,12 @@
 import t, { type Test } from 'tap'
 import type { ExecutionResult, GraphQLInputObjectType, GraphQLObjectType, GraphQLSchema } from 'graphql'
 import type { Knex } from 'knex'
-import { createDatabaseSource } from '../gateway/connectors/database/index.js'
+import { createDatabaseSource, type DatabaseSourceOptions } from '../gateway/connectors/database/index.js'
 import { createKnex } from '../gateway/connectors/database/connection.js'
 import { composeSchema } from '../gateway/compose/index.js'
 import type { Dialect } from '../gateway/connectors/database/model.js'
 import type { LocalSubschema } from '../gateway/connectors/types.js'
-import { EXEC_MODES, plain, run, testContext, type ExecMode } from './helpers/database-source.js'
+import { EXEC_MODES, plain, run, testContext, type ExecMode, type SqlLog } from './helpers/database-source.js'
 import { realworldDatabase } from './helpers/realworld.js'
 
 /** The `code` of each error of a result, in order. */
@@ -31,6 +31,7 @@ async function rows(knex: Knex, dialect: Dialect, text: string, bindings: unknow
 interface Env {
   dialect: Dialect
   url: string
+  log: SqlLog
   schema: GraphQLSchema
   knex: Knex
   sql(text: string, bindings?: unknown[]): Promise<Record<string, unknown>[]>
@@ -38,21 +39,22 @@ interface Env {
 }
 
 /** A private real-world database on one engine, its gateway source (`rawSql` on) and a direct connection. */
-async function setup(t: Test, dialect: Dialect): Promise<Env | null> {
+async function setup(t: Test, dialect: Dialect, options: Partial<DatabaseSourceOptions> = {}): Promise<Env | null> {
   const db = await realworldDatabase(dialect, 'writes')
   if (db.skipReason) {
     t.test(`${dialect} unreachable`, { skip: db.skipReason }, async () => {})
     return null
   }
   t.teardown(db.cleanup)
-  const { ctx } = testContext('rw')
-  const source = (await createDatabaseSource({ url: db.url, rawSql: true }, ctx)) as LocalSubschema
+  const { ctx, log } = testContext('rw')
+  const source = (await createDatabaseSource({ url: db.url, rawSql: true, ...options }, ctx)) as LocalSubschema
   t.teardown(() => source.close())
   const { knex } = createKnex(db.url)
   t.teardown(() => knex.destroy())
   return {
     dialect,
     url: db.url,
+    log,
     schema: source.schema,
     knex,
     sql: (text, bindings = []) => rows(knex, dialect, text, bindings),
@@ -260,4 +262,60 @@ t.test('postgres: rules, inheritance and partitions (item 4)', async (t) => {
     t.same(log, { data: { createOneWLog: { message: 'hi' }, createManyWLog: { count: 2 } } }, `${mode}: declarative partitions: inserts and counts`)
     t.same((await env.sql('SELECT message FROM w_log_2024 ORDER BY message')).map((r) => r['message']), ['b', 'hi'], `${mode}: rows routed to their partition`)
   }
+})
+
+t.test('sqlite: date-times are written and compared in the format the column uses (item 3)', async (t) => {
+  const env = await setup(t, 'sqlite', { columns: { 'w_entry.title': { filledByDatabase: true } } })
+  if (!env) return
+  const sqlite = env.knex
+  for (const mode of EXEC_MODES) {
+    await env.sql('DELETE FROM w_event WHERE id > 2')
+    const read = await env.gql(mode, '{ findUniqueWEvent(where: { id: 1 }) { startsAt stamp day epochAt addedAt } }')
+    t.same(read.data, { findUniqueWEvent: { startsAt: '2006-02-15T22:53:30.000Z', stamp: '2006-02-15T22:53:30.000Z', day: '2006-02-15T00:00:00.000Z', epochAt: '2006-02-15T22:53:30.000Z', addedAt: '2006-02-15T22:53:30.000Z' } }, `${mode}: every stored format reads as ISO 8601 (epoch seconds included)`)
+    const at = '2006-03-01T10:00:00.000Z'
+    const created = await env.gql(mode, `mutation { createOneWEvent(data: { name: "new", startsAt: "${at}", stamp: "${at}", day: "${at}", epochAt: "${at}" }) { id startsAt epochAt } }`)
+    t.notOk(created.errors, `${mode}: created`, { errors: created.errors?.map((e) => e.message) })
+    const id = (created.data as { createOneWEvent: { id: number } }).createOneWEvent.id
+    t.same((created.data as { createOneWEvent: unknown }).createOneWEvent, { id, startsAt: at, epochAt: at }, `${mode}: read back`)
+    const [row] = await env.sql('SELECT starts_at, stamp, day, epoch_at, typeof(epoch_at) AS epoch_type, added_at FROM w_event WHERE id = ?', [id])
+    t.same({ ...row, added_at: undefined }, { starts_at: '2006-03-01 10:00:00', stamp: '2006-03-01T10:00:00.000Z', day: '2006-03-01', epoch_at: 1141207200, epoch_type: 'integer', added_at: undefined }, `${mode}: each column keeps its own format; epoch seconds stay integers`)
+    t.match(row!['added_at'], /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$/, `${mode}: the CURRENT_TIMESTAMP default is untouched`)
+
+    const precise = await env.gql(mode, 'mutation { createOneWEvent(data: { name: "ms", startsAt: "2006-04-01T10:00:00.250Z" }) { id startsAt } }')
+    const preciseId = (precise.data as { createOneWEvent: { id: number; startsAt: string } }).createOneWEvent.id
+    t.equal((precise.data as { createOneWEvent: { startsAt: string } }).createOneWEvent.startsAt, '2006-04-01T10:00:00.250Z', `${mode}: milliseconds are kept`)
+    t.same(await env.sql('SELECT starts_at FROM w_event WHERE id = ?', [preciseId]), [{ starts_at: '2006-04-01 10:00:00.250' }], `${mode}: a whole-seconds format adds .SSS only when needed`)
+    await env.sql('DELETE FROM w_event WHERE id = ?', [preciseId])
+
+    const dup = await env.gql(mode, 'mutation { createOneWEvent(data: { name: "again", startsAt: "2006-02-15T22:53:30.000Z" }) { id } }')
+    t.same(codes(dup), ['TRB_ERR_DB_UNIQUE'], `${mode}: the same instant cannot pass the unique index in another format`)
+
+    const updated = await env.gql(mode, `mutation { updateOneWEvent(where: { id: ${id} }, data: { startsAt: { set: "2006-03-02T11:00:00.000Z" } }) { startsAt } }`)
+    t.same(updated.data, { updateOneWEvent: { startsAt: '2006-03-02T11:00:00.000Z' } }, `${mode}: update`)
+    t.same((await env.sql('SELECT starts_at FROM w_event WHERE id = ?', [id]))[0], { starts_at: '2006-03-02 11:00:00' }, `${mode}: updates keep the format`)
+
+    // [field, filter, expected names, an index must serve it] (range scans on 3 rows: the planner may prefer the rowid order)
+    const filters: [string, string, string[], boolean][] = [
+      ['startsAt', '{ equals: "2006-02-15T22:53:30.000Z" }', ['opening'], true],
+      ['startsAt', '{ gt: "2006-02-15T22:53:30.000Z", lt: "2006-03-02T11:00:00.000Z" }', ['closing'], false],
+      ['stamp', '{ equals: "2006-02-16T08:00:00.000Z" }', ['closing'], true],
+      ['stamp', '{ gte: "2006-02-16T08:00:00.000Z" }', ['closing', 'new'], false],
+      ['epochAt', '{ equals: "2006-02-15T22:53:30.000Z" }', ['opening'], true],
+      ['epochAt', '{ lt: "2006-02-16T00:00:00.000Z" }', ['opening'], false],
+      ['day', '{ in: ["2006-02-16T00:00:00.000Z", "2006-03-01T00:00:00.000Z"] }', ['closing', 'new'], false],
+    ]
+    for (const [field, filter, expected, indexed] of filters) {
+      env.log.clear()
+      const res = await env.gql(mode, `{ findManyWEvent(where: { ${field}: ${filter} }, orderBy: { id: asc }) { name } }`)
+      t.same(res.data, { findManyWEvent: expected.map((name) => ({ name })) }, `${mode}: ${field} ${filter}`)
+      const stmt = env.log.statements.find((s) => /w_event/.test(s.sql))!
+      t.notMatch(stmt.sql, /strftime/, `${mode}: ${field} is compared as stored`)
+      if (indexed) {
+        const plan = (await sqlite.raw(`EXPLAIN QUERY PLAN ${stmt.sql}`, stmt.bindings as Knex.RawBinding[])) as { detail: string }[]
+        t.match(plan.map((p) => p.detail).join('\n'), /USING (COVERING )?INDEX (sqlite_autoindex_w_event_1|w_event_stamp|w_event_epoch)/, `${mode}: ${field}: the index serves the comparison`)
+      }
+    }
+  }
+  const input = (env.schema.getType('WEntryCreateInput') as GraphQLInputObjectType).getFields()
+  t.equal(String(input['title']!.type), 'String', 'columns: { filledByDatabase: true } makes a column optional')
 })

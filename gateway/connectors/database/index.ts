@@ -47,6 +47,41 @@ export interface DatabaseSourceOptions {
    * `TRB_ERR_DB_TIMEOUT` (504) and is not run again. Default 10000.
    */
   statementTimeoutMs?: number
+  /**
+   * Per-column settings, keyed `table.column`, overriding what introspection detects. Default none.
+   * - `filledByDatabase: true`: the database fills the column (a trigger the introspection cannot
+   *   read): optional in create inputs.
+   * - `dateTimeFormat` (SQLite DateTime columns): how the column stores date-times, see
+   *   `ColumnInfo.dateTimeFormat` (`YYYY-MM-DD HH:mm:ss`, `YYYY-MM-DDTHH:mm:ss.SSSZ`, `YYYY-MM-DD`,
+   *   `unixepoch`, `unixepoch-ms`); values are written and compared in it.
+   */
+  columns?: Record<string, DatabaseColumnOptions>
+}
+
+/** Settings of one column (`DatabaseSourceOptions.columns`). */
+export interface DatabaseColumnOptions {
+  /** The database fills the column (e.g. a trigger): optional in create inputs. */
+  filledByDatabase?: boolean
+  /** SQLite: the stored date-time format (see `ColumnInfo.dateTimeFormat`). */
+  dateTimeFormat?: string
+}
+
+/**
+ * Applies `columns` settings to an introspection document (a copy: the cached document keeps what
+ * the database says).
+ * @throws SourceLoadError when a key names no `table.column` of the document
+ */
+export function applyColumnOptions(doc: DatabaseIntrospection, columns: Record<string, DatabaseColumnOptions> | undefined, sourceName: string): DatabaseIntrospection {
+  if (!columns || Object.keys(columns).length === 0) return doc
+  const out = structuredClone(doc)
+  for (const [key, opts] of Object.entries(columns)) {
+    const dot = key.lastIndexOf('.')
+    const col = out.tables.find((t) => t.name === key.slice(0, dot))?.columns.find((c) => c.name === key.slice(dot + 1))
+    if (dot < 0 || !col) throw new SourceLoadError(sourceName, `columns["${key}"]: no such table.column`)
+    if (opts.filledByDatabase !== undefined) col.filledByTrigger = opts.filledByDatabase
+    if (opts.dateTimeFormat !== undefined) col.dateTimeFormat = opts.dateTimeFormat
+  }
+  return out
 }
 
 /** Default of {@link DatabaseSourceOptions.statementTimeoutMs}, in milliseconds. */
@@ -175,7 +210,7 @@ export async function createDatabaseSource(options: DatabaseSourceOptions, ctx: 
     }
   }
   const mysqlFlavor = dialect === 'mysql' && reachable ? await detectMysqlFlavor(db) : 'mariadb'
-  const schema = buildSchema(doc, { db, mysqlFlavor, rawErrors: ctx.mode !== 'production', rawSql: options.rawSql === true, ...(options.maxTake !== undefined ? { maxTake: options.maxTake } : {}) })
+  const schema = buildSchema(applyColumnOptions(doc, options.columns, ctx.sourceName), { db, mysqlFlavor, rawErrors: ctx.mode !== 'production', rawSql: options.rawSql === true, ...(options.maxTake !== undefined ? { maxTake: options.maxTake } : {}) })
   let closed = false
   return {
     kind: 'local',

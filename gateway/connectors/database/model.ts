@@ -49,6 +49,14 @@ export interface ColumnInfo {
    * says so (`columns: { 'table.column': { filledByDatabase: true } }`). Optional in create inputs.
    */
   filledByTrigger?: boolean
+  /**
+   * SQLite DateTime columns: how the column stores its date-times, detected from its rows (or its
+   * default, or a `date` type) or set in the source's config. A pattern of `YYYY MM DD HH mm ss SSS`
+   * tokens with the stored separators and zone (`YYYY-MM-DD HH:mm:ss`, `YYYY-MM-DDTHH:mm:ss.SSSZ`,
+   * `YYYY-MM-DD`), or `unixepoch` (integer seconds) / `unixepoch-ms` (integer milliseconds). Values
+   * are written and compared in this format (so indexes serve comparisons). Absent: mixed or unknown.
+   */
+  dateTimeFormat?: string
 }
 
 /** A foreign key from this table's `columns` to `referencedTable.referencedColumns`, position by position. */

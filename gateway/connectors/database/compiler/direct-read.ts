@@ -140,7 +140,9 @@ class SqliteDirect implements DirectDialect {
       case 'String':
         // TEXT affinity stores numbers as text; a BLOB makes json_object raise.
         return sqliteTextAffinity(f.dataType) ? [[null, c]] : [[`typeof(${c}) = 'text'`, c]]
-      case 'DateTime':
+      case 'DateTime': {
+        // A column of epoch seconds (dateTimeFormat `unixepoch`) holds seconds, not milliseconds.
+        const ms = (e: string): string => (f.dateTimeFormat === 'unixepoch' ? `(${e} * 1000)` : e)
         // Text dates (knex / CURRENT_TIMESTAMP `2026-11-21 08:01:57`, ISO strings `…T09:00:00.000Z`,
         // offsets): strftime reads them as toIsoDateTime does (UTC without a zone, fraction truncated
         // to ms); NULL from strftime (not a date) raises. Integers are epoch milliseconds.
@@ -150,8 +152,9 @@ class SqliteDirect implements DirectDialect {
             `typeof(${c}) = 'text' AND ${c} GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]*' AND NOT ${c} GLOB '??????????[ Tt]24*'`,
             `COALESCE(strftime('%Y-%m-%dT%H:%M:%fZ', ${c}), ${this.fail(c)})`,
           ],
-          [`typeof(${c}) = 'integer' AND ${c} BETWEEN 0 AND 253402300799999`, `strftime('%Y-%m-%dT%H:%M:%S', ${c} / 1000, 'unixepoch') || printf('.%03dZ', ${c} % 1000)`],
+          [`typeof(${c}) = 'integer' AND ${ms(c)} BETWEEN 0 AND 253402300799999`, `strftime('%Y-%m-%dT%H:%M:%S', ${ms(c)} / 1000, 'unixepoch') || printf('.%03dZ', ${ms(c)} % 1000)`],
         ]
+      }
       case 'Enum':
         return enumBranches(this, c, f, ctx, false)
       case 'JSON':

@@ -26,6 +26,8 @@ export interface ScalarField {
   dataType: string
   /** Decimal scale from `numeric(p,s)`, when declared. */
   scale?: number
+  /** SQLite DateTime: the stored format (`ColumnInfo.dateTimeFormat`), when known. */
+  dateTimeFormat?: string
 }
 
 /** One relation field. `fromFields` are on this model, `toFields` on the target; joined position by position. */
@@ -127,6 +129,7 @@ export function buildRegistry(doc: DatabaseIntrospection, maxTake = DEFAULT_MAX_
       autoIncrement: c.autoIncrement,
       dataType: c.dataType,
       ...(scaleOf(c) !== undefined ? { scale: scaleOf(c)! } : {}),
+      ...(c.dateTimeFormat && doc.dialect === 'sqlite' && c.scalar === 'DateTime' ? { dateTimeFormat: c.dateTimeFormat } : {}),
     }))
     const byColumn = new Map(fields.map((f) => [f.column, f]))
     const col = (c: string): string => {

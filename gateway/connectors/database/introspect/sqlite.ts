@@ -7,6 +7,7 @@ import type { Knex } from 'knex'
 import type { ColumnInfo, ForeignKeyInfo } from '../model.js'
 import { mapColumnType } from '../type-map.js'
 import { groupBy, isInternalTable, normalizeAction, type RawTable } from './common.js'
+import { sqliteDateTimeFormatOf } from '../compiler/dialect.js'
 
 interface MasterRow { name: string; type: 'table' | 'view'; sql: string | null }
 interface ColumnRow { tbl: string; cid: number; name: string; type: string | null; notnull: number; dflt_value: string | null; pk: number; hidden: number }
@@ -122,7 +123,34 @@ export async function introspectSqlite(knex: Knex): Promise<RawTable[]> {
       uniqueConstraints.push({ name, columns })
     }
 
+    if (m.type === 'table') {
+      for (const col of columns) if (col.scalar === 'DateTime') await detectDateTimeFormat(knex, m.name, col)
+    }
     tables.push({ name: m.name, kind: m.type, columns, primaryKey, uniqueConstraints, foreignKeys })
   }
   return tables
+}
+
+/** How many stored values of a date-time column are read to tell its format. */
+const DATE_SAMPLES = 20
+
+/**
+ * Sets `col.dateTimeFormat` (model.ts) from the column's rows: when up to {@link DATE_SAMPLES}
+ * stored values all have one format, that format. A column without rows takes it from its default
+ * (`CURRENT_TIMESTAMP` → `YYYY-MM-DD HH:mm:ss`, `CURRENT_DATE` → `YYYY-MM-DD`) or a `date` type.
+ * Mixed or unknown values leave it unset (then values are compared through `strftime`).
+ */
+async function detectDateTimeFormat(knex: Knex, table: string, col: ColumnInfo): Promise<void> {
+  const q = (n: string): string => `"${n.replace(/"/g, '""')}"`
+  const samples = await all<{ v: unknown }>(knex, `select ${q(col.name)} as v from ${q(table)} where ${q(col.name)} is not null limit ${DATE_SAMPLES}`)
+  let format: string | null | undefined
+  if (samples.length > 0) {
+    const formats = new Set(samples.map((r) => sqliteDateTimeFormatOf(r.v)))
+    format = formats.size === 1 ? [...formats][0] : null
+  } else {
+    const def = (col.default ?? '').replace(/[()\s]/g, '').toUpperCase()
+    if (def === 'CURRENT_TIMESTAMP') format = 'YYYY-MM-DD HH:mm:ss'
+    else if (def === 'CURRENT_DATE' || col.dataType === 'date') format = 'YYYY-MM-DD'
+  }
+  if (format) col.dateTimeFormat = format
 }
