@@ -4,7 +4,14 @@
  * written through the gateway's execution (graphql-js `execute` and graphql-jit) and checked against
  * direct SQL. PostgreSQL and MySQL skip when unreachable.
  */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import t, { type Test } from 'tap'
+import { pino } from 'pino'
+import { database, resolveConfig } from '../gateway/config/index.js'
+import { createGateway } from '../gateway/runtime.js'
+import { buildApp } from '../gateway/http/app.js'
 import type { ExecutionResult, GraphQLInputObjectType, GraphQLObjectType, GraphQLSchema } from 'graphql'
 import type { Knex } from 'knex'
 import { createDatabaseSource, type DatabaseSourceOptions } from '../gateway/connectors/database/index.js'
@@ -318,4 +325,58 @@ t.test('sqlite: date-times are written and compared in the format the column use
   }
   const input = (env.schema.getType('WEntryCreateInput') as GraphQLInputObjectType).getFields()
   t.equal(String(input['title']!.type), 'String', 'columns: { filledByDatabase: true } makes a column optional')
+})
+
+t.test('over HTTP: one transaction per database, partial data across sources, the failing field sets the status (item 2)', async (t) => {
+  const one = await realworldDatabase('sqlite', 'http-a')
+  const two = await realworldDatabase('sqlite', 'http-b')
+  t.teardown(one.cleanup)
+  t.teardown(two.cleanup)
+  const dir = mkdtempSync(join(tmpdir(), 'trb-writes-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  writeFileSync(join(dir, 'Pair.graphql'), 'mutation Pair($email: String!, $account: Int!) { account: a_createOneWAccount(data: { email: $email }) { email } entry: a_createOneWEntry(data: { accountId: $account, title: "x" }) { title } }\n')
+  const config = resolveConfig({
+    datasources: [
+      database({ namespace: 'a', url: one.url, columns: { 'w_entry.touched_at': { filledByDatabase: true } } }),
+      database({ namespace: 'b', url: two.url }),
+    ],
+    operations: { dir },
+    generatedDir: join(dir, 'generated'),
+  })
+  const gateway = await createGateway(config, { logger: pino({ level: 'silent' }), cwd: dir })
+  t.teardown(() => gateway.close())
+  const app = await buildApp(gateway, { logger: false })
+  t.teardown(() => app.close())
+  const post = async (url: string, body: unknown) => {
+    const res = await app.inject({ method: 'POST', url, headers: { 'content-type': 'application/json', accept: 'application/graphql-response+json' }, payload: JSON.stringify(body) })
+    return { status: res.statusCode, body: res.json() as { data?: Record<string, unknown> | null; errors?: { path?: string[]; extensions?: { code?: string } }[] } }
+  }
+  const count = async (url: string): Promise<number> => {
+    const { knex } = createKnex(url)
+    try {
+      return Number(((await knex.raw('SELECT COUNT(*) AS n FROM w_account')) as [{ n: number }])[0].n)
+    } finally {
+      await knex.destroy()
+    }
+  }
+  const mixed = await post('/graphql', {
+    query: `mutation {
+      a1: a_createOneWAccount(data: { email: "a1@x" }) { email }
+      b1: b_createOneWAccount(data: { email: "b1@x" }) { email }
+      a2: a_createOneWEntry(data: { accountId: 424242, title: "orphan" }) { title }
+    }`,
+  })
+  t.same(mixed.body.data, { a1: null, b1: { email: 'b1@x' }, a2: null }, 'database a wrote nothing, database b committed and says so')
+  t.same(mixed.body.errors?.map((e) => [e.path, e.extensions?.code]), [[['a1'], 'TRB_ERR_DB_ROLLED_BACK'], [['a2'], 'TRB_ERR_DB_FOREIGN_KEY']], 'the response names the failed and the rolled-back field')
+  t.equal(await count(one.url), 0, 'database a: nothing written')
+  t.equal(await count(two.url), 1, 'database b: committed')
+
+  const stored = await post('/operations/Pair', { email: 'p@x', account: 424242 })
+  t.equal(stored.status, 409, 'a stored mutation answers with the failing field\'s status, not the rolled-back one\'s')
+  t.same(stored.body.errors?.map((e) => e.extensions?.code), ['TRB_ERR_DB_ROLLED_BACK', 'TRB_ERR_DB_FOREIGN_KEY'])
+  t.equal(await count(one.url), 0, 'nothing written')
+
+  t.throws(() => resolveConfig({ datasources: [database({ url: one.url, columns: { 'w_entry.touched_at': { dateTimeFormat: 'dd/mm/yyyy' } } })] }), /dateTimeFormat/, 'a bad dateTimeFormat is refused by the config validation')
+  const bad = resolveConfig({ datasources: [database({ namespace: 'c', url: one.url, columns: { 'w_entry.nope': { filledByDatabase: true } } })], operations: { dir: join(dir, 'none') }, generatedDir: join(dir, 'generated2') })
+  await t.rejects(createGateway(bad, { logger: pino({ level: 'silent' }), cwd: dir }), /columns\["w_entry\.nope"\]: no such table\.column/, 'a columns key naming no column fails the source load')
 })

@@ -210,7 +210,15 @@ export async function createDatabaseSource(options: DatabaseSourceOptions, ctx: 
     }
   }
   const mysqlFlavor = dialect === 'mysql' && reachable ? await detectMysqlFlavor(db) : 'mariadb'
-  const schema = buildSchema(applyColumnOptions(doc, options.columns, ctx.sourceName), { db, mysqlFlavor, rawErrors: ctx.mode !== 'production', rawSql: options.rawSql === true, ...(options.maxTake !== undefined ? { maxTake: options.maxTake } : {}) })
+  let effective: DatabaseIntrospection
+  try {
+    effective = applyColumnOptions(doc, options.columns, ctx.sourceName)
+  } catch (err) {
+    workers?.close()
+    await knex.destroy().catch(() => undefined)
+    throw err
+  }
+  const schema = buildSchema(effective, { db, mysqlFlavor, rawErrors: ctx.mode !== 'production', rawSql: options.rawSql === true, ...(options.maxTake !== undefined ? { maxTake: options.maxTake } : {}) })
   let closed = false
   return {
     kind: 'local',
