@@ -380,3 +380,21 @@ t.test('over HTTP: one transaction per database, partial data across sources, th
   const bad = resolveConfig({ datasources: [database({ namespace: 'c', url: one.url, columns: { 'w_entry.nope': { filledByDatabase: true } } })], operations: { dir: join(dir, 'none') }, generatedDir: join(dir, 'generated2') })
   await t.rejects(createGateway(bad, { logger: pino({ level: 'silent' }), cwd: dir }), /columns\["w_entry\.nope"\]: no such table\.column/, 'a columns key naming no column fails the source load')
 })
+
+t.test('the same mutation document executed twice writes twice (outcomes are kept per execution)', async (t) => {
+  const env = await setup(t, 'sqlite')
+  if (!env) return
+  await env.sql('DELETE FROM w_entry')
+  await env.sql('DELETE FROM w_account')
+  for (const mode of EXEC_MODES) {
+    const doc = `mutation { a: createManyWAccount(data: [{ email: "${mode}-1@x" }], skipDuplicates: true) { count } b: updateManyWAccount(data: { score: { increment: 1 } }) { count } }`
+    t.same((await env.gql(mode, doc)).data, { a: { count: 1 }, b: { count: mode === 'jit' ? 4 : 1 } }, `${mode}: first run`)
+    t.same((await env.gql(mode, doc)).data, { a: { count: 0 }, b: { count: mode === 'jit' ? 4 : 1 } }, `${mode}: second run runs again`)
+    const vars = 'mutation($e: String!) { a: createOneWAccount(data: { email: $e }) { email } b: updateManyWAccount(data: { score: { increment: 1 } }) { count } }'
+    t.same((await env.gql(mode, vars, { e: `${mode}-2@x` })).data, { a: { email: `${mode}-2@x` }, b: { count: mode === 'jit' ? 5 : 2 } }, `${mode}: with variables`)
+    t.same((await env.gql(mode, vars, { e: `${mode}-3@x` })).data, { a: { email: `${mode}-3@x` }, b: { count: mode === 'jit' ? 6 : 3 } }, `${mode}: with other variables`)
+  }
+  t.same((await env.sql('SELECT email, score FROM w_account ORDER BY email')).map((r) => [r['email'], Number(r['score'])]), [
+    ['execute-1@x', 8], ['execute-2@x', 6], ['execute-3@x', 5], ['jit-1@x', 4], ['jit-2@x', 2], ['jit-3@x', 1],
+  ], 'every run wrote')
+})
