@@ -20,6 +20,12 @@
  *   service through an undici Pool, answered as `{"system_getAllRoles":[...]}`, the same body as
  *   `GET /operations/Roles` of the gateway (bench/roles/).
  *
+ * - `GET /linked` (issue 9, with `--linked-db <file> --linked-sql <json file> --countries-url <url>`): runs
+ *   the single SQL statement the gateway sends for `GET /operations/CustomersWithCountry?take=50` of
+ *   examples/federation (captured from its debug log, `{ sql, bindings }`), then the single REST call
+ *   it makes, `GET /countries?names=<distinct countries, in row order>` on the countries API through an
+ *   undici Pool, and joins them by country into the same body as the stored operation.
+ *
  * Prints `baseline listening http://127.0.0.1:<port>` once it serves. No request logging.
  */
 import { readFileSync } from 'node:fs'
@@ -37,6 +43,9 @@ const todoDb = arg('todo-db')
 const chinookDb = arg('chinook-db')
 const chinookSql = arg('chinook-sql')
 const rolesUrl = arg('roles-url')
+const linkedDb = arg('linked-db')
+const linkedSql = arg('linked-sql')
+const countriesUrl = arg('countries-url')
 
 const app = Fastify({ logger: false })
 
@@ -103,6 +112,27 @@ if (rolesUrl) {
     const res = await roles.request({ method: 'GET', path: '/api/v1/role/all', headers: { accept: 'application/json' } })
     if (res.statusCode !== 200) throw new Error(`role service answered ${res.statusCode}`)
     return { system_getAllRoles: await res.body.json() }
+  })
+}
+
+if (linkedDb && linkedSql && countriesUrl) {
+  const { sql, bindings } = JSON.parse(readFileSync(linkedSql, 'utf8'))
+  const db = new Database(linkedDb, { fileMustExist: true })
+  db.pragma('journal_mode = WAL')
+  const stmt = db.prepare(sql).pluck(true)
+  const countries = new Pool(countriesUrl)
+  app.get('/linked', async () => {
+    const rows = stmt.all(...bindings).map((r) => JSON.parse(r))
+    const names = [...new Set(rows.map((r) => r.country).filter((c) => c != null))]
+    const res = await countries.request({ method: 'GET', path: `/countries?names=${encodeURIComponent(names.join(','))}`, headers: { accept: 'application/json' } })
+    if (res.statusCode !== 200) throw new Error(`countries API answered ${res.statusCode}`)
+    const byName = new Map((await res.body.json()).map((c) => [c.name, c]))
+    return {
+      chinook_findManyCustomer: rows.map((r) => {
+        const c = byName.get(r.country)
+        return { customerId: r.customerId, firstName: r.firstName, lastName: r.lastName, countryInfo: c ? { capital: c.capital, currency: c.currency } : null }
+      }),
+    }
   })
 }
 

@@ -16,6 +16,11 @@
  *   roles    GET /operations/Roles (system_getAllRoles, REST source) vs baseline GET /roles (undici)  target ≥ 0.60
  *   chinook  POST /graphql artists → albums → tracks (20 artists) on SQLite vs a route
  *            running the same single SQL statement the gateway sends                   target ≥ 0.50
+ *   linked   GET /operations/CustomersWithCountry?take=50 of examples/federation (50 Chinook rows, each
+ *            with a link to the countries REST API: one SQL statement + one REST call) vs a route
+ *            making the same statement and the same REST call                          target ≥ 0.50
+ *            + peer: Hive Gateway (@graphql-hive/gateway, supergraph by @graphql-mesh/compose-cli
+ *            and @omnigraph/openapi) vs Tributary on the same countries REST API and query (ratio reported)
  *   health   GET /health p99 while 4 clients run the heaviest Chinook read, on SQLite
  *            and PostgreSQL (the tests' `chinook` schema; BENCH_PG_CHINOOK_URL)          target < 100 ms
  *
@@ -27,7 +32,7 @@
  *   --memory-runs <n>       BENCH_MEMORY_RUNS       runs of the memory scenario (5)
  *   --memory-duration <s>   BENCH_MEMORY_DURATION   seconds per memory run (20)
  *   --pipelining <n>        BENCH_PIPELINING        autocannon pipelining (1)
- *   --scenarios <list>      BENCH_SCENARIOS         comma-separated subset of rest,graphql,memory,chinook,health,roles
+ *   --scenarios <list>      BENCH_SCENARIOS         comma-separated subset of rest,graphql,memory,chinook,health,roles,linked
  *   --perf                                          profile the gateway with Linux perf during the first
  *                                                   measured gateway run of each A/B scenario (node
  *                                                   --perf-basic-prof; bench/results/perf/); ratios stay
@@ -45,7 +50,7 @@ import { cpus, loadavg, tmpdir } from 'node:os'
 import { isDeepStrictEqual } from 'node:util'
 import { join } from 'node:path'
 import Database from 'better-sqlite3'
-import { cpuTimeOf, freePort, memoryOf, root, runLoad, startBaseline, startGateway } from './lib/processes.mjs'
+import { cpuTimeOf, freePort, memoryOf, root, runLoad, startBaseline, startGateway, startNode } from './lib/processes.mjs'
 import { formatSummary, summarise } from './profile-summary.mjs'
 import { formatPerfSummary, perfScript, summarisePerfScript } from './perf-summary.mjs'
 import { spawn } from 'node:child_process'
@@ -71,15 +76,15 @@ const options = {
   memoryRuns: num('memory-runs', 'BENCH_MEMORY_RUNS', 5, 5),
   memoryDuration: num('memory-duration', 'BENCH_MEMORY_DURATION', 20, 5),
   pipelining: num('pipelining', 'BENCH_PIPELINING', 1, 1),
-  scenarios: String(opt('scenarios', 'BENCH_SCENARIOS', 'rest,graphql,memory,chinook,health,roles')).split(',').map((s) => s.trim()).filter(Boolean),
+  scenarios: String(opt('scenarios', 'BENCH_SCENARIOS', 'rest,graphql,memory,chinook,health,roles,linked')).split(',').map((s) => s.trim()).filter(Boolean),
   cpuProf: argv.includes('--cpu-prof'),
   perf: argv.includes('--perf'),
 }
-const known = ['rest', 'graphql', 'memory', 'chinook', 'health', 'roles']
+const known = ['rest', 'graphql', 'memory', 'chinook', 'health', 'roles', 'linked']
 for (const s of options.scenarios) if (!known.includes(s)) throw new Error(`unknown scenario "${s}"; use ${known.join(', ')}`)
 if (options.connections > 1000 || options.duration > 600 || options.memoryDuration > 600) throw new Error('at most 1000 connections and 600 s per run')
 
-const TARGETS = { rest: 0.7, graphql: 0.35, memoryGrowth: 0.1, chinook: 0.5, healthP99Ms: 100, roles: 0.6 }
+const TARGETS = { rest: 0.7, graphql: 0.35, memoryGrowth: 0.1, chinook: 0.5, healthP99Ms: 100, roles: 0.6, linked: 0.5 }
 
 // ---------------------------------------------------------------- output
 const tty = process.stdout.isTTY
@@ -476,6 +481,140 @@ async function rolesScenario() {
   }
 }
 
+// ---------------------------------------------------------------- linked (issue 9)
+const LINKED_URL = '/operations/CustomersWithCountry?take=50'
+
+/** Starts one of examples/federation's side services from dist/ on a free port. */
+async function startService(name, envPort) {
+  const port = await freePort()
+  const handle = await startNode({
+    name,
+    args: [join(root, `dist/examples/federation/services/${name}.js`)],
+    env: { ...process.env, [envPort]: String(port) },
+    ready: /listening on (http:\/\/127\.0\.0\.1:\d+)/,
+    timeoutMs: 30_000,
+  })
+  return { ...handle, url: handle.match[1] }
+}
+
+/**
+ * Hive Gateway on the countries API: `mesh-compose` (bench/linked/mesh.config.ts, @omnigraph/openapi)
+ * writes a supergraph, `hive-gateway supergraph` serves it. Resolves with `{ url, pid, stop }`, or
+ * throws with the reason when a piece is missing or fails.
+ */
+async function startHiveGateway(countriesUrl) {
+  const bin = (name) => join(root, 'node_modules/.bin', name)
+  for (const b of ['mesh-compose', 'hive-gateway']) if (!existsSync(bin(b))) throw new Error(`${b} is not installed (npm install -D @graphql-hive/gateway @graphql-mesh/compose-cli @omnigraph/openapi)`)
+  const supergraph = join(work, 'supergraph.graphql')
+  const composed = await new Promise((ok) => {
+    const p = spawn(bin('mesh-compose'), ['-c', 'bench/linked/mesh.config.ts', '-o', supergraph], { cwd: root, env: { ...process.env, COUNTRIES_API_URL: countriesUrl }, stdio: ['ignore', 'pipe', 'pipe'] })
+    let out = ''
+    p.stdout.on('data', (c) => (out += c))
+    p.stderr.on('data', (c) => (out += c))
+    p.once('exit', (code) => ok({ code, out }))
+  })
+  if (composed.code !== 0 || !existsSync(supergraph)) throw new Error(`mesh-compose failed (${composed.code}): ${composed.out.slice(-800)}`)
+  const port = await freePort()
+  const handle = await startNode({
+    name: 'hive-gateway',
+    args: [join(root, 'node_modules/@graphql-hive/gateway/dist/bin.js'), 'supergraph', supergraph, '--port', String(port), '--host', '127.0.0.1'],
+    env: { ...process.env, NODE_ENV: 'production', DEBUG: '' },
+    ready: /Listening on/,
+    timeoutMs: 60_000,
+  })
+  return { ...handle, url: `http://127.0.0.1:${port}` }
+}
+
+async function linkedScenario() {
+  const db = join(work, 'chinook-linked.sqlite')
+  await copySqlite(join(root, 'examples/chinook/chinook.sqlite'), db)
+  const config = 'examples/federation/config.ts'
+  const countries = await startService('countries', 'COUNTRIES_PORT')
+  const reviews = await startService('reviews', 'REVIEWS_PORT')
+  const env = { CHINOOK_DATABASE_URL: `sqlite:${db}`, COUNTRIES_API_URL: countries.url, REVIEWS_API_URL: reviews.url }
+  try {
+    // 1. What the gateway sends for the operation (LOG_LEVEL=debug: msg "sql" and msg "upstream").
+    say(`\n[linked] capturing the upstream calls: gateway --config ${config} with LOG_LEVEL=debug`)
+    const logged = []
+    let capturing = false
+    const dbg = await startGateway({
+      config,
+      env: { ...env, LOG_LEVEL: 'debug' },
+      onLine: (line) => {
+        if (!capturing || !line.startsWith('{')) return
+        try {
+          const o = JSON.parse(line)
+          if (o.msg === 'sql' || o.msg === 'upstream') logged.push(o)
+        } catch {
+          // not a log line
+        }
+      },
+    })
+    let gatewayAnswer
+    try {
+      capturing = true
+      gatewayAnswer = await fetchJson(`${dbg.url}${LINKED_URL}`)
+      await new Promise((ok) => setTimeout(ok, 500))
+      capturing = false
+    } finally {
+      await dbg.stop()
+    }
+    const sql = logged.filter((l) => l.msg === 'sql')
+    const upstream = logged.filter((l) => l.msg === 'upstream')
+    if (sql.length !== 1 || upstream.length !== 1) throw new Error(`linked: expected one SQL statement and one REST call, the gateway made ${JSON.stringify(logged).slice(0, 1000)}`)
+    writeFileSync(join(work, 'linked-sql.json'), JSON.stringify({ sql: sql[0].sql, bindings: sql[0].bindings }))
+    say(`[linked] one statement and one upstream call (${upstream[0].method} ${upstream[0].url}) for ${gatewayAnswer.chinook_findManyCustomer.length} customers`)
+
+    // 2. A/B against the hand-written route.
+    const gw = await startGateway({ config, env, nodeArgs: gatewayNodeArgs('linked') })
+    say(`[setup] gateway ${gw.url} (pid ${gw.pid}, LOG_LEVEL=warn)`)
+    let base
+    try {
+      base = await startBaseline(['--linked-db', db, '--linked-sql', join(work, 'linked-sql.json'), '--countries-url', countries.url])
+      say(`[setup] baseline ${base.url} (pid ${base.pid}), the same countries API`)
+      const baseline = { url: `${base.url}/linked`, pid: base.pid }
+      const gateway = { url: `${gw.url}${LINKED_URL}`, pid: gw.pid }
+      const expected = await fetchJson(baseline.url)
+      assertSame('linked', gatewayAnswer, expected)
+      assertSame('linked', await fetchJson(gateway.url), expected)
+      results.scenarios.linked = { gatewayUrl: LINKED_URL, sql: sql[0].sql, upstream: { method: upstream[0].method, url: upstream[0].url }, ...(await ab('linked', { baseline, gateway, target: TARGETS.linked, gw })) }
+
+      // 3. Peer: Hive Gateway and Tributary on the same countries REST API and the same query.
+      let hive
+      try {
+        hive = await startHiveGateway(countries.url)
+      } catch (err) {
+        say(`[linked-peer] Hive Gateway did not start: ${String(err.message).split('\n').slice(0, 3).join(' ')}`)
+        results.scenarios['linked-peer'] = { skipped: String(err.message).slice(0, 1000) }
+      }
+      if (hive) {
+        try {
+          const wanted = (await fetchJson(`${countries.url}/countries`)).map((c) => c.name).join(',')
+          const headers = { 'content-type': 'application/json' }
+          // Every country of the API (24, the distinct countries of the Chinook customers).
+          const peerQuery = (field) => JSON.stringify({ query: `{ ${field}(names: ${JSON.stringify(wanted)}) { name capital currency } }` })
+          const tributary = { url: `${gw.url}/graphql`, method: 'POST', headers, body: peerQuery('geo_listCountries'), pid: gw.pid }
+          const peer = { url: `${hive.url}/graphql`, method: 'POST', headers, body: peerQuery('listCountries'), pid: hive.pid }
+          const a = await fetchJson(tributary.url, tributary)
+          const b = await fetchJson(peer.url, peer)
+          assertSame('linked-peer', a.data.geo_listCountries, b.data.listCountries)
+          say(`[linked-peer] Tributary vs Hive Gateway: POST /graphql { listCountries(names: <24 names>) { name capital currency } } on the same countries API`)
+          // `ab` reports gateway ÷ baseline: here Tributary ÷ Hive Gateway.
+          results.scenarios['linked-peer'] = { query: JSON.parse(peer.body).query, ...(await ab('linked-peer', { baseline: peer, gateway: tributary, target: 0, gw })) }
+        } finally {
+          await hive.stop()
+        }
+      }
+    } finally {
+      await base?.stop()
+      await stopGateway(gw, 'linked')
+    }
+  } finally {
+    await countries.stop()
+    await reviews.stop()
+  }
+}
+
 // ---------------------------------------------------------------- main
 say(`Tributary load benchmarks: ${options.scenarios.join(', ')}; ${options.rounds} round(s) × ${options.duration} s, -c ${options.connections}, warm-up ${options.warmup} s; ${cpus().length} CPUs, load ${loadavg().map((l) => l.toFixed(2)).join(' ')}`)
 if (!existsSync(join(root, 'dist/gateway/cli.js'))) throw new Error('dist/gateway/cli.js is missing: run `npm run build` (npm run bench does it)')
@@ -487,6 +626,7 @@ try {
   if (options.scenarios.includes('chinook')) await chinookScenario()
   if (options.scenarios.includes('health')) await healthScenario()
   if (options.scenarios.includes('roles')) await rolesScenario()
+  if (options.scenarios.includes('linked')) await linkedScenario()
 } catch (err) {
   failed = err
   results.error = String(err?.stack ?? err)
@@ -503,6 +643,8 @@ say('\nSummary')
 for (const [name, s] of Object.entries(results.scenarios)) {
   if (name === 'health') {
     for (const [engine, e] of Object.entries(s.engines)) say(`  health   ${engine.padEnd(8)} ${e.skipped ? 'skipped' : `/health p99 ${e.healthP99Ms} ms under 4 heavy clients (< ${s.target} ms)  ${e.pass ? 'PASS' : 'MISS'}`}`)
+  } else if (name === 'linked-peer') {
+    say(`  ${name.padEnd(8)} ${s.skipped ? `skipped: ${s.skipped}` : `Tributary ÷ Hive Gateway ratios ${s.ratios.join(', ')}  median ${s.medianRatio}`}`)
   } else if (name === 'memory') say(`  memory   RSS MB ${s.rssKb.map((k) => (k / 1024).toFixed(1)).join(' → ')}  growth ${s.growthPct} % (< ${s.targetPct} %)  ${s.pass ? 'PASS' : 'MISS'}`)
   else say(`  ${name.padEnd(8)} ratios ${s.ratios.join(', ')}  median ${s.medianRatio} (≥ ${s.target})  ${s.pass ? 'PASS' : 'MISS'}${s.profiled ? ' (profiled)' : ''}`)
 }

@@ -6,7 +6,9 @@
  *   upstream failed, its circuit is open, or it timed out);
  * - no body carries `TRB_ERR_INTERNAL`, a stack trace, SQL text or an unmasked runtime message
  *   (`Maximum call stack size exceeded`, `Cannot read properties of undefined`, network addresses);
- * - RSS comes back near its baseline afterwards (after a forced GC).
+ * - RSS comes back near its baseline afterwards (after a forced GC). The baseline is taken after a
+ *   warm-up of every target (`FUZZ_WARMUP` requests each, default 1000), so that compiled code and
+ *   the bounded caches are counted in it; growth past it is what a leak would look like.
  *
  * Targets: the demo (SQLite todo database, the role REST service, the demo schema) and the Chinook
  * example (a temporary copy of its SQLite database), each in development and production mode.
@@ -223,8 +225,10 @@ async function main(): Promise<void> {
       await startChinookTarget(t, 'development'),
       await startChinookTarget(t, 'production'),
     ]
-    // Warm up, then take the baseline.
-    await fuzzTarget(targets[0], 200, createRandom(seed + 1000))
+    // Warm up every target (code paths compiled, bounded caches filled, the heap grown to its working
+    // size), then take the baseline: growth past it is what a leak would look like.
+    const warmup = Number(process.env.FUZZ_WARMUP ?? 1000)
+    for (const target of targets) await fuzzTarget(target, warmup, createRandom(seed + 1000))
     const before = rssAfterGc()
     const heapBefore = process.memoryUsage().heapUsed
     const random = createRandom(seed)
@@ -241,12 +245,15 @@ async function main(): Promise<void> {
           }
         },
       })
-      process.stdout.write('\n')
+      const m = process.memoryUsage()
+      process.stdout.write(`  (rss ${(m.rss / 1048576).toFixed(0)} MB, heap ${(m.heapUsed / 1048576).toFixed(0)} MB, external ${(m.external / 1048576).toFixed(0)} MB, arrayBuffers ${(m.arrayBuffers / 1048576).toFixed(0)} MB)\n`)
       all.requests += stats.requests
       for (const [k, v] of Object.entries(stats.statuses)) all.statuses[Number(k)] = (all.statuses[Number(k)] ?? 0) + v
       for (const [k, v] of Object.entries(stats.codes)) all.codes[k] = (all.codes[k] ?? 0) + v
       all.findings.push(...stats.findings)
     }
+    // Let V8's memory reducer return freed pages before measuring (as an idle server would).
+    await new Promise((r) => setTimeout(r, 3000))
     const after = rssAfterGc()
     const heap = process.memoryUsage().heapUsed
     const seconds = (Date.now() - started) / 1000

@@ -16,6 +16,7 @@ export {
   database,
   rest,
   graphql,
+  federation,
   schema,
   resolveConfig,
   type TributaryConfig,
@@ -25,6 +26,8 @@ export {
   type DatabaseDataSource,
   type RestDataSource,
   type GraphQLDataSource,
+  type FederationDataSource,
+  type MergeableSource,
   type SchemaDataSource,
   type RouteDefinition,
   type ServiceDefinition,
@@ -32,6 +35,9 @@ export {
   type DatabaseSourceOptions,
   type RestSourceOptions,
   type GraphQLSourceOptions,
+  type FederationSourceOptions,
+  type SubgraphOptions,
+  type MergedTypeOptions,
   type SchemaSourceOptions,
 } from './config/index.js'
 export { loadConfigFile } from './config/load.js'

@@ -13,7 +13,10 @@ import { createDatabaseSource } from './connectors/database/index.js'
 import { createRestSource } from './connectors/rest/index.js'
 import { createGraphQLSource } from './connectors/graphql/index.js'
 import { createSchemaSource } from './connectors/schema/index.js'
+import { createFederationSource } from './connectors/federation/index.js'
+import type { MergedTypeOptions } from './compose/merge.js'
 import { composeSchema } from './compose/index.js'
+import { applyLinks } from './compose/links.js'
 import { loadOperations } from './operations/load.js'
 import { compileOperation, type CompiledOperation } from './operations/compile.js'
 import { SourceLoadError, isTributaryError } from './errors.js'
@@ -26,6 +29,8 @@ export interface LoadedSource {
   name: string
   kind: DataSourceDefinition['kind']
   subschema: ConnectorSubschema
+  /** The source's merged types (graphql and federation sources), when it has any. */
+  merge?: Readonly<Record<string, MergedTypeOptions>>
 }
 
 /** Everything `http/` needs to serve one version of the deployment. */
@@ -54,6 +59,7 @@ function sourceName(def: DataSourceDefinition, index: number): string {
 
 async function loadSource(def: DataSourceDefinition, ctx: ConnectorContext): Promise<ConnectorSubschema> {
   const { kind, namespace: _ns, name: _name, ...options } = def
+  delete (options as { merge?: unknown }).merge
   switch (def.kind) {
     case 'database':
       return createDatabaseSource(options as Parameters<typeof createDatabaseSource>[0], ctx)
@@ -61,6 +67,8 @@ async function loadSource(def: DataSourceDefinition, ctx: ConnectorContext): Pro
       return createRestSource(options as Parameters<typeof createRestSource>[0], ctx)
     case 'graphql':
       return createGraphQLSource(options as Parameters<typeof createGraphQLSource>[0], ctx)
+    case 'federation':
+      return createFederationSource(options as Parameters<typeof createFederationSource>[0], ctx)
     case 'schema':
       return createSchemaSource(options as Parameters<typeof createSchemaSource>[0], ctx)
     default:
@@ -94,7 +102,8 @@ export async function createGateway(config: TributaryConfig, options: CreateGate
       try {
         const subschema = await loadSource(def, ctx)
         logger.debug({ source: name, kind: def.kind, ms: Math.round(performance.now() - started) }, 'data source loaded')
-        return { namespace: def.namespace ?? '', name, kind: def.kind, subschema }
+        const merge = 'merge' in def ? def.merge : undefined
+        return { namespace: def.namespace ?? '', name, kind: def.kind, subschema, ...(merge ? { merge } : {}) }
       } catch (err) {
         if (isTributaryError(err)) throw err
         throw new SourceLoadError(name, (err as Error).message, { cause: err })
@@ -110,7 +119,7 @@ export async function createGateway(config: TributaryConfig, options: CreateGate
   }
 
   try {
-    const schema = composeSchema(sources)
+    const schema = applyLinks(composeSchema(sources), config.links)
     const stored = await loadOperations(resolve(cwd, config.operations.dir), schema, cwd)
     const operations = new Map(stored.map((op) => [op.name, compileOperation(op, schema, { maxInputDepth: config.graphql.maxInputDepth })]))
     return {

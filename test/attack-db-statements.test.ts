@@ -238,6 +238,22 @@ for (const dialect of ['sqlite', 'postgres', 'mysql'] as const) {
       t.ok(performance.now() - t0 < 3000, `a normal query answered in ${Math.round(performance.now() - t0)} ms`)
     })
 
+    t.test('a document with many aliases watches its client with one close listener', async (t) => {
+      // Each statement in flight watches the client's disconnect; 12 aliases run 12 at once. They
+      // share one `close` listener per response, so Node never warns of a listener leak.
+      const warnings: string[] = []
+      const onWarning = (w: Error) => void warnings.push(w.name)
+      process.on('warning', onWarning)
+      t.teardown(() => void process.off('warning', onWarning))
+      const aliases = Array.from({ length: 12 }, (_, i) => `a${i}: long_findManyItem(orderBy: [{ id: asc }]) { id }`).join(' ')
+      const res = await long.graphql(`{ ${aliases} }`)
+      t.equal(res.status, 200)
+      t.same(Object.keys(res.body.data ?? {}).length, 12, 'every alias answered')
+      t.same(res.body.data?.a11, [{ id: 1 }, { id: 2 }, { id: 3 }])
+      await new Promise((r) => setImmediate(r))
+      t.notOk(warnings.includes('MaxListenersExceededWarning'), 'no MaxListenersExceededWarning')
+    })
+
     t.test('normal requests still work', async (t) => {
       const items = await gw.get('/operations/Items')
       t.equal(items.status, 200)

@@ -13,10 +13,11 @@ import {
   type GraphQLFieldConfigMap,
   type GraphQLNamedType,
 } from 'graphql'
-import { wrapSchema, RenameRootFields, RenameTypes } from '@graphql-tools/wrap'
+import { wrapSchema } from '@graphql-tools/wrap'
 import type { ConnectorSubschema } from '../connectors/types.js'
 import { ComposeCollisionError, ComposeNamespaceError } from '../errors.js'
-import { applyNamespace, foreignScalarNames, isGlobalTypeName } from './namespace.js'
+import { applyNamespace, foreignScalarNames, remoteRenames } from './namespace.js'
+import { composeMergedSources, type MergedTypeOptions, type MergingSource } from './merge.js'
 
 /** One loaded data source, ready to compose. */
 export interface ComposableSource {
@@ -25,6 +26,8 @@ export interface ComposableSource {
   /** The name used in messages: the namespace or `source#<index>`. */
   name: string
   subschema: ConnectorSubschema
+  /** Types merged with other remote sources (`compose/merge.ts`); absent or empty for none. */
+  merge?: Readonly<Record<string, MergedTypeOptions>>
 }
 
 const NAME = /^[_A-Za-z][_0-9A-Za-z]*$/
@@ -39,16 +42,25 @@ function namespaced(source: ComposableSource): GraphQLSchema {
     )
   }
   if (subschema.kind === 'local') return applyNamespace(subschema.schema, namespace, foreign)
-  const prefix = (n: string) => `${namespace}_${n}`
-  const wrapped = wrapSchema({
-    schema: subschema.schema,
-    executor: subschema.executor,
-    transforms: namespace
-      ? [new RenameTypes((n) => (isGlobalTypeName(n, foreign) ? n : prefix(n))), new RenameRootFields((_op, n) => prefix(n))]
-      : [],
-  })
+  const wrapped = wrapSchema({ schema: subschema.schema, executor: subschema.executor, transforms: remoteRenames(namespace, foreign) })
   // Shared scalars and root-type normalisation still apply to the wrapped schema (foreign ones are prefixed by now).
   return applyNamespace(wrapped, '')
+}
+
+const isMerging = (s: ComposableSource): s is ComposableSource & MergingSource => !!s.merge && Object.keys(s.merge).length > 0
+
+/**
+ * The sources as composed units, in config order: each source namespaced on its own, except the
+ * sources with merged types, which form one stitched unit (`compose/merge.ts`) at the first one's place.
+ */
+function units(sources: readonly ComposableSource[]): { name: string; schema: GraphQLSchema }[] {
+  const merging = sources.filter(isMerging)
+  const out: { name: string; schema: GraphQLSchema }[] = []
+  for (const source of sources) {
+    if (!isMerging(source)) out.push({ name: source.name, schema: namespaced(source) })
+    else if (source === merging[0]) out.push({ name: merging.map((s) => s.name).join(' + '), schema: composeMergedSources(merging) })
+  }
+  return out
 }
 
 function describeType(type: GraphQLNamedType): string {
@@ -78,8 +90,8 @@ export function composeSchema(sources: readonly ComposableSource[]): GraphQLSche
   const rootOwner = new Map<string, string>()
   const directives = new Map<string, GraphQLDirective>(specifiedDirectives.map((d) => [d.name, d]))
 
-  for (const source of sources) {
-    const schema = namespaced(source)
+  for (const source of units(sources)) {
+    const schema = source.schema
     const rootTypes = {
       query: schema.getQueryType(),
       mutation: schema.getMutationType(),

@@ -22,6 +22,8 @@ import {
   type GraphQLNamedType,
 } from 'graphql'
 import { MapperKind, healTypes, mapSchema } from '@graphql-tools/utils'
+import { RenameRootFields, RenameTypes } from '@graphql-tools/wrap'
+import type { Transform } from '@graphql-tools/delegate'
 import { sharedScalars } from '../scalars.js'
 
 /** The serialize/parseValue of a scalar declared without an implementation (graphql-js' identity default). */
@@ -36,6 +38,19 @@ const NONE: ReadonlySet<string> = new Set()
  */
 export function isGlobalTypeName(name: string, foreign: ReadonlySet<string> = NONE): boolean {
   return name.startsWith('__') || (name in sharedScalars && !foreign.has(name)) || ['String', 'Int', 'Float', 'Boolean', 'ID'].includes(name)
+}
+
+/**
+ * The request-time renames of a remote GraphQL source (`@graphql-tools/wrap` transforms): types
+ * become `<ns>_<Type>` except global names and `keep` (merged types), root fields `<ns>_<field>`.
+ * @param namespace `''` for none: no transforms.
+ * @param foreign the source's foreign scalars ({@link foreignScalarNames}): prefixed.
+ * @param keep type names that stay as they are (merged types, `compose/merge.ts`).
+ */
+export function remoteRenames(namespace: string, foreign: ReadonlySet<string> = NONE, keep: ReadonlySet<string> = NONE): Transform[] {
+  if (!namespace) return []
+  const prefix = (n: string) => `${namespace}_${n}`
+  return [new RenameTypes((n) => (keep.has(n) || isGlobalTypeName(n, foreign) ? n : prefix(n))), new RenameRootFields((_op, n) => prefix(n))]
 }
 
 /**
@@ -127,7 +142,7 @@ export function applyNamespace(schema: GraphQLSchema, namespace: string, foreign
  * scalar are two different types to `compose/` and to `GraphQLSchema`. The types of `mapped` are
  * fresh copies made by `mapSchema`, so healing them in place touches nothing outside it.
  */
-function withSharedScalars(mapped: GraphQLSchema): GraphQLSchema {
+export function withSharedScalars(mapped: GraphQLSchema): GraphQLSchema {
   const typeMap: Record<string, GraphQLNamedType> = { ...mapped.getTypeMap() }
   let copies = false
   for (const [name, shared] of Object.entries(sharedScalars)) {

@@ -13,11 +13,14 @@ import type { DatabaseSourceOptions } from '../connectors/database/index.js'
 import type { RestSourceOptions } from '../connectors/rest/index.js'
 import type { GraphQLSourceOptions } from '../connectors/graphql/index.js'
 import type { SchemaSourceOptions } from '../connectors/schema/index.js'
+import type { FederationSourceOptions, SubgraphOptions } from '../connectors/federation/index.js'
+import type { MergedTypeOptions } from '../compose/merge.js'
 import type { RunMode } from '../connectors/types.js'
+import type { LinkDefinition, LinkBatch } from '../compose/links.js'
 import { validateConfig } from './validate.js'
 import { ConfigInvalidError } from '../errors.js'
 
-export type { RunMode }
+export type { RunMode, LinkDefinition, LinkBatch }
 
 /** What every data source declaration carries besides its connector's options. */
 export interface DataSourceBase {
@@ -38,9 +41,26 @@ export interface DatabaseDataSource extends DataSourceBase, DatabaseSourceOption
 export interface RestDataSource extends DataSourceBase, RestSourceOptions {
   kind: 'rest'
 }
+/**
+ * What a remote source (`graphql`, `federation`) may add: type merging with other remote sources
+ * (README "Merged types").
+ */
+export interface MergeableSource {
+  /**
+   * Types this source serves that are one entity with a same-named type of another remote source,
+   * by their name in this source (which becomes their public name: merged types are not
+   * namespaced). Each type must be listed by at least two sources. Default none.
+   */
+  merge?: Record<string, MergedTypeOptions>
+}
+
 /** A remote GraphQL API, introspected and called through undici. */
-export interface GraphQLDataSource extends DataSourceBase, GraphQLSourceOptions {
+export interface GraphQLDataSource extends DataSourceBase, GraphQLSourceOptions, MergeableSource {
   kind: 'graphql'
+}
+/** Apollo Federation subgraphs, composed into one source (README "Apollo Federation subgraphs"). */
+export interface FederationDataSource extends DataSourceBase, FederationSourceOptions, MergeableSource {
+  kind: 'federation'
 }
 /** A local schema: SDL and resolvers run in the gateway process. */
 export interface SchemaDataSource extends DataSourceBase, SchemaSourceOptions {
@@ -48,7 +68,7 @@ export interface SchemaDataSource extends DataSourceBase, SchemaSourceOptions {
 }
 
 /** One data source: a connector kind, its options and an optional namespace. */
-export type DataSourceDefinition = DatabaseDataSource | RestDataSource | GraphQLDataSource | SchemaDataSource
+export type DataSourceDefinition = DatabaseDataSource | RestDataSource | GraphQLDataSource | FederationDataSource | SchemaDataSource
 
 /** Declares a SQL database data source. See {@link DatabaseSourceOptions}. */
 export function database(options: DataSourceBase & DatabaseSourceOptions): DatabaseDataSource {
@@ -58,9 +78,16 @@ export function database(options: DataSourceBase & DatabaseSourceOptions): Datab
 export function rest(options: DataSourceBase & RestSourceOptions): RestDataSource {
   return { kind: 'rest', ...options }
 }
-/** Declares a remote GraphQL data source. See {@link GraphQLSourceOptions}. */
-export function graphql(options: DataSourceBase & GraphQLSourceOptions): GraphQLDataSource {
+/** Declares a remote GraphQL data source. See {@link GraphQLSourceOptions} and {@link MergeableSource}. */
+export function graphql(options: DataSourceBase & GraphQLSourceOptions & MergeableSource): GraphQLDataSource {
   return { kind: 'graphql', ...options }
+}
+/**
+ * Declares an Apollo Federation data source: subgraphs by URL, composed into one source.
+ * See {@link FederationSourceOptions} and {@link MergeableSource}.
+ */
+export function federation(options: DataSourceBase & FederationSourceOptions & MergeableSource): FederationDataSource {
+  return { kind: 'federation', ...options }
 }
 /** Declares a local schema data source (SDL + resolvers). See {@link SchemaSourceOptions}. */
 export function schema(options: DataSourceBase & SchemaSourceOptions): SchemaDataSource {
@@ -160,6 +187,8 @@ export interface TributaryConfigInput {
     /** Live-query poll interval in milliseconds, unless an operation sets its own. Default 1000. */
     liveIntervalMs?: number
   }
+  /** Fields added to a source's type and resolved by another source's root field (README "Links"). Default none. */
+  links?: LinkDefinition[]
   /** Custom REST routes mapped to stored operations. Default none. */
   routes?: RouteDefinition[]
   /** Side processes to start before the data sources load. Default none. */
@@ -180,6 +209,7 @@ export interface TributaryConfig {
   }
   readonly graphql: Readonly<Required<NonNullable<TributaryConfigInput['graphql']>>>
   readonly operations: Readonly<Required<NonNullable<TributaryConfigInput['operations']>>>
+  readonly links: readonly LinkDefinition[]
   readonly routes: readonly RouteDefinition[]
   readonly services: readonly ServiceDefinition[]
   readonly generatedDir: string
@@ -233,14 +263,29 @@ export function resolveConfig(input: unknown, env: NodeJS.ProcessEnv = process.e
       dir: c.operations?.dir ?? 'operations',
       liveIntervalMs: c.operations?.liveIntervalMs ?? 1000,
     },
+    links: (c.links ?? []).map((l) => ({ ...l })),
     routes: (c.routes ?? []).map((r) => Object.freeze({ ...r })),
     services: (c.services ?? []).map((s) => Object.freeze({ ...s })),
     generatedDir: c.generatedDir ?? 'generated',
   }
+  c.datasources.forEach((d, i) => {
+    if (d.kind === 'federation') uniqueSubgraphs(d, i)
+  })
   if (!Number.isInteger(config.server.port) || config.server.port < 0 || config.server.port > 65535) {
     validateConfig({ ...c, server: { ...c.server, port: config.server.port } })
   }
   return deepFreeze(config)
+}
+
+/** A federation source's subgraphs have distinct names and URLs. */
+function uniqueSubgraphs(source: FederationDataSource, index: number): void {
+  for (const key of ['name', 'url'] as const) {
+    const seen = new Set<string>()
+    source.subgraphs.forEach((s, j) => {
+      if (seen.has(s[key])) throw new ConfigInvalidError(`datasources[${index}].subgraphs[${j}].${key}: another subgraph has the ${key} ${s[key]}`)
+      seen.add(s[key])
+    })
+  }
 }
 
 /** `new URL(origin).origin`: lower-cased scheme and host, the scheme's default port left out. */
@@ -265,4 +310,4 @@ function deepFreeze<T>(value: T): T {
   return value
 }
 
-export type { DatabaseSourceOptions, RestSourceOptions, GraphQLSourceOptions, SchemaSourceOptions, IExecutableSchemaDefinition }
+export type { DatabaseSourceOptions, RestSourceOptions, GraphQLSourceOptions, FederationSourceOptions, SubgraphOptions, MergedTypeOptions, SchemaSourceOptions, IExecutableSchemaDefinition }

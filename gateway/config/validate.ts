@@ -15,6 +15,41 @@ const base = {
   name: { type: 'string', pattern: '^[A-Za-z0-9_.#-]+$' },
 }
 
+/** `merge` of a graphql or federation source: type name → merged-type config (gateway/compose/merge.ts). */
+const merge = {
+  type: 'object',
+  propertyNames: { pattern: name },
+  additionalProperties: {
+    type: 'object',
+    additionalProperties: false,
+    properties: {
+      selectionSet: { type: 'string', pattern: '^\\s*\\{' },
+      fieldName: { type: 'string', pattern: name },
+      args: { anyOf: [{ type: 'object', propertyNames: { pattern: name }, additionalProperties: { type: 'string', pattern: name } }, fn] },
+      key: { anyOf: [{ type: 'string', pattern: name }, { type: 'array', minItems: 1, items: { type: 'string', pattern: name } }, fn] },
+      argsFromKeys: { anyOf: [{ type: 'string', pattern: name }, fn] },
+      canonical: { type: 'boolean' },
+    },
+    dependencies: {
+      fieldName: { anyOf: [{ required: ['args'] }, { required: ['key'] }] },
+      args: ['fieldName', 'selectionSet'],
+      key: ['argsFromKeys', 'fieldName', 'selectionSet'],
+      argsFromKeys: ['key'],
+    },
+    not: { required: ['args', 'key'] },
+  },
+}
+
+const headers = { type: 'object', additionalProperties: { type: 'string' } }
+
+/** The options every remote GraphQL source kind (`graphql`, `federation`) shares. */
+const remoteGraphQL = {
+  timeoutMs: { type: 'integer', minimum: 1 },
+  headers,
+  forwardHeaders: { type: 'array', items: { type: 'string' } },
+  merge,
+}
+
 const sourceSchemas = {
   database: {
     type: 'object',
@@ -39,6 +74,21 @@ const sourceSchemas = {
             filledByDatabase: { type: 'boolean' },
             dateTimeFormat: { type: 'string', pattern: '^(unixepoch|unixepoch-ms|YYYY-MM-DD([ T]HH:mm(:ss(\\.SSS)?)?(Z|\\+00:00)?)?)$' },
           },
+        },
+      },
+      functions: { anyOf: [{ type: 'boolean' }, { type: 'array', items: { type: 'string', minLength: 1 } }] },
+      uniqueKeys: {
+        type: 'object',
+        propertyNames: { pattern: name },
+        additionalProperties: { type: 'array', minItems: 1, items: { type: 'array', minItems: 1, items: { type: 'string', pattern: name } } },
+      },
+      relations: {
+        type: 'array',
+        items: {
+          type: 'object',
+          required: ['from', 'to'],
+          additionalProperties: false,
+          properties: { from: { type: 'string', pattern: '^[_A-Za-z][_0-9A-Za-z]*\\.[_A-Za-z][_0-9A-Za-z]*$' }, to: { type: 'string', pattern: '^[_A-Za-z][_0-9A-Za-z]*\\.[_A-Za-z][_0-9A-Za-z]*$' } },
         },
       },
     },
@@ -100,9 +150,30 @@ const sourceSchemas = {
     properties: {
       ...base,
       url: { type: 'string', pattern: '^https?://' },
-      timeoutMs: { type: 'integer', minimum: 1 },
-      headers: { type: 'object', additionalProperties: { type: 'string' } },
-      forwardHeaders: { type: 'array', items: { type: 'string' } },
+      ...remoteGraphQL,
+    },
+  },
+  federation: {
+    type: 'object',
+    required: ['kind', 'subgraphs'],
+    additionalProperties: false,
+    properties: {
+      ...base,
+      subgraphs: {
+        type: 'array',
+        minItems: 1,
+        items: {
+          type: 'object',
+          required: ['name', 'url'],
+          additionalProperties: false,
+          properties: {
+            name: { type: 'string', pattern: '^[A-Za-z][A-Za-z0-9_-]*$' },
+            url: { type: 'string', pattern: '^https?://' },
+            headers,
+          },
+        },
+      },
+      ...remoteGraphQL,
     },
   },
   schema: {
@@ -173,6 +244,34 @@ const configSchema = {
       additionalProperties: false,
       properties: { dir: { type: 'string', minLength: 1 }, liveIntervalMs: { type: 'integer', minimum: 10 } },
     },
+    links: {
+      type: 'array',
+      items: {
+        type: 'object',
+        required: ['on', 'field', 'target'],
+        additionalProperties: false,
+        properties: {
+          on: { type: 'string', pattern: name },
+          field: { type: 'string', pattern: name, not: { pattern: '^__' } },
+          target: { type: 'string', pattern: name },
+          args: { type: 'object' },
+          batch: {
+            type: 'object',
+            required: ['key', 'match'],
+            additionalProperties: false,
+            properties: {
+              key: { type: 'string', pattern: name },
+              match: { type: 'string', pattern: name },
+              separator: { type: 'string', minLength: 1 },
+              maxKeys: { type: 'integer', minimum: 1, maximum: 10000 },
+            },
+          },
+          many: { type: 'boolean' },
+          concurrency: { type: 'integer', minimum: 1, maximum: 64 },
+          description: { type: 'string' },
+        },
+      },
+    },
     routes: {
       type: 'array',
       items: {
@@ -234,13 +333,17 @@ function describe(err: ErrorObject): string {
   } else if (err.keyword === 'required') {
     const missing = (err.params as { missingProperty: string }).missingProperty
     path = path ? `${path}.${missing}` : missing
-    message = 'is required'
+    message = missing === 'args' && /\.merge\.[^.]+\.args$/.test(path) ? 'is required with fieldName (or key and argsFromKeys, to batch)' : 'is required'
   } else if (err.keyword === 'function') {
     message = 'must be a function'
   } else if (err.keyword === 'enum') {
     message = `must be one of ${(err.params as { allowedValues: unknown[] }).allowedValues.map((v) => JSON.stringify(v)).join(', ')}`
+  } else if (err.keyword === 'not' && /^links\[\d+\]\.field$/.test(path)) {
+    message = 'must not start with "__"'
   } else if (err.keyword === 'not' && path.endsWith('namespace')) {
     message = 'must not contain "__" or end with "_"'
+  } else if (err.keyword === 'not' && /\.merge\.[^.]+$/.test(path)) {
+    message = 'must not have both args (one call per object) and key (batched)'
   }
   return `${path || '(root)'}: ${message}`
 }

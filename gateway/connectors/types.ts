@@ -67,3 +67,16 @@ export interface RemoteSubschema extends SubschemaLifecycle {
 
 /** What a connector factory resolves to. */
 export type ConnectorSubschema = LocalSubschema | RemoteSubschema
+
+/** The `extensions` key of a link field (README "Links"), set by `compose/links.ts`. */
+export const LINK_EXTENSION = 'tributaryLink'
+
+/**
+ * `extensions.tributaryLink` of a link field: the parent type's fields the link reads. A connector
+ * that builds parent objects from a selection set (the database compiler) must fetch them whenever
+ * the link field is selected, even if the client did not select them.
+ */
+export interface LinkFieldExtension {
+  /** Field names of the parent type (leaf fields). */
+  requires: readonly string[]
+}

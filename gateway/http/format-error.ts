@@ -59,6 +59,17 @@ function formatUpstreamError(
 }
 
 /**
+ * graphql-tools delegation reports several errors of one upstream result at one path as an
+ * `AggregateError` of GraphQL errors (e.g. two merged fields from a source that failed): such an
+ * error is formatted as its first member, which carries the upstream's code and extensions.
+ */
+function firstOfAggregate(original: Error | undefined): Error | undefined {
+  if (!(original instanceof AggregateError)) return original
+  const first: unknown = original.errors[0]
+  return first instanceof GraphQLError && original.errors.every((e) => e instanceof GraphQLError) ? first : original
+}
+
+/**
  * Formats one GraphQL error for a client (GraphQL spec §7.1.2: message, locations, path, extensions).
  * In production, field suggestions ("Did you mean ...?") are removed, and upstream-provided messages
  * are masked (see {@link formatUpstreamError}). `extensions.code` is always a code of
@@ -69,7 +80,7 @@ function formatUpstreamError(
  * (`BAD_USER_INPUT`, a remote API's code) moves to `extensions.originalCode`.
  */
 export function formatGraphQLError(err: GraphQLError, options: FormatErrorOptions): FormattedErrorWithStatus {
-  const original = err.originalError
+  const original = firstOfAggregate(err.originalError)
   const base = { locations: err.locations, path: err.path }
   const strip = (m: string) => (options.mode === 'production' ? m.replace(SUGGESTION, '') : m)
   if (!original || original instanceof GraphQLError) {

@@ -37,6 +37,7 @@ import { refuseNonJsonBody } from './json-body.js'
 import { PLAYGROUND_ASSETS_PREFIX, playgroundContentSecurityPolicy, renderPlaygroundHtml } from './playground.js'
 import type { GatewayHolder } from './app.js'
 import type { PersistedOperations } from './persisted.js'
+import { resultBudget } from '../result-budget.js'
 
 const GRAPHQL_RESPONSE = 'application/graphql-response+json'
 const JSON_TYPE = 'application/json'
@@ -264,7 +265,7 @@ export function registerGraphQLEndpoint(
       let direct = prepared.direct.get(key)
       if (direct === undefined) prepared.direct.set(key, (direct = compileDirectOperation(gateway.schema, prepared.document!, operation)))
       if (direct) {
-        const data = await direct.run(variables as Record<string, unknown> | undefined, { reply, request, headers: request.headers })
+        const data = await direct.run(variables as Record<string, unknown> | undefined, { reply, request, headers: request.headers, resultBudget: resultBudget(gateway.config.server.maxResponseBytes) })
         if (typeof data === 'string') return reply.code(200).type(`${mediaType}; charset=utf-8`).send(limitResponse(reply, `{"data":${data}}`))
         // The statement failed once sent (a timeout, a cancellation...): reported, never run again.
         if (data !== null) return send(reply, 200, mediaType, { errors: formatGraphQLErrors(data.errors, { mode: gateway.config.mode, logger: request.log }).errors, data: null })
@@ -273,7 +274,7 @@ export function registerGraphQLEndpoint(
 
     let result: ExecutionResult
     try {
-      const context = { reply, request, headers: request.headers }
+      const context = { reply, request, headers: request.headers, resultBudget: resultBudget(gateway.config.server.maxResponseBytes) }
       const vars = (variables ?? undefined) as Record<string, unknown> | undefined
       const opName = (operationName ?? undefined) as string | undefined
       const jit = prepared.jitSafe ? compiledFor(prepared, gateway.schema, opName) : undefined

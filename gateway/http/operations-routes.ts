@@ -13,6 +13,7 @@ import { BadRequestError, DbNotFoundError, OperationMethodError, OperationNotFou
 import { refuseNonJsonBody } from './json-body.js'
 import type { GatewayHolder } from './app.js'
 import { LivePollers } from './live.js'
+import { resultBudget } from '../result-budget.js'
 
 type Query = Record<string, string | string[] | undefined>
 
@@ -89,7 +90,7 @@ function variablesProblem(reply: FastifyReply, err: VariablesError) {
 
 /** Runs a query or mutation and sends its data (200), its errors (4xx/5xx) or 304. */
 async function respond(op: CompiledOperation, variables: Variables, request: FastifyRequest, reply: FastifyReply, holder: GatewayHolder, notFoundWhenNull: boolean) {
-  const context = { reply, request, headers: request.headers }
+  const context = { reply, request, headers: request.headers, resultBudget: resultBudget(holder.current.config.server.maxResponseBytes) }
   // Database-only queries: the SQL already produced the body. A custom route needs the data object
   // to tell a missing row, so it takes the normal path.
   if (op.direct && !notFoundWhenNull) {

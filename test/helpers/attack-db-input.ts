@@ -6,14 +6,9 @@
  * must still work afterwards.
  */
 import t, { type Test } from 'tap'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import type { Knex } from 'knex'
-import { pino } from 'pino'
-import { database, resolveConfig } from '../../gateway/config/index.js'
-import { createGateway } from '../../gateway/runtime.js'
-import { buildApp } from '../../gateway/http/app.js'
+import { database } from '../../gateway/config/index.js'
+import { startDatabaseGateway } from './db-gateway.js'
 import { MAX_BOUND_VALUES } from '../../gateway/connectors/database/compiler/input-limits.js'
 import type { Dialect } from '../../gateway/connectors/database/model.js'
 import { freshDatabase } from './chinook.js'
@@ -39,38 +34,13 @@ const migrations = {
   },
 }
 
-interface Answer {
-  status: number
-  body: { data?: Record<string, unknown> | null; errors?: { message: string; extensions: { code: string } }[] }
-}
-
 /** Registers the suite for one engine; it skips, saying why, when the engine is unreachable. */
 export async function attackDatabaseInputOn(dialect: Dialect): Promise<void> {
   const db = await freshDatabase(dialect, 'attack-input')
   t.teardown(() => db.cleanup())
 
   t.test(`database input limits on ${dialect}, over real HTTP`, { skip: db.skipReason }, async (t) => {
-    const dir = mkdtempSync(join(tmpdir(), 'tributary-attack-'))
-    t.teardown(() => rmSync(dir, { recursive: true, force: true }))
-    const config = resolveConfig({
-      datasources: [database({ namespace: 'blog', url: db.url, migrations, maxTake: MAX_TAKE })],
-      operations: { dir: join(dir, 'operations') },
-      generatedDir: join(dir, 'generated'),
-      mode: 'production',
-      graphql: { allowArbitraryOperationsInProduction: true },
-    })
-    const gateway = await createGateway(config, { logger: pino({ level: 'silent' }) })
-    t.teardown(() => gateway.close())
-    const app = await buildApp(gateway, { logger: false })
-    t.teardown(() => app.close())
-    await app.listen({ host: '127.0.0.1', port: 0 })
-    const address = app.server.address()
-    const url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}/graphql`
-
-    const gql = async (query: string, variables?: Record<string, unknown>): Promise<Answer> => {
-      const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query, variables }) })
-      return { status: res.status, body: (await res.json()) as Answer['body'] }
-    }
+    const { gql } = await startDatabaseGateway(t, [database({ namespace: 'blog', url: db.url, migrations, maxTake: MAX_TAKE })])
     const refused = async (t: Test, name: string, code: string, pattern: RegExp, query: string, variables?: Record<string, unknown>) => {
       const res = await gql(query, variables)
       t.equal(res.status, 200, `${name}: status`)

@@ -36,7 +36,8 @@ import { aggregateApplies, AGGREGATES, type AggregateOp } from './compiler/aggre
 import type { Db } from './compiler/db.js'
 import { SqlDialect, type MysqlFlavor } from './compiler/dialect.js'
 import { EXT } from './compiler/read.js'
-import { buildRegistry, type Model, type Registry, type ScalarField } from './compiler/registry.js'
+import { buildRegistry, type Model, type Registry, type RegistryOverrides, type ScalarField } from './compiler/registry.js'
+import { makeFunctionResolver, makeFunctionWrite } from './functions.js'
 import { createDirectCompiler, type DirectFieldExtension, type DirectFieldKind } from './direct.js'
 import type { DatabaseIntrospection, ScalarKind } from './model.js'
 import { isUnsignedInt } from './type-map.js'
@@ -58,6 +59,8 @@ export interface BuildSchemaOptions {
   maxTake?: number
   /** Add the raw SQL root fields `queryRaw` and `executeRaw` (the source's `rawSql` option). Default false. */
   rawSql?: boolean
+  /** Unique keys and relations declared in the source's config (`uniqueKeys`, `relations`); see registry.ts. */
+  overrides?: RegistryOverrides
 }
 
 const nn = <T extends GraphQLInputType | GraphQLOutputType>(t: T): GraphQLNonNull<T> => new GraphQLNonNull(t) as GraphQLNonNull<T>
@@ -82,7 +85,7 @@ const NUMERIC: ReadonlySet<ScalarKind> = new Set(['Int', 'BigInt', 'Float', 'Dec
  * @throws Error when the document is inconsistent (a key names a missing column)
  */
 export function buildSchema(introspection: DatabaseIntrospection, options: BuildSchemaOptions = {}): GraphQLSchema {
-  const reg = buildRegistry(introspection, options.maxTake)
+  const reg = buildRegistry(introspection, options.maxTake, options.overrides)
   const d = new SqlDialect(introspection.dialect, options.mysqlFlavor ?? 'mariadb', introspection.schema)
   const rt: Runtime = {
     reg,
@@ -116,6 +119,7 @@ class SchemaBuilder {
   private readonly fieldEnums = new Map<string, GraphQLEnumType>()
   private readonly relationFilters = new Map<string, GraphQLInputObjectType>()
   private readonly listRelationFilters = new Map<string, GraphQLInputObjectType>()
+  private readonly countOutputs = new Map<string, GraphQLObjectType | null>()
 
   constructor(
     private readonly reg: Registry,
@@ -164,6 +168,32 @@ class SchemaBuilder {
     if (f.scalar === 'Boolean') return 'Bool'
     if (f.scalar === 'JSON') return 'Json'
     return f.scalar
+  }
+
+  /** The input/output type of a field's value: the scalar, or `[scalar!]` for an array column. */
+  private valueType(f: Pick<ScalarField, 'scalar' | 'enumName' | 'list'>): GraphQLScalarType | GraphQLEnumType | GraphQLList<GraphQLNonNull<GraphQLScalarType | GraphQLEnumType>> {
+    const v = this.scalarType(f)
+    return f.list ? list(nn(v)) : v
+  }
+
+  /** `StringListFilter`, `IntListFilter`...: Prisma's scalar-list filters `equals has hasEvery hasSome isEmpty` (PostgreSQL arrays). */
+  private listFilter(f: Pick<ScalarField, 'scalar' | 'enumName'>): GraphQLInputObjectType {
+    const name = `${this.kindName(f)}ListFilter`
+    let t = this.filters.get(name)
+    if (t) return t
+    const v = this.scalarType(f)
+    t = new GraphQLInputObjectType({
+      name,
+      fields: {
+        equals: { type: list(nn(v)), description: 'The same items in the same order; `equals: null` means IS NULL.' },
+        has: { type: v, description: 'The list contains this value.' },
+        hasEvery: { type: list(nn(v)), description: 'The list contains every one of these values.' },
+        hasSome: { type: list(nn(v)), description: 'The list contains at least one of these values.' },
+        isEmpty: { type: GraphQLBoolean, description: 'The list has no items (false: at least one). A NULL list is neither.' },
+      },
+    })
+    this.filters.set(name, t)
+    return t
   }
 
   /** `IntFilter`, `StringFilter`, `EnumRoleFilter`...: `equals in notIn lt lte gt gte not` (+ string operators). */
@@ -219,6 +249,18 @@ class SchemaBuilder {
 
   /** `IntFieldUpdateOperationsInput { set increment decrement multiply divide }`, `StringFieldUpdateOperationsInput { set }`... */
   private updateOp(f: ScalarField): GraphQLInputObjectType {
+    if (f.list) {
+      const name = `${this.kindName(f)}ListFieldUpdateOperationsInput`
+      let t = this.updateOps.get(name)
+      if (t) return t
+      const v = list(nn(this.scalarType(f)))
+      t = new GraphQLInputObjectType({
+        name,
+        fields: { set: { type: v, description: 'Replaces the list.' }, push: { type: v, description: 'Appends these items (one value is a one-item list).' } },
+      })
+      this.updateOps.set(name, t)
+      return t
+    }
     const name = `${this.kindName(f)}FieldUpdateOperationsInput`
     let t = this.updateOps.get(name)
     if (t) return t
@@ -251,7 +293,7 @@ class SchemaBuilder {
           OR: { type: list(nn(self)) },
           NOT: { type: list(nn(self)) },
         }
-        for (const f of m.fields) fields[f.name] = { type: this.filter(f) }
+        for (const f of m.fields) fields[f.name] = { type: f.list ? this.listFilter(f) : this.filter(f) }
         for (const r of m.relations.values()) {
           fields[r.name] = { type: r.kind === 'one' ? this.relationFilter(this.model(r.target)) : this.listRelationFilter(this.model(r.target)) }
         }
@@ -376,10 +418,12 @@ class SchemaBuilder {
       fields: () => {
         const fields: GraphQLFieldConfigMap<unknown, unknown> = {}
         for (const f of m.fields) {
-          const v = this.scalarType(f)
+          const v = this.valueType(f)
           fields[f.name] = { type: f.nullable ? v : nn(v), extensions: { [EXT]: { column: f.column } } }
           if (isUnsignedInt(f)) fields[f.name]!.resolve = unsignedIntResolver(m, f)
         }
+        const counts = this.countOutput(m)
+        if (counts) fields['_count'] = { type: nn(counts), resolve: byResponseKey, description: 'Counts of related rows (Prisma `_count`), in the same statement.' }
         for (const r of m.relations.values()) {
           const target = this.model(r.target)
           const ext = { [EXT]: { relation: r.name, target: target.name } }
@@ -390,6 +434,24 @@ class SchemaBuilder {
       },
     })
     this.objects.set(m.name, t)
+    return t
+  }
+
+  /** `XCountOutputType { rel(where): Int! }` over the model's list relations, or null when it has none. */
+  private countOutput(m: Model): GraphQLObjectType | null {
+    if (this.countOutputs.has(m.name)) return this.countOutputs.get(m.name)!
+    const rels = [...m.relations.values()].filter((r) => r.kind === 'many')
+    const t =
+      rels.length === 0
+        ? null
+        : new GraphQLObjectType({
+            name: `${m.name}CountOutputType`,
+            fields: () =>
+              Object.fromEntries(
+                rels.map((r) => [r.name, { type: nn(GraphQLInt), args: { where: { type: this.where(this.model(r.target)) } }, resolve: byResponseKey }]),
+              ),
+          })
+    this.countOutputs.set(m.name, t)
     return t
   }
 
@@ -410,7 +472,7 @@ class SchemaBuilder {
       name: `${m.name}GroupBy`,
       fields: () => {
         const fields: GraphQLFieldConfigMap<unknown, unknown> = {}
-        for (const f of m.fields) fields[f.name] = { type: this.scalarType(f) }
+        for (const f of m.fields) fields[f.name] = { type: this.valueType(f) }
         return { ...fields, ...aggFields() }
       },
     })
@@ -435,7 +497,7 @@ class SchemaBuilder {
           OR: { type: list(nn(having)) },
           NOT: { type: list(nn(having)) },
         }
-        for (const f of m.fields) if (f.scalar !== 'JSON' && f.scalar !== 'Bytes') fields[f.name] = { type: this.aggFilter(f) }
+        for (const f of m.fields) if (f.scalar !== 'JSON' && f.scalar !== 'Bytes' && !f.list) fields[f.name] = { type: this.aggFilter(f) }
         return fields
       },
     })
@@ -448,7 +510,7 @@ class SchemaBuilder {
       fields: () =>
         Object.fromEntries(
           m.fields.filter((f) => !f.generated).map((f) => {
-            const v = this.scalarType(f)
+            const v = this.valueType(f)
             return [f.name, { type: f.nullable || f.hasDefault ? v : nn(v) }]
           }),
         ),
@@ -516,6 +578,34 @@ class SchemaBuilder {
       if (u && m.identity.length > 0) mutation[`upsertOne${m.name}`] = mut('upsertOne', obj, { where: { type: nn(u) }, create: { type: nn(create) }, update: { type: nn(update) } })
       if (u) mutation[`deleteOne${m.name}`] = mut('deleteOne', obj, { where: { type: nn(u) } })
       mutation[`deleteMany${m.name}`] = mut('deleteMany', this.affectedRows, { where: { type: this.where(m) } })
+    }
+    for (const fn of this.reg.functions.values()) {
+      const args: GraphQLFieldConfigArgumentMap = {}
+      for (const a of fn.args) {
+        const v = this.valueType(a)
+        args[a.name] = { type: a.optional ? v : nn(v) }
+      }
+      let type: GraphQLOutputType
+      if (fn.returns.kind === 'model') {
+        const target = this.model(fn.returns.model)
+        const obj = this.object(target)
+        if (fn.returnsSet) {
+          // Mutation fields are nullable (see `mut` above); a query's list is not.
+          type = fn.operation === 'query' ? nn(list(nn(obj))) : list(nn(obj))
+          // A function argument named like a list argument wins (functions.ts leaves that list argument out).
+          for (const [k, v] of Object.entries(this.listArgs(target))) if (k !== 'cursor' && !(k in args)) args[k] = v
+        } else type = obj
+      } else {
+        const v = this.valueType(fn.returns)
+        type = fn.returnsSet ? list(v) : v
+      }
+      if (fn.operation === 'query') {
+        query[fn.name] = { type, args, description: `Stable database function \`${fn.fn}\`.`, resolve: makeFunctionResolver(this.rt, fn) }
+      } else {
+        // In the request's transaction on this database, with its other mutation fields.
+        const write = makeFunctionWrite(this.rt, fn)
+        mutation[fn.name] = { type, args, description: `Volatile database function \`${fn.fn}\`.`, resolve: writeResolver(write), extensions: { [EXT]: { write } } }
+      }
     }
     if (rawSql) this.addRawFields(query, mutation)
     return new GraphQLSchema({

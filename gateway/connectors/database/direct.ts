@@ -51,6 +51,7 @@ import { EXT, compileList, compileUnique, modelOfType, toPlan, type Ctx, type Re
 import type { Model } from './compiler/registry.js'
 import { cancelWatchOf } from './compiler/db.js'
 import { bindAll, cheapPlans, markCheap, type Runtime } from './resolvers.js'
+import { chargeResult, resultRoom, textLength } from '../../result-budget.js'
 
 /**
  * Rejection of {@link DirectJsonPlan.run} meaning "no direct statement for these variables": nothing
@@ -214,7 +215,10 @@ export function createDirectCompiler(rt: Runtime, model: Model, kind: DirectFiel
             const now = db.valuesNow(plan.text, bindings)
             if (now) return Promise.resolve(finish(now))
           }
-          return db.values(plan.text, bindings, undefined, { cheap, cancel: cancelWatchOf(context) }).then(finish, (err) => Promise.reject(refused(err)))
+          return db.values(plan.text, bindings, undefined, { cheap, cancel: cancelWatchOf(context), maxResultChars: resultRoom(context) }).then((rows) => {
+            chargeResult(context, textLength(rows))
+            return finish(rows)
+          }, (err) => Promise.reject(refused(err)))
         } catch (err) {
           return Promise.reject(refused(err))
         }

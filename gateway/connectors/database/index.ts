@@ -9,7 +9,7 @@
 import { readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { Knex } from 'knex'
-import { SourceLoadError } from '../../errors.js'
+import { ConfigInvalidError, SourceLoadError } from '../../errors.js'
 import type { ConnectorContext, LocalSubschema, SourceHealth } from '../types.js'
 import { buildSchema } from './build-schema.js'
 import { Db } from './compiler/db.js'
@@ -47,6 +47,26 @@ export interface DatabaseSourceOptions {
    * `TRB_ERR_DB_TIMEOUT` (504) and is not run again. Default 10000.
    */
   statementTimeoutMs?: number
+  /**
+   * PostgreSQL only: expose the schema's functions as root fields (`true`: every function that
+   * qualifies; a list: those function names). Stable and immutable functions become Query fields,
+   * volatile ones Mutation fields, named in camelCase. Functions left out (overloads, `RETURNS TABLE`,
+   * `void`, OUT arguments…) are named in a startup warning; a listed name that is not exposed fails
+   * the start. Default: none (functions run whatever SQL they contain, with the gateway's rights).
+   */
+  functions?: boolean | string[]
+  /**
+   * Unique keys the database does not declare, by model name (GraphQL names): each key a list of
+   * field names. Gives views `findUnique` (and a stable order); also for tables. Default none.
+   */
+  uniqueKeys?: Record<string, string[][]>
+  /**
+   * Relations the database does not declare (views, databases without foreign keys): `from` is the
+   * `Model.field` holding the key (a many-to-one field is added there), `to` the referenced
+   * `Model.field` (a one-to-many field, or one-to-one when `from` is unique). GraphQL names; an
+   * unknown model or field fails the start with `TRB_ERR_CONFIG_INVALID`. Default none.
+   */
+  relations?: { from: string; to: string }[]
   /**
    * Per-column settings, keyed `table.column`, overriding what introspection detects. Default none.
    * - `filledByDatabase: true`: the database fills the column (a trigger the introspection cannot
@@ -177,7 +197,11 @@ export async function createDatabaseSource(options: DatabaseSourceOptions, ctx: 
     if (options.migrations && Object.keys(options.migrations).length > 0) {
       await migrateLatest(knex, migrationSource(options.migrations), ctx)
     }
-    doc = await introspect(knex, dialect, options.schema ? { schema: options.schema } : {})
+    doc = await introspect(knex, dialect, {
+      ...(options.schema ? { schema: options.schema } : {}),
+      ...(options.functions ? { functions: options.functions } : {}),
+      onWarning: (message) => log.warn(message),
+    })
   } catch (err) {
     reachable = false
     let cached: string | undefined
@@ -210,6 +234,14 @@ export async function createDatabaseSource(options: DatabaseSourceOptions, ctx: 
     }
   }
   const mysqlFlavor = dialect === 'mysql' && reachable ? await detectMysqlFlavor(db) : 'mariadb'
+  if (Array.isArray(options.functions)) {
+    const missing = options.functions.filter((n) => !(doc.functions ?? []).some((f) => f.name === n))
+    if (missing.length > 0) {
+      workers?.close()
+      await knex.destroy().catch(() => undefined)
+      throw new ConfigInvalidError(`datasource ${ctx.sourceName}: functions: ${missing.join(', ')} cannot be exposed (not found, or not supported: see the startup warnings)`)
+    }
+  }
   let effective: DatabaseIntrospection
   try {
     effective = applyColumnOptions(doc, options.columns, ctx.sourceName)
@@ -218,7 +250,21 @@ export async function createDatabaseSource(options: DatabaseSourceOptions, ctx: 
     await knex.destroy().catch(() => undefined)
     throw err
   }
-  const schema = buildSchema(effective, { db, mysqlFlavor, rawErrors: ctx.mode !== 'production', rawSql: options.rawSql === true, ...(options.maxTake !== undefined ? { maxTake: options.maxTake } : {}) })
+  let schema: ReturnType<typeof buildSchema>
+  try {
+    schema = buildSchema(effective, {
+      db,
+      mysqlFlavor,
+      rawErrors: ctx.mode !== 'production',
+      rawSql: options.rawSql === true,
+      ...(options.maxTake !== undefined ? { maxTake: options.maxTake } : {}),
+      overrides: { ...(options.uniqueKeys ? { uniqueKeys: options.uniqueKeys } : {}), ...(options.relations ? { relations: options.relations } : {}) },
+    })
+  } catch (err) {
+    workers?.close()
+    await knex.destroy().catch(() => undefined)
+    throw new ConfigInvalidError(`datasource ${ctx.sourceName}: ${(err as Error).message}`, { cause: err })
+  }
   let closed = false
   return {
     kind: 'local',

@@ -17,7 +17,7 @@ import type { Knex } from 'knex'
 import type { DatabaseIntrospection, Dialect } from './model.js'
 import { finishEnums, finishTables } from './introspect/common.js'
 import { introspectSqlite } from './introspect/sqlite.js'
-import { introspectPostgres } from './introspect/postgres.js'
+import { introspectPgFunctions, introspectPostgres } from './introspect/postgres.js'
 import { introspectMysql } from './introspect/mysql.js'
 
 /** Options of {@link introspect}. */
@@ -28,6 +28,14 @@ export interface IntrospectOptions {
    * the connection's `DATABASE()`. Ignored by SQLite.
    */
   schema?: string
+  /**
+   * PostgreSQL: also read functions of the schema (`true`: every function; a list: those names) into
+   * `functions` (introspect/postgres.ts `introspectPgFunctions` says which ones qualify). Ignored by
+   * the other engines. Default: none.
+   */
+  functions?: boolean | readonly string[]
+  /** Called with one message per function left out, and per name of the `functions` list that does not exist. */
+  onWarning?: (message: string) => void
 }
 
 /**
@@ -46,13 +54,23 @@ export interface IntrospectOptions {
 export async function introspect(knex: Knex, dialect: Dialect, options: IntrospectOptions = {}): Promise<DatabaseIntrospection> {
   switch (dialect) {
     case 'sqlite': {
-      const tables = await introspectSqlite(knex)
-      return { version: 1, dialect, tables: finishTables(tables), enums: [] }
+      const { tables, enums } = await introspectSqlite(knex)
+      return { version: 1, dialect, tables: finishTables(tables), enums: finishEnums(enums) }
     }
     case 'postgres': {
       const schema = options.schema ?? (await currentPgSchema(knex)) ?? 'public'
       const { tables, enums } = await introspectPostgres(knex, schema)
-      return { version: 1, dialect, schema, tables: finishTables(tables), enums: finishEnums(enums) }
+      const doc: DatabaseIntrospection = { version: 1, dialect, schema, tables: finishTables(tables), enums: finishEnums(enums) }
+      if (options.functions) {
+        const only = options.functions === true ? undefined : options.functions
+        const { functions, skipped } = await introspectPgFunctions(knex, schema, doc.tables.map((t) => t.name), only)
+        for (const [name, why] of skipped) options.onWarning?.(`function ${schema}.${name} is not exposed: ${why}`)
+        for (const name of only ?? []) {
+          if (!functions.some((f) => f.name === name) && !skipped.some(([n]) => n === name)) options.onWarning?.(`functions: no function ${schema}.${name}`)
+        }
+        doc.functions = functions
+      }
+      return doc
     }
     case 'mysql': {
       const { tables, enums } = await introspectMysql(knex, options.schema)

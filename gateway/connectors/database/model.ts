@@ -31,6 +31,8 @@ export interface ColumnInfo {
   unknownType?: boolean
   /** For `scalar: 'Enum'`: the name of the enum in {@link DatabaseIntrospection.enums}. */
   enumName?: string
+  /** True for a PostgreSQL array column (`text[]`, `integer[]`…): a list of `scalar` values. */
+  isList?: boolean
   /** True when the column accepts NULL. */
   nullable: boolean
   /** The default expression as the engine reports it, or null when there is none. */
@@ -102,6 +104,34 @@ export interface EnumInfo {
   values: string[]
 }
 
+/** One argument of a {@link FunctionInfo}. */
+export interface FunctionArgInfo {
+  /** The argument's name in the database (functions with an unnamed argument are skipped). */
+  name: string
+  /** The engine's type, lower-cased (`text`, `integer`, `integer[]`). */
+  dataType: string
+  scalar: ScalarKind
+  enumName?: string
+  isList?: boolean
+  /** True when the function declares a default for it: the GraphQL argument is optional. */
+  hasDefault: boolean
+}
+
+/**
+ * A PostgreSQL function exposed as a root field (the source's `functions` option). Stable and
+ * immutable functions become Query fields, volatile ones Mutation fields.
+ */
+export interface FunctionInfo {
+  name: string
+  /** `i` immutable, `s` stable, `v` volatile (pg_proc.provolatile). */
+  volatility: 'i' | 's' | 'v'
+  args: FunctionArgInfo[]
+  /** True for `RETURNS SETOF …` / `RETURNS TABLE`: a list. */
+  returnsSet: boolean
+  /** A table or view of the document (`RETURNS post`, `RETURNS SETOF post`), or a scalar type. */
+  returns: { kind: 'table'; table: string } | { kind: 'scalar'; dataType: string; scalar: ScalarKind; enumName?: string; isList?: boolean }
+}
+
 /** The whole introspection document. Tables are sorted by name so that the document is stable. */
 export interface DatabaseIntrospection {
   /** Format version of this document; bump when the shape changes. */
@@ -111,4 +141,6 @@ export interface DatabaseIntrospection {
   schema?: string
   tables: TableInfo[]
   enums: EnumInfo[]
+  /** PostgreSQL functions, when the source asked for them (`functions` option), sorted by name. */
+  functions?: FunctionInfo[]
 }

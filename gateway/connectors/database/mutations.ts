@@ -8,7 +8,7 @@
  */
 import { getNamedType, type GraphQLObjectType, type GraphQLResolveInfo } from 'graphql'
 import { DbInputError, DbNotFoundError } from '../../errors.js'
-import { Leaf, NULL, isObj, readArgs, type ArgValue } from './compiler/args.js'
+import { Leaf, NULL, isObj, listLeaf, readArgs, type ArgValue } from './compiler/args.js'
 import { constant as constantFrag, join, raw, sql, type Frag, type Getter, type Vars } from './compiler/frag.js'
 import { PlanCache } from './compiler/plan-cache.js'
 import { bound, compileList, compileUnique, compileWhere, listOf, toPlan, type Ctx, type ReadPlan } from './compiler/read.js'
@@ -45,6 +45,7 @@ function createPairs(model: Model, data: ArgValue | undefined): [ScalarField, Le
   for (const [key, v] of Object.entries(data)) {
     const f = model.fieldMap.get(key)
     if (f && (v instanceof Leaf || v === NULL)) out.push([f, v])
+    else if (f?.list && Array.isArray(v)) out.push([f, listLeaf(v)])
   }
   return out
 }
@@ -101,6 +102,13 @@ function setFrag(ctx: Ctx, model: Model, data: ArgValue | undefined): { frag: Fr
       if (op === undefined || v === undefined) continue
       if (v === NULL) {
         if (op === 'set') parts.push(raw(`${c} = NULL`))
+        continue
+      }
+      if (f.list && Array.isArray(v)) {
+        // PostgreSQL arrays: `set` replaces, `push` appends (array_cat keeps the column's type).
+        const p = bound(listLeaf(v), (x) => d.bindValue(f, x, false))
+        if (op === 'set') parts.push({ s: `${c} = ?`, p: p.p })
+        else if (op === 'push') parts.push({ s: `${c} = array_cat(${c}, ?)`, p: p.p })
         continue
       }
       if (!(v instanceof Leaf)) continue

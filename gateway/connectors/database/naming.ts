@@ -32,6 +32,9 @@
  *   `By` + the PascalCase of its key columns' camelCase names (`employeeByReportsTo`), then a numeric
  *   suffix if needed. Many-to-one relations are named first (in foreign-key order), then one-to-many
  *   relations (by referencing table, then foreign-key order).
+ * - many-to-many shortcuts through a pure join table (compiler/registry.ts `addManyToMany`): the other
+ *   model in camelCase, plural (`tags`); on a collision `By` + the join model (`tagsByPostTag`), then
+ *   a numeric suffix. They are named after every foreign-key relation.
  *
  * **Root fields** follow Prisma: `findUniqueX`, `findFirstX`, `findManyX`, `aggregateX`, `groupByX`,
  * `createOneX`, `createManyX`, `updateOneX`, `updateManyX`, `upsertOneX`, `deleteOneX`, `deleteManyX`

@@ -15,6 +15,7 @@ import { PlanCache } from './compiler/plan-cache.js'
 import { compileList, compileUnique, toPlan, type Ctx, type Post, type ReadPlan } from './compiler/read.js'
 import type { Model, Registry } from './compiler/registry.js'
 import { mapDbError } from './db-errors.js'
+import { chargeResult, resultRoom, textLength } from '../../result-budget.js'
 import type { WriteBody } from './request-transaction.js'
 
 /** What the resolvers of one schema share. */
@@ -74,7 +75,8 @@ export function markCheap(ctx: Ctx, plan: ReadPlan): ReadPlan {
 }
 
 async function runRead(rt: Runtime, plan: ReadPlan, vars: Vars, context: unknown): Promise<Record<string, unknown>[]> {
-  const rows = await rt.db().values(plan.text, bindAll(plan.params, vars), undefined, { cheap: cheapPlans.has(plan), cancel: cancelWatchOf(context) })
+  const rows = await rt.db().values(plan.text, bindAll(plan.params, vars), undefined, { cheap: cheapPlans.has(plan), cancel: cancelWatchOf(context), maxResultChars: resultRoom(context) })
+  chargeResult(context, textLength(rows))
   return finishRows(rows, plan.post)
 }
 

@@ -21,7 +21,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process'
 import { createRequire } from 'node:module'
-import { DbCancelledError, DbTimeoutError } from '../../errors.js'
+import { DbCancelledError, DbTimeoutError, GraphQLLimitError } from '../../errors.js'
 
 /**
  * Subscribes to the disconnect of a statement's client; returns the unsubscribe function. Calls
@@ -34,6 +34,12 @@ export interface SqliteJob {
   mode: 'values' | 'exec'
   sql: string
   bindings: readonly unknown[]
+  /**
+   * `values` only: the most JSON text (UTF-16 units, summed over the rows) the worker may send back;
+   * a larger result is dropped in the worker and the job fails with `GraphQLLimitError`, so that it
+   * never crosses into the gateway's heap (see gateway/result-budget.ts).
+   */
+  maxChars?: number
 }
 
 /** The result of an `exec` job (see `ExecResult` in compiler/db.ts). */
@@ -68,7 +74,14 @@ process.on('message', (m) => {
     const stmt = statement(m.mode, m.sql)
     const args = m.bindings.map(buf)
     let result
-    if (m.mode === 'values') result = stmt.all(...args)
+    if (m.mode === 'values') {
+      result = stmt.all(...args)
+      if (m.maxChars !== undefined) {
+        let n = 0
+        for (const v of result) if (typeof v === 'string') n += v.length
+        if (n > m.maxChars) { process.send({ id: m.id, ok: false, error: { message: 'too large', code: 'TRB_RESULT_TOO_LARGE', size: n } }); return }
+      }
+    }
     else if (stmt.reader) { const rows = stmt.all(...args); result = { rows, affected: rows.length } }
     else result = { rows: [], affected: stmt.run(...args).changes }
     reply = { id: m.id, ok: true, result }
@@ -127,6 +140,7 @@ class Worker {
       if (!p || p.id !== m.id) return
       this.finish()
       if (m.ok) p.resolve(m.result)
+      else if (m.error?.code === 'TRB_RESULT_TOO_LARGE') p.reject(new GraphQLLimitError(`The results of this request exceed its limit of server.maxResponseBytes; ask for less`))
       else p.reject(Object.assign(new Error(m.error?.message ?? 'SQLite error'), { code: m.error?.code }))
     })
     this.child.on('exit', () => this.die(new Error('the SQLite worker process exited')))
@@ -142,7 +156,7 @@ class Worker {
     const go = (): void => {
       if (this.current !== current) return
       current.timer = setTimeout(() => this.kill(new DbTimeoutError(timeoutMs)), timeoutMs)
-      this.child.send({ id, mode: p.job.mode, sql: p.job.sql, bindings: p.job.bindings })
+      this.child.send({ id, mode: p.job.mode, sql: p.job.sql, bindings: p.job.bindings, maxChars: p.job.maxChars })
     }
     if (this.ready) go()
     else this.onReady.push(go)

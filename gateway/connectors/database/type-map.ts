@@ -13,12 +13,16 @@
  * | json | `json`, `jsonb` | `json`, `jsonb` | `json` (MariaDB: `longtext` with a `json_valid` check) | JSON |
  * | binary | `blob` or no type… see below; `bytea`, `binary`, `varbinary` | `bytea` | `binary`, `varbinary`, `tinyblob` … `longblob`, `bit` | Bytes (base64) |
  * | enum types | — | `CREATE TYPE … AS ENUM` (set by introspection) | inline `enum(…)` | Enum |
- * | anything else | e.g. `weird_type`, or no declared type | e.g. `point`, `tsvector`, `interval`, arrays | e.g. `geometry` | String, `unknownType: true` |
+ * | anything else | e.g. `weird_type`, or no declared type | e.g. `point`, `tsvector`, `interval` | e.g. `geometry` | String, `unknownType: true` |
  *
  * SQLite follows its type-affinity rules (sqlite.org/datatype3.html §3.1) for declared types that are
  * not named above: `INT` -> Int, `CHAR`/`CLOB`/`TEXT` -> String, `BLOB` -> Bytes,
  * `REAL`/`FLOA`/`DOUB` -> Float; a type with NUMERIC affinity that is not named above (`weird_type`) is
  * unknown. A column with no declared type (typical of view expressions) is unknown as well.
+ *
+ * PostgreSQL arrays (`text[]`, `integer[]`, `numeric(6,2)[]`…) map to a GraphQL list of their
+ * element's type (`list: true`); arrays of unknown, JSON or bytea elements to a list of String
+ * (`unknownType: true`, read as `text[]`).
  *
  * PostgreSQL `money` maps to String because the engine formats it with a currency symbol.
  */
@@ -29,6 +33,8 @@ export interface ColumnTypeMapping {
   scalar: ScalarKind
   /** True when the type was not recognised and fell back to `String`. */
   unknownType?: boolean
+  /** True for a PostgreSQL array type: a list of `scalar`. */
+  list?: boolean
 }
 
 const INT = 'Int'
@@ -112,7 +118,12 @@ export function mapColumnType(dialect: Dialect, dataType: string): ColumnTypeMap
   const t = normalizeDataType(raw)
   switch (dialect) {
     case 'postgres': {
-      if (t.endsWith('[]')) return { scalar: STRING, unknownType: true }
+      if (t.endsWith('[]')) {
+        // Arrays (any dimension) are lists of their element type; unknown, JSON and bytea elements
+        // are read as text (`::text[]`).
+        const e = PG[t.replace(/(\s*\[\s*\])+$/, '').trim()]
+        return e && e !== JSON_ && e !== BYTES ? { scalar: e, list: true } : { scalar: STRING, list: true, unknownType: true }
+      }
       const s = PG[t]
       return s ? { scalar: s } : { scalar: STRING, unknownType: true }
     }

@@ -3,16 +3,12 @@
  * with an executor that sends documents to it through undici (GraphQL over HTTP, POST with JSON).
  * `compose/` renames it with graphql-tools transforms at request time, the one place delegation is used.
  */
-import { Kind, buildClientSchema, getIntrospectionQuery, isInputType, print, typeFromAST, type GraphQLError, type IntrospectionQuery, type GraphQLSchema } from 'graphql'
-import { transformInputValue, type ExecutionRequest, type ExecutionResult, type Executor } from '@graphql-tools/utils'
-import { Agent, request } from 'undici'
+import { buildClientSchema, getIntrospectionQuery, type IntrospectionQuery, type GraphQLSchema } from 'graphql'
 import { mkdir, readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { ConnectorContext, RemoteSubschema, SourceHealth } from '../types.js'
-import { SourceLoadError, UpstreamError } from '../../errors.js'
-import { toWireValue } from '../../scalars.js'
-import { mapNetworkError } from '../rest/request.js'
-import { bodyExcerpt, withUpstreamDetails, type UpstreamDetails } from '../upstream-details.js'
+import { SourceLoadError } from '../../errors.js'
+import { createGraphQLHttpClient, type GraphQLEndpoint } from './http.js'
 
 /** Options of a remote GraphQL data source. */
 export interface GraphQLSourceOptions {
@@ -26,97 +22,20 @@ export interface GraphQLSourceOptions {
   forwardHeaders?: string[]
 }
 
-interface ContextWithHeaders {
-  reply?: { request: { headers: Record<string, string | string[] | undefined> } }
-  headers?: Record<string, string | string[] | undefined>
-}
-
 /**
  * Introspects the upstream (falling back to the cached introspection when it is unreachable) and
  * returns `{ schema, executor }`.
  * @throws SourceLoadError when the upstream cannot be introspected and nothing is cached.
  */
 export async function createGraphQLSource(options: GraphQLSourceOptions, context: ConnectorContext): Promise<RemoteSubschema> {
-  const timeoutMs = options.timeoutMs ?? 5000
-  const dispatcher = new Agent({ headersTimeout: timeoutMs, bodyTimeout: timeoutMs, connectTimeout: timeoutMs, keepAliveTimeout: 10_000 })
-  const forward = (options.forwardHeaders ?? []).map((h) => h.toLowerCase())
+  const client = createGraphQLHttpClient({ timeoutMs: options.timeoutMs ?? 5000, headers: options.headers, forwardHeaders: options.forwardHeaders, logger: context.logger })
+  const endpoint: GraphQLEndpoint = { url: options.url, name: context.sourceName }
+  const send = (body: unknown) => client.send(endpoint, body)
 
-  const upstreamPath = new URL(options.url).pathname
-  const details = (status: number, text?: string): UpstreamDetails =>
-    ({ source: context.sourceName, method: 'POST', path: upstreamPath, status, ...(text !== undefined ? { body: bodyExcerpt(text) } : {}) })
-
-  /**
-   * POSTs one GraphQL request. Network failures and timeouts become coded errors without the
-   * upstream's address; every error of the upstream's `errors` list gets `extensions.upstream`, so
-   * that production mode masks its message (see `../upstream-details.ts`).
-   */
-  async function send(body: unknown, extraHeaders: Record<string, string>): Promise<ExecutionResult> {
-    let res
-    try {
-      res = await request(options.url, {
-        method: 'POST',
-        dispatcher,
-        headers: { 'content-type': 'application/json', accept: 'application/graphql-response+json, application/json', ...options.headers, ...extraHeaders },
-        body: JSON.stringify(body),
-      })
-    } catch (err) {
-      throw mapNetworkError(err, context.sourceName, timeoutMs)
-    }
-    let text: string
-    try {
-      text = await res.body.text()
-    } catch (err) {
-      throw mapNetworkError(err, context.sourceName, timeoutMs)
-    }
-    let json: ExecutionResult
-    try {
-      json = JSON.parse(text) as ExecutionResult
-    } catch (err) {
-      throw withUpstreamDetails(new UpstreamError(context.sourceName, `HTTP ${res.statusCode} with a non-JSON body`, { cause: err }), details(res.statusCode, text))
-    }
-    if (typeof json !== 'object' || json === null || (!('data' in json) && !('errors' in json))) {
-      throw withUpstreamDetails(new UpstreamError(context.sourceName, `HTTP ${res.statusCode} without data or errors`), details(res.statusCode, text))
-    }
-    if (Array.isArray(json.errors)) {
-      const upstream = details(res.statusCode)
-      json = { ...json, errors: json.errors.map((e) => withUpstreamDetails({ ...e }, upstream) as GraphQLError) }
-    }
-    return json
-  }
-
-  const executor: Executor = async (req: ExecutionRequest) => {
-    const ctx = (req.context ?? {}) as ContextWithHeaders
-    const incoming = ctx.reply?.request.headers ?? ctx.headers ?? {}
-    const extra: Record<string, string> = {}
-    for (const h of forward) {
-      const v = incoming[h]
-      if (typeof v === 'string') extra[h] = v
-    }
-    return send({ query: print(req.document), variables: wireVariables(req), operationName: req.operationName }, extra)
-  }
-
-  /**
-   * The request's variables with the shared scalars' parsed values (a Date, a Buffer) in their wire
-   * forms, typed by the upstream's own schema: the gateway parsed them with the shared scalars.
-   */
-  function wireVariables(req: ExecutionRequest): Record<string, unknown> | undefined {
-    const variables = req.variables as Record<string, unknown> | undefined
-    const operation = req.document.definitions.find((d) => d.kind === Kind.OPERATION_DEFINITION)
-    if (!variables || !operation?.variableDefinitions?.length) return variables
-    const out: Record<string, unknown> = { ...variables }
-    for (const def of operation.variableDefinitions) {
-      const name = def.variable.name.value
-      const type = typeFromAST(schema, def.type)
-      if (type && isInputType(type) && out[name] !== undefined) out[name] = transformInputValue(type, out[name], (leaf, value) => toWireValue(leaf.name, value))
-    }
-    return out
-  }
-
-  let schema: GraphQLSchema
   const cacheFile = join(context.cacheDir, `${context.sourceName}.introspection.json`)
   let introspection: IntrospectionQuery
   try {
-    const result = await send({ query: getIntrospectionQuery({ descriptions: true, inputValueDeprecation: true }) }, {})
+    const result = await send({ query: getIntrospectionQuery({ descriptions: true, inputValueDeprecation: true }) })
     if (!result.data) throw new Error(result.errors?.[0]?.message ?? 'no data')
     introspection = result.data as unknown as IntrospectionQuery
     await mkdir(context.cacheDir, { recursive: true })
@@ -129,21 +48,21 @@ export async function createGraphQLSource(options: GraphQLSourceOptions, context
     context.logger.warn({ err }, 'upstream unreachable; using the cached introspection')
     introspection = JSON.parse(cached) as IntrospectionQuery
   }
-  schema = buildClientSchema(introspection)
+  const schema: GraphQLSchema = buildClientSchema(introspection)
 
   return {
     kind: 'remote',
     schema,
-    executor,
+    executor: client.executor(endpoint, () => schema),
     async health(): Promise<SourceHealth> {
       const started = performance.now()
       try {
-        const r = await send({ query: '{ __typename }' }, {})
+        const r = await send({ query: '{ __typename }' })
         return r.data ? { status: 'up', latencyMs: Math.round(performance.now() - started) } : { status: 'down', message: 'no data' }
       } catch (err) {
         return { status: 'down', message: (err as Error).message }
       }
     },
-    close: () => dispatcher.close(),
+    close: () => client.close(),
   }
 }

@@ -309,6 +309,8 @@ export function createUpstream(options: UpstreamOptions): Upstream {
   /** One attempt: sends the request and decodes a 2xx answer; rejects with a mapped error. */
   const attempt = async (req: RestRequest, path: string, headers: Record<string, string>): Promise<unknown> => {
     let res: Dispatcher.ResponseData
+    // One line per upstream HTTP request (retries included), without the query string, which may carry credentials.
+    if (logger?.isLevelEnabled('debug')) logger.debug({ method: req.method, url: `${base.origin}${path.split('?')[0]}` }, 'upstream')
     try {
       res = await pool.request({ method: req.method as Dispatcher.HttpMethod, path, headers, body: req.body })
     } catch (err) {
@@ -426,6 +428,7 @@ export function createUpstream(options: UpstreamOptions): Upstream {
   const probe = async (): Promise<SourceHealth> => {
     const started = performance.now()
     const latency = () => Math.round((performance.now() - started) * 100) / 100
+    if (logger?.isLevelEnabled('debug')) logger.debug({ method: 'HEAD', url: `${base.origin}${basePath === '' ? '/' : basePath}` }, 'upstream')
     try {
       const res = await pool.request({ method: 'HEAD', path: basePath === '' ? '/' : basePath, headers: staticHeaders, signal: AbortSignal.timeout(options.healthTimeoutMs) })
       await res.body.dump()

@@ -38,6 +38,7 @@ const ORDERABLE = new Set(['Int', 'BigInt', 'Float', 'Decimal', 'String', 'DateT
 /** True when `op` applies to the field (`_count` to every field, `_sum`/`_avg` to numbers, `_min`/`_max` to ordered scalars). */
 export function aggregateApplies(op: AggregateOp, f: ScalarField): boolean {
   if (op === '_count') return true
+  if (f.list) return false
   if (op === '_sum' || op === '_avg') return NUMERIC.has(f.scalar)
   return ORDERABLE.has(f.scalar)
 }
@@ -202,7 +203,7 @@ export function compileGroupBy(ctx: Ctx, model: Model, type: GraphQLObjectType, 
     seen.add(name)
     if (!by.includes(name)) throw new DbInputError(`groupBy${model.name}: field \`${name}\` is selected but not in \`by\``)
     pairs.push([name, d.output(`${a}.${d.q(f.column)}`, f)])
-    const conv = outputConv(d, f.scalar)
+    const conv = outputConv(d, f.scalar, f.list)
     if (conv) convs.push([name, conv])
   }
   const agg = aggregatePairs(ctx, model, type, a, nodes)

@@ -139,6 +139,17 @@ export function readArgs(node: FieldNode, defs: readonly GraphQLArgument[], vars
   return out
 }
 
+/**
+ * One leaf for a whole list of leaves (a list-typed input such as a PostgreSQL array value): reads
+ * every item at run time into an array (NULL items as null). Constant when every item is.
+ */
+export function listLeaf(items: readonly ArgValue[]): Leaf {
+  const leaves = items.map((x) => (x instanceof Leaf ? x : null))
+  const get: Getter = (v, x) => leaves.map((l) => (l === null ? null : l.get(v, x)))
+  const constant = leaves.every((l) => l === null || l.constant !== undefined) ? { value: leaves.map((l) => (l === null ? null : l.constant!.value)) } : undefined
+  return new Leaf(get, constant, leaves.map((l) => (l === null ? null : sampleOf(l))))
+}
+
 /** The compile-time sample value of a leaf (its constant, or the first request's variable value). */
 export function sampleOf(v: ArgValue | undefined): unknown {
   if (v === undefined || v === NULL) return null

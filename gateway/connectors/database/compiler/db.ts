@@ -38,6 +38,8 @@ export interface RunOptions {
   cancel?: CancelWatch | undefined
   /** SQLite: the statement is a primary-key lookup of one row without relations; it may run in the gateway process. */
   cheap?: boolean
+  /** SQLite worker processes: the most JSON text the result may hold (see gateway/result-budget.ts). */
+  maxResultChars?: number | undefined
 }
 
 interface ResponseLike {
@@ -70,19 +72,38 @@ export function cancelWatchOf(context: unknown): CancelWatch | undefined {
   const res = c.reply?.raw
   if (res && typeof res.once === 'function') {
     return (fn) => {
-      const onClose = () => {
-        if (!res.writableFinished) fn()
-      }
       // Gone already (e.g. while the statement waited for a pooled connection): no `close` will come.
       if (!res.writableFinished && (res.destroyed === true || !res.socket || res.socket.destroyed)) {
         fn()
         return () => undefined
       }
-      res.once('close', onClose)
-      return () => res.off('close', onClose)
+      return onDisconnect(res, fn)
     }
   }
   return undefined
+}
+
+/**
+ * The cancel callbacks of the statements in flight for one response. One `close` listener per
+ * response serves them all: a document with 30 aliases runs 30 statements at once, and 30 listeners
+ * would trip Node's MaxListeners warning.
+ */
+const disconnectWatchers = new WeakMap<ResponseLike, Set<() => void>>()
+
+function onDisconnect(res: ResponseLike, fn: () => void): () => void {
+  let set = disconnectWatchers.get(res)
+  if (!set) {
+    const fns = new Set<() => void>()
+    set = fns
+    disconnectWatchers.set(res, fns)
+    res.once('close', () => {
+      disconnectWatchers.delete(res)
+      if (!res.writableFinished) for (const f of fns) f()
+    })
+  }
+  set.add(fn)
+  const fns = set
+  return () => void fns.delete(fn)
 }
 
 /** Called with every statement sent, before it is sent. */
@@ -345,7 +366,7 @@ export class Db {
     if (conn === undefined) {
       if (this.workers && options?.cheap !== true) {
         this.notify(sql, bindings)
-        return (await this.workers.run({ mode: 'values', sql, bindings }, options?.cancel)) as unknown[]
+        return (await this.workers.run({ mode: 'values', sql, bindings, ...(options?.maxResultChars !== undefined ? { maxChars: options.maxResultChars } : {}) }, options?.cancel)) as unknown[]
       }
       if (this.dialect === 'sqlite') {
         const now = this.valuesNow(sql, bindings)

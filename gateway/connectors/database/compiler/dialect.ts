@@ -7,6 +7,7 @@ import type { Dialect, ScalarKind } from '../model.js'
 import type { ScalarField } from './registry.js'
 import { toIsoDateTime } from '../../../scalars.js'
 import { refuseNul } from './input-limits.js'
+import { mapColumnType } from '../type-map.js'
 
 /** `mariadb` (MariaDB ≥ 10.5: `JSON_ARRAYAGG(... ORDER BY ... LIMIT)`, no outer references in derived tables) or `mysql` (MySQL ≥ 8.0.14). */
 export type MysqlFlavor = 'mariadb' | 'mysql'
@@ -82,9 +83,19 @@ export class SqlDialect {
     return ' OFFSET ?'
   }
 
+  /** A PostgreSQL array column as compared by list filters: arrays of unknown element types as `text[]`. */
+  listCompareExpr(colRef: string, f: Pick<ScalarField, 'dataType'>): string {
+    return mapColumnType('postgres', f.dataType).unknownType ? `${colRef}::text[]` : colRef
+  }
+
   /** The expression that puts a column into the JSON result with an exact value. */
   output(colRef: string, f: ScalarField): string {
     const d = this.dialect
+    if (f.list) {
+      // PostgreSQL arrays: JSON arrays; exact decimals, big integers and unknown elements as text.
+      if (f.scalar === 'Decimal' || f.scalar === 'BigInt' || mapColumnType('postgres', f.dataType).unknownType) return `${colRef}::text[]`
+      return colRef
+    }
     const guard = (e: string): string => (f.nullable ? `CASE WHEN ${colRef} IS NULL THEN NULL ELSE ${e} END` : e)
     switch (f.scalar) {
       case 'Decimal':
@@ -115,8 +126,9 @@ export class SqlDialect {
   }
 
   /** Converts an input value (a literal or a coerced variable) to what the driver binds for column `f`. */
-  bindValue(f: Pick<ScalarField, 'scalar' | 'dataType' | 'dateTimeFormat'>, v: unknown, forCompare: boolean): unknown {
+  bindValue(f: Pick<ScalarField, 'scalar' | 'dataType' | 'dateTimeFormat'> & { list?: boolean }, v: unknown, forCompare: boolean): unknown {
     if (v === null || v === undefined) return null
+    if (f.list && Array.isArray(v)) return v.map((x) => this.bindValue({ scalar: f.scalar, dataType: f.dataType, dateTimeFormat: f.dateTimeFormat }, x, forCompare))
     if (this.dialect === 'postgres' && typeof v === 'string') refuseNul(v)
     if (this.dialect === 'sqlite' && f.scalar === 'DateTime' && f.dateTimeFormat) return formatSqliteDateTime(new Date(toIsoDateTime(v)), f.dateTimeFormat)
     return bindScalar(this.dialect, f.scalar, f.dataType, v, forCompare)

@@ -29,7 +29,7 @@ import { isUnsignedInt, mapColumnType, normalizeDataType } from '../type-map.js'
 import { readArgs } from './args.js'
 import type { SqlDialect } from './dialect.js'
 import { raw, sql, type Frag } from './frag.js'
-import { collectFields, compileList, joinCond, newAlias, type Ctx, type ListEmitter, type ObjectSql } from './read.js'
+import { collectFields, compileCounts, compileList, joinCond, newAlias, type Ctx, type ListEmitter, type ObjectSql } from './read.js'
 import type { Model, ScalarField } from './registry.js'
 
 /** Thrown while compiling when the selection cannot be produced exactly in SQL. */
@@ -63,6 +63,8 @@ interface DirectDialect {
    * @throws DirectUnsupported when the column kind cannot be printed exactly
    */
   scalar(c: string, f: ScalarField, ctx: Ctx): [string | null, string][]
+  /** An SQL integer (a COUNT) as JSON text. */
+  count(expr: string): string
 }
 
 /** `CASE` over the branches; NULL prints `nullValue` when the field is nullable, else raises. */
@@ -96,6 +98,9 @@ class SqliteDirect implements DirectDialect {
   }
   fail(seed: string): string {
     return `json('!' || typeof(${seed}))`
+  }
+  count(expr: string): string {
+    return expr
   }
   object(pairs: readonly (readonly [string, string])[]): string {
     return `json_object(${pairs.map(([k, e]) => `${lit(k)}, ${e}`).join(', ')})`
@@ -173,6 +178,9 @@ class PostgresDirect implements DirectDialect {
   fail(seed: string): string {
     return `(('!' || (${seed} IS NULL)::text)::json)::text`
   }
+  count(expr: string): string {
+    return `${expr}::text`
+  }
   object(pairs: readonly (readonly [string, string])[]): string {
     if (pairs.length === 0) return `'{}'`
     return `(${pairs.map(([k, e], i) => `${lit(`${i === 0 ? '{' : ','}${JSON.stringify(k)}:`)} || (${e})`).join(' || ')} || '}')`
@@ -182,6 +190,16 @@ class PostgresDirect implements DirectDialect {
   }
   scalar(c: string, f: ScalarField, ctx: Ctx): [string | null, string][] {
     const quoted = (e: string): string => `'"' || ${e} || '"'`
+    if (f.list) {
+      // Arrays: one dimension, no NULL item ([T!] in GraphQL); anything else raises.
+      const flat = `${c} IS NOT NULL AND COALESCE(array_ndims(${c}), 1) = 1 AND CASE WHEN array_ndims(${c}) = 1 THEN array_position(${c}, NULL) IS NULL ELSE true END`
+      if (mapColumnType('postgres', f.dataType).unknownType || f.scalar === 'Decimal' || f.scalar === 'BigInt') return [[flat, `to_json(${c}::text[])::text`]]
+      if (f.scalar === 'Int' || f.scalar === 'String' || f.scalar === 'Boolean') return [[flat, `to_json(${c})::text`]]
+      if (f.scalar === 'Enum' && [...(ctx.reg.enums.get(f.enumName ?? '')?.values ?? [])].every(([name, value]) => name === value)) {
+        return [[`${flat} AND ${c}::text[] <@ ARRAY[${[...ctx.reg.enums.get(f.enumName!)!.values.values()].map(lit).join(', ')}]::text[]`, `to_json(${c})::text`]]
+      }
+      return unsupported(`list of ${f.scalar}`)
+    }
     switch (f.scalar) {
       case 'Int':
         return [[null, `${c}::text`]]
@@ -231,6 +249,9 @@ class MariadbDirect implements DirectDialect {
   fail(seed: string): string {
     // BIGINT UNSIGNED overflow is an error, not a warning, in SELECT.
     return `CAST(~0 + (${seed} IS NULL) + 1 AS CHAR)`
+  }
+  count(expr: string): string {
+    return `CAST(${expr} AS CHAR)`
   }
   object(pairs: readonly (readonly [string, string])[]): string {
     if (pairs.length === 0) return `'{}'`
@@ -341,6 +362,18 @@ export class DirectCompiler implements ListEmitter {
       }
       const def = typeFields[name]
       if (!def) unsupported(`unknown field ${type.name}.${name}`)
+      if (name === '_count') {
+        const countType = getNamedType(def.type) as GraphQLObjectType
+        const counts = new Map(compileCounts(ctx, model, alias, countType, fnodes, cols))
+        const inner: [string, Frag][] = []
+        for (const [k, sub] of collectFields(ctx, countType, fnodes)) {
+          if (sub[0]!.name.value === '__typename') inner.push([k, raw(dd.str(countType.name))])
+          else if (counts.has(k)) inner.push([k, { s: dd.count(counts.get(k)!.s), p: counts.get(k)!.p }])
+          else unsupported(`field ${countType.name}.${sub[0]!.name.value}`)
+        }
+        pairs.push([key, { s: dd.object(inner.map(([k, f]) => [k, f.s] as const)), p: inner.flatMap(([, f]) => f.p) }])
+        continue
+      }
       const f = model.fieldMap.get(name)
       if (f) {
         cols.add(f.column)

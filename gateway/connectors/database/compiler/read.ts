@@ -23,10 +23,11 @@ import {
 import { DbInputError } from '../../../errors.js'
 import { toIsoDateTime } from '../../../scalars.js'
 import { MAX_FLAT_TERMS, checkBoundValues, skipCheck, takeCheck } from './input-limits.js'
-import { Leaf, NULL, isObj, readArgs, sampleOf, type ArgValue } from './args.js'
+import { Leaf, NULL, isObj, listLeaf, readArgs, sampleOf, type ArgValue } from './args.js'
 import type { SqlDialect } from './dialect.js'
 import { constant, join, param, raw, sql, type Frag, type Getter, type Vars } from './frag.js'
 import type { Model, Registry, Relation, ScalarField } from './registry.js'
+import { LINK_EXTENSION, type LinkFieldExtension } from '../../types.js'
 
 /** Compile-time state of one plan. */
 export interface Ctx {
@@ -110,8 +111,21 @@ function fieldOf(model: Model, name: string): ScalarField {
   return f
 }
 
-/** `target.to = source.from` for each column pair of a relation. */
+/**
+ * `target.to = source.from` for each column pair of a relation. For a many-to-many shortcut, the
+ * target row's key is in the join table's rows of the source row:
+ * `talias.k IN (SELECT j.target_k FROM join j WHERE j.source_k = alias.k)` (row values for compound keys).
+ */
 export function joinCond(ctx: Ctx, rel: Relation, model: Model, alias: string, target: Model, talias: string): string {
+  if (rel.via) {
+    const q = (c: string): string => ctx.d.q(c)
+    const j = newAlias(ctx)
+    const tcols = rel.toFields.map((f) => `${talias}.${q(fieldOf(target, f).column)}`)
+    const jt = rel.via.targetColumns.map((c) => `${j}.${q(c)}`)
+    const corr = rel.via.sourceColumns.map((c, i) => `${j}.${q(c)} = ${alias}.${q(fieldOf(model, rel.fromFields[i]!).column)}`).join(' AND ')
+    const lhs = tcols.length === 1 ? tcols[0]! : `(${tcols.join(', ')})`
+    return `${lhs} IN (SELECT ${jt.join(', ')} FROM ${ctx.d.table(rel.via.table)} AS ${j} WHERE ${corr})`
+  }
   return rel.fromFields
     .map((from, i) => `${talias}.${ctx.d.q(fieldOf(target, rel.toFields[i]!).column)} = ${alias}.${ctx.d.q(fieldOf(model, from).column)}`)
     .join(' AND ')
@@ -216,6 +230,37 @@ export function scalarFilter(ctx: Ctx, tgt: FilterTarget, val: ArgValue, inherit
   return parts.length ? and(parts) : null
 }
 
+/**
+ * A bound list value: the list's items (leaves) read at run time into one array, converted item by
+ * item for column `f`; NULL items stay null.
+ */
+export function boundList(ctx: Ctx, f: Pick<ScalarField, 'scalar' | 'dataType'>, v: ArgValue): Frag {
+  return bound(listLeaf(Array.isArray(v) ? v : [v]), (x) => ctx.d.bindValue({ ...f, list: true }, x, true))
+}
+
+/**
+ * Prisma's scalar-list filters on a PostgreSQL array column: `equals` (same items in the same order;
+ * `equals: null` is IS NULL), `has` (`? = ANY(c)`), `hasEvery` (`c @> ?`), `hasSome` (`c && ?`),
+ * `isEmpty` (`(cardinality(c) = 0) = ?`). Several operators are ANDed.
+ */
+function listFilter(ctx: Ctx, colRef: string, f: ScalarField, val: ArgValue): Frag | null {
+  if (val === NULL) return raw(`${colRef} IS NULL`)
+  if (!isObj(val)) return null
+  // Unknown element types are read and compared as text[].
+  const c = ctx.d.listCompareExpr(colRef, f)
+  const parts: Frag[] = []
+  for (const [op, v] of Object.entries(val)) {
+    if (op === 'equals') parts.push(v === NULL ? raw(`${colRef} IS NULL`) : sql`${c} = ${boundList(ctx, f, v)}`)
+    else if (op === 'has') {
+      if (v === NULL) parts.push(raw('1=0'))
+      else if (v instanceof Leaf) parts.push(sql`${bound(v, (x) => ctx.d.bindValue(f, x, true))} = ANY(${c})`)
+    } else if (op === 'hasEvery' && v !== NULL) parts.push(sql`${c} @> ${boundList(ctx, f, v)}`)
+    else if (op === 'hasSome' && v !== NULL) parts.push(sql`${c} && ${boundList(ctx, f, v)}`)
+    else if (op === 'isEmpty' && v instanceof Leaf) parts.push(sql`(cardinality(${colRef}) = 0) = ${bound(v, (x) => x === true)}`)
+  }
+  return parts.length ? and(parts) : null
+}
+
 function relationFilter(ctx: Ctx, model: Model, alias: string, rel: Relation, val: ArgValue): Frag | null {
   const target = ctx.reg.models.get(rel.target)!
   const tableRef = ctx.d.table(target.table)
@@ -273,6 +318,11 @@ export function compileWhere(ctx: Ctx, model: Model, alias: string, w: ArgValue 
       }
     } else {
       const f = model.fieldMap.get(key)
+      if (f?.list) {
+        const c = listFilter(ctx, col(ctx, alias, f), f, val)
+        if (c) parts.push(c)
+        continue
+      }
       if (f) {
         const c = scalarFilter(ctx, { expr: ctx.d.compareExpr(col(ctx, alias, f), f), scalar: f.scalar, dataType: f.dataType, ...(f.dateTimeFormat ? { dateTimeFormat: f.dateTimeFormat } : {}) }, val)
         if (c) parts.push(c)
@@ -473,8 +523,12 @@ const parseJson = (v: unknown): unknown => {
   }
 }
 
-/** The conversion a scalar needs after JSON.parse on this engine, or null. */
-export function outputConv(d: SqlDialect, scalar: ScalarField['scalar']): ((v: unknown) => unknown) | null {
+/** The conversion a scalar (or, with `list`, each item of a list of it) needs after JSON.parse on this engine, or null. */
+export function outputConv(d: SqlDialect, scalar: ScalarField['scalar'], list = false): ((v: unknown) => unknown) | null {
+  if (list) {
+    const item = outputConv(d, scalar)
+    return item ? (v) => (Array.isArray(v) ? v.map((x) => (x === null ? x : item(x))) : v) : null
+  }
   switch (scalar) {
     case 'Boolean':
       return d.dialect === 'postgres' ? null : toBool
@@ -525,22 +579,38 @@ export function compileObject(ctx: Ctx, model: Model, type: GraphQLObjectType, a
   const rels: [string, boolean, Post][] = []
   const seenScalars = new Set<string>()
   const typeFields = type.getFields()
+  const addScalar = (name: string, f: ScalarField) => {
+    if (seenScalars.has(name)) return
+    seenScalars.add(name)
+    cols.add(f.column)
+    pairs.push([name, raw(d.output(col(ctx, alias, f), f))])
+    const conv = outputConv(d, f.scalar, f.list)
+    if (conv) convs.push([name, conv])
+  }
   for (const [key, fnodes] of fields) {
     const name = fnodes[0]!.name.value
     if (name === '__typename') continue
     const f = model.fieldMap.get(name)
     if (f) {
-      if (seenScalars.has(name)) continue
-      seenScalars.add(name)
-      cols.add(f.column)
-      pairs.push([name, raw(d.output(col(ctx, alias, f), f))])
-      const conv = outputConv(d, f.scalar)
-      if (conv) convs.push([name, conv])
+      addScalar(name, f)
+      continue
+    }
+    const def = typeFields[name]
+    if (name === '_count' && def) {
+      const counts = compileCounts(ctx, model, alias, getNamedType(def.type) as GraphQLObjectType, fnodes, cols)
+      pairs.push([key, { s: d.jsonObject(counts.map(([k, f]) => [k, f.s] as const)), p: counts.flatMap(([, f]) => f.p) }])
       continue
     }
     const rel = model.relations.get(name)
-    const def = typeFields[name]
-    if (!rel || !def) continue
+    if (!rel || !def) {
+      // A link field (compose/links.ts): fetch the columns it reads, under their field names.
+      const requires = (def?.extensions?.[LINK_EXTENSION] as LinkFieldExtension | undefined)?.requires ?? []
+      for (const r of requires) {
+        const rf = model.fieldMap.get(r)
+        if (rf) addScalar(r, rf)
+      }
+      continue
+    }
     const target = ctx.reg.models.get(rel.target)!
     const targetType = getNamedType(def.type) as GraphQLObjectType
     for (const from of rel.fromFields) cols.add(fieldOf(model, from).column)
@@ -562,6 +632,28 @@ export function compileObject(ctx: Ctx, model: Model, type: GraphQLObjectType, a
   return { json, cols, post: makePost(convs, rels) }
 }
 
+/**
+ * `_count { rel(where) … }`: one `(SELECT COUNT(*) FROM target WHERE join AND where)` per selected
+ * response key (`__typename` excluded), in selection order. Adds the columns the joins read to `cols`.
+ */
+export function compileCounts(ctx: Ctx, model: Model, alias: string, type: GraphQLObjectType, nodes: readonly FieldNode[], cols: Set<string>): [string, Frag][] {
+  const out: [string, Frag][] = []
+  const defs = type.getFields()
+  for (const [key, fnodes] of collectFields(ctx, type, nodes)) {
+    const name = fnodes[0]!.name.value
+    const rel = model.relations.get(name)
+    const def = defs[name]
+    if (!rel || rel.kind !== 'many' || !def) continue
+    for (const from of rel.fromFields) cols.add(fieldOf(model, from).column)
+    const target = ctx.reg.models.get(rel.target)!
+    const r = newAlias(ctx)
+    const args = readArgs(fnodes[0]!, def.args, ctx.vars)
+    const w = compileWhere(ctx, target, r, args['where'])
+    out.push([key, sql`(SELECT COUNT(*) FROM ${ctx.d.table(target.table)} AS ${r} WHERE ${joinCond(ctx, rel, model, alias, target, r)}${w ? sql` AND (${w})` : ''})`])
+  }
+  return out
+}
+
 /** Options of {@link compileList}. */
 export interface ListOptions {
   /** An extra condition (e.g. a unique where) on the row alias. */
@@ -570,6 +662,8 @@ export interface ListOptions {
   first?: boolean
   /** No ordering at all (findUnique). */
   unordered?: boolean
+  /** `rows` mode: read the rows from this FROM item instead of the model's table (a set-returning function call). */
+  from?: Frag
   /** How rows become JSON and lists become arrays; default: the normal compiler's ({@link compileObject}, `SqlDialect.jsonArrayAgg`). The direct-JSON compiler (direct-read.ts) passes its own. */
   emit?: ListEmitter
 }
@@ -600,6 +694,8 @@ export function compileList(
 ): { frag: Frag; post: Post | null } {
   const d = ctx.d
   const tableRef = d.table(model.table)
+  if (opts.from && mode !== 'rows') throw new Error('compileList: `from` needs rows mode')
+  const fromRef: Frag = opts.from ?? raw(tableRef)
   let take = args['take'] instanceof Leaf ? (args['take'] as Leaf) : undefined
   const skip = args['skip'] instanceof Leaf ? (args['skip'] as Leaf) : undefined
   let negative = take !== undefined && typeof sampleOf(take) === 'number' && (sampleOf(take) as number) < 0
@@ -646,7 +742,7 @@ export function compileList(
     })
     if (mode === 'rows') {
       const ob = order.length ? sql` ORDER BY ${join(order, ', ')}` : raw('')
-      return { frag: sql`SELECT ${obj.json} AS j FROM ${tableRef} AS ${r}${whereSql}${ob}${limitSql()}`, post: obj.post }
+      return { frag: sql`SELECT ${obj.json} AS j FROM ${fromRef} AS ${r}${whereSql}${ob}${limitSql()}`, post: obj.post }
     }
     const aggLimit = needsLimit ? limitSql() : raw('')
     const agg = arrayAgg(obj.json.s, order.map((o) => o.s), aggLimit.s)
@@ -667,7 +763,7 @@ export function compileList(
   }
   if (projections.length === 0) projections.push(raw('1 AS __one'))
   const flip = (dir: 'asc' | 'desc'): 'asc' | 'desc' => (negative ? (dir === 'asc' ? 'desc' : 'asc') : dir)
-  let inner: Frag = sql`SELECT ${join(projections, ', ')} FROM ${tableRef} AS ${r}${whereSql}`
+  let inner: Frag = sql`SELECT ${join(projections, ', ')} FROM ${fromRef} AS ${r}${whereSql}`
   if (distinct.length > 0) inner = sql`SELECT * FROM (${inner}) AS ${newAlias(ctx)} WHERE __rn = 1`
   const innerOrder = terms.map((t, i) => d.orderTerm(`__o${i}`, flip(t.dir)))
   const forceLimit = !d.aggOrderBy && mode === 'agg' && !needsLimit

@@ -3,7 +3,7 @@
  * relations, with their SQL names. Built once per schema by `buildSchema`; the compiler and the
  * resolvers use it through closures, never through public type names.
  */
-import type { ColumnInfo, DatabaseIntrospection, Dialect, ScalarKind, TableInfo } from '../model.js'
+import type { ColumnInfo, DatabaseIntrospection, Dialect, FunctionInfo, ScalarKind, TableInfo } from '../model.js'
 import { DEFAULT_MAX_TAKE } from './input-limits.js'
 import { assignNames, camelCase, pascalCase, plural, stripIdSuffix, uniqueIn } from '../naming.js'
 
@@ -28,6 +28,8 @@ export interface ScalarField {
   scale?: number
   /** SQLite DateTime: the stored format (`ColumnInfo.dateTimeFormat`), when known. */
   dateTimeFormat?: string
+  /** True for a PostgreSQL array column: a list of `scalar`. */
+  list?: boolean
 }
 
 /** One relation field. `fromFields` are on this model, `toFields` on the target; joined position by position. */
@@ -44,8 +46,13 @@ export interface Relation {
   holdsKey: boolean
   /** For `one`: true when the related row may be missing. */
   nullable: boolean
-  /** The foreign key's constraint name. */
+  /** The foreign key's constraint name (for a many-to-many shortcut: the join table's name). */
   foreignKey: string
+  /**
+   * Many-to-many shortcut through a pure join table: `fromFields` (this model) are referenced by the
+   * join table's `sourceColumns`, `toFields` (the target) by its `targetColumns`, position by position.
+   */
+  via?: { table: string; sourceColumns: string[]; targetColumns: string[] }
 }
 
 /** A unique key: the primary key or a unique constraint. `name` is the WhereUniqueInput field. */
@@ -75,6 +82,48 @@ export interface Model {
   insertsRedirected: boolean
 }
 
+/** A function argument with its GraphQL name. */
+export interface FunctionArg {
+  name: string
+  /** SQL argument name. */
+  arg: string
+  scalar: ScalarKind
+  enumName?: string
+  list?: boolean
+  dataType: string
+  /** Optional in GraphQL: the function declares a default. */
+  optional: boolean
+}
+
+/** A database function exposed as a root field (PostgreSQL, `functions` option). */
+export interface FunctionModel {
+  /** Root field name: the function name in camelCase. */
+  name: string
+  /** SQL function name. */
+  fn: string
+  /** `query` for stable and immutable functions, `mutation` for volatile ones. */
+  operation: 'query' | 'mutation'
+  args: FunctionArg[]
+  returnsSet: boolean
+  /** A model (its table or view's row type), or a scalar. */
+  returns: { kind: 'model'; model: string } | { kind: 'scalar'; scalar: ScalarKind; enumName?: string; list?: boolean; dataType: string }
+}
+
+/** A relation declared in the source's config (`relations`), for views and databases without foreign keys. */
+export interface ConfiguredRelation {
+  /** `Model.field` of the side that holds the key (many-to-one), GraphQL names. */
+  from: string
+  /** `Model.field` of the referenced side (usually a unique key), GraphQL names. */
+  to: string
+}
+
+/** Keys and relations the source's config adds to the introspected ones (`database({ uniqueKeys, relations })`). */
+export interface RegistryOverrides {
+  /** Unique keys by model name, each a list of field names (GraphQL names): views get `findUnique` with them. */
+  uniqueKeys?: Record<string, readonly (readonly string[])[]>
+  relations?: readonly ConfiguredRelation[]
+}
+
 /** A database enum with GraphQL value names. */
 export interface EnumModel {
   name: string
@@ -91,6 +140,8 @@ export interface Registry {
   enums: Map<string, EnumModel>
   /** Largest `|take|` of any list of this source (`database({ maxTake })`); see compiler/input-limits.ts. */
   maxTake: number
+  /** Functions exposed as root fields, by root field name. */
+  functions: Map<string, FunctionModel>
 }
 
 function scaleOf(col: ColumnInfo): number | undefined {
@@ -101,10 +152,13 @@ function scaleOf(col: ColumnInfo): number | undefined {
 /**
  * Builds the registry from an introspection document, applying the naming rules of naming.ts.
  * @param maxTake largest `|take|` of any list (default {@link DEFAULT_MAX_TAKE})
- * @throws Error when a foreign key names a table or column that is not in the document.
+ * @param overrides unique keys and relations from the source's config
+ * @throws Error when a foreign key names a table or column that is not in the document, or when
+ *   `overrides` names a model or field that does not exist (the message names it and lists the choices).
  */
-export function buildRegistry(doc: DatabaseIntrospection, maxTake = DEFAULT_MAX_TAKE): Registry {
-  const tables = doc.tables
+export function buildRegistry(doc: DatabaseIntrospection, maxTake = DEFAULT_MAX_TAKE, overrides: RegistryOverrides = {}): Registry {
+  // Copies: configured keys and relations are added to them.
+  const tables: TableInfo[] = doc.tables.map((t) => ({ ...t, uniqueConstraints: [...t.uniqueConstraints], foreignKeys: [...t.foreignKeys] }))
   const modelNames = assignNames(tables.map((t) => t.name), pascalCase)
   const enumNames = assignNames(doc.enums.map((e) => e.name), pascalCase, new Set(modelNames))
   const enums = new Map<string, EnumModel>()
@@ -116,6 +170,7 @@ export function buildRegistry(doc: DatabaseIntrospection, maxTake = DEFAULT_MAX_
   })
   const models = new Map<string, Model>()
   const byTable = new Map<string, Model>()
+  applyOverrides(tables, modelNames, overrides)
   tables.forEach((t, i) => {
     const names = assignNames(t.columns.map((c) => c.name), camelCase)
     const fields: ScalarField[] = t.columns.map((c, k) => ({
@@ -130,6 +185,7 @@ export function buildRegistry(doc: DatabaseIntrospection, maxTake = DEFAULT_MAX_
       dataType: c.dataType,
       ...(scaleOf(c) !== undefined ? { scale: scaleOf(c)! } : {}),
       ...(c.dateTimeFormat && doc.dialect === 'sqlite' && c.scalar === 'DateTime' ? { dateTimeFormat: c.dateTimeFormat } : {}),
+      ...(c.isList ? { list: true } : {}),
     }))
     const byColumn = new Map(fields.map((f) => [f.column, f]))
     const col = (c: string): string => {
@@ -171,7 +227,129 @@ export function buildRegistry(doc: DatabaseIntrospection, maxTake = DEFAULT_MAX_
     byTable.set(t.name, model)
   })
   addRelations(tables, byTable)
-  return { dialect: doc.dialect, ...(doc.schema ? { schema: doc.schema } : {}), models, enums, maxTake }
+  addManyToMany(doc.tables, byTable)
+  const functions = buildFunctions(doc.functions ?? [], byTable, enumByRaw, models)
+  return { dialect: doc.dialect, ...(doc.schema ? { schema: doc.schema } : {}), models, enums, maxTake, functions }
+}
+
+/**
+ * Adds the config's unique keys (as unique constraints named `config_<fields>`) and relations (as
+ * foreign keys named `config_<from>_<to>`) to the table copies, translating GraphQL model and field
+ * names to tables and columns.
+ * @throws Error naming the unknown model or field and the existing ones
+ */
+function applyOverrides(tables: TableInfo[], modelNames: string[], o: RegistryOverrides): void {
+  if (!o.uniqueKeys && !o.relations) return
+  const tableOf = (model: string, what: string): [TableInfo, string[]] => {
+    const i = modelNames.indexOf(model)
+    if (i < 0) throw new Error(`${what}: no model ${model} (models: ${modelNames.join(', ')})`)
+    const t = tables[i]!
+    return [t, assignNames(t.columns.map((c) => c.name), camelCase)]
+  }
+  const columnOf = (model: string, field: string, what: string): [TableInfo, string] => {
+    const [t, names] = tableOf(model, what)
+    const k = names.indexOf(field)
+    if (k < 0) throw new Error(`${what}: no field ${model}.${field} (fields: ${names.join(', ')})`)
+    return [t, t.columns[k]!.name]
+  }
+  for (const [model, keys] of Object.entries(o.uniqueKeys ?? {})) {
+    for (const key of keys) {
+      if (key.length === 0) throw new Error(`uniqueKeys.${model}: a key needs at least one field`)
+      const cols = key.map((f) => columnOf(model, f, `uniqueKeys.${model}`)[1])
+      const t = tableOf(model, 'uniqueKeys')[0]
+      if (t.primaryKey.length === 0 && t.kind === 'view') {
+        // A view's first declared key identifies its rows (the order tie-breaker), as a primary key
+        // would: the config's author vouches for it (SQLite reports every view column nullable).
+        t.primaryKey = cols
+      } else t.uniqueConstraints.push({ name: `config_${cols.join('_')}`, columns: cols })
+    }
+  }
+  for (const [i, r] of (o.relations ?? []).entries()) {
+    const what = `relations[${i}]`
+    const split = (s: string, side: string): [string, string] => {
+      const m = /^([^.]+)\.([^.]+)$/.exec(s)
+      if (!m) throw new Error(`${what}.${side}: "${s}" is not Model.field`)
+      return [m[1]!, m[2]!]
+    }
+    const [fm, ff] = split(r.from, 'from')
+    const [tm, tf] = split(r.to, 'to')
+    const [ft, fc] = columnOf(fm, ff, `${what}.from`)
+    const [tt, tc] = columnOf(tm, tf, `${what}.to`)
+    ft.foreignKeys.push({ name: `config_${ft.name}_${fc}_${tt.name}_${tc}`, columns: [fc], referencedTable: tt.name, referencedColumns: [tc] })
+  }
+}
+
+/**
+ * Many-to-many shortcuts. A pure join table — exactly two foreign keys to two different tables, a
+ * primary key made of exactly their columns, and no other columns but date-times — adds a list field
+ * on each side: the other model in camelCase, plural (`post.tags`, `tag.posts`); on a collision
+ * `By<JoinModel>` is appended, then a number. The join table keeps its own model and relations.
+ */
+function addManyToMany(tables: readonly TableInfo[], byTable: Map<string, Model>): void {
+  for (const t of tables) {
+    if (t.kind !== 'table' || t.foreignKeys.length !== 2) continue
+    const [a, b] = t.foreignKeys as [TableInfo['foreignKeys'][0], TableInfo['foreignKeys'][0]]
+    if (a.referencedTable === b.referencedTable) continue
+    const keyCols = [...a.columns, ...b.columns]
+    if (new Set(keyCols).size !== keyCols.length || t.primaryKey.length !== keyCols.length || !t.primaryKey.every((c) => keyCols.includes(c))) continue
+    if (!t.columns.every((c) => keyCols.includes(c.name) || c.scalar === 'DateTime')) continue
+    const join = byTable.get(t.name)!
+    const ma = byTable.get(a.referencedTable)
+    const mb = byTable.get(b.referencedTable)
+    if (!ma || !mb) continue
+    const fieldsOf = (m: Model, cols: string[]): string[] => cols.map((c) => m.byColumn.get(c)!.name)
+    const add = (from: Model, fromFk: typeof a, to: Model, toFk: typeof a): void => {
+      const used = new Set([...from.fields.map((f) => f.name), ...from.relations.keys(), '_count'])
+      const base = plural(to.name[0]!.toLowerCase() + to.name.slice(1))
+      const name = uniqueIn(used, used.has(base) ? `${base}By${join.name}` : base)
+      from.relations.set(name, {
+        name,
+        kind: 'many',
+        target: to.name,
+        fromFields: fieldsOf(from, fromFk.referencedColumns),
+        toFields: fieldsOf(to, toFk.referencedColumns),
+        holdsKey: false,
+        nullable: true,
+        foreignKey: t.name,
+        via: { table: t.name, sourceColumns: fromFk.columns, targetColumns: toFk.columns },
+      })
+    }
+    add(ma, a, mb, b)
+    add(mb, b, ma, a)
+  }
+}
+
+/** Names the exposed functions (camelCase, unique among themselves) and resolves their return models and enums. */
+function buildFunctions(fns: readonly FunctionInfo[], byTable: Map<string, Model>, enumByRaw: Map<string, string>, models: Map<string, Model>): Map<string, FunctionModel> {
+  const out = new Map<string, FunctionModel>()
+  const taken = new Set<string>(['queryRaw', 'executeRaw'])
+  for (const m of models.values()) {
+    for (const p of ['findUnique', 'findFirst', 'findMany', 'aggregate', 'groupBy', 'createOne', 'createMany', 'updateOne', 'updateMany', 'upsertOne', 'deleteOne', 'deleteMany']) taken.add(`${p}${m.name}`)
+  }
+  const names = assignNames(fns.map((f) => f.name), camelCase, taken)
+  fns.forEach((f, i) => {
+    const argNames = assignNames(f.args.map((a) => a.name), camelCase)
+    const scalarOf = (s: ScalarKind, e: string | undefined): { scalar: ScalarKind; enumName?: string } =>
+      s === 'Enum' ? (e && enumByRaw.has(e) ? { scalar: 'Enum', enumName: enumByRaw.get(e)! } : { scalar: 'String' }) : { scalar: s }
+    const args: FunctionArg[] = f.args.map((a, k) => ({
+      name: argNames[k]!,
+      arg: a.name,
+      ...scalarOf(a.scalar, a.enumName),
+      ...(a.isList ? { list: true } : {}),
+      dataType: a.dataType,
+      optional: a.hasDefault,
+    }))
+    let returns: FunctionModel['returns']
+    if (f.returns.kind === 'table') {
+      const m = byTable.get(f.returns.table)
+      if (!m) return
+      returns = { kind: 'model', model: m.name }
+    } else {
+      returns = { kind: 'scalar', ...scalarOf(f.returns.scalar, f.returns.enumName), ...(f.returns.isList ? { list: true } : {}), dataType: f.returns.dataType }
+    }
+    out.set(names[i]!, { name: names[i]!, fn: f.name, operation: f.volatility === 'v' ? 'mutation' : 'query', args, returnsSet: f.returnsSet, returns })
+  })
+  return out
 }
 
 function isUniqueSet(t: TableInfo, columns: string[]): boolean {

@@ -163,5 +163,34 @@ export async function introspectMysql(knex: Knex, schema?: string): Promise<{ ta
     }
     out.push({ name: t.name, kind, columns, primaryKey, uniqueConstraints, foreignKeys })
   }
-  return { tables: out, enums }
+  return mergeViewEnums(out, enums)
+}
+
+/**
+ * One enum type per column lineage: MySQL reports a view column over an inline `enum(…)` column as an
+ * `enum(…)` of its own, which would make a second, identical GraphQL enum. A view column's enum is
+ * replaced by the base table's when their values are identical (same values, same order): the base
+ * column of the same name first, else the only base enum with those values. Views over views reach
+ * the base table the same way. Enums no column uses any more are dropped.
+ */
+export function mergeViewEnums(tables: RawTable[], enums: EnumInfo[]): { tables: RawTable[]; enums: EnumInfo[] } {
+  const byName = new Map(enums.map((e) => [e.name, e]))
+  const same = (a: EnumInfo, b: EnumInfo): boolean => a.values.length === b.values.length && a.values.every((v, i) => v === b.values[i])
+  const base: { column: string; e: EnumInfo }[] = []
+  for (const t of tables) {
+    if (t.kind !== 'table') continue
+    for (const c of t.columns) if (c.enumName && byName.has(c.enumName)) base.push({ column: c.name, e: byName.get(c.enumName)! })
+  }
+  for (const t of tables) {
+    if (t.kind !== 'view') continue
+    for (const c of t.columns) {
+      const mine = c.enumName ? byName.get(c.enumName) : undefined
+      if (!mine) continue
+      const candidates = base.filter((b) => same(b.e, mine))
+      const pick = candidates.find((b) => b.column === c.name) ?? (new Set(candidates.map((b) => b.e.name)).size === 1 ? candidates[0] : undefined)
+      if (pick) c.enumName = pick.e.name
+    }
+  }
+  const used = new Set(tables.flatMap((t) => t.columns.map((c) => c.enumName).filter((n): n is string => n !== undefined)))
+  return { tables, enums: enums.filter((e) => used.has(e.name)) }
 }

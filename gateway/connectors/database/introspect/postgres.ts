@@ -3,7 +3,7 @@
  * `pg_attribute`, `pg_attrdef`, `pg_constraint`, `pg_index`, `pg_type`, `pg_enum`. One schema at a time.
  */
 import type { Knex } from 'knex'
-import type { ColumnInfo, EnumInfo, ForeignKeyInfo, UniqueConstraintInfo } from '../model.js'
+import type { ColumnInfo, EnumInfo, ForeignKeyInfo, UniqueConstraintInfo, FunctionArgInfo, FunctionInfo, ScalarKind } from '../model.js'
 import { mapColumnType } from '../type-map.js'
 import { groupBy, isInternalTable, normalizeAction, type RawTable } from './common.js'
 
@@ -11,6 +11,7 @@ interface TableRow { oid: string; name: string; relkind: string; redirected: boo
 interface ColumnRow {
   relid: string; attnum: number; name: string; data_type: string; typtype: string; type_name: string
   type_schema: string; notnull: boolean; default_expr: string | null; identity: string; generated: string
+  elem_typtype: string | null; elem_name: string | null; elem_schema: string | null
 }
 interface ConstraintRow { relid: string; name: string; contype: 'p' | 'u' | 'f'; cols: string[]; ref_table: string | null; ref_schema: string | null; ref_cols: string[] | null; on_delete: string; on_update: string }
 interface IndexRow { relid: string; name: string; cols: string[] | null }
@@ -74,10 +75,13 @@ export async function introspectPostgres(knex: Knex, schema: string): Promise<{ 
       case when t.typtype = 'd' then format_type(t.typbasetype, t.typtypmod) else format_type(a.atttypid, a.atttypmod) end as data_type,
       t.typtype::text as typtype, t.typname as type_name, tn.nspname as type_schema,
       a.attnotnull as notnull, pg_get_expr(d.adbin, d.adrelid) as default_expr,
-      a.attidentity::text as identity, a.attgenerated::text as generated
+      a.attidentity::text as identity, a.attgenerated::text as generated,
+      et.typtype::text as elem_typtype, et.typname as elem_name, en.nspname as elem_schema
     from pg_catalog.pg_attribute a
       join pg_catalog.pg_type t on t.oid = a.atttypid
       join pg_catalog.pg_namespace tn on tn.oid = t.typnamespace
+      left join pg_catalog.pg_type et on t.typcategory = 'A' and et.oid = t.typelem
+      left join pg_catalog.pg_namespace en on en.oid = et.typnamespace
       left join pg_catalog.pg_attrdef d on d.adrelid = a.attrelid and d.adnum = a.attnum
     where a.attrelid = any(?::oid[]) and a.attnum > 0 and not a.attisdropped
     order by a.attrelid, a.attnum`, [oids])
@@ -120,7 +124,10 @@ export async function introspectPostgres(knex: Knex, schema: string): Promise<{ 
   }
 
   const enumTypes = new Map<string, string>() // "schema.name" -> enum name
-  for (const c of columnRows) if (c.typtype === 'e') enumTypes.set(`${c.type_schema}.${c.type_name}`, c.type_name)
+  for (const c of columnRows) {
+    if (c.typtype === 'e') enumTypes.set(`${c.type_schema}.${c.type_name}`, c.type_name)
+    if (c.elem_typtype === 'e') enumTypes.set(`${c.elem_schema}.${c.elem_name}`, c.elem_name!)
+  }
   const enums = await readEnums(knex, schema, [...enumTypes.keys()])
 
   const colsBy = groupBy(columnRows, (r) => String(r.relid))
@@ -132,8 +139,9 @@ export async function introspectPostgres(knex: Knex, schema: string): Promise<{ 
     const kind = t.relkind === 'v' || t.relkind === 'm' ? 'view' : 'table'
     const columns: ColumnInfo[] = (colsBy.get(String(t.oid)) ?? []).map((c) => {
       const isEnum = c.typtype === 'e'
+      const isEnumArray = c.elem_typtype === 'e'
       const dataType = isEnum ? c.type_name : c.data_type.toLowerCase()
-      const mapping = isEnum ? { scalar: 'Enum' as const } : mapColumnType('postgres', dataType)
+      const mapping = isEnum ? { scalar: 'Enum' as const } : isEnumArray ? { scalar: 'Enum' as const, list: true } : mapColumnType('postgres', dataType)
       const identity = c.identity === 'a' || c.identity === 'd'
       const serial = c.default_expr !== null && /^nextval\(/i.test(c.default_expr)
       const col: ColumnInfo = {
@@ -149,6 +157,8 @@ export async function introspectPostgres(knex: Knex, schema: string): Promise<{ 
       if (triggerFilled.get(String(t.oid))?.has(c.name)) col.filledByTrigger = true
       if ('unknownType' in mapping && mapping.unknownType) col.unknownType = true
       if (isEnum) col.enumName = c.type_name
+      if (isEnumArray) col.enumName = c.elem_name!
+      if ('list' in mapping && mapping.list) col.isList = true
       return col
     })
     const cons = consBy.get(String(t.oid)) ?? []
@@ -179,4 +189,94 @@ async function readEnums(knex: Knex, schema: string, extra: string[]): Promise<E
     where t.typtype = 'e' and (n.nspname = ? or (n.nspname || '.' || t.typname) = any(?::text[]))
     order by t.typname, n.nspname`, [schema, pgTextArray(extra)])
   return enumRows.map((e) => ({ name: e.name, values: e.values }))
+}
+
+interface FunctionRow {
+  name: string; volatility: 'i' | 's' | 'v'; returns_set: boolean; nargs: number; ndefaults: number
+  arg_names: string[] | null; arg_modes: string[] | null; arg_types: string[]; arg_typtypes: string[]; arg_typnames: string[]
+  arg_elem_typtypes: (string | null)[]; arg_elem_names: (string | null)[]
+  ret_type: string; ret_typtype: string; ret_typname: string; ret_table: string | null; ret_table_schema: string | null
+  ret_elem_typtype: string | null; ret_elem_name: string | null
+}
+
+/** Maps a type of a function argument or result (format_type text, typtype, element info) like a column's. */
+function functionType(dataType: string, typtype: string, typname: string, elemTyptype: string | null, elemName: string | null): { scalar: ScalarKind; enumName?: string; isList?: boolean; unknownType?: boolean } {
+  if (typtype === 'e') return { scalar: 'Enum', enumName: typname }
+  if (elemTyptype === 'e' && elemName) return { scalar: 'Enum', enumName: elemName, isList: true }
+  const m = mapColumnType('postgres', dataType)
+  return { scalar: m.scalar, ...(m.list ? { isList: true } : {}), ...(m.unknownType ? { unknownType: true } : {}) }
+}
+
+/**
+ * Reads the functions of `schema` for the source's `functions` option (`true`: all; a list: those
+ * names). Kept: plain functions (`prokind = 'f'`, not from an extension, not overloaded) whose
+ * arguments are all named IN arguments of known types, returning a table or view of `tables` (`SETOF`
+ * or one row) or a known scalar (or a set of one). Left out, with the reason in `skipped`: anything
+ * else (`RETURNS TABLE (…)`, `record`, `void`, `trigger`, OUT/VARIADIC arguments, overloads).
+ * @returns the functions sorted by name, and `[name, reason]` pairs for those left out
+ */
+export async function introspectPgFunctions(knex: Knex, schema: string, tables: readonly string[], only?: readonly string[]): Promise<{ functions: FunctionInfo[]; skipped: [string, string][] }> {
+  const fnRows = await rows<FunctionRow>(knex, `
+    select p.proname as name, p.provolatile::text as volatility, p.proretset as returns_set,
+      p.pronargs::int as nargs, p.pronargdefaults::int as ndefaults,
+      p.proargnames::text[] as arg_names, p.proargmodes::text[] as arg_modes,
+      array(select format_type(x.t, null) from unnest(p.proargtypes::oid[]) with ordinality x(t, o) order by x.o)::text[] as arg_types,
+      array(select ty.typtype::text from unnest(p.proargtypes::oid[]) with ordinality x(t, o) join pg_catalog.pg_type ty on ty.oid = x.t order by x.o)::text[] as arg_typtypes,
+      array(select ty.typname::text from unnest(p.proargtypes::oid[]) with ordinality x(t, o) join pg_catalog.pg_type ty on ty.oid = x.t order by x.o)::text[] as arg_typnames,
+      array(select et.typtype::text from unnest(p.proargtypes::oid[]) with ordinality x(t, o) join pg_catalog.pg_type ty on ty.oid = x.t
+            left join pg_catalog.pg_type et on ty.typcategory = 'A' and et.oid = ty.typelem order by x.o)::text[] as arg_elem_typtypes,
+      array(select et.typname::text from unnest(p.proargtypes::oid[]) with ordinality x(t, o) join pg_catalog.pg_type ty on ty.oid = x.t
+            left join pg_catalog.pg_type et on ty.typcategory = 'A' and et.oid = ty.typelem order by x.o)::text[] as arg_elem_names,
+      format_type(p.prorettype, null) as ret_type, rt.typtype::text as ret_typtype, rt.typname as ret_typname,
+      rc.relname as ret_table, rcn.nspname as ret_table_schema,
+      ret.typtype::text as ret_elem_typtype, ret.typname as ret_elem_name
+    from pg_catalog.pg_proc p
+      join pg_catalog.pg_namespace n on n.oid = p.pronamespace
+      join pg_catalog.pg_type rt on rt.oid = p.prorettype
+      left join pg_catalog.pg_class rc on rc.oid = rt.typrelid
+      left join pg_catalog.pg_namespace rcn on rcn.oid = rc.relnamespace
+      left join pg_catalog.pg_type ret on rt.typcategory = 'A' and ret.oid = rt.typelem
+    where n.nspname = ? and p.prokind = 'f'
+      and not exists (select 1 from pg_catalog.pg_depend dep where dep.classid = 'pg_catalog.pg_proc'::regclass and dep.objid = p.oid and dep.deptype = 'e')
+    order by p.proname, p.oid`, [schema])
+  const tableSet = new Set(tables)
+  const wanted = only ? new Set(only) : null
+  const counts = new Map<string, number>()
+  for (const r of fnRows) counts.set(r.name, (counts.get(r.name) ?? 0) + 1)
+  const functions: FunctionInfo[] = []
+  const skipped: [string, string][] = []
+  const seen = new Set<string>()
+  for (const r of fnRows) {
+    if (wanted && !wanted.has(r.name)) continue
+    if (seen.has(r.name)) continue
+    seen.add(r.name)
+    const skip = (why: string): void => void skipped.push([r.name, why])
+    if (counts.get(r.name)! > 1) { skip('overloaded (several functions of that name)'); continue }
+    if (r.arg_modes !== null) { skip('OUT, INOUT, TABLE or VARIADIC arguments'); continue }
+    const names = (r.arg_names ?? []).slice(0, r.nargs)
+    if (names.length < r.nargs || names.some((n) => !n)) { skip('an unnamed argument'); continue }
+    const args: FunctionArgInfo[] = []
+    let bad: string | null = null
+    for (let i = 0; i < r.nargs; i++) {
+      const dataType = r.arg_types[i]!.toLowerCase()
+      const t = functionType(dataType, r.arg_typtypes[i]!, r.arg_typnames[i]!, r.arg_elem_typtypes[i] ?? null, r.arg_elem_names[i] ?? null)
+      if (t.unknownType) { bad = `argument ${names[i]} of unsupported type ${dataType}`; break }
+      const a: FunctionArgInfo = { name: names[i]!, dataType, scalar: t.scalar, hasDefault: i >= r.nargs - r.ndefaults }
+      if (t.enumName) a.enumName = t.enumName
+      if (t.isList) a.isList = true
+      args.push(a)
+    }
+    if (bad) { skip(bad); continue }
+    let returns: FunctionInfo['returns']
+    if (r.ret_table !== null && r.ret_table_schema === schema && tableSet.has(r.ret_table)) returns = { kind: 'table', table: r.ret_table }
+    else if (r.ret_typtype === 'p' || r.ret_typtype === 'c') { skip(`returns ${r.ret_type}`); continue }
+    else {
+      const dataType = r.ret_type.toLowerCase()
+      const t = functionType(dataType, r.ret_typtype, r.ret_typname, r.ret_elem_typtype, r.ret_elem_name)
+      if (t.unknownType) { skip(`returns the unsupported type ${dataType}`); continue }
+      returns = { kind: 'scalar', dataType, scalar: t.scalar, ...(t.enumName ? { enumName: t.enumName } : {}), ...(t.isList ? { isList: true } : {}) }
+    }
+    functions.push({ name: r.name, volatility: r.volatility, args, returnsSet: r.returns_set, returns })
+  }
+  return { functions, skipped }
 }

@@ -4,7 +4,7 @@
  * one query each for the whole database.
  */
 import type { Knex } from 'knex'
-import type { ColumnInfo, ForeignKeyInfo } from '../model.js'
+import type { ColumnInfo, EnumInfo, ForeignKeyInfo } from '../model.js'
 import { mapColumnType } from '../type-map.js'
 import { groupBy, isInternalTable, normalizeAction, type RawTable } from './common.js'
 import { sqliteDateTimeFormatOf } from '../compiler/dialect.js'
@@ -27,7 +27,7 @@ async function all<T>(knex: Knex, sql: string, bindings: readonly Knex.Value[] =
  * NULL unless declared NOT NULL; the gateway treats keys as required, as Prisma does).
  * Partial and expression unique indexes are not unique constraints and are left out.
  */
-export async function introspectSqlite(knex: Knex): Promise<RawTable[]> {
+export async function introspectSqlite(knex: Knex): Promise<{ tables: RawTable[]; enums: EnumInfo[] }> {
   const master = (await all<MasterRow>(knex, `select name, type, sql from sqlite_master where type in ('table', 'view') order by name`))
     .filter((m) => !isInternalTable(m.name))
   const wanted = new Set(master.map((m) => m.name))
@@ -128,7 +128,104 @@ export async function introspectSqlite(knex: Knex): Promise<RawTable[]> {
     }
     tables.push({ name: m.name, kind: m.type, columns, primaryKey, uniqueConstraints, foreignKeys })
   }
-  return tables
+  // CHECK (col IN ('a', 'b')) on a text column: an enum named `<table>_<column>`, as MySQL's inline enums.
+  const enums: EnumInfo[] = []
+  const enumOf = new Map<string, string>() // "table\0column" -> enum name
+  for (const t of tables) {
+    const m = master.find((x) => x.name === t.name)
+    if (t.kind !== 'table' || !m?.sql) continue
+    const checks = checkEnums(m.sql)
+    for (const c of t.columns) {
+      const values = checks.get(c.name.toLowerCase())
+      if (!values || c.scalar !== 'String' || c.unknownType) continue
+      const name = `${t.name}_${c.name}`
+      c.scalar = 'Enum'
+      c.enumName = name
+      enums.push({ name, values })
+      enumOf.set(`${t.name}\u0000${c.name}`, name)
+    }
+  }
+  if (enumOf.size > 0) await viewEnums(knex, tables, enumOf)
+  return { tables, enums }
+}
+
+/** Reads one SQL string literal list `'a', 'b''c'` (quotes doubled); null when it is anything else. */
+function stringList(text: string): string[] | null {
+  const re = /\s*'((?:[^']|'')*)'\s*(,|$)/gy
+  const out: string[] = []
+  let m: RegExpExecArray | null
+  let end = 0
+  while ((m = re.exec(text)) !== null) {
+    out.push(m[1]!.replace(/''/g, "'"))
+    end = re.lastIndex
+    if (m[2] === '') break
+  }
+  return end === text.length && out.length > 0 ? out : null
+}
+
+/**
+ * The `CHECK (col IN ('a', 'b', …))` constraints of a `CREATE TABLE` statement, column-level or
+ * table-level: lower-cased column name -> values. A column with two such checks keeps the first.
+ * Any other CHECK shape (`col = 'a' OR …`, `lower(col) IN …`, `NOT IN`) is not an enum.
+ */
+export function checkEnums(createSql: string): Map<string, string[]> {
+  const out = new Map<string, string[]>()
+  const re = /\bcheck\s*\(/gi
+  while (re.exec(createSql) !== null) {
+    // The body up to the matching parenthesis, skipping quoted text.
+    let depth = 1
+    let i = re.lastIndex
+    let quote: string | null = null
+    for (; i < createSql.length && depth > 0; i++) {
+      const ch = createSql[i]!
+      if (quote) {
+        if (ch === quote) quote = null
+      } else if (ch === "'" || ch === '"' || ch === '`') quote = ch
+      else if (ch === '[') quote = ']'
+      else if (ch === '(') depth++
+      else if (ch === ')') depth--
+    }
+    const body = createSql.slice(re.lastIndex, i - 1)
+    const b = /^\s*(?:"((?:[^"]|"")+)"|`((?:[^`]|``)+)`|\[([^\]]+)\]|([A-Za-z_][A-Za-z0-9_$]*))\s+in\s*\(([\s\S]*)\)\s*$/i.exec(body)
+    if (!b) continue
+    const column = (b[1]?.replace(/""/g, '"') ?? b[2]?.replace(/``/g, '`') ?? b[3] ?? b[4]!).toLowerCase()
+    const values = stringList(b[5]!.trim())
+    if (values && !out.has(column)) out.set(column, values)
+  }
+  return out
+}
+
+/**
+ * Views expose the enum of the base column a view column reads, as the engine reports it: SQLite's
+ * `sqlite3_column_table_name` / `sqlite3_column_origin_name` (better-sqlite3 `Statement.columns()`).
+ * Expression columns have no origin and stay as they are.
+ */
+async function viewEnums(knex: Knex, tables: RawTable[], enumOf: Map<string, string>): Promise<void> {
+  const views = tables.filter((t) => t.kind === 'view')
+  if (views.length === 0) return
+  type Conn = { prepare(sql: string): { columns(): { name: string; column: string | null; table: string | null }[] } }
+  const client = knex.client as { acquireConnection(): Promise<Conn>; releaseConnection(c: Conn): Promise<void> }
+  const conn = await client.acquireConnection()
+  try {
+    for (const v of views) {
+      let cols: { name: string; column: string | null; table: string | null }[]
+      try {
+        cols = conn.prepare(`SELECT * FROM "${v.name.replace(/"/g, '""')}"`).columns()
+      } catch {
+        continue
+      }
+      for (const oc of cols) {
+        const e = oc.table && oc.column ? enumOf.get(`${oc.table}\u0000${oc.column}`) : undefined
+        const c = v.columns.find((x) => x.name === oc.name)
+        if (!e || !c || (c.scalar !== 'String' && !c.unknownType)) continue
+        c.scalar = 'Enum'
+        c.enumName = e
+        delete c.unknownType
+      }
+    }
+  } finally {
+    await client.releaseConnection(conn)
+  }
 }
 
 /** How many stored values of a date-time column are read to tell its format. */

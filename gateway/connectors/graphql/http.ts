@@ -1,0 +1,159 @@
+/**
+ * GraphQL over HTTP to an upstream (POST with a JSON body, through undici), shared by the remote
+ * GraphQL connector (one endpoint) and the Apollo Federation connector (one endpoint per subgraph).
+ *
+ * The upstream-error contract (README "Upstream errors"), the same for both connectors:
+ *
+ * | Failure | Error | `extensions` |
+ * |---|---|---|
+ * | connection refused/reset, DNS failure | `UpstreamError` (502) | `{ code: 'TRB_ERR_UPSTREAM', http: { status: 502 } }` |
+ * | headers or body not received within `timeoutMs`, or connect timeout | `UpstreamTimeoutError` (504) | `{ code: 'TRB_ERR_UPSTREAM_TIMEOUT', http: { status: 504 } }` |
+ * | a body that is not JSON, or JSON without `data` and `errors` | `UpstreamError` (502) | `upstream` (method, path, status, body excerpt) |
+ * | each error of the upstream's `errors` list | kept as the upstream sent it | `upstream` added (method, path, status) |
+ *
+ * `extensions.upstream` marks what an upstream provided, so that production mode masks its text
+ * (`../upstream-details.ts`, `http/format-error.ts`). Messages of the gateway's own errors never carry
+ * the upstream's address.
+ */
+import { Kind, isInputType, print, typeFromAST, type GraphQLError, type GraphQLSchema } from 'graphql'
+import { transformInputValue, type ExecutionRequest, type ExecutionResult, type Executor } from '@graphql-tools/utils'
+import { Agent, request } from 'undici'
+import type { Logger } from 'pino'
+import { UpstreamError } from '../../errors.js'
+import { toWireValue } from '../../scalars.js'
+import { mapNetworkError } from '../rest/request.js'
+import { bodyExcerpt, withUpstreamDetails, type UpstreamDetails } from '../upstream-details.js'
+
+/** Options of {@link createGraphQLHttpClient}. */
+export interface GraphQLHttpOptions {
+  /** Per-request timeout for connecting, for the headers and between two body chunks, in milliseconds. */
+  timeoutMs: number
+  /** Headers sent with every upstream request. */
+  headers?: Record<string, string>
+  /** Client request headers forwarded upstream, by name (compared lower-case), e.g. `authorization`. */
+  forwardHeaders?: readonly string[]
+  /** The source's logger: at `debug`, each request logs one line, msg `"upstream"`, with `method` and `url` (no query string). */
+  logger?: Logger
+}
+
+/** One upstream GraphQL endpoint, as seen by a connector. */
+export interface GraphQLEndpoint {
+  /** The endpoint's URL, `http(s)://host/graphql`. */
+  url: string
+  /** Name in errors and logs (the data source's name, or `<source>/<subgraph>`). */
+  name: string
+  /** Headers sent to this endpoint only, over {@link GraphQLHttpOptions.headers}. */
+  headers?: Record<string, string>
+}
+
+/** Sends GraphQL requests to any number of endpoints over one undici `Agent` (keep-alive per origin). */
+export interface GraphQLHttpClient {
+  /**
+   * POSTs one GraphQL request body `{ query, variables?, operationName? }` to `endpoint`.
+   * @returns the upstream's `{ data?, errors? }`, its errors marked with `extensions.upstream`.
+   * @throws UpstreamError / UpstreamTimeoutError (see the file header); never the upstream's address.
+   */
+  send(endpoint: GraphQLEndpoint, body: unknown, extraHeaders?: Record<string, string>): Promise<ExecutionResult>
+  /**
+   * An executor for `endpoint`: prints the request's document, forwards the configured client
+   * headers (from `context.reply.request.headers` or `context.headers`) and sends variables in their
+   * wire forms, typed by `types()` (the upstream's schema; a variable of a type it does not know is
+   * sent as it is).
+   */
+  executor(endpoint: GraphQLEndpoint, types: () => GraphQLSchema | undefined): Executor
+  /** Closes the agent's sockets. Idempotent. */
+  close(): Promise<void>
+}
+
+interface ContextWithHeaders {
+  reply?: { request: { headers: Record<string, string | string[] | undefined> } }
+  headers?: Record<string, string | string[] | undefined>
+}
+
+/** Creates a {@link GraphQLHttpClient}. */
+export function createGraphQLHttpClient(options: GraphQLHttpOptions): GraphQLHttpClient {
+  const { timeoutMs } = options
+  const dispatcher = new Agent({ headersTimeout: timeoutMs, bodyTimeout: timeoutMs, connectTimeout: timeoutMs, keepAliveTimeout: 10_000 })
+  const forward = (options.forwardHeaders ?? []).map((h) => h.toLowerCase())
+  let closed: Promise<void> | undefined
+
+  async function send(endpoint: GraphQLEndpoint, body: unknown, extraHeaders: Record<string, string> = {}): Promise<ExecutionResult> {
+    const path = new URL(endpoint.url).pathname
+    const details = (status: number, text?: string): UpstreamDetails =>
+      ({ source: endpoint.name, method: 'POST', path, status, ...(text !== undefined ? { body: bodyExcerpt(text) } : {}) })
+    if (options.logger?.isLevelEnabled('debug')) options.logger.debug({ method: 'POST', url: `${new URL(endpoint.url).origin}${path}` }, 'upstream')
+    let res
+    try {
+      res = await request(endpoint.url, {
+        method: 'POST',
+        dispatcher,
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/graphql-response+json, application/json',
+          ...options.headers,
+          ...endpoint.headers,
+          ...extraHeaders,
+        },
+        body: JSON.stringify(body),
+      })
+    } catch (err) {
+      throw mapNetworkError(err, endpoint.name, timeoutMs)
+    }
+    let text: string
+    try {
+      text = await res.body.text()
+    } catch (err) {
+      throw mapNetworkError(err, endpoint.name, timeoutMs)
+    }
+    let json: ExecutionResult
+    try {
+      json = JSON.parse(text) as ExecutionResult
+    } catch (err) {
+      throw withUpstreamDetails(new UpstreamError(endpoint.name, `HTTP ${res.statusCode} with a non-JSON body`, { cause: err }), details(res.statusCode, text))
+    }
+    if (typeof json !== 'object' || json === null || (!('data' in json) && !('errors' in json))) {
+      throw withUpstreamDetails(new UpstreamError(endpoint.name, `HTTP ${res.statusCode} without data or errors`), details(res.statusCode, text))
+    }
+    if (Array.isArray(json.errors)) {
+      const upstream = details(res.statusCode)
+      json = { ...json, errors: json.errors.map((e) => withUpstreamDetails({ ...e }, upstream) as GraphQLError) }
+    }
+    return json
+  }
+
+  function executor(endpoint: GraphQLEndpoint, types: () => GraphQLSchema | undefined): Executor {
+    return async (req: ExecutionRequest) => {
+      const ctx = (req.context ?? {}) as ContextWithHeaders
+      const incoming = ctx.reply?.request.headers ?? ctx.headers ?? {}
+      const extra: Record<string, string> = {}
+      for (const h of forward) {
+        const v = incoming[h]
+        if (typeof v === 'string') extra[h] = v
+      }
+      return send(endpoint, { query: print(req.document), variables: wireVariables(req, types()), operationName: req.operationName }, extra)
+    }
+  }
+
+  return {
+    send,
+    executor,
+    close: () => (closed ??= dispatcher.close()),
+  }
+}
+
+/**
+ * The request's variables with the shared scalars' parsed values (a Date, a Buffer) in their wire
+ * forms, typed by the upstream's own schema: the gateway parsed them with the shared scalars.
+ */
+function wireVariables(req: ExecutionRequest, schema: GraphQLSchema | undefined): Record<string, unknown> | undefined {
+  const variables = req.variables as Record<string, unknown> | undefined
+  const operation = req.document.definitions.find((d) => d.kind === Kind.OPERATION_DEFINITION)
+  if (!schema || !variables || !operation?.variableDefinitions?.length) return variables
+  const out: Record<string, unknown> = { ...variables }
+  for (const def of operation.variableDefinitions) {
+    const name = def.variable.name.value
+    const type = typeFromAST(schema, def.type)
+    if (type && isInputType(type) && out[name] !== undefined) out[name] = transformInputValue(type, out[name], (leaf, value) => toWireValue(leaf.name, value))
+  }
+  return out
+}

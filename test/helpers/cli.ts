@@ -1,0 +1,55 @@
+/**
+ * Test helper: runs the built CLI (`dist/gateway/cli.js`) as a user does, collecting its output.
+ */
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process'
+import { createServer } from 'node:net'
+import { join } from 'node:path'
+import type { Test } from 'tap'
+import { repoRoot } from './chinook.js'
+
+/** A free TCP port on 127.0.0.1 (closed again before it is returned). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port
+      s.close(() => resolve(port))
+    })
+  })
+}
+
+/** A running CLI process. */
+export interface RunningCli {
+  child: ChildProcessWithoutNullStreams
+  /** Everything written to stdout and stderr so far. */
+  readonly out: string
+  /** Resolves with the exit code. */
+  exited: Promise<number | null>
+  /** Polls every 100 ms until `out` contains `text`, the process exits, or `timeoutMs` passes. */
+  waitFor(text: string, timeoutMs?: number): Promise<void>
+}
+
+/**
+ * Spawns `node dist/gateway/cli.js <args>` in the repository root with `env` added to the
+ * environment; killed with SIGKILL at the test's end if still running.
+ */
+export function runCli(t: Test, args: string[], env: NodeJS.ProcessEnv): RunningCli {
+  const child = spawn(process.execPath, [join(repoRoot, 'dist/gateway/cli.js'), ...args], { cwd: repoRoot, env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'] })
+  let out = ''
+  child.stdout.on('data', (c: Buffer) => (out += c.toString()))
+  child.stderr.on('data', (c: Buffer) => (out += c.toString()))
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)))
+  t.teardown(() => {
+    if (child.exitCode === null) child.kill('SIGKILL')
+  })
+  return {
+    child,
+    get out() {
+      return out
+    },
+    exited,
+    async waitFor(text, timeoutMs = 60_000) {
+      const deadline = Date.now() + timeoutMs
+      while (!out.includes(text) && Date.now() < deadline && child.exitCode === null) await new Promise((r) => setTimeout(r, 100))
+    },
+  }
+}
