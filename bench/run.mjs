@@ -23,6 +23,15 @@
  *            and @omnigraph/openapi) vs Tributary on the same countries REST API and query (ratio reported)
  *   health   GET /health p99 while 4 clients run the heaviest Chinook read, on SQLite
  *            and PostgreSQL (the tests' `chinook` schema; BENCH_PG_CHINOOK_URL)          target < 100 ms
+ *   workers  GET /operations/TodoById?id=1 on `start --workers 2` vs `start` (1 process): the
+ *            "baseline" of this A/B is the single process; autocannon's CPU is reported  (no target)
+ *   subscribers  --subscribers (5000) graphql-ws clients of messageCreated spread over two instances
+ *            (examples/cluster/config.ts) sharing Redis (REDIS_URL, default redis://127.0.0.1:6379,
+ *            a key prefix of its own): p99 of (receipt − production time) over --messages (10)
+ *            messages, every subscriber receiving every message, and RSS per 1,000 subscribers  target p99 < 200 ms
+ *   metrics  GET /operations/TodoById?id=1 on the demo with metrics on (the default) vs the same
+ *            gateway with `metrics: { enabled: false }`: the cost of the metrics        target ≥ 0.95
+ *            (BENCH_METRICS_CONTROL=1: both without metrics, an A/A control of the pair)
  *
  * Options (flag, or environment variable):
  *   --duration <s>          BENCH_DURATION          seconds per measured run (10)
@@ -32,7 +41,9 @@
  *   --memory-runs <n>       BENCH_MEMORY_RUNS       runs of the memory scenario (5)
  *   --memory-duration <s>   BENCH_MEMORY_DURATION   seconds per memory run (20)
  *   --pipelining <n>        BENCH_PIPELINING        autocannon pipelining (1)
- *   --scenarios <list>      BENCH_SCENARIOS         comma-separated subset of rest,graphql,memory,chinook,health,roles,linked
+ *   --scenarios <list>      BENCH_SCENARIOS         comma-separated subset of rest,graphql,memory,chinook,health,roles,linked,workers,subscribers,metrics
+ *   --subscribers <n>       BENCH_SUBSCRIBERS       WebSocket subscribers of the subscribers scenario (5000, at most 20000)
+ *   --messages <n>          BENCH_MESSAGES          messages measured in the subscribers scenario (10)
  *   --perf                                          profile the gateway with Linux perf during the first
  *                                                   measured gateway run of each A/B scenario (node
  *                                                   --perf-basic-prof; bench/results/perf/); ratios stay
@@ -76,15 +87,18 @@ const options = {
   memoryRuns: num('memory-runs', 'BENCH_MEMORY_RUNS', 5, 5),
   memoryDuration: num('memory-duration', 'BENCH_MEMORY_DURATION', 20, 5),
   pipelining: num('pipelining', 'BENCH_PIPELINING', 1, 1),
-  scenarios: String(opt('scenarios', 'BENCH_SCENARIOS', 'rest,graphql,memory,chinook,health,roles,linked')).split(',').map((s) => s.trim()).filter(Boolean),
+  subscribers: num('subscribers', 'BENCH_SUBSCRIBERS', 5000, 5000),
+  messages: num('messages', 'BENCH_MESSAGES', 10, 5),
+  scenarios: String(opt('scenarios', 'BENCH_SCENARIOS', 'rest,graphql,memory,chinook,health,roles,linked,workers,subscribers,metrics')).split(',').map((s) => s.trim()).filter(Boolean),
   cpuProf: argv.includes('--cpu-prof'),
   perf: argv.includes('--perf'),
 }
-const known = ['rest', 'graphql', 'memory', 'chinook', 'health', 'roles', 'linked']
+const known = ['rest', 'graphql', 'memory', 'chinook', 'health', 'roles', 'linked', 'workers', 'subscribers', 'metrics']
 for (const s of options.scenarios) if (!known.includes(s)) throw new Error(`unknown scenario "${s}"; use ${known.join(', ')}`)
+if (options.subscribers > 20000 || options.messages > 1000) throw new Error('at most 20000 subscribers and 1000 messages')
 if (options.connections > 1000 || options.duration > 600 || options.memoryDuration > 600) throw new Error('at most 1000 connections and 600 s per run')
 
-const TARGETS = { rest: 0.7, graphql: 0.35, memoryGrowth: 0.1, chinook: 0.5, healthP99Ms: 100, roles: 0.6, linked: 0.5 }
+const TARGETS = { rest: 0.7, graphql: 0.35, memoryGrowth: 0.1, chinook: 0.5, healthP99Ms: 100, roles: 0.6, linked: 0.5, subscribersP99Ms: 200, metrics: 0.95 }
 
 // ---------------------------------------------------------------- output
 const tty = process.stdout.isTTY
@@ -199,6 +213,7 @@ function summariseRun(r) {
   return {
     reqPerSec: Math.round(r.reqPerSec),
     serverCpuPct: r.serverCpuPct,
+    serverCpuMs: r.serverCpuMs,
     clientCpuPct: r.clientCpuPct,
     total: r.requests.total,
     durationS: r.duration,
@@ -210,12 +225,26 @@ function summariseRun(r) {
   }
 }
 
-/** One run against `target` ({ url, method?, headers?, body?, pid }); also measures the server's CPU use (% of one core). */
+/** Direct children of a process (/proc/<pid>/task/<pid>/children), e.g. a primary's workers. */
+function childPids(pid) {
+  try {
+    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number)
+  } catch {
+    return []
+  }
+}
+
+/** One run against `target` ({ url, method?, headers?, body?, pid, withChildren? }); also measures the server's CPU use (% of one core). */
 async function load(label, target, duration) {
-  const { pid, ...request } = target
-  const cpu0 = pid ? cpuTimeOf(pid) : 0
+  const { pid, withChildren: _children, ...request } = target
+  // `withChildren`: the process and its direct children (the workers of `start --workers N`).
+  const cpuOf = (p) => cpuTimeOf(p) + (target.withChildren ? childPids(p).reduce((sum, c) => sum + cpuTimeOf(c), 0) : 0)
+  const cpu0 = pid ? cpuOf(pid) : 0
   const r = await runLoad({ label, ...request, duration, connections: options.connections, pipelining: options.pipelining, progress })
-  if (pid) r.serverCpuPct = Math.round((100 * (cpuTimeOf(pid) - cpu0)) / (r.duration * 1000))
+  if (pid) {
+    r.serverCpuMs = cpuOf(pid) - cpu0
+    r.serverCpuPct = Math.round((100 * r.serverCpuMs) / (r.duration * 1000))
+  }
   if (r.non2xx || r.errors || r.timeouts) throw new Error(`${label}: ${r.non2xx} non-2xx, ${r.errors} errors, ${r.timeouts} timeouts: the run is invalid`)
   return r
 }
@@ -335,6 +364,89 @@ async function memoryScenario() {
     results.scenarios.memory = { rssAtStartKb: atStart.rssKb, runs, rssKb: runs.map((r) => r.rssKb), growthPct: +(growth * 100).toFixed(2), targetPct: TARGETS.memoryGrowth * 100, pass }
   } finally {
     await stopGateway(gw, 'memory')
+  }
+}
+
+// ---------------------------------------------------------------- several instances (issue 13)
+async function workersScenario() {
+  const db = await prepareTodoDb()
+  const one = await startDemoGateway(db, 'workers-1')
+  const rolePort = await freePort()
+  say(`[setup] starting the gateway with --workers 2 (same database, ROLE_SERVICE_PORT=${rolePort})`)
+  const two = await startGateway({ env: { TODO_DATABASE_URL: `sqlite:${db}`, ROLE_SERVICE_PORT: String(rolePort) }, args: ['--workers', '2'] })
+  try {
+    // serverCpuPct of `--workers 2` adds the primary's children (the workers; the role service too, idle here).
+    const baseline = { url: `${one.url}/operations/TodoById?id=1`, pid: one.pid }
+    const gateway = { url: `${two.url}/operations/TodoById?id=1`, pid: two.pid, withChildren: true }
+    assertSame('workers', await fetchJson(gateway.url), await fetchJson(baseline.url))
+    say(`[workers] GET /operations/TodoById?id=1: start --workers 2 (${two.url}) vs start (${one.url}); "baseline" = 1 process`)
+    results.scenarios.workers = { gatewayUrl: '/operations/TodoById?id=1', note: 'ratio = 2 workers ÷ 1 process; both share the 2 cores with autocannon (clientCpuPct)', ...(await ab('workers', { baseline, gateway, target: 0 })) }
+  } finally {
+    await two.stop()
+    await one.stop()
+  }
+}
+
+async function subscribersScenario() {
+  const { default: WebSocket } = await import('ws')
+  const redisUrl = process.env.REDIS_URL || 'redis://127.0.0.1:6379'
+  const prefix = `trb-bench:${process.pid}:${Date.now().toString(36)}:`
+  const db = await prepareTodoDb()
+  const env = { TODO_DATABASE_URL: `sqlite:${db}`, REDIS_URL: redisUrl, REDIS_KEY_PREFIX: prefix, DEMO_MESSAGE_INTERVAL_MS: '1000', MAX_WEBSOCKETS: String(options.subscribers), CLUSTER_GENERATED_DIR: join(work, 'generated-cluster') }
+  say(`\n[subscribers] two instances of examples/cluster/config.ts on Redis ${redisUrl} (prefix ${prefix})`)
+  const a = await startGateway({ config: 'examples/cluster/config.ts', env })
+  const b = await startGateway({ config: 'examples/cluster/config.ts', env })
+  const sockets = []
+  try {
+    const before = [memoryOf(a.pid).rssKb, memoryOf(b.pid).rssKb]
+    const delays = []
+    const received = new Map()
+    let measuring = false
+    const open = (base, i) =>
+      new Promise((ok, fail) => {
+        const ws = new WebSocket(base.replace(/^http/, 'ws') + '/graphql', 'graphql-transport-ws')
+        sockets.push(ws)
+        ws.on('open', () => ws.send(JSON.stringify({ type: 'connection_init' })))
+        ws.on('error', fail)
+        ws.on('message', (raw) => {
+          const msg = JSON.parse(raw.toString())
+          if (msg.type === 'connection_ack') {
+            ws.send(JSON.stringify({ id: '1', type: 'subscribe', payload: { query: 'subscription { messageCreated { id content } }' } }))
+            ok()
+          } else if (msg.type === 'next' && measuring) {
+            const m = msg.payload.data.messageCreated
+            delays.push(Date.now() - Date.parse(m.content))
+            received.set(m.id, (received.get(m.id) ?? 0) + 1)
+          }
+        })
+        void i
+      })
+    for (let i = 0; i < options.subscribers; i += 100) {
+      await Promise.all(Array.from({ length: Math.min(100, options.subscribers - i) }, (_, j) => open((i + j) % 2 ? b.url : a.url, i + j)))
+      progress(`subscribers: ${Math.min(i + 100, options.subscribers)}/${options.subscribers} connected`)
+    }
+    await new Promise((ok) => setTimeout(ok, 2000))
+    const after = [memoryOf(a.pid).rssKb, memoryOf(b.pid).rssKb]
+    measuring = true
+    await new Promise((ok) => setTimeout(ok, (options.messages + 0.5) * 1000))
+    measuring = false
+    // Only messages every subscriber could have received completely (the first and last may be cut).
+    const complete = [...received.entries()].filter(([, n]) => n === options.subscribers)
+    const sorted = [...delays].sort((x, y) => x - y)
+    const pct = (p) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]
+    const perThousandKb = ((after[0] - before[0]) + (after[1] - before[1])) / (options.subscribers / 1000)
+    const p99 = pct(99)
+    const pass = p99 < TARGETS.subscribersP99Ms && complete.length >= options.messages - 2
+    say(`[subscribers] ${options.subscribers} subscribers over 2 instances, ${received.size} messages seen, ${complete.length} received by every subscriber; delivery delay p50 ${pct(50)} ms p99 ${p99} ms max ${sorted.at(-1)} ms (target p99 < ${TARGETS.subscribersP99Ms} ms) ${pass ? 'PASS' : 'MISS'}`)
+    say(`[subscribers] RSS before/after subscribing: A ${(before[0] / 1024).toFixed(1)} → ${(after[0] / 1024).toFixed(1)} MB, B ${(before[1] / 1024).toFixed(1)} → ${(after[1] / 1024).toFixed(1)} MB: ${(perThousandKb / 1024).toFixed(1)} MB per 1,000 subscribers`)
+    results.scenarios.subscribers = {
+      subscribers: options.subscribers, instances: 2, messagesSeen: received.size, messagesComplete: complete.length, deliveries: delays.length,
+      delayMs: { p50: pct(50), p90: pct(90), p99, max: sorted.at(-1) }, rssKb: { before, after }, rssPerThousandKb: Math.round(perThousandKb), target: TARGETS.subscribersP99Ms, pass,
+    }
+  } finally {
+    for (const ws of sockets) ws.terminate()
+    await a.stop()
+    await b.stop()
   }
 }
 
@@ -615,6 +727,56 @@ async function linkedScenario() {
   }
 }
 
+// ---------------------------------------------------------------- metrics (issue 13)
+/**
+ * The cost of the Prometheus metrics (README "Observability"): the demo gateway as `npm start` runs
+ * it (metrics on) against the same deployment with `metrics: { enabled: false }` (a config module in
+ * the work directory that re-exports dist/config.js), each on its own copy of the todo database; the
+ * "baseline" of the A/B is the gateway without metrics.
+ */
+async function metricsScenario() {
+  const offConfig = join(work, 'metrics-off.config.mjs')
+  writeFileSync(offConfig, `import demo from ${JSON.stringify(join(root, 'dist/config.js'))}\nexport default { ...demo, metrics: { enabled: false } }\n`)
+  const onDb = await prepareTodoDb()
+  // BENCH_METRICS_CONTROL=1: an A/A control, both gateways without metrics (shows the noise of the pair).
+  const control = process.env.BENCH_METRICS_CONTROL === '1'
+  const on = control
+    ? await startGateway({ config: offConfig, env: { TODO_DATABASE_URL: `sqlite:${onDb}`, ROLE_SERVICE_PORT: String(await freePort()) }, nodeArgs: gatewayNodeArgs('metrics-control') })
+    : await startDemoGateway(onDb, 'metrics-on')
+  let off
+  try {
+    const offDb = join(work, 'todo-metrics-off.sqlite')
+    await copySqlite(onDb, offDb)
+    const rolePort = await freePort()
+    off = await startGateway({ config: offConfig, env: { TODO_DATABASE_URL: `sqlite:${offDb}`, ROLE_SERVICE_PORT: String(rolePort) }, nodeArgs: gatewayNodeArgs('metrics-off') })
+    say(`[setup] gateway without metrics ${off.url} (pid ${off.pid})`)
+    const gateway = { url: `${on.url}/operations/TodoById?id=1`, pid: on.pid }
+    const baseline = { url: `${off.url}/operations/TodoById?id=1`, pid: off.pid }
+    assertSame('metrics', await fetchJson(gateway.url), await fetchJson(baseline.url))
+    if ((await fetch(`${off.url}/metrics`)).status !== 404) throw new Error('metrics: the gateway configured without metrics serves /metrics')
+    const scrape = await fetch(`${on.url}/metrics`)
+    if (scrape.status !== (control ? 404 : 200)) throw new Error(`metrics: GET /metrics answered ${scrape.status}`)
+    say(`[metrics] GET /operations/TodoById?id=1, metrics on (gateway) vs off ("baseline")`)
+    results.scenarios.metrics = { control, gatewayUrl: '/operations/TodoById?id=1', ...(await ab('metrics', { baseline, gateway, target: TARGETS.metrics, gw: on })) }
+    // CPU time per request is steadier than req/s when other processes take the cores: report it too.
+    const m = results.scenarios.metrics
+    const cpuPerRequest = (which, round) => {
+      const r = m.runs.find((x) => x.which === which && x.round === round)
+      return (r.serverCpuMs * 1000) / r.total
+    }
+    m.cpuUsPerRequest = m.runs.map((r) => ({ round: r.round, which: r.which, us: +((r.serverCpuMs * 1000) / r.total).toFixed(1) }))
+    m.cpuRatios = m.ratios.map((_, i) => +(cpuPerRequest('baseline', i + 1) / cpuPerRequest('gateway', i + 1)).toFixed(3))
+    m.medianCpuRatio = +median(m.cpuRatios).toFixed(3)
+    say(`[metrics] server CPU per request, off ÷ on, per round: ${m.cpuRatios.join(', ')}; median ${m.medianCpuRatio} (1 = no cost)`)
+    const text = await (await fetch(`${on.url}/metrics`)).text()
+    results.scenarios.metrics.requestsCounted = Number(/^tributary_http_requests_total\{route="\/operations\/\*",method="GET",status="200"\} (\d+)/m.exec(text)?.[1] ?? NaN)
+    say(`[metrics] the gateway counted ${fmt(results.scenarios.metrics.requestsCounted)} GET /operations/* 200 responses`)
+  } finally {
+    await off?.stop()
+    await stopGateway(on, 'metrics-on')
+  }
+}
+
 // ---------------------------------------------------------------- main
 say(`Tributary load benchmarks: ${options.scenarios.join(', ')}; ${options.rounds} round(s) × ${options.duration} s, -c ${options.connections}, warm-up ${options.warmup} s; ${cpus().length} CPUs, load ${loadavg().map((l) => l.toFixed(2)).join(' ')}`)
 if (!existsSync(join(root, 'dist/gateway/cli.js'))) throw new Error('dist/gateway/cli.js is missing: run `npm run build` (npm run bench does it)')
@@ -627,6 +789,9 @@ try {
   if (options.scenarios.includes('health')) await healthScenario()
   if (options.scenarios.includes('roles')) await rolesScenario()
   if (options.scenarios.includes('linked')) await linkedScenario()
+  if (options.scenarios.includes('workers')) await workersScenario()
+  if (options.scenarios.includes('subscribers')) await subscribersScenario()
+  if (options.scenarios.includes('metrics')) await metricsScenario()
 } catch (err) {
   failed = err
   results.error = String(err?.stack ?? err)
@@ -645,7 +810,8 @@ for (const [name, s] of Object.entries(results.scenarios)) {
     for (const [engine, e] of Object.entries(s.engines)) say(`  health   ${engine.padEnd(8)} ${e.skipped ? 'skipped' : `/health p99 ${e.healthP99Ms} ms under 4 heavy clients (< ${s.target} ms)  ${e.pass ? 'PASS' : 'MISS'}`}`)
   } else if (name === 'linked-peer') {
     say(`  ${name.padEnd(8)} ${s.skipped ? `skipped: ${s.skipped}` : `Tributary ÷ Hive Gateway ratios ${s.ratios.join(', ')}  median ${s.medianRatio}`}`)
-  } else if (name === 'memory') say(`  memory   RSS MB ${s.rssKb.map((k) => (k / 1024).toFixed(1)).join(' → ')}  growth ${s.growthPct} % (< ${s.targetPct} %)  ${s.pass ? 'PASS' : 'MISS'}`)
+  } else if (name === 'subscribers') say(`  subscribers ${s.subscribers} over ${s.instances} instances: delivery p99 ${s.delayMs.p99} ms (< ${s.target} ms), ${(s.rssPerThousandKb / 1024).toFixed(1)} MB RSS per 1,000  ${s.pass ? 'PASS' : 'MISS'}`)
+  else if (name === 'memory') say(`  memory   RSS MB ${s.rssKb.map((k) => (k / 1024).toFixed(1)).join(' → ')}  growth ${s.growthPct} % (< ${s.targetPct} %)  ${s.pass ? 'PASS' : 'MISS'}`)
   else say(`  ${name.padEnd(8)} ratios ${s.ratios.join(', ')}  median ${s.medianRatio} (≥ ${s.target})  ${s.pass ? 'PASS' : 'MISS'}${s.profiled ? ' (profiled)' : ''}`)
 }
 say(`Results: ${out}`)

@@ -3,7 +3,8 @@
  * The `tributary` command (`npx tributary <command> [options]`; `tributary --help` lists them):
  *
  * - `start`: starts the deployment's side services, loads its data sources, writes `generated/`,
- *   serves the gateway and prints every URL it serves.
+ *   serves the gateway and prints every URL it serves. `--workers N` runs N worker processes on the
+ *   one port (node:cluster; the primary starts the side services and restarts a worker that dies).
  * - `dev`: `start`, then reloads on changes to the config, `datasources/` and `operations/`,
  *   swapping the schema and operations in place; a broken edit keeps the last good version.
  * - `generate` (alias `build`): loads everything and writes `generated/`; fails on an invalid operation.
@@ -13,6 +14,7 @@
  * `.mjs`), else `./config.ts`; `--database <url>` serves one database with no config file at all.
  * Paths (`operations/`, `generated/`) are relative to the working directory.
  */
+import cluster from 'node:cluster'
 import { existsSync, readFileSync, watch } from 'node:fs'
 import { dirname, relative, resolve } from 'node:path'
 import { parseArgs } from 'node:util'
@@ -24,11 +26,16 @@ import { namespaceFromUrl, scaffold } from './scaffold.js'
 import { createGateway, type Gateway } from './runtime.js'
 import { writeGenerated } from './codegen/index.js'
 import { buildApp } from './http/app.js'
+import { traceLogMixin } from './observability/tracing.js'
 import { startServices, type RunningService } from './services.js'
+import { startDraining } from './http/health.js'
+
+/** Set in the workers of `start --workers N`: their index (1..N). The primary runs the side services. */
+const workerIndex = cluster.isWorker ? Number(process.env.TRIBUTARY_WORKER) || 1 : 0
 
 function createLogger(level: string): Logger {
   const pretty = process.stdout.isTTY && process.env.NODE_ENV !== 'production'
-  return pino({ level, ...(pretty ? { transport: { target: 'pino-pretty', options: { ignore: 'pid,hostname', translateTime: 'HH:MM:ss' } } } : {}) })
+  return pino({ level, mixin: traceLogMixin, ...(pretty ? { transport: { target: 'pino-pretty', options: { ignore: 'pid,hostname', translateTime: 'HH:MM:ss' } } } : {}) })
 }
 
 function fail(err: unknown): never {
@@ -102,7 +109,8 @@ async function serve(source: ConfigSource, dev: boolean): Promise<void> {
   const initial = await source.load(false)
   const logger = createLogger(initial.server.logLevel)
   // In development a crashed side service is restarted with backoff; in production it is logged.
-  const services = await startServices(initial.services, logger, { restart: initial.mode === 'development' })
+  // Workers leave the side services to their primary.
+  const services = await startServices(workerIndex ? [] : initial.services, logger, { restart: initial.mode === 'development' })
   let gateway: Gateway
   try {
     gateway = await createGateway(initial, { logger })
@@ -110,7 +118,8 @@ async function serve(source: ConfigSource, dev: boolean): Promise<void> {
     await Promise.all(services.map((s) => s.stop()))
     throw err
   }
-  const changed = await writeGenerated(gateway)
+  // One writer of generated/: the first worker (the others start after it listens).
+  const changed = workerIndex > 1 ? [] : await writeGenerated(gateway)
   if (changed.length) logger.info({ files: changed }, 'generated/ updated')
   const app = await buildApp(gateway, { logger })
   const { host, port } = initial.server
@@ -118,7 +127,7 @@ async function serve(source: ConfigSource, dev: boolean): Promise<void> {
   const address = app.server.address()
   const actualPort = typeof address === 'object' && address ? address.port : port
   const base = `http://${host.includes(':') ? `[${host}]` : host}:${actualPort}`
-  process.stdout.write('\n' + summary(gateway, base, services, source) + '\n')
+  if (workerIndex <= 1) process.stdout.write('\n' + summary(gateway, base, services, source) + '\n')
 
   let watcher: { close(): void }[] = []
   if (dev) {
@@ -158,10 +167,55 @@ async function serve(source: ConfigSource, dev: boolean): Promise<void> {
     if (err) logger.error({ err }, 'closing after an error')
     else logger.info({ signal }, 'closing')
     for (const w of watcher) w.close()
+    // Readiness turns false first (a load balancer stops sending), then in-flight requests drain.
+    await startDraining(app, initial.server.shutdownDelayMs)
     await app.close()
     await app.tributary.holder.current.close()
     await Promise.all(services.map((s) => s.stop()))
   })
+}
+
+/**
+ * The primary of `start --workers N`: starts the side services, forks worker 1, then (once it listens,
+ * so migrations and generated/ run once) the others; a worker that dies is replaced after 1 s.
+ * SIGTERM/SIGINT are passed to the workers, and the primary exits once they all have.
+ */
+async function primary(source: ConfigSource, workers: number): Promise<void> {
+  const initial = await source.load(false)
+  const logger = createLogger(initial.server.logLevel)
+  const services = await startServices(initial.services, logger, { restart: initial.mode === 'development' })
+  let stopping = false
+  const fork = (index: number): Promise<void> =>
+    new Promise((resolve) => {
+      const worker = cluster.fork({ TRIBUTARY_WORKER: String(index) })
+      worker.once('listening', () => resolve())
+      worker.once('exit', (code, signal) => {
+        resolve()
+        if (stopping) return
+        logger.error({ worker: index, code, signal }, 'worker exited; starting another in 1 s')
+        setTimeout(() => void fork(index), 1000).unref()
+      })
+    })
+  await fork(1)
+  await Promise.all(Array.from({ length: workers - 1 }, (_, i) => fork(i + 2)))
+  logger.info({ workers }, 'workers listening')
+  const stop = (signal: NodeJS.Signals) => {
+    if (stopping) return
+    stopping = true
+    for (const w of Object.values(cluster.workers ?? {})) w?.process.kill(signal)
+    const done = async () => {
+      await Promise.all(services.map((s) => s.stop()))
+      process.exit(0)
+    }
+    const check = setInterval(() => {
+      if (Object.keys(cluster.workers ?? {}).length === 0) {
+        clearInterval(check)
+        void done()
+      }
+    }, 50)
+  }
+  process.on('SIGTERM', () => stop('SIGTERM'))
+  process.on('SIGINT', () => stop('SIGINT'))
 }
 
 const HELP = `Usage: tributary <command> [options]
@@ -179,6 +233,7 @@ Options:
   --namespace <name>    the namespace of the --database source (default: from the database name)
   --host <host>         listening host (default: HOST or 127.0.0.1)
   --port <port>         listening port (default: PORT or 4000)
+  --workers <n>         start: run n worker processes on the port (node:cluster; 1 to 64, default 1)
   --force               init: overwrite existing files
   -h, --help            show this help
   -v, --version         print the version
@@ -214,6 +269,7 @@ function main(argv: string[]): Promise<void> | void {
         namespace: { type: 'string' },
         host: { type: 'string' },
         port: { type: 'string' },
+        workers: { type: 'string' },
         force: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
         version: { type: 'boolean', short: 'v' },
@@ -237,6 +293,12 @@ function main(argv: string[]): Promise<void> | void {
   if (values.host !== undefined) process.env.HOST = values.host
   if (command === 'init') return scaffold({ cwd: process.cwd(), database: values.database, namespace: values.namespace, force: values.force ?? false, log: (line) => process.stdout.write(`${line}\n`) })
   const source = values.database ? databaseSource(values.database, values.namespace) : fileSource(argv)
+  if (values.workers !== undefined) {
+    if (!/^\d{1,2}$/.test(values.workers) || Number(values.workers) < 1 || Number(values.workers) > 64) fail(new Error(`--workers must be a number from 1 to 64, not "${values.workers}"`))
+    if (command !== 'start') fail(new Error('--workers applies to start only'))
+  }
+  const workers = Number(values.workers ?? 1)
+  if (command === 'start' && workers > 1 && cluster.isPrimary) return primary(source, workers)
   if (command === 'start') return serve(source, false)
   if (command === 'dev') return serve(source, true)
   if (command === 'generate' || command === 'build') return generate(source)

@@ -100,6 +100,8 @@ export const RouteNotFoundError = createError('TRB_ERR_NOT_FOUND', 'Route %s %s 
 export const OriginForbiddenError = createError('TRB_ERR_ORIGIN_FORBIDDEN', 'Origin not allowed: %s', 403) as Ctor
 /** The `Host` header is not in `server.allowedHosts` (a defence against DNS rebinding). */
 export const MisdirectedError = createError('TRB_ERR_MISDIRECTED', 'This host is not served here', 421) as Ctor
+/** `GET /metrics` without the `metrics.bearerToken` (401) or from an address not in `metrics.allowedIps` (403). */
+export const MetricsDeniedError = createError('TRB_ERR_METRICS_DENIED', '%s', 403) as Ctor
 
 // ----- internal -----
 /** Anything unexpected. The message reaching clients is masked; the id finds the log line. */
@@ -112,7 +114,7 @@ export const errorCodes: readonly string[] = [
   GraphQLRequestError, GraphQLMethodError, GraphQLLimitError, GraphQLValidationError, GraphQLFieldError, PersistedNotFoundError, PersistedOnlyError,
   UpstreamError, UpstreamTimeoutError,
   DbUniqueError, DbForeignKeyError, DbNotNullError, DbCheckError, DbValueError, DbNotFoundError, DbInputError, DbRawError, DbTimeoutError, DbCancelledError, DbRolledBackError,
-  RouteNotFoundError, OriginForbiddenError, MisdirectedError, InternalError,
+  RouteNotFoundError, OriginForbiddenError, MisdirectedError, MetricsDeniedError, InternalError,
 ].map((E) => new E().code)
 
 const known: ReadonlySet<string> = new Set(errorCodes)

@@ -21,6 +21,7 @@ import type { Dialect } from '../gateway/connectors/database/model.js'
 import type { LocalSubschema } from '../gateway/connectors/types.js'
 import { EXEC_MODES, plain, run, testContext, type ExecMode, type SqlLog } from './helpers/database-source.js'
 import { realworldDatabase } from './helpers/realworld.js'
+import { pools } from '../gateway/observability/probes.js'
 
 /** The `code` of each error of a result, in order. */
 function codes(res: ExecutionResult): (string | undefined)[] {
@@ -378,7 +379,9 @@ t.test('over HTTP: one transaction per database, partial data across sources, th
 
   t.throws(() => resolveConfig({ datasources: [database({ url: one.url, columns: { 'w_entry.touched_at': { dateTimeFormat: 'dd/mm/yyyy' } } })] }), /dateTimeFormat/, 'a bad dateTimeFormat is refused by the config validation')
   const bad = resolveConfig({ datasources: [database({ namespace: 'c', url: one.url, columns: { 'w_entry.nope': { filledByDatabase: true } } })], operations: { dir: join(dir, 'none') }, generatedDir: join(dir, 'generated2') })
+  const poolsBefore = [...pools].filter((p) => p.source === 'c').length
   await t.rejects(createGateway(bad, { logger: pino({ level: 'silent' }), cwd: dir }), /columns\["w_entry\.nope"\]: no such table\.column/, 'a columns key naming no column fails the source load')
+  t.equal([...pools].filter((p) => p.source === 'c').length, poolsBefore, 'and leaves no pool gauge behind')
 })
 
 t.test('the same mutation document executed twice writes twice (outcomes are kept per execution)', async (t) => {

@@ -125,16 +125,16 @@ export function startNode({ name, args, env, ready, timeoutMs = 90_000, onLine }
 /**
  * Starts the gateway as `npm start` does: `node dist/gateway/cli.js start [--config <file>]`, with
  * the given environment on top of this process' (minus variables that would point it elsewhere).
- * `nodeArgs` go before the script (e.g. `--cpu-prof`). Resolves with `{ ...handle, url }` once the
+ * `nodeArgs` go before the script (e.g. `--cpu-prof`), `args` after `start` (e.g. `--workers 2`). Resolves with `{ ...handle, url }` once the
  * startup summary printed its GraphQL URL.
  */
-export async function startGateway({ config, env = {}, nodeArgs = [], onLine }) {
+export async function startGateway({ config, env = {}, nodeArgs = [], args = [], onLine }) {
   const base = { ...process.env }
   for (const k of ['SYSTEM_API_URL', 'TRIBUTARY_CONFIG', 'NODE_ENV', 'HOST', 'PORT', 'ROLE_SERVICE_PORT', 'TODO_DATABASE_URL', 'CHINOOK_DATABASE_URL', 'LOG_LEVEL']) delete base[k]
   const port = await freePort()
   const handle = await startNode({
     name: `gateway${config ? ` (${config})` : ''}`,
-    args: [...nodeArgs, join(root, 'dist/gateway/cli.js'), 'start', ...(config ? ['--config', config] : [])],
+    args: [...nodeArgs, join(root, 'dist/gateway/cli.js'), 'start', ...(config ? ['--config', config] : []), ...args],
     env: { ...base, HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'warn', ...env },
     ready: /GraphQL\s+(http:\/\/127\.0\.0\.1:\d+)\/graphql/,
     onLine,

@@ -1,21 +1,24 @@
 /**
  * The demo's `messageCreated` stream: ONE producer, delivered to every subscriber through a pub/sub.
  *
- * - The producer publishes one message every `intervalMs` (1 s by default) on the topic
- *   `messageCreated`: `{ id: String(n), content: <ISO 8601 UTC date-time> }`, `n` increasing by one for
- *   the life of the process (it is not reset when the producer stops).
- * - It runs only while someone listens: the first subscriber starts the timer, the last one to leave
- *   stops it, so nothing is produced (nor counted) while nobody listens.
- * - Every subscriber reads the same topic, so two subscribers receive the same `id` and `content` in
- *   the same tick. A subscriber that leaves (`return()` on its iterator, e.g. a graphql-ws `complete`
- *   or an SSE disconnect through `context.signal`) is released at once, not at the next message.
+ * - The producer publishes one message every `intervalMs` (1 s by default) on the cluster channel
+ *   `demo:messageCreated`: `{ id: String(n), content: <ISO 8601 UTC date-time> }`, `n` taken from the
+ *   cluster counter `demo:messageCreated`, so ids keep increasing for the life of the deployment (across
+ *   producers, failovers and restarts when the cluster is Redis).
+ * - It runs only while someone listens. Every instance with at least one subscriber competes for the
+ *   expiring lock `demo:messageCreated` (renewed every quarter of the cluster's `lockTtlMs`); only its
+ *   holder produces. The last subscriber of the holder releases the lock; a holder that dies stops
+ *   renewing it, and an instance that still has subscribers takes it over within about 1.25 × `lockTtlMs`.
+ * - Every subscriber on every instance reads the same channel, so all receive the same `id` and
+ *   `content`. A subscriber that leaves (`return()` on its iterator, e.g. a graphql-ws `complete` or an
+ *   SSE disconnect through `context.signal`) is released at once, not at the next message.
  *
- * The pub/sub is graphql-yoga's `createPubSub` (`@graphql-yoga/subscription`): `publish(topic, payload)`
- * and `subscribe(topic)` over an `EventTarget`. Passing it an event target from
- * `@graphql-yoga/redis-event-target` fans the same messages out to every gateway instance; only one
- * instance should then produce (the listener count here is per process).
+ * The cluster is the gateway's (gateway/cluster: Redis with `REDIS_URL`, else in memory), handed to
+ * resolvers as `context.cluster`; a stream used without one (unit tests) has its own in-memory cluster.
+ * Inside an instance the messages fan out through graphql-yoga's `createPubSub` (`@graphql-yoga/subscription`).
  */
 import { createPubSub } from '@graphql-yoga/subscription'
+import { createCluster, type Cluster } from '../../gateway/cluster/index.js'
 
 /** A demo message, as the schema declares it (`id: String`, `content: String`, both nullable). */
 export interface Message {
@@ -23,16 +26,13 @@ export interface Message {
   content: string | null
 }
 
-/** The pub/sub the stream publishes on: topic `messageCreated` carries a {@link Message}. */
-export type MessagePubSub = ReturnType<typeof createPubSub<{ messageCreated: [Message] }>>
-
 /** Options of {@link createMessageStream}. */
 export interface MessageStreamOptions {
   /** Milliseconds between two messages. Default 1000. */
   intervalMs?: number
-  /** The pub/sub to publish on and subscribe to. Default: a new in-process `createPubSub()`. */
-  pubsub?: MessagePubSub
-  /** Called with each message after it is published (the demo keeps the last 100 for `Query.messages`). */
+  /** The cluster used when `subscribe()` gets none. Default: a new in-memory cluster. */
+  cluster?: Cluster
+  /** Called with each message this instance receives (the demo keeps the last 100 for `Query.messages`). */
   onMessage?: (message: Message) => void
 }
 
@@ -41,51 +41,113 @@ export interface MessageStream {
   /**
    * A new subscription to the stream: an async iterator of `{ messageCreated: Message }`, for a
    * `Subscription.messageCreated.subscribe` resolver. Aborting `signal` ends it like `return()`.
+   * `cluster` is the serving gateway's (`context.cluster`); default the stream's own.
    */
-  subscribe(signal?: AbortSignal): AsyncIterableIterator<{ messageCreated: Message }>
-  /** How many subscriptions are open (the producer runs while this is above 0). */
+  subscribe(signal?: AbortSignal, cluster?: Cluster): AsyncIterableIterator<{ messageCreated: Message }>
+  /** How many subscriptions are open in this process (it competes to produce while this is above 0). */
   readonly listeners: number
-  /** The id the next message will carry. */
+  /** One more than the last id this process produced or received (1 before any). */
   readonly nextId: number
+  /** Whether this process holds the producer lock of some cluster (and so produces). */
+  readonly producing: boolean
+}
+
+const CHANNEL = 'demo:messageCreated'
+
+/** The stream's state for one cluster: local fan-out, listener count, election and production timers. */
+interface Local {
+  pubsub: ReturnType<typeof createPubSub<{ messageCreated: [Message] }>>
+  listeners: number
+  held: boolean
+  unsubscribe?: () => void
+  elect?: NodeJS.Timeout
+  produce?: NodeJS.Timeout
 }
 
 /**
- * Creates the shared message stream. Nothing runs until the first `subscribe()`. Never throws.
+ * Creates the shared message stream. Nothing runs until the first `subscribe()`. Never throws; a
+ * cluster error (Redis down) is retried at the next election tick.
  */
 export function createMessageStream(options: MessageStreamOptions = {}): MessageStream {
   const intervalMs = options.intervalMs ?? 1000
-  const pubsub = options.pubsub ?? createPubSub<{ messageCreated: [Message] }>()
-  let nextId = 1
-  let listeners = 0
-  let timer: NodeJS.Timeout | undefined
+  let ownCluster = options.cluster
+  let lastId = 0
+  const locals = new Map<Cluster, Local>()
 
-  const produce = (): void => {
-    const message: Message = { id: String(nextId++), content: new Date().toISOString() }
-    pubsub.publish('messageCreated', message)
-    options.onMessage?.(message)
-  }
-  const acquire = (): void => {
-    if (listeners++ === 0) timer = setInterval(produce, intervalMs)
-  }
-  const release = (): void => {
-    if (--listeners === 0 && timer) {
-      clearInterval(timer)
-      timer = undefined
+  const receive = (local: Local, raw: string): void => {
+    let message: Message
+    try {
+      message = JSON.parse(raw) as Message
+    } catch {
+      return
     }
+    const n = Number(message.id)
+    if (n > lastId) lastId = n
+    options.onMessage?.(message)
+    local.pubsub.publish('messageCreated', message)
+  }
+
+  const start = (cluster: Cluster, local: Local): void => {
+    local.unsubscribe = cluster.subscribe(CHANNEL, (raw) => receive(local, raw))
+    const elect = async (): Promise<void> => {
+      try {
+        const held = await cluster.acquire(CHANNEL, cluster.lockTtlMs)
+        if (local.listeners === 0) {
+          if (held) await cluster.release(CHANNEL)
+          return
+        }
+        local.held = held
+      } catch {
+        local.held = false
+      }
+    }
+    local.elect = setInterval(() => void elect(), Math.max(25, Math.floor(cluster.lockTtlMs / 4)))
+    local.produce = setInterval(() => {
+      if (!local.held) return
+      cluster
+        .incr(CHANNEL)
+        .then((n) => cluster.publish(CHANNEL, JSON.stringify({ id: String(n), content: new Date().toISOString() })))
+        .catch(() => undefined)
+    }, intervalMs)
+    void elect()
+  }
+
+  const stop = (cluster: Cluster, local: Local): void => {
+    clearInterval(local.elect)
+    clearInterval(local.produce)
+    local.unsubscribe?.()
+    if (local.held) void cluster.release(CHANNEL).catch(() => undefined)
+    local.held = false
+    locals.delete(cluster)
   }
 
   return {
-    get listeners() { return listeners },
-    get nextId() { return nextId },
-    subscribe(signal) {
-      const source = pubsub.subscribe('messageCreated')[Symbol.asyncIterator]()
-      acquire()
+    get listeners() {
+      let n = 0
+      for (const l of locals.values()) n += l.listeners
+      return n
+    },
+    get nextId() { return lastId + 1 },
+    get producing() {
+      for (const l of locals.values()) if (l.held) return true
+      return false
+    },
+    subscribe(signal, given) {
+      const cluster = given ?? (ownCluster ??= createCluster({ keyPrefix: '', commandTimeoutMs: 500 }))
+      let local = locals.get(cluster)
+      if (!local) {
+        local = { pubsub: createPubSub<{ messageCreated: [Message] }>(), listeners: 0, held: false }
+        locals.set(cluster, local)
+      }
+      const own = local
+      const source = own.pubsub.subscribe('messageCreated')[Symbol.asyncIterator]()
+      if (own.listeners++ === 0) start(cluster, own)
       let open = true
       const close = async (): Promise<IteratorReturnResult<undefined>> => {
         if (open) {
           open = false
           signal?.removeEventListener('abort', onAbort)
-          release()
+          if (--own.listeners === 0) stop(cluster, own)
           await source.return?.()
         }
         return { done: true, value: undefined }

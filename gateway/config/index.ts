@@ -17,6 +17,8 @@ import type { FederationSourceOptions, SubgraphOptions } from '../connectors/fed
 import type { MergedTypeOptions } from '../compose/merge.js'
 import type { RunMode } from '../connectors/types.js'
 import type { LinkDefinition, LinkBatch } from '../compose/links.js'
+import type { MetricsConfig } from '../observability/metrics.js'
+import type { TelemetryConfig } from '../observability/tracing.js'
 import { validateConfig } from './validate.js'
 import { ConfigInvalidError } from '../errors.js'
 
@@ -158,6 +160,31 @@ export interface TributaryConfigInput {
      * `TRB_ERR_MISDIRECTED`. Default: not checked (every host).
      */
     allowedHosts?: string[]
+    /**
+     * On SIGTERM/SIGINT, how long `/health/ready` answers 503 before the server stops accepting
+     * connections and drains in-flight requests, in milliseconds: set it to at least your load
+     * balancer's health-check interval. Default 0.
+     */
+    shutdownDelayMs?: number
+    /** Time `/health/ready` waits for each source and for Redis before counting it down, in milliseconds. Default 80. */
+    healthTimeoutMs?: number
+  }
+  /**
+   * What several instances share (README "Running several instances"). With a Redis URL, pub/sub,
+   * the producer and live-query locks and the response cache of `# @cache` operations live in Redis;
+   * without one they live in the process.
+   */
+  pubsub?: {
+    /** `redis://host:port[/db]`. Default `REDIS_URL` (unless `TRIBUTARY_PUBSUB=memory`), else none (in memory). */
+    redisUrl?: string
+    /** Prefix of every Redis key and channel; instances of one deployment share it. Default `REDIS_KEY_PREFIX` or `tributary:`. */
+    keyPrefix?: string
+    /** Lifetime of a producer or poller lock, in milliseconds: a dead holder is replaced within about 1.25 times this. Default 2000. */
+    lockTtlMs?: number
+    /** Timeout of one Redis command, in milliseconds (a cache read that times out is a miss). Default 500. */
+    commandTimeoutMs?: number
+    /** Most cached responses kept in memory when there is no Redis (the oldest go first). Default 10000. */
+    maxCacheEntries?: number
   }
   graphql?: {
     /** Serve introspection. Default: true in development, false in production. */
@@ -195,6 +222,32 @@ export interface TributaryConfigInput {
   services?: ServiceDefinition[]
   /** Folder for generated files (`schema.graphql`, `introspection.json`, ...), relative to the working directory. Default `generated`. */
   generatedDir?: string
+  /** Prometheus metrics (README "Observability"). Default: on, at `/metrics`, readable from the loopback address only. */
+  metrics?: {
+    /** Collect and serve the metrics. Default true. */
+    enabled?: boolean
+    /** The route that serves them (Prometheus text format). Default `/metrics`. */
+    path?: string
+    /** When set, a scrape must send `Authorization: Bearer <token>` (else 401 `TRB_ERR_METRICS_DENIED`). Default none. */
+    bearerToken?: string
+    /**
+     * Client addresses that may scrape (exact IPv4/IPv6 addresses as the socket reports them); any
+     * other gets 403 `TRB_ERR_METRICS_DENIED`. Default: `127.0.0.1` and `::1` without a
+     * `bearerToken`, any address with one.
+     */
+    allowedIps?: string[]
+  }
+  /** OpenTelemetry traces (README "Observability"). Default: off. */
+  telemetry?: {
+    /**
+     * OTLP/HTTP base URL of a collector (`http://127.0.0.1:4318`): spans are posted as OTLP JSON to
+     * `<otlpEndpoint>/v1/traces` (or to `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`). Default
+     * `OTEL_EXPORTER_OTLP_ENDPOINT`, else none: no SDK is started.
+     */
+    otlpEndpoint?: string
+    /** The `service.name` of the spans. Default `OTEL_SERVICE_NAME` or `tributary`. */
+    serviceName?: string
+  }
 }
 
 /** The validated, defaulted and frozen configuration. */
@@ -207,12 +260,18 @@ export interface TributaryConfig {
     /** Lower-cased host patterns; null when the `Host` header is not checked. */
     readonly allowedHosts: readonly string[] | null
   }
+  readonly pubsub: Readonly<Required<Omit<NonNullable<TributaryConfigInput['pubsub']>, 'redisUrl'>>> & {
+    /** null: in memory. */
+    readonly redisUrl: string | null
+  }
   readonly graphql: Readonly<Required<NonNullable<TributaryConfigInput['graphql']>>>
   readonly operations: Readonly<Required<NonNullable<TributaryConfigInput['operations']>>>
   readonly links: readonly LinkDefinition[]
   readonly routes: readonly RouteDefinition[]
   readonly services: readonly ServiceDefinition[]
   readonly generatedDir: string
+  readonly metrics: MetricsConfig
+  readonly telemetry: TelemetryConfig
 }
 
 /**
@@ -246,6 +305,16 @@ export function resolveConfig(input: unknown, env: NodeJS.ProcessEnv = process.e
       logLevel: c.server?.logLevel ?? (env.LOG_LEVEL || 'info'),
       allowedOrigins: (c.server?.allowedOrigins ?? []).map(normaliseOrigin),
       allowedHosts: c.server?.allowedHosts ? c.server.allowedHosts.map((h) => h.toLowerCase()) : null,
+      shutdownDelayMs: c.server?.shutdownDelayMs ?? 0,
+      healthTimeoutMs: c.server?.healthTimeoutMs ?? 80,
+    },
+    pubsub: {
+      // TRIBUTARY_PUBSUB=memory ignores an exported REDIS_URL (the test runner sets it: test gateways stay private).
+      redisUrl: c.pubsub?.redisUrl ?? (env.TRIBUTARY_PUBSUB === 'memory' ? null : env.REDIS_URL || null),
+      keyPrefix: c.pubsub?.keyPrefix ?? (env.REDIS_KEY_PREFIX || 'tributary:'),
+      lockTtlMs: c.pubsub?.lockTtlMs ?? 2000,
+      commandTimeoutMs: c.pubsub?.commandTimeoutMs ?? 500,
+      maxCacheEntries: c.pubsub?.maxCacheEntries ?? 10_000,
     },
     graphql: {
       introspection: c.graphql?.introspection ?? dev,
@@ -267,12 +336,26 @@ export function resolveConfig(input: unknown, env: NodeJS.ProcessEnv = process.e
     routes: (c.routes ?? []).map((r) => Object.freeze({ ...r })),
     services: (c.services ?? []).map((s) => Object.freeze({ ...s })),
     generatedDir: c.generatedDir ?? 'generated',
+    metrics: {
+      enabled: c.metrics?.enabled ?? true,
+      path: c.metrics?.path ?? '/metrics',
+      bearerToken: c.metrics?.bearerToken ?? null,
+      allowedIps: c.metrics?.allowedIps ?? (c.metrics?.bearerToken ? null : ['127.0.0.1', '::1']),
+    },
+    telemetry: {
+      otlpEndpoint: c.telemetry?.otlpEndpoint ?? (env.OTEL_EXPORTER_OTLP_ENDPOINT || null),
+      serviceName: c.telemetry?.serviceName ?? (env.OTEL_SERVICE_NAME || 'tributary'),
+    },
   }
   c.datasources.forEach((d, i) => {
     if (d.kind === 'federation') uniqueSubgraphs(d, i)
   })
   if (!Number.isInteger(config.server.port) || config.server.port < 0 || config.server.port > 65535) {
     validateConfig({ ...c, server: { ...c.server, port: config.server.port } })
+  }
+  if (config.pubsub.redisUrl !== null && c.pubsub?.redisUrl === undefined) {
+    // REDIS_URL gets the same check as pubsub.redisUrl.
+    validateConfig({ ...c, pubsub: { ...c.pubsub, redisUrl: config.pubsub.redisUrl } })
   }
   return deepFreeze(config)
 }

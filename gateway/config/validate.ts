@@ -221,6 +221,19 @@ const configSchema = {
           minItems: 1,
           items: { type: 'string', pattern: '^(\\.?[A-Za-z0-9_-]+(\\.[A-Za-z0-9_-]+)*|\\[[0-9A-Fa-f:.]+\\])(:[0-9]{1,5})?$' },
         },
+        shutdownDelayMs: { type: 'integer', minimum: 0, maximum: 600000 },
+        healthTimeoutMs: { type: 'integer', minimum: 1, maximum: 10000 },
+      },
+    },
+    pubsub: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        redisUrl: { type: 'string', pattern: '^rediss?://' },
+        keyPrefix: { type: 'string', minLength: 1, maxLength: 200 },
+        lockTtlMs: { type: 'integer', minimum: 100, maximum: 600000 },
+        commandTimeoutMs: { type: 'integer', minimum: 1, maximum: 60000 },
+        maxCacheEntries: { type: 'integer', minimum: 0 },
       },
     },
     graphql: {
@@ -302,6 +315,25 @@ const configSchema = {
       },
     },
     generatedDir: { type: 'string', minLength: 1 },
+    metrics: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        enabled: { type: 'boolean' },
+        // A path of its own: not one the gateway serves (/graphql, /operations/..., /health, /openapi.json).
+        path: { type: 'string', pattern: '^/[A-Za-z0-9._~/-]*$', not: { pattern: '^/(graphql|operations|health|openapi\\.json)(/|$)' } },
+        bearerToken: { type: 'string', minLength: 16 },
+        allowedIps: { type: 'array', items: { type: 'string', pattern: '^([0-9]{1,3}(\\.[0-9]{1,3}){3}|[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*)$' } },
+      },
+    },
+    telemetry: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        otlpEndpoint: { type: 'string', pattern: '^[Hh][Tt][Tt][Pp][Ss]?://[^\\s]+$' },
+        serviceName: { type: 'string', minLength: 1 },
+      },
+    },
   },
 }
 
@@ -344,6 +376,8 @@ function describe(err: ErrorObject): string {
     message = 'must not contain "__" or end with "_"'
   } else if (err.keyword === 'not' && /\.merge\.[^.]+$/.test(path)) {
     message = 'must not have both args (one call per object) and key (batched)'
+  } else if (err.keyword === 'not' && path === 'metrics.path') {
+    message = 'must not be a path the gateway serves (/graphql, /operations, /health, /openapi.json)'
   }
   return `${path || '(root)'}: ${message}`
 }

@@ -19,6 +19,12 @@ import { codedGraphQLError, formatGraphQLError, sendError } from './format-error
 import { PersistedOperations } from './persisted.js'
 import { registerOriginGuard, registerUpgradeGuard } from './origin.js'
 import { buildOpenApiDocument } from '../codegen/openapi.js'
+import { createCluster, type Cluster } from '../cluster/index.js'
+import { registerHealthRoutes } from './health.js'
+import { registerMetrics } from '../observability/metrics.js'
+import { registerTracing, traceLogMixin } from '../observability/tracing.js'
+import { lazyChildLogger } from '../observability/logs.js'
+import { livePollerCounts } from '../observability/probes.js'
 
 /**
  * The gateway currently served. Development mode swaps it when files change; every request reads
@@ -29,6 +35,8 @@ export interface GatewayHolder {
   /** Incremented on every swap; caches keyed on the schema compare it. */
   version: number
   logger: FastifyBaseLogger
+  /** What the instances of the deployment share (Redis or memory); handed to resolvers as `context.cluster`. */
+  cluster: Cluster
 }
 
 declare module 'fastify' {
@@ -46,6 +54,8 @@ declare module 'fastify' {
 export interface BuildAppOptions {
   /** A pino logger or fastify logger options; `false` for none. Default: level from the config. */
   logger?: boolean | FastifyBaseLogger | Record<string, unknown>
+  /** The cluster to use. Default: one created from `config.pubsub`, closed with the app. */
+  cluster?: Cluster
 }
 
 /**
@@ -56,7 +66,10 @@ export async function buildApp(gateway: Gateway, options: BuildAppOptions = {}):
   const { config } = gateway
   const loggerOption = options.logger ?? { level: config.server.logLevel }
   const app = Fastify({
-    ...(typeof loggerOption === 'object' && 'child' in loggerOption ? { loggerInstance: loggerOption as FastifyBaseLogger } : { logger: loggerOption }),
+    ...(typeof loggerOption === 'object' && 'child' in loggerOption
+      ? { loggerInstance: loggerOption as FastifyBaseLogger }
+      // Log lines written while tracing carry traceId and spanId (README "Observability").
+      : { logger: typeof loggerOption === 'object' ? { mixin: traceLogMixin, ...loggerOption } : loggerOption }),
     bodyLimit: config.server.bodyLimit,
     requestTimeout: config.server.requestTimeoutMs,
     // Node enforces requestTimeout only while headersTimeout (default 60 s) is not larger, and checks
@@ -67,9 +80,10 @@ export async function buildApp(gateway: Gateway, options: BuildAppOptions = {}):
     },
     // Per-request info logs cost throughput; errors are still logged, with their request id.
     logController: new LogController({ disableRequestLogging: true }),
-    // A child logger per request costs ~1 µs; below debug level requests log through the root logger.
+    // A child logger per request costs ~1 µs: below debug level it is made only when the request
+    // logs something, so that every request's log lines carry its reqId at no cost to the others.
     childLoggerFactory: (logger, bindings, options) =>
-      logger.level === 'debug' || logger.level === 'trace' ? logger.child(bindings, options) : logger,
+      logger.level === 'debug' || logger.level === 'trace' ? logger.child(bindings, options) : lazyChildLogger(logger, bindings, options),
     routerOptions: { ignoreTrailingSlash: true },
     // JSON bodies with `__proto__` or `constructor.prototype` keys are refused (400), never parsed.
     onProtoPoisoning: 'error',
@@ -86,7 +100,9 @@ export async function buildApp(gateway: Gateway, options: BuildAppOptions = {}):
       socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\nCache-Control: no-store\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`)
     },
   })
-  const holder: GatewayHolder = { current: gateway, version: 0, logger: app.log }
+  const cluster = options.cluster ?? createCluster({ ...config.pubsub, maxEntries: config.pubsub.maxCacheEntries, logger: app.log })
+  if (!options.cluster) app.addHook('onClose', () => cluster.close())
+  const holder: GatewayHolder = { current: gateway, version: 0, logger: app.log, cluster }
   app.decorate('tributary', {
     holder,
     swap(next: Gateway): Gateway {
@@ -113,6 +129,9 @@ export async function buildApp(gateway: Gateway, options: BuildAppOptions = {}):
   app.setNotFoundHandler((request, reply) => sendError(reply, new RouteNotFoundError(request.method, request.url.split('?')[0])))
   // Host (421) and Origin (403 for upgrades and preflights) checks, and CORS, before every route.
   await registerOriginGuard(app, config.server)
+  // Traces and metrics (README "Observability"): nothing is registered when they are off.
+  await registerTracing(app, config.telemetry)
+  if (config.metrics.enabled) registerMetrics(app, config.metrics)
 
   await app.register(mercurius, {
     schema: gateway.schema,
@@ -130,7 +149,7 @@ export async function buildApp(gateway: Gateway, options: BuildAppOptions = {}):
   const persisted = new PersistedOperations(holder)
   const wsHandler = createSubscriptionHandler({
     getSchema: () => holder.current.schema,
-    context: (request) => ({ request, headers: request.headers }),
+    context: (request) => ({ request, headers: request.headers, cluster }),
     maxDepth: config.graphql.maxDepth,
     maxAliases: config.graphql.maxAliases,
     maxTokens: config.graphql.maxTokens,
@@ -157,12 +176,11 @@ export async function buildApp(gateway: Gateway, options: BuildAppOptions = {}):
   })
   if (!wsScope) throw new Error('the WebSocket scope was not registered')
   registerOperationRoutes(app, holder)
+  const livePollers = () => app.livePollers.size
+  livePollerCounts.add(livePollers)
+  app.addHook('onClose', async () => void livePollerCounts.delete(livePollers))
 
-  app.get('/health', async (_request, reply) => {
-    const sources = await holder.current.health()
-    const up = Object.values(sources).every((s) => s.status === 'up')
-    return reply.code(200).send({ status: up ? 'ok' : 'degraded', sources })
-  })
+  registerHealthRoutes(app, holder)
 
   let openapi: { version: number; body: string } | undefined
   app.get('/openapi.json', async (request, reply) => {

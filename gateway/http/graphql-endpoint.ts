@@ -25,6 +25,7 @@ import {
   type ExecutionResult,
   type GraphQLFormattedError,
   type GraphQLSchema,
+  type OperationDefinitionNode,
 } from 'graphql'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit'
@@ -36,8 +37,10 @@ import { GraphQLMethodError, GraphQLRequestError, PersistedNotFoundError, Persis
 import { refuseNonJsonBody } from './json-body.js'
 import { PLAYGROUND_ASSETS_PREFIX, playgroundContentSecurityPolicy, renderPlaygroundHtml } from './playground.js'
 import type { GatewayHolder } from './app.js'
+import { invalidateTags, operationTags } from '../cluster/response-cache.js'
 import type { PersistedOperations } from './persisted.js'
 import { resultBudget } from '../result-budget.js'
+import { observeOperation } from '../observability/probes.js'
 
 const GRAPHQL_RESPONSE = 'application/graphql-response+json'
 const JSON_TYPE = 'application/json'
@@ -53,6 +56,10 @@ interface Prepared {
   direct?: Map<string, DirectOperation | null>
   /** Cost plans, by operation name (built on first use). */
   cost?: Map<string, CostPlan>
+  /** Cache tags a mutation touches, by operation name (gateway/cluster/response-cache.ts). */
+  tags?: Map<string, string[]>
+  /** The `operation` label of its metrics and spans (set on first use). */
+  label?: string
 }
 
 /**
@@ -259,13 +266,21 @@ export function registerGraphQLEndpoint(
     const tooCostly = checkCost(costPlan.cost(variables as Record<string, unknown> | undefined), limits.maxCost)
     if (tooCostly) return requestError(reply, mediaType, [tooCostly])
 
+    // Labelled by its stored operation's name when the text is one, else `(graphql)`: bounded.
+    prepared.label ??= operation.name && persisted.allowsText(query) ? operation.name.value : '(graphql)'
+    return observeOperation(prepared.label, () => run(request, reply, gateway, mediaType, prepared, operation, params))
+  }
+
+  /** Runs a prepared, checked operation and sends its result. */
+  async function run(request: FastifyRequest, reply: FastifyReply, gateway: GatewayHolder['current'], mediaType: string, prepared: Prepared, operation: OperationDefinitionNode, params: GraphQLParams) {
+    const { variables, operationName } = params
     if (operation.operation === 'query') {
       prepared.direct ??= new Map()
       const key = (operationName as string | null | undefined) ?? ''
       let direct = prepared.direct.get(key)
       if (direct === undefined) prepared.direct.set(key, (direct = compileDirectOperation(gateway.schema, prepared.document!, operation)))
       if (direct) {
-        const data = await direct.run(variables as Record<string, unknown> | undefined, { reply, request, headers: request.headers, resultBudget: resultBudget(gateway.config.server.maxResponseBytes) })
+        const data = await direct.run(variables as Record<string, unknown> | undefined, { reply, request, headers: request.headers, cluster: holder.cluster, resultBudget: resultBudget(gateway.config.server.maxResponseBytes) })
         if (typeof data === 'string') return reply.code(200).type(`${mediaType}; charset=utf-8`).send(limitResponse(reply, `{"data":${data}}`))
         // The statement failed once sent (a timeout, a cancellation...): reported, never run again.
         if (data !== null) return send(reply, 200, mediaType, { errors: formatGraphQLErrors(data.errors, { mode: gateway.config.mode, logger: request.log }).errors, data: null })
@@ -274,7 +289,7 @@ export function registerGraphQLEndpoint(
 
     let result: ExecutionResult
     try {
-      const context = { reply, request, headers: request.headers, resultBudget: resultBudget(gateway.config.server.maxResponseBytes) }
+      const context = { reply, request, headers: request.headers, cluster: holder.cluster, resultBudget: resultBudget(gateway.config.server.maxResponseBytes) }
       const vars = (variables ?? undefined) as Record<string, unknown> | undefined
       const opName = (operationName ?? undefined) as string | undefined
       const jit = prepared.jitSafe ? compiledFor(prepared, gateway.schema, opName) : undefined
@@ -287,6 +302,14 @@ export function registerGraphQLEndpoint(
       throw err
     }
     if (!('data' in result)) return requestError(reply, mediaType, result.errors ?? [])
+    if (operation.operation === 'mutation' && result.data) {
+      // Cached `# @cache` queries that read what the mutation touched are invalidated before it answers.
+      prepared.tags ??= new Map()
+      const name = (operationName as string | null | undefined) ?? ''
+      let tags = prepared.tags.get(name)
+      if (!tags) prepared.tags.set(name, (tags = operationTags(gateway.schema, prepared.document!, operation, gateway.sources.map((s) => s.namespace))))
+      await invalidateTags(holder.cluster, tags).catch((err: unknown) => request.log.error({ err }, 'invalidating cached responses failed'))
+    }
     const body: { data?: unknown; errors?: GraphQLFormattedError[] } = {}
     if (result.errors?.length) body.errors = formatGraphQLErrors(result.errors, { mode: gateway.config.mode, logger: request.log }).errors
     body.data = result.data

@@ -14,6 +14,8 @@ import { refuseNonJsonBody } from './json-body.js'
 import type { GatewayHolder } from './app.js'
 import { LivePollers } from './live.js'
 import { resultBudget } from '../result-budget.js'
+import { ResponseCache, operationTags, type CacheLookup, type CachePolicy } from '../cluster/response-cache.js'
+import { activity, observeOperation } from '../observability/probes.js'
 
 type Query = Record<string, string | string[] | undefined>
 
@@ -88,14 +90,66 @@ function variablesProblem(reply: FastifyReply, err: VariablesError) {
   })
 }
 
-/** Runs a query or mutation and sends its data (200), its errors (4xx/5xx) or 304. */
-async function respond(op: CompiledOperation, variables: Variables, request: FastifyRequest, reply: FastifyReply, holder: GatewayHolder, notFoundWhenNull: boolean) {
-  const context = { reply, request, headers: request.headers, resultBudget: resultBudget(holder.current.config.server.maxResponseBytes) }
+/** The shared response cache of an app and the tags of its operations. */
+interface CacheState {
+  cache: ResponseCache
+  tags: WeakMap<CompiledOperation, string[]>
+}
+
+function tagsOf(op: CompiledOperation, holder: GatewayHolder, state: CacheState): string[] {
+  let tags = state.tags.get(op)
+  if (!tags) {
+    tags = operationTags(holder.current.schema, op.stored.document, op.stored.operation, holder.current.sources.map((s) => s.namespace))
+    state.tags.set(op, tags)
+  }
+  return tags
+}
+
+/** The `# @cache` policy of a query that the shared cache stores (maxAge above 0), else undefined. */
+function cachePolicy(op: CompiledOperation): CachePolicy | undefined {
+  const c = op.kind === 'query' ? op.stored.directives.cache : undefined
+  return c && c.maxAge > 0 ? c : undefined
+}
+
+/** Re-runs a stale cached query in the background (one instance at a time) and stores the new body. */
+async function revalidate(op: CompiledOperation, variables: Variables, request: FastifyRequest, holder: GatewayHolder, state: CacheState, lookup: CacheLookup, policy: CachePolicy): Promise<void> {
+  if (!(await state.cache.claimRevalidation(lookup))) return
+  try {
+    const result = await op.execute(variables, { request, headers: request.headers, cluster: holder.cluster, resultBudget: resultBudget(holder.current.config.server.maxResponseBytes) })
+    if (!result.errors?.length) {
+      const body = op.stringifyData(result.data ?? {})
+      await state.cache.store(lookup, body, weakEtag(body), policy)
+    }
+  } catch (err) {
+    request.log.warn({ err, operation: op.name }, 'revalidating a cached response failed')
+  } finally {
+    await state.cache.endRevalidation(lookup)
+  }
+}
+
+/** Runs a query or mutation and sends its data (200), its errors (4xx/5xx) or 304; serves and fills the shared cache. */
+async function respond(op: CompiledOperation, variables: Variables, request: FastifyRequest, reply: FastifyReply, holder: GatewayHolder, notFoundWhenNull: boolean, state: CacheState) {
+  const policy = cachePolicy(op)
+  let lookup: CacheLookup | null = null
+  if (policy) {
+    lookup = await state.cache.lookup(op.stored.source, variables, request.headers, tagsOf(op, holder, state), policy)
+    if (lookup?.entry) {
+      reply.header('x-tributary-cache', lookup.state === 'fresh' ? 'hit' : 'stale').header('age', String(Math.max(0, Math.floor((Date.now() - lookup.entry.storedAt) / 1000))))
+      if (lookup.state === 'stale') void revalidate(op, variables, request, holder, state, lookup, policy)
+      return sendData(op, lookup.entry.body, request, reply)
+    }
+    reply.header('x-tributary-cache', 'miss')
+  }
+  const fill = lookup && policy ? (body: string) => void state.cache.store(lookup, body, weakEtag(body), policy) : undefined
+  const context = { reply, request, headers: request.headers, cluster: holder.cluster, resultBudget: resultBudget(holder.current.config.server.maxResponseBytes) }
   // Database-only queries: the SQL already produced the body. A custom route needs the data object
   // to tell a missing row, so it takes the normal path.
   if (op.direct && !notFoundWhenNull) {
     const body = await op.direct.runValidated(variables, context)
-    if (typeof body === 'string') return sendData(op, body, request, reply)
+    if (typeof body === 'string') {
+      fill?.(body)
+      return sendData(op, body, request, reply)
+    }
     if (body !== null) {
       // The statement failed once sent (a timeout, a cancellation...): reported, never run again.
       const { errors, status } = formatGraphQLErrors(body.errors, { mode: holder.current.config.mode, logger: request.log })
@@ -103,6 +157,10 @@ async function respond(op: CompiledOperation, variables: Variables, request: Fas
     }
   }
   const result = await op.execute(variables, context)
+  // A mutation invalidates the cached queries that read what it touched, before its answer leaves.
+  if (op.kind === 'mutation' && result.data) {
+    await state.cache.invalidate(tagsOf(op, holder, state)).catch((err: unknown) => request.log.error({ err, operation: op.name }, 'invalidating cached responses failed'))
+  }
   if (result.errors?.length) {
     const { errors, status } = formatGraphQLErrors(result.errors, { mode: holder.current.config.mode, logger: request.log })
     const body: { errors: GraphQLFormattedError[]; data?: unknown } = { errors }
@@ -114,7 +172,9 @@ async function respond(op: CompiledOperation, variables: Variables, request: Fas
   if (notFoundWhenNull && Object.values(data).every((v) => v === null)) {
     return sendError(reply, new DbNotFoundError('matching', `${request.method} ${request.url}`))
   }
-  return sendData(op, op.stringifyData(data), request, reply)
+  const body = op.stringifyData(data)
+  fill?.(body)
+  return sendData(op, body, request, reply)
 }
 
 /** Sends a successful data object: ETag and Cache-Control for GET (304 on a match), no-store otherwise. */
@@ -210,6 +270,8 @@ function startSse(request: FastifyRequest, reply: FastifyReply, open: Set<SseStr
  */
 async function streamSubscription(op: CompiledOperation, variables: Variables, request: FastifyRequest, reply: FastifyReply, holder: GatewayHolder, open: Set<SseStream>) {
   const stream = startSse(request, reply, open)
+  activity.subscriptions++
+  stream.onClose(() => activity.subscriptions--)
   const format = (r: ExecutionResult) => {
     const out: { data?: unknown; errors?: GraphQLFormattedError[] } = { data: r.data }
     if (r.errors?.length) out.errors = formatGraphQLErrors(r.errors, { mode: holder.current.config.mode, logger: request.log }).errors
@@ -217,7 +279,7 @@ async function streamSubscription(op: CompiledOperation, variables: Variables, r
   }
   let iterator: AsyncIterableIterator<ExecutionResult> | ExecutionResult
   try {
-    iterator = await op.subscribe(variables, { request, headers: request.headers, signal: stream.signal })
+    iterator = await op.subscribe(variables, { request, headers: request.headers, signal: stream.signal, cluster: holder.cluster })
   } catch (err) {
     const { errors } = formatGraphQLErrors([toGraphQLError(err)], { mode: holder.current.config.mode, logger: request.log })
     stream.send(JSON.stringify({ errors }))
@@ -259,6 +321,10 @@ function toGraphQLError(err: unknown): GraphQLError {
 export function registerOperationRoutes(app: FastifyInstance, holder: GatewayHolder): void {
   const live = new LivePollers(holder)
   app.decorate('livePollers', live)
+  const cacheState: CacheState = {
+    cache: new ResponseCache(holder.cluster, (err) => app.log.warn({ err: { message: (err as Error)?.message } }, 'shared cache unavailable')),
+    tags: new WeakMap(),
+  }
   // Event streams are long-lived: end them before the server closes, or `close()` would wait for them.
   const open = new Set<SseStream>()
   app.addHook('preClose', async () => {
@@ -321,7 +387,7 @@ export function registerOperationRoutes(app: FastifyInstance, holder: GatewayHol
       await streamSubscription(op, variables, request, reply, holder, open)
       return reply
     }
-    return respond(op, variables, request, reply, holder, viaCustomRoute)
+    return observeOperation(op.name, () => respond(op, variables, request, reply, holder, viaCustomRoute, cacheState))
   }
 
   app.route({

@@ -45,6 +45,7 @@ import { CloseCode, GRAPHQL_TRANSPORT_WS_PROTOCOL, makeServer, type Context, typ
 import { GraphQLLimitError, InternalError, isTributaryError } from '../errors.js'
 import { DEFAULT_MAX_INTROSPECTION_DEPTH, buildCostPlan, checkCost, checkVariablesDepth, createDocumentLimitsRule } from './limits.js'
 import { codedGraphQLError } from './format-error.js'
+import { countSubscription } from '../observability/probes.js'
 
 /** A value or a promise of it. */
 export type MaybePromise<T> = T | Promise<T>
@@ -288,7 +289,9 @@ export function createSubscriptionHandler(options: SubscriptionHandlerOptions): 
 
     async subscribe(args) {
       try {
-        return await subscribe(args)
+        const result = await subscribe(args)
+        // Counted while it runs (tributary_subscriptions_active).
+        return Symbol.asyncIterator in result ? countSubscription(result) : result
       } catch (err) {
         return { errors: [toGraphQLError(err)] }
       }

@@ -18,6 +18,7 @@ import { createKnex, parseDatabaseUrl } from './connection.js'
 import { SqliteWorkers } from './sqlite-workers.js'
 import { introspect } from './introspect.js'
 import type { DatabaseIntrospection } from './model.js'
+import { registerPool } from '../../observability/probes.js'
 
 /** One Knex migration. */
 type DatabaseMigration = { up(knex: Knex): Promise<void>; down?(knex: Knex): Promise<void> }
@@ -182,13 +183,28 @@ export async function createDatabaseSource(options: DatabaseSourceOptions, ctx: 
   // in-memory database exists in this process only.
   const parsed = parseDatabaseUrl(options.url, ctx.cwd)
   const workers = parsed.dialect === 'sqlite' && parsed.filename !== ':memory:' ? new SqliteWorkers(parsed.filename, SQLITE_WORKER_PROCESSES, timeoutMs) : undefined
-  const db = new Db(knex, dialect, { timeoutMs, ...(workers ? { sqliteWorkers: workers } : {}) })
+  const db = new Db(knex, dialect, { timeoutMs, sourceName: ctx.sourceName, ...(workers ? { sqliteWorkers: workers } : {}) })
+  // The pool gauge (tributary_db_pool_connections): tarn's counts, read when metrics are scraped.
+  const unregisterPool = registerPool({
+    kind: 'db',
+    source: ctx.sourceName,
+    stats() {
+      const pool = (knex.client as { pool?: { numUsed(): number; numFree(): number; numPendingAcquires(): number } }).pool
+      return pool ? { used: pool.numUsed(), free: pool.numFree(), pending: pool.numPendingAcquires() } : { used: 0, free: 0, pending: 0 }
+    },
+  })
   db.onQuery((sql, bindings) => {
     if (log.isLevelEnabled('debug')) log.debug({ sql, bindings }, 'sql')
   })
   if (log.isLevelEnabled('debug')) {
     // Statements knex sends itself (migrations, introspection).
     knex.on('query', (q: { sql: string; bindings?: unknown[] }) => log.debug({ sql: q.sql, bindings: q.bindings ?? [] }, 'sql'))
+  }
+  /** Frees what this function holds when the source fails to load: the pool gauge, the workers, the pool. */
+  const release = async (): Promise<void> => {
+    unregisterPool()
+    workers?.close()
+    await knex.destroy().catch(() => undefined)
   }
   const cacheFile = join(ctx.cacheDir, `${ctx.sourceName}.introspection.json`)
   let doc: DatabaseIntrospection
@@ -211,8 +227,7 @@ export async function createDatabaseSource(options: DatabaseSourceOptions, ctx: 
       cached = undefined
     }
     if (cached === undefined) {
-      workers?.close()
-      await knex.destroy().catch(() => undefined)
+      await release()
       throw new SourceLoadError(ctx.sourceName, safeMessage(err), { cause: err })
     }
     log.warn({ err: safeMessage(err), cache: cacheFile }, 'database unreachable: using the cached introspection')
@@ -237,8 +252,7 @@ export async function createDatabaseSource(options: DatabaseSourceOptions, ctx: 
   if (Array.isArray(options.functions)) {
     const missing = options.functions.filter((n) => !(doc.functions ?? []).some((f) => f.name === n))
     if (missing.length > 0) {
-      workers?.close()
-      await knex.destroy().catch(() => undefined)
+      await release()
       throw new ConfigInvalidError(`datasource ${ctx.sourceName}: functions: ${missing.join(', ')} cannot be exposed (not found, or not supported: see the startup warnings)`)
     }
   }
@@ -246,8 +260,7 @@ export async function createDatabaseSource(options: DatabaseSourceOptions, ctx: 
   try {
     effective = applyColumnOptions(doc, options.columns, ctx.sourceName)
   } catch (err) {
-    workers?.close()
-    await knex.destroy().catch(() => undefined)
+    await release()
     throw err
   }
   let schema: ReturnType<typeof buildSchema>
@@ -261,8 +274,7 @@ export async function createDatabaseSource(options: DatabaseSourceOptions, ctx: 
       overrides: { ...(options.uniqueKeys ? { uniqueKeys: options.uniqueKeys } : {}), ...(options.relations ? { relations: options.relations } : {}) },
     })
   } catch (err) {
-    workers?.close()
-    await knex.destroy().catch(() => undefined)
+    await release()
     throw new ConfigInvalidError(`datasource ${ctx.sourceName}: ${(err as Error).message}`, { cause: err })
   }
   let closed = false
@@ -282,6 +294,7 @@ export async function createDatabaseSource(options: DatabaseSourceOptions, ctx: 
     async close(): Promise<void> {
       if (closed) return
       closed = true
+      unregisterPool()
       workers?.close()
       await knex.destroy()
     },

@@ -23,6 +23,7 @@ import { UpstreamError } from '../../errors.js'
 import { toWireValue } from '../../scalars.js'
 import { mapNetworkError } from '../rest/request.js'
 import { bodyExcerpt, withUpstreamDetails, type UpstreamDetails } from '../upstream-details.js'
+import { startUpstream } from '../../observability/probes.js'
 
 /** Options of {@link createGraphQLHttpClient}. */
 export interface GraphQLHttpOptions {
@@ -53,7 +54,7 @@ export interface GraphQLHttpClient {
    * @returns the upstream's `{ data?, errors? }`, its errors marked with `extensions.upstream`.
    * @throws UpstreamError / UpstreamTimeoutError (see the file header); never the upstream's address.
    */
-  send(endpoint: GraphQLEndpoint, body: unknown, extraHeaders?: Record<string, string>): Promise<ExecutionResult>
+  send(endpoint: GraphQLEndpoint, body: unknown, extraHeaders?: Record<string, string>, seen?: { status: number }): Promise<ExecutionResult>
   /**
    * An executor for `endpoint`: prints the request's document, forwards the configured client
    * headers (from `context.reply.request.headers` or `context.headers`) and sends variables in their
@@ -61,6 +62,8 @@ export interface GraphQLHttpClient {
    * sent as it is).
    */
   executor(endpoint: GraphQLEndpoint, types: () => GraphQLSchema | undefined): Executor
+  /** The agent's connection-pool counters for the origin of `url` (undici `Agent.stats`; booleans as 1/0), for the pool gauge. */
+  poolStats(url: string): Record<string, number>
   /** Closes the agent's sockets. Idempotent. */
   close(): Promise<void>
 }
@@ -77,7 +80,7 @@ export function createGraphQLHttpClient(options: GraphQLHttpOptions): GraphQLHtt
   const forward = (options.forwardHeaders ?? []).map((h) => h.toLowerCase())
   let closed: Promise<void> | undefined
 
-  async function send(endpoint: GraphQLEndpoint, body: unknown, extraHeaders: Record<string, string> = {}): Promise<ExecutionResult> {
+  async function send(endpoint: GraphQLEndpoint, body: unknown, extraHeaders: Record<string, string> = {}, seen?: { status: number }): Promise<ExecutionResult> {
     const path = new URL(endpoint.url).pathname
     const details = (status: number, text?: string): UpstreamDetails =>
       ({ source: endpoint.name, method: 'POST', path, status, ...(text !== undefined ? { body: bodyExcerpt(text) } : {}) })
@@ -99,6 +102,7 @@ export function createGraphQLHttpClient(options: GraphQLHttpOptions): GraphQLHtt
     } catch (err) {
       throw mapNetworkError(err, endpoint.name, timeoutMs)
     }
+    if (seen) seen.status = res.statusCode
     let text: string
     try {
       text = await res.body.text()
@@ -130,13 +134,26 @@ export function createGraphQLHttpClient(options: GraphQLHttpOptions): GraphQLHtt
         const v = incoming[h]
         if (typeof v === 'string') extra[h] = v
       }
-      return send(endpoint, { query: print(req.document), variables: wireVariables(req, types()), operationName: req.operationName }, extra)
+      const payload = { query: print(req.document), variables: wireVariables(req, types()), operationName: req.operationName }
+      // Observed (observability/probes.ts): its duration by status, a client span whose traceparent goes upstream.
+      const end = startUpstream(endpoint.name, 'POST', endpoint.url, extra)
+      if (!end) return send(endpoint, payload, extra)
+      const seen = { status: 0 }
+      try {
+        const result = await send(endpoint, payload, extra, seen)
+        end(seen.status)
+        return result
+      } catch (err) {
+        end(seen.status, err)
+        throw err
+      }
     }
   }
 
   return {
     send,
     executor,
+    poolStats: (url) => numericStats(dispatcher.stats[new URL(url).origin]),
     close: () => (closed ??= dispatcher.close()),
   }
 }
@@ -155,5 +172,12 @@ function wireVariables(req: ExecutionRequest, schema: GraphQLSchema | undefined)
     const type = typeFromAST(schema, def.type)
     if (type && isInputType(type) && out[name] !== undefined) out[name] = transformInputValue(type, out[name], (leaf, value) => toWireValue(leaf.name, value))
   }
+  return out
+}
+
+/** undici pool stats as numbers (a client's `connected` is a boolean: 1 or 0). */
+function numericStats(stats: object | undefined): Record<string, number> {
+  const out: Record<string, number> = {}
+  for (const [k, v] of Object.entries(stats ?? {})) if (typeof v === 'number' || typeof v === 'boolean') out[k] = Number(v)
   return out
 }

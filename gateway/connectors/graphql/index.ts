@@ -9,6 +9,7 @@ import { join } from 'node:path'
 import type { ConnectorContext, RemoteSubschema, SourceHealth } from '../types.js'
 import { SourceLoadError } from '../../errors.js'
 import { createGraphQLHttpClient, type GraphQLEndpoint } from './http.js'
+import { registerPool } from '../../observability/probes.js'
 
 /** Options of a remote GraphQL data source. */
 export interface GraphQLSourceOptions {
@@ -31,6 +32,8 @@ export async function createGraphQLSource(options: GraphQLSourceOptions, context
   const client = createGraphQLHttpClient({ timeoutMs: options.timeoutMs ?? 5000, headers: options.headers, forwardHeaders: options.forwardHeaders, logger: context.logger })
   const endpoint: GraphQLEndpoint = { url: options.url, name: context.sourceName }
   const send = (body: unknown) => client.send(endpoint, body)
+  // The pool gauge (tributary_upstream_pool_connections): the agent's pool for the upstream's origin.
+  const unregisterPool = registerPool({ kind: 'http', source: context.sourceName, stats: () => client.poolStats(options.url) })
 
   const cacheFile = join(context.cacheDir, `${context.sourceName}.introspection.json`)
   let introspection: IntrospectionQuery
@@ -63,6 +66,9 @@ export async function createGraphQLSource(options: GraphQLSourceOptions, context
         return { status: 'down', message: (err as Error).message }
       }
     },
-    close: () => client.close(),
+    close: () => {
+      unregisterPool()
+      return client.close()
+    },
   }
 }

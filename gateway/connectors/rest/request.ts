@@ -40,6 +40,7 @@ import type { RestRequest, RestRequestFn } from './convert.js'
 import type { AppliedAuth, Authenticator } from './security.js'
 import { isObject } from './openapi.js'
 import { bodyExcerpt, withUpstreamDetails } from '../upstream-details.js'
+import { registerPool, startUpstream } from '../../observability/probes.js'
 
 /** Retry policy of a source (see the file header). */
 export interface RetryOptions {
@@ -273,6 +274,8 @@ export function createUpstream(options: UpstreamOptions): Upstream {
     maxResponseSize: options.maxResponseBytes,
     keepAliveTimeout: 10_000,
   })
+  // The pool gauge (tributary_upstream_pool_connections), read when metrics are scraped.
+  const unregisterPool = registerPool({ kind: 'http', source: sourceName, stats: () => ({ ...pool.stats }) })
   const staticHeaders: Record<string, string> = {}
   for (const [k, v] of Object.entries(options.headers)) staticHeaders[k.toLowerCase()] = v
   const forward = options.forwardHeaders.map((h) => h.toLowerCase()).filter((h) => !HOP_BY_HOP.has(h))
@@ -306,8 +309,26 @@ export function createUpstream(options: UpstreamOptions): Upstream {
     return state === 'open' && Date.now() - openedAt >= options.circuitBreaker.halfOpenAfterMs ? 'half-open' : state
   }
 
-  /** One attempt: sends the request and decodes a 2xx answer; rejects with a mapped error. */
+  /**
+   * One attempt, observed (observability/probes.ts: its duration by status, a client span whose
+   * `traceparent` goes upstream in `headers`).
+   */
   const attempt = async (req: RestRequest, path: string, headers: Record<string, string>): Promise<unknown> => {
+    const end = startUpstream(sourceName, req.method, `${base.origin}${path}`, headers)
+    if (!end) return attemptOnce(req, path, headers)
+    const seen = { status: 0 }
+    try {
+      const result = await attemptOnce(req, path, headers, seen)
+      end(seen.status)
+      return result
+    } catch (err) {
+      end(seen.status, err)
+      throw err
+    }
+  }
+
+  /** One attempt: sends the request and decodes a 2xx answer; rejects with a mapped error. `seen.status` gets the answer's status. */
+  const attemptOnce = async (req: RestRequest, path: string, headers: Record<string, string>, seen?: { status: number }): Promise<unknown> => {
     let res: Dispatcher.ResponseData
     // One line per upstream HTTP request (retries included), without the query string, which may carry credentials.
     if (logger?.isLevelEnabled('debug')) logger.debug({ method: req.method, url: `${base.origin}${path.split('?')[0]}` }, 'upstream')
@@ -316,6 +337,7 @@ export function createUpstream(options: UpstreamOptions): Upstream {
     } catch (err) {
       throw mapFailure(err)
     }
+    if (seen) seen.status = res.statusCode
     try {
       const status = res.statusCode
       if (status < 200 || status >= 300) {
@@ -453,6 +475,7 @@ export function createUpstream(options: UpstreamOptions): Upstream {
       return { ...known, circuit }
     },
     close() {
+      unregisterPool()
       // Waits for calls in flight, at most CLOSE_GRACE_MS; a hung upstream is then cut off.
       closing ??= Promise.race([pool.close().catch(() => undefined), sleep(CLOSE_GRACE_MS, undefined, { ref: false })])
         .then(() => pool.destroy().catch(() => undefined))

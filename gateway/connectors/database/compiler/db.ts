@@ -21,6 +21,7 @@ import type { Knex } from 'knex'
 import { DbCancelledError, DbTimeoutError, isTributaryError } from '../../../errors.js'
 import type { Dialect } from '../model.js'
 import { isHeldWorker, type CancelWatch, type SqliteExecResult, type SqliteWorkers } from '../sqlite-workers.js'
+import { startStatement } from '../../../observability/probes.js'
 
 export type { CancelWatch } from '../sqlite-workers.js'
 
@@ -30,6 +31,8 @@ export interface DbOptions {
   timeoutMs?: number
   /** SQLite files: the worker processes that run every statement not marked cheap. */
   sqliteWorkers?: SqliteWorkers
+  /** The data source's name: the `source` label of `tributary_sql_duration_seconds` and of SQL spans. Default `db`. */
+  sourceName?: string
 }
 
 /** Per-statement options. */
@@ -161,6 +164,8 @@ export class Db {
   /** The statement timeout, in milliseconds. */
   readonly timeoutMs: number
   private readonly workers: SqliteWorkers | undefined
+  /** The source's name, for metrics and spans. */
+  readonly sourceName: string
 
   constructor(
     readonly knex: Knex,
@@ -169,6 +174,35 @@ export class Db {
   ) {
     this.timeoutMs = options.timeoutMs ?? 10_000
     this.workers = options.sqliteWorkers
+    this.sourceName = options.sourceName ?? 'db'
+  }
+
+  /** Runs one statement timed (metrics, a span) when observability is on (observability/probes.ts). */
+  private async timed<T>(sql: string, run: () => Promise<T>): Promise<T> {
+    const end = startStatement(this.sourceName, this.dialect, sql)
+    if (!end) return run()
+    try {
+      const result = await run()
+      end()
+      return result
+    } catch (err) {
+      end(err)
+      throw err
+    }
+  }
+
+  /** {@link timed} for a synchronous (better-sqlite3) statement. */
+  private timedSync<T>(sql: string, run: () => T): T {
+    const end = startStatement(this.sourceName, this.dialect, sql)
+    if (!end) return run()
+    try {
+      const result = run()
+      end()
+      return result
+    } catch (err) {
+      end(err)
+      throw err
+    }
   }
 
   /** Adds a listener for every statement; returns a function that removes it. */
@@ -287,7 +321,7 @@ export class Db {
   async execute(sql: string, bindings: readonly unknown[], cancel?: CancelWatch): Promise<ExecResult> {
     if (this.workers) {
       this.notify(sql, bindings)
-      return (await this.workers.run({ mode: 'exec', sql, bindings }, cancel)) as SqliteExecResult
+      return (await this.timed(sql, () => this.workers!.run({ mode: 'exec', sql, bindings }, cancel))) as SqliteExecResult
     }
     return this.withConnection((conn) => this.exec(conn, sql, bindings, cancel))
   }
@@ -322,7 +356,7 @@ export class Db {
     const idle = this.idleSqliteConnection()
     if (!idle) return undefined
     this.notify(sql, bindings)
-    return this.sqliteStatement(idle, sql, true).all(...bindings)
+    return this.timedSync(sql, () => this.sqliteStatement(idle, sql, true).all(...bindings))
   }
 
   /**
@@ -366,7 +400,7 @@ export class Db {
     if (conn === undefined) {
       if (this.workers && options?.cheap !== true) {
         this.notify(sql, bindings)
-        return (await this.workers.run({ mode: 'values', sql, bindings, ...(options?.maxResultChars !== undefined ? { maxChars: options.maxResultChars } : {}) }, options?.cancel)) as unknown[]
+        return (await this.timed(sql, () => this.workers!.run({ mode: 'values', sql, bindings, ...(options?.maxResultChars !== undefined ? { maxChars: options.maxResultChars } : {}) }, options?.cancel))) as unknown[]
       }
       if (this.dialect === 'sqlite') {
         const now = this.valuesNow(sql, bindings)
@@ -375,7 +409,7 @@ export class Db {
         const c = await this.acquire()
         try {
           this.notify(sql, bindings)
-          return this.sqliteStatement(c as SqliteConnection, sql, true).all(...bindings)
+          return this.timedSync(sql, () => this.sqliteStatement(c as SqliteConnection, sql, true).all(...bindings))
         } finally {
           await this.release(c)
         }
@@ -385,14 +419,14 @@ export class Db {
     this.notify(sql, bindings)
     switch (this.dialect) {
       case 'sqlite':
-        if (isHeldWorker(conn)) return (await this.workers!.runOn(conn, { mode: 'values', sql, bindings }, options?.cancel)) as unknown[]
-        return this.sqliteStatement(conn as SqliteConnection, sql, true).all(...bindings)
+        if (isHeldWorker(conn)) return (await this.timed(sql, () => this.workers!.runOn(conn, { mode: 'values', sql, bindings }, options?.cancel))) as unknown[]
+        return this.timedSync(sql, () => this.sqliteStatement(conn as SqliteConnection, sql, true).all(...bindings))
       case 'postgres': {
-        const res = await this.guard(conn, options?.cancel, () => (conn as PgConnection).query({ text: sql, values: bindings, name: this.pgName(sql), rowMode: 'array' }))
+        const res = await this.timed(sql, () => this.guard(conn, options?.cancel, () => (conn as PgConnection).query({ text: sql, values: bindings, name: this.pgName(sql), rowMode: 'array' })))
         return (res.rows as unknown[][]).map((r) => r[0])
       }
       default: {
-        const res = await this.guard(conn, options?.cancel, () => mysqlQuery(conn as MysqlConnection, sql, bindings, true))
+        const res = await this.timed(sql, () => this.guard(conn, options?.cancel, () => mysqlQuery(conn as MysqlConnection, sql, bindings, true)))
         return (res as unknown[][]).map((r) => r[0])
       }
     }
@@ -489,22 +523,24 @@ export class Db {
     this.notify(sql, bindings)
     switch (this.dialect) {
       case 'sqlite': {
-        if (isHeldWorker(conn)) return (await this.workers!.runOn(conn, { mode: 'exec', sql, bindings }, cancel)) as SqliteExecResult
+        if (isHeldWorker(conn)) return (await this.timed(sql, () => this.workers!.runOn(conn, { mode: 'exec', sql, bindings }, cancel))) as SqliteExecResult
         const stmt = this.sqliteStatement(conn as SqliteConnection, sql, false)
-        if (stmt.reader) {
-          const rows = stmt.all(...bindings) as Record<string, unknown>[]
-          return { rows, affected: rows.length }
-        }
-        const info = stmt.run(...bindings)
-        return { rows: [], affected: info.changes }
+        return this.timedSync(sql, () => {
+          if (stmt.reader) {
+            const rows = stmt.all(...bindings) as Record<string, unknown>[]
+            return { rows, affected: rows.length }
+          }
+          const info = stmt.run(...bindings)
+          return { rows: [], affected: info.changes }
+        })
       }
       case 'postgres': {
-        const res = await this.guard(conn, cancel, () => (conn as PgConnection).query({ text: sql, values: [...bindings] }))
+        const res = await this.timed(sql, () => this.guard(conn, cancel, () => (conn as PgConnection).query({ text: sql, values: [...bindings] })))
         const rows = (res.rows ?? []) as Record<string, unknown>[]
         return { rows, affected: res.rowCount ?? rows.length }
       }
       default: {
-        const res = await this.guard(conn, cancel, () => mysqlQuery(conn as MysqlConnection, sql, [...bindings], false))
+        const res = await this.timed(sql, () => this.guard(conn, cancel, () => mysqlQuery(conn as MysqlConnection, sql, [...bindings], false)))
         if (Array.isArray(res)) {
           // A multi-statement result or rows.
           const rows = res as Record<string, unknown>[]

@@ -1,0 +1,177 @@
+/**
+ * The shared response cache of `# @cache maxAge=<s> [staleWhileRevalidate=<s>]` stored queries, kept in
+ * the {@link Cluster} (Redis when configured, so every instance serves the same body and ETag).
+ *
+ * - Key: sha256 of the operation's text, its variables (keys sorted) and the request's credential
+ *   headers (`Authorization`, `Cookie`; hashed, never stored), under `kv:cache:<hash>`.
+ * - An entry is fresh for `maxAge` seconds, then served stale for `staleWhileRevalidate` seconds while
+ *   one instance (lock `cache:<hash>`) re-runs the query in the background; it expires after both.
+ * - Tags: a query is tagged with every object, interface and union type its selection set reads
+ *   (`type:todo_Todo`) and the namespace of each root field (`source:todo`). A mutation through the
+ *   gateway bumps the version counter of the tags it touches: the types it returns, the model its
+ *   database root field names (`todo_deleteManyTodo` → `todo_Todo`), or, when neither is known, its
+ *   source. An entry stores the tag versions read before its query ran and is served only while they
+ *   are unchanged, so a write invalidates every instance at once and a query racing a write is never
+ *   served afterwards.
+ */
+import { createHash } from 'node:crypto'
+import type { IncomingHttpHeaders } from 'node:http'
+import {
+  TypeInfo, getNamedType, isCompositeType, visit, visitWithTypeInfo,
+  type DocumentNode, type GraphQLSchema, type OperationDefinitionNode,
+} from 'graphql'
+import type { Cluster } from './index.js'
+
+/** A cached response. */
+export interface CachedResponse {
+  body: string
+  etag: string
+  /** When the query ran (ms since the epoch, the storing instance's clock). */
+  storedAt: number
+}
+
+/** What {@link ResponseCache.lookup} found. */
+export interface CacheLookup {
+  readonly key: string
+  /** The tag versions read with the entry: stored with a new entry. */
+  readonly versions: string
+  readonly entry: CachedResponse | null
+  /** `fresh`: within maxAge; `stale`: within staleWhileRevalidate after it; `miss`: nothing usable. */
+  readonly state: 'fresh' | 'stale' | 'miss'
+}
+
+/** Cache settings of one operation (`# @cache`). */
+export interface CachePolicy {
+  maxAge: number
+  staleWhileRevalidate?: number
+}
+
+const DATABASE_MUTATION = /^(?:createOne|createMany|updateOne|updateMany|upsertOne|deleteOne|deleteMany)([A-Z]\w*)$/
+
+/**
+ * The tags an operation reads (query) or touches (mutation), for a schema whose namespaced root fields
+ * are `<ns>_<field>`. `namespaces`: the namespaces of the sources.
+ */
+export function operationTags(schema: GraphQLSchema, document: DocumentNode, operation: OperationDefinitionNode, namespaces: readonly string[]): string[] {
+  const tags = new Set<string>()
+  const nsOf = (field: string): string => namespaces.find((ns) => ns && field.startsWith(`${ns}_`)) ?? ''
+  const root = operation.operation === 'mutation' ? schema.getMutationType() : schema.getQueryType()
+  const typeInfo = new TypeInfo(schema)
+  const isMutation = operation.operation === 'mutation'
+  let depth = 0
+  visit(
+    document,
+    visitWithTypeInfo(typeInfo, {
+      Field: {
+        enter(node) {
+          depth++
+          const type = typeInfo.getType()
+          const named = type ? getNamedType(type) : undefined
+          const atRoot = depth === 1 && typeInfo.getParentType() === root
+          if (atRoot) {
+            const name = node.name.value
+            const ns = nsOf(name)
+            const bare = ns ? name.slice(ns.length + 1) : name
+            if (isMutation) {
+              const model = DATABASE_MUTATION.exec(bare)
+              if (model) tags.add(`type:${ns ? `${ns}_` : ''}${model[1]}`)
+              else if (named && isCompositeType(named)) tags.add(`type:${named.name}`)
+              else tags.add(`source:${ns}`)
+            } else {
+              tags.add(`source:${ns}`)
+            }
+          }
+          if (!isMutation && named && isCompositeType(named)) tags.add(`type:${named.name}`)
+        },
+        leave() {
+          depth--
+        },
+      },
+    }),
+  )
+  return [...tags].sort()
+}
+
+/** The shared cache of one app. Every method catches cluster errors: a cache that is down is a miss. */
+export class ResponseCache {
+  constructor(private readonly cluster: Cluster, private readonly onError: (err: unknown) => void = () => undefined) {}
+
+  /**
+   * Reads the entry of (operation text, variables, credentials) and the versions of `tags` in one round trip.
+   * @returns null when the cluster failed (treat as a miss, store nothing).
+   */
+  async lookup(text: string, variables: unknown, headers: IncomingHttpHeaders, tags: readonly string[], policy: CachePolicy): Promise<CacheLookup | null> {
+    const hash = createHash('sha256').update(text).update('\0').update(stableJson(variables)).update('\0').update(String(headers.authorization ?? '')).update('\0').update(String(headers.cookie ?? '')).digest('base64url')
+    const key = `cache:${hash}`
+    let values: (string | null)[]
+    try {
+      values = await this.cluster.mget([`kv:${key}`, ...tags.map((t) => `counter:tag:${t}`)])
+    } catch (err) {
+      this.onError(err)
+      return null
+    }
+    const versions = values.slice(1).map((v) => v ?? '0').join(',')
+    let entry: (CachedResponse & { versions: string }) | null = null
+    try {
+      entry = values[0] ? (JSON.parse(values[0]) as CachedResponse & { versions: string }) : null
+    } catch {
+      entry = null
+    }
+    if (!entry || entry.versions !== versions) return { key, versions, entry: null, state: 'miss' }
+    const age = Date.now() - entry.storedAt
+    const state = age < policy.maxAge * 1000 ? 'fresh' : age < (policy.maxAge + (policy.staleWhileRevalidate ?? 0)) * 1000 ? 'stale' : 'miss'
+    return { key, versions, entry: state === 'miss' ? null : { body: entry.body, etag: entry.etag, storedAt: entry.storedAt }, state }
+  }
+
+  /** Stores a body under a lookup's key with the versions read before its query ran. Never throws. */
+  async store(lookup: CacheLookup, body: string, etag: string, policy: CachePolicy): Promise<void> {
+    const ttlMs = (policy.maxAge + (policy.staleWhileRevalidate ?? 0)) * 1000
+    if (ttlMs <= 0) return
+    try {
+      await this.cluster.set(lookup.key, JSON.stringify({ body, etag, storedAt: Date.now(), versions: lookup.versions }), ttlMs)
+    } catch (err) {
+      this.onError(err)
+    }
+  }
+
+  /**
+   * Takes the revalidation lock of a stale entry (for 10 s at most).
+   * @returns true when this instance should re-run the query.
+   */
+  async claimRevalidation(lookup: CacheLookup): Promise<boolean> {
+    try {
+      return await this.cluster.acquire(lookup.key, 10_000)
+    } catch (err) {
+      this.onError(err)
+      return false
+    }
+  }
+
+  /** Releases the revalidation lock. Never throws. */
+  async endRevalidation(lookup: CacheLookup): Promise<void> {
+    await this.cluster.release(lookup.key).catch(this.onError)
+  }
+
+  /**
+   * Invalidates every entry tagged with one of `tags`, on every instance.
+   * @throws when the cluster does not answer (the caller decides whether the write still succeeds).
+   */
+  invalidate(tags: readonly string[]): Promise<void> {
+    return invalidateTags(this.cluster, tags)
+  }
+}
+
+/**
+ * Invalidates the cached responses tagged with one of `tags` (from {@link operationTags} of a mutation), on every instance.
+ * @throws when the cluster does not answer.
+ */
+export async function invalidateTags(cluster: Cluster, tags: readonly string[]): Promise<void> {
+  await cluster.incrAll(tags.map((t) => `tag:${t}`))
+}
+
+/** JSON with object keys sorted, so `{a,b}` and `{b,a}` share an entry. */
+export function stableJson(value: unknown): string {
+  return JSON.stringify(value, (_key, v: unknown) =>
+    v && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) : v,
+  ) ?? 'null'
+}

@@ -1,0 +1,63 @@
+/**
+ * Health endpoints for orchestrators and load balancers:
+ *
+ * - `GET /health/live`: 200 `{"status":"ok"}` while the process serves HTTP; it probes nothing.
+ * - `GET /health/ready`: 200 `{"status":"ready","sources":{...},"redis":"up"|"memory"}` when every source
+ *   and Redis answer within `server.healthTimeoutMs` (80 ms by default, so the endpoint answers in about
+ *   that long at worst); else 503 with `"status":"unready"` and what is down. Once shutdown began
+ *   ({@link startDraining}), 503 `"status":"draining"` without probing.
+ * - `GET /health` (kept as it was): 200 `{"status":"ok"|"degraded","sources":{...}}`.
+ */
+import type { FastifyInstance } from 'fastify'
+import type { SourceHealth } from '../connectors/types.js'
+import type { GatewayHolder } from './app.js'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Readiness: `draining` turns `/health/ready` to 503 (the first step of a graceful shutdown). */
+    readiness: { draining: boolean }
+  }
+}
+
+/** Resolves `promise`, or `fallback` after `ms` milliseconds. */
+function within<T>(promise: Promise<T>, ms: number, fallback: T): Promise<T> {
+  let timer: NodeJS.Timeout | undefined
+  return Promise.race([promise.catch(() => fallback), new Promise<T>((resolve) => (timer = setTimeout(() => resolve(fallback), ms)))]).finally(() => clearTimeout(timer))
+}
+
+/** Registers `/health`, `/health/live` and `/health/ready` and decorates `app.readiness`. */
+export function registerHealthRoutes(app: FastifyInstance, holder: GatewayHolder): void {
+  app.decorate('readiness', { draining: false })
+
+  app.get('/health', async (_request, reply) => {
+    const sources = await holder.current.health()
+    const up = Object.values(sources).every((s) => s.status === 'up')
+    return reply.code(200).send({ status: up ? 'ok' : 'degraded', sources })
+  })
+
+  app.get('/health/live', async (_request, reply) => reply.code(200).header('cache-control', 'no-store').send({ status: 'ok' }))
+
+  app.get('/health/ready', async (_request, reply) => {
+    reply.header('cache-control', 'no-store')
+    if (app.readiness.draining) return reply.code(503).send({ status: 'draining' })
+    const timeout = holder.current.config.server.healthTimeoutMs
+    const gateway = holder.current
+    const down: SourceHealth = { status: 'down', message: `no answer within ${timeout} ms` }
+    const [entries, redis] = await Promise.all([
+      Promise.all(gateway.sources.map(async (s) => [s.name, await within(s.subschema.health(), timeout, down)] as const)),
+      holder.cluster.kind === 'memory' ? Promise.resolve('memory' as const) : within(holder.cluster.ping(timeout), timeout, false).then((ok) => (ok ? 'up' as const : 'down' as const)),
+    ])
+    const sources = Object.fromEntries(entries)
+    const ready = redis !== 'down' && entries.every(([, h]) => h.status === 'up')
+    return reply.code(ready ? 200 : 503).send({ status: ready ? 'ready' : 'unready', sources, redis })
+  })
+}
+
+/**
+ * Starts a graceful shutdown: `/health/ready` answers 503 at once, then after `delayMs` the server
+ * stops accepting connections and waits for in-flight requests (`app.close()`).
+ */
+export async function startDraining(app: FastifyInstance, delayMs: number): Promise<void> {
+  app.readiness.draining = true
+  if (delayMs > 0) await new Promise((resolve) => setTimeout(resolve, delayMs))
+}

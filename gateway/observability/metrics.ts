@@ -1,0 +1,241 @@
+/**
+ * Prometheus metrics through prom-client (README "Observability"): the metric set, made once per
+ * process in a registry of its own (not prom-client's global one, which an embedding program may
+ * use), and the `GET /metrics` route with its access rules (`metrics.bearerToken`,
+ * `metrics.allowedIps`).
+ *
+ * Every label is bounded: `route` is the route pattern fastify matched (`/operations/*`,
+ * `/api/v1/todo/:id`, `(unmatched)`), never the URL; `operation` a stored operation's name or
+ * `(graphql)`; `source` a data source's name; `status` an HTTP status.
+ */
+import { createHash, timingSafeEqual } from 'node:crypto'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client'
+import { MetricsDeniedError } from '../errors.js'
+import { sendError } from '../http/format-error.js'
+import { activity, livePollerCounts, observers, pools } from './probes.js'
+
+/** The observers of one metric child: what the probes call. */
+interface Observer {
+  observe(value: number): void
+}
+
+/** The metrics of the process, with their label children cached: the probes never hash labels. */
+export interface MetricSet {
+  /** The registry served at the metrics path. */
+  registry: Registry
+  /** `tributary_http_requests_total{route,method,status}`: counts one response. */
+  countRequest(route: string, method: string, status: number): void
+  /** `tributary_operation_duration_seconds{operation}`. */
+  operationSeconds(operation: string): Observer
+  /** `tributary_upstream_duration_seconds{source,status}`. */
+  upstreamSeconds(source: string, status: string): Observer
+  /** `tributary_sql_duration_seconds{source}`. */
+  sqlSeconds(source: string): Observer
+}
+
+/** Histogram buckets, in seconds: 1 ms to 10 s. */
+const BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
+
+/** One label set of a {@link LeanHistogram}: counts per bucket (not cumulative; the last is +Inf), sum and count. */
+class HistogramSeries implements Observer {
+  readonly counts: Float64Array
+  sum = 0
+  count = 0
+  constructor(readonly labels: Record<string, string>, private readonly buckets: readonly number[]) {
+    this.counts = new Float64Array(buckets.length + 1)
+  }
+  observe(value: number): void {
+    const b = this.buckets
+    let i = 0
+    while (i < b.length && value > b[i]!) i++
+    this.counts[i]!++
+    this.sum += value
+    this.count++
+  }
+}
+
+type Sample = { labels: Record<string, string | number>; value: number; metricName: string }
+
+/**
+ * A Prometheus histogram registered in a prom-client `Registry` as a custom metric (`name`, `help`,
+ * `type`, `get()`), which prom-client prints like its own histograms (`_bucket{le}`, `_sum`,
+ * `_count`). Unlike prom-client's `Histogram`, whose every `observe` hashes its labels into a string
+ * key, a series here is found once per label set and observed with a few additions: the probes run
+ * on every request (bench/README.md "Issue 13: metrics on and off").
+ */
+class LeanHistogram {
+  readonly type = 'histogram'
+  readonly aggregator = 'sum'
+  private readonly series = new Map<string, HistogramSeries>()
+  constructor(readonly name: string, readonly help: string, private readonly buckets: readonly number[]) {}
+
+  /** The series of a label set, made on first use; `key` identifies it (its label values joined). */
+  child(key: string, labels: () => Record<string, string>): HistogramSeries {
+    let s = this.series.get(key)
+    if (!s) this.series.set(key, (s = new HistogramSeries(labels(), this.buckets)))
+    return s
+  }
+
+  /** prom-client's metric contract: the samples to print, buckets cumulative. */
+  get(): { name: string; help: string; type: 'histogram'; aggregator: 'sum'; values: Sample[] } {
+    const values: Sample[] = []
+    for (const s of this.series.values()) {
+      let cumulative = 0
+      for (let i = 0; i <= this.buckets.length; i++) {
+        cumulative += s.counts[i]!
+        values.push({ labels: { le: i < this.buckets.length ? this.buckets[i]! : '+Inf', ...s.labels }, value: cumulative, metricName: `${this.name}_bucket` })
+      }
+      values.push({ labels: s.labels, value: s.sum, metricName: `${this.name}_sum` })
+      values.push({ labels: s.labels, value: s.count, metricName: `${this.name}_count` })
+    }
+    return { name: this.name, help: this.help, type: this.type, aggregator: this.aggregator, values }
+  }
+
+  /** Drops every series (prom-client's `registry.resetMetrics()`). */
+  reset(): void {
+    this.series.clear()
+  }
+}
+
+/** Makes the process's metric set (once) and switches the probes on. */
+export function enableMetrics(): MetricSet {
+  if (observers.metrics) return observers.metrics
+  const registry = new Registry()
+  collectDefaultMetrics({ register: registry })
+  // Responses are counted in plain cells (route → method → status), copied into the counter when scraped.
+  const requestCells = new Map<string, Map<string, Map<number, { n: number }>>>()
+  new Counter({
+    name: 'tributary_http_requests_total',
+    help: 'HTTP responses sent, by route pattern, method and status',
+    labelNames: ['route', 'method', 'status'] as const,
+    registers: [registry],
+    collect() {
+      this.reset()
+      for (const [route, byMethod] of requestCells) {
+        for (const [method, byStatus] of byMethod) for (const [status, cell] of byStatus) this.inc({ route, method, status: String(status) }, cell.n)
+      }
+    },
+  })
+  const histogram = (name: string, help: string) => {
+    const h = new LeanHistogram(name, help, BUCKETS)
+    registry.registerMetric(h as unknown as Parameters<Registry['registerMetric']>[0])
+    return h
+  }
+  const operation = histogram(
+    'tributary_operation_duration_seconds',
+    'Time to run one operation (a stored operation by name; other documents on /graphql as "(graphql)"), in seconds',
+  )
+  const upstream = histogram(
+    'tributary_upstream_duration_seconds',
+    'Time of one upstream HTTP call (REST or GraphQL source), body included, by source and status ("error": no answer), in seconds',
+  )
+  const sql = histogram('tributary_sql_duration_seconds', 'Time of one SQL statement, by database source, in seconds')
+  new Gauge({
+    name: 'tributary_subscriptions_active',
+    help: 'Subscriptions running (WebSocket operations and Server-Sent Events streams)',
+    registers: [registry],
+    collect() {
+      this.set(activity.subscriptions)
+    },
+  })
+  new Gauge({
+    name: 'tributary_live_pollers',
+    help: 'Live-query pollers running (one per operation, variables and credentials)',
+    registers: [registry],
+    collect() {
+      let n = 0
+      for (const count of livePollerCounts) n += count()
+      this.set(n)
+    },
+  })
+  const poolGauge = (kind: 'db' | 'http', name: string, help: string) =>
+    new Gauge({
+      name,
+      help,
+      labelNames: ['source', 'state'] as const,
+      registers: [registry],
+      collect() {
+        this.reset()
+        for (const p of pools) {
+          if (p.kind !== kind) continue
+          for (const [state, value] of Object.entries(p.stats())) this.inc({ source: p.source, state }, value)
+        }
+      },
+    })
+  poolGauge('db', 'tributary_db_pool_connections', 'Database pool connections by source and state (used, free, pending: acquires waiting)')
+  poolGauge('http', 'tributary_upstream_pool_connections', 'Upstream (undici) sockets and requests by source and state (connected, free, pending, queued, running)')
+
+  const set: MetricSet = {
+    registry,
+    countRequest(route, method, status) {
+      let byMethod = requestCells.get(route)
+      if (!byMethod) requestCells.set(route, (byMethod = new Map()))
+      let byStatus = byMethod.get(method)
+      if (!byStatus) byMethod.set(method, (byStatus = new Map()))
+      const cell = byStatus.get(status)
+      if (cell) cell.n++
+      else byStatus.set(status, { n: 1 })
+    },
+    operationSeconds: (name) => operation.child(name, () => ({ operation: name })),
+    upstreamSeconds: (source, status) => upstream.child(`${source}\u0000${status}`, () => ({ source, status })),
+    sqlSeconds: (source) => sql.child(source, () => ({ source })),
+  }
+  observers.metrics = set
+  return set
+}
+
+/** The resolved `metrics` section of the config. */
+export interface MetricsConfig {
+  /** Serve and collect metrics. */
+  readonly enabled: boolean
+  /** The route, e.g. `/metrics`. */
+  readonly path: string
+  /** When set, scrapes must send `Authorization: Bearer <token>`. */
+  readonly bearerToken: string | null
+  /** Client addresses allowed to scrape; null for any. */
+  readonly allowedIps: readonly string[] | null
+}
+
+/** The route label of a request: the pattern fastify matched, or `(unmatched)` (404s, so that random URLs add no series). */
+export function routeLabel(request: FastifyRequest): string {
+  return request.routeOptions.url ?? '(unmatched)'
+}
+
+function digest(text: string): Buffer {
+  return createHash('sha256').update(text).digest()
+}
+
+/** `::ffff:127.0.0.1` (an IPv4 client on a dual-stack socket) is `127.0.0.1`. */
+function normaliseIp(ip: string): string {
+  return ip.startsWith('::ffff:') && ip.includes('.') ? ip.slice(7) : ip
+}
+
+/**
+ * Switches metrics on and registers the metrics route and the request counter (an `onResponse`
+ * hook) on `app`. Access: a request from an address not in `allowedIps` gets 403, one without the
+ * bearer token 401 (with `WWW-Authenticate: Bearer`), both `TRB_ERR_METRICS_DENIED`.
+ */
+export function registerMetrics(app: FastifyInstance, config: MetricsConfig): void {
+  const metrics = enableMetrics()
+  app.addHook('onResponse', (request, reply, done) => {
+    metrics.countRequest(routeLabel(request), request.method, reply.statusCode)
+    done()
+  })
+  const token = config.bearerToken === null ? undefined : digest(`Bearer ${config.bearerToken}`)
+  const allowed = config.allowedIps === null ? undefined : new Set(config.allowedIps.map(normaliseIp))
+  app.get(config.path, async (request: FastifyRequest, reply: FastifyReply) => {
+    if (allowed && !allowed.has(normaliseIp(request.ip))) {
+      return sendError(reply, new MetricsDeniedError('This address may not read the metrics (metrics.allowedIps)'), 403)
+    }
+    if (token) {
+      const given = request.headers.authorization
+      if (typeof given !== 'string' || !timingSafeEqual(digest(given), token)) {
+        reply.header('www-authenticate', 'Bearer realm="metrics"')
+        return sendError(reply, new MetricsDeniedError('The metrics need Authorization: Bearer <metrics.bearerToken>'), 401)
+      }
+    }
+    const body = await metrics.registry.metrics()
+    return reply.header('cache-control', 'no-store').type(metrics.registry.contentType).send(body)
+  })
+}
