@@ -84,6 +84,12 @@ export const DbInputError = createError('TRB_ERR_DB_INPUT', '%s', 400) as Ctor
 export const DbRawError = createError('TRB_ERR_DB_RAW', 'Raw query failed: %s', 400) as Ctor
 /** A statement ran longer than its source's `statementTimeoutMs`; the engine stopped it and it is not run again. */
 export const DbTimeoutError = createError('TRB_ERR_DB_TIMEOUT', 'The database statement exceeded the time limit of %s ms', 504) as Ctor
+/**
+ * A mutation field was not written: another mutation field of the same request on the same database
+ * failed, and a request's fields on one database run in one transaction (all or nothing). The
+ * response's status is the failing field's.
+ */
+export const DbRolledBackError = createError('TRB_ERR_DB_ROLLED_BACK', 'Not written: %s', 400) as Ctor
 /** A statement was cancelled because its client disconnected; no response is sent (the client is gone). */
 export const DbCancelledError = createError('TRB_ERR_DB_CANCELLED', 'The database statement was cancelled: the client went away', 499) as Ctor
 
@@ -117,7 +123,7 @@ export const errorCodes: readonly string[] = [
   OperationInvalidError, OperationNotFoundError, OperationMethodError, OperationVariablesError, BadRequestError,
   GraphQLRequestError, GraphQLMethodError, GraphQLLimitError, GraphQLValidationError, GraphQLFieldError, PersistedNotFoundError, PersistedOnlyError,
   UpstreamError, UpstreamTimeoutError,
-  DbUniqueError, DbForeignKeyError, DbNotNullError, DbCheckError, DbValueError, DbNotFoundError, DbInputError, DbRawError, DbTimeoutError, DbCancelledError,
+  DbUniqueError, DbForeignKeyError, DbNotNullError, DbCheckError, DbValueError, DbNotFoundError, DbInputError, DbRawError, DbTimeoutError, DbCancelledError, DbRolledBackError,
   RouteNotFoundError, OriginForbiddenError, MisdirectedError, MetricsDeniedError,
   AuthInvalidError, AuthRequiredError, AuthForbiddenError, RateLimitedError,
   InternalError,

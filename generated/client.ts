@@ -43,7 +43,7 @@ export type CreateTodoResponse = {
     title: string
     completed: boolean
     createdAt: DateTime
-  }
+  } | null
 }
 
 /** Variables of the stored mutation `DeleteTodo` (operations/DeleteTodo.graphql). */

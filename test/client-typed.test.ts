@@ -41,13 +41,15 @@ const list = await client.Todos({ take: 2, skip: 1 })
 out.list = list.todo_findManyTodo.map((todo) => todo.id)
 
 const created: CreateTodoResponse = await client.CreateTodo({ title: 'from the typed client', completed: true })
-const createdAt: DateTime = created.todo_createOneTodo.createdAt
-out.created = { title: created.todo_createOneTodo.title, completed: created.todo_createOneTodo.completed, createdAtIsIso: /^\\d{4}-\\d{2}-\\d{2}T/.test(createdAt) }
+// Mutation fields are nullable (a failed field is null beside its neighbours' data); a call that failed has thrown.
+const todo = created.todo_createOneTodo!
+const createdAt: DateTime = todo.createdAt
+out.created = { title: todo.title, completed: todo.completed, createdAtIsIso: /^\\d{4}-\\d{2}-\\d{2}T/.test(createdAt) }
 
-const deleted = await client.DeleteTodo({ id: created.todo_createOneTodo.id })
-out.deleted = deleted.todo_deleteOneTodo?.id === created.todo_createOneTodo.id
+const deleted = await client.DeleteTodo({ id: todo.id })
+out.deleted = deleted.todo_deleteOneTodo?.id === todo.id
 try {
-  await client.DeleteTodo({ id: created.todo_createOneTodo.id })
+  await client.DeleteTodo({ id: todo.id })
   out.deleteAgain = 'no error'
 } catch (e) {
   out.deleteAgain = e instanceof TributaryError ? { status: e.status, code: e.code } : String(e)

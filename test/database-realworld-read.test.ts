@@ -244,11 +244,23 @@ t.test('PostgreSQL arrays and functions (items 5, 14)', async (t) => {
     t.equal(data['authorPostCount'], 2)
     t.equal(data['addNumbers'], 11)
     t.equal(data['two'], 2)
-    const created = await q(t, `mutation { createTag(tagName: "new") { id name posts { id } } }`)
+    // BEGIN, the call, COMMIT: a volatile function runs in the request's transaction.
+    const created = await q(t, `mutation { createTag(tagName: "new") { id name posts { id } } }`, undefined, 3)
     const [row] = await sql(`select id from tag where name = 'new'`)
     t.same(created['createTag'], { id: Number(row!['id']), name: 'new', posts: [] })
     const dup = await execute({ schema, document: parse(`mutation { createTag(tagName: "new") { id } }`) })
     t.equal((dup.errors?.[0]?.extensions as { code?: string } | undefined)?.code ?? (dup.errors?.[0]?.originalError as { code?: string })?.code, 'TRB_ERR_DB_UNIQUE')
+    // A volatile function joins the request's transaction on its database: it sees the rows the
+    // fields before it wrote, and a failure rolls them back.
+    const codes = (res: { errors?: readonly { path?: readonly (string | number)[]; originalError?: unknown }[] }): Record<string, unknown> =>
+      Object.fromEntries((res.errors ?? []).map((e) => [String(e.path?.[0]), (e.originalError as { code?: string } | undefined)?.code]))
+    const tx = await execute({ schema, document: parse(`mutation { createOneTag(data: { name: "in-tx" }) { id } createTag(tagName: "in-tx") { id } }`) })
+    t.same(plain(tx.data), { createOneTag: null, createTag: null }, 'both fields are null')
+    t.same(codes(tx), { createOneTag: 'TRB_ERR_DB_ROLLED_BACK', createTag: 'TRB_ERR_DB_UNIQUE' }, 'the function saw the row written before it in the same transaction')
+    t.same(await sql(`select id from tag where name = 'in-tx'`), [], 'nothing written')
+    const both = await execute({ schema, document: parse(`mutation { a: createTag(tagName: "tx-a") { name } b: createOneTag(data: { name: "tx-b" }) { name } }`) })
+    t.same(plain(both.data), { a: { name: 'tx-a' }, b: { name: 'tx-b' } })
+    t.equal((await sql(`select name from tag where name in ('tx-a', 'tx-b')`)).length, 2, 'both committed')
   })
 })
 

@@ -44,7 +44,7 @@ export default defineConfig({
     rmSync(dir, { recursive: true, force: true })
   })
 
-  const until = async (check: () => boolean | Promise<boolean>, what: string, timeoutMs = 15_000) => {
+  const until = async (check: () => boolean | Promise<boolean>, what: string, timeoutMs = 45_000) => {
     const deadline = Date.now() + timeoutMs
     while (Date.now() < deadline && child.exitCode === null) {
       if (await check()) return true

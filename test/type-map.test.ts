@@ -33,12 +33,12 @@ const cases: Record<Dialect, Case[]> = {
     ['timestamp without time zone', 'DateTime'], ['timestamp(3) with time zone', 'DateTime'], ['timestamptz', 'DateTime'],
     ['json', 'JSON'], ['jsonb', 'JSON'],
     ['bytea', 'Bytes'],
-    ['point', 'String', true], ['tsvector', 'String', true], ['interval', 'String', true], ['integer[]', 'String', true], ['mood', 'String', true],
+    ['point', 'String', true], ['tsvector', 'String', true], ['interval', 'String', true], ['integer[]', 'Int'], ['text[][]', 'String'], ['point[]', 'String', true], ['mood', 'String', true],
   ],
   mysql: [
     ['int(11)', 'Int'], ['int', 'Int'], ['integer', 'Int'], ['tinyint(4)', 'Int'], ['tinyint', 'Int'], ['smallint(6)', 'Int'], ['mediumint(9)', 'Int'],
     ['smallint(5) unsigned', 'Int'], ['year(4)', 'Int'],
-    ['bigint(20)', 'BigInt'], ['bigint(20) unsigned', 'BigInt'], ['int(10) unsigned', 'BigInt'], ['int unsigned zerofill', 'BigInt'],
+    ['bigint(20)', 'BigInt'], ['bigint(20) unsigned', 'BigInt'], ['int(10) unsigned', 'Int'], ['int unsigned zerofill', 'Int'], ['mediumint unsigned', 'Int'], ['serial', 'BigInt'],
     ['float', 'Float'], ['double', 'Float'], ['float(8,2)', 'Float'],
     ['decimal(10,2)', 'Decimal'], ['numeric(10,2)', 'Decimal'],
     ['tinyint(1)', 'Boolean'], ['TINYINT(1) UNSIGNED', 'Boolean'], ['boolean', 'Boolean'],
@@ -60,6 +60,11 @@ for (const [dialect, list] of Object.entries(cases) as [Dialect, Case[]][]) {
     }
   })
 }
+
+t.test('PostgreSQL arrays are lists of their element type', async (t) => {
+  for (const type of ['integer[]', 'text[][]', 'point[]']) t.equal(mapColumnType('postgres', type).list, true, `${type} is a list`)
+  t.equal(mapColumnType('postgres', 'integer').list, undefined, 'integer is not a list')
+})
 
 t.test('normalizeDataType', async (t) => {
   t.equal(normalizeDataType('VARCHAR(255)'), 'varchar')

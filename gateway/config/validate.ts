@@ -65,6 +65,18 @@ const sourceSchemas = {
       maxTake: { type: 'integer', minimum: 1 },
       rawSql: { type: 'boolean' },
       statementTimeoutMs: { type: 'integer', minimum: 1, maximum: 2147483647 },
+      columns: {
+        type: 'object',
+        propertyNames: { pattern: '^.+\\..+$' },
+        additionalProperties: {
+          type: 'object',
+          additionalProperties: false,
+          properties: {
+            filledByDatabase: { type: 'boolean' },
+            dateTimeFormat: { type: 'string', pattern: '^(unixepoch|unixepoch-ms|YYYY-MM-DD([ T]HH:mm(:ss(\\.SSS)?)?(Z|\\+00:00)?)?)$' },
+          },
+        },
+      },
       functions: { anyOf: [{ type: 'boolean' }, { type: 'array', items: { type: 'string', minLength: 1 } }] },
       uniqueKeys: {
         type: 'object',

@@ -23,6 +23,7 @@ import { registerOriginGuard, registerUpgradeGuard } from './origin.js'
 import { buildOpenApiDocument } from '../codegen/openapi.js'
 import { registerRateLimit } from './rate-limit.js'
 import { createCluster, type Cluster } from '../cluster/index.js'
+import { invalidateTags, operationTags } from '../cluster/response-cache.js'
 import { registerHealthRoutes } from './health.js'
 import { registerMetrics } from '../observability/metrics.js'
 import { registerTracing, traceLogMixin } from '../observability/tracing.js'
@@ -171,6 +172,11 @@ export async function buildApp(gateway: Gateway, options: BuildAppOptions = {}):
       }
     },
     subscribe: (args) => endAtExpiry(graphqlSubscribe(args), (args.contextValue as { auth?: AuthInfo | null }).auth ?? null),
+    // Cached `# @cache` queries that read what a WebSocket mutation touched are invalidated before it answers.
+    afterMutation: (args, operation) => {
+      const gateway = holder.current
+      return invalidateTags(cluster, operationTags(gateway.schema, args.document, operation, gateway.sources.map((s) => s.namespace)))
+    },
     maxDepth: config.graphql.maxDepth,
     maxAliases: config.graphql.maxAliases,
     maxTokens: config.graphql.maxTokens,

@@ -38,6 +38,7 @@ import {
   type FormattedExecutionResult,
   type GraphQLFormattedError,
   type GraphQLSchema,
+  type OperationDefinitionNode,
   type OperationTypeNode,
   type ValidationRule,
 } from 'graphql'
@@ -86,6 +87,12 @@ export interface SubscriptionHandlerOptions {
   getSchema(): GraphQLSchema
   /** Runs queries and mutations sent over the socket. Default: graphql-js `execute`. */
   execute?: ExecuteFn
+  /**
+   * Called after a mutation sent over the socket returned data, before its result is sent (the
+   * gateway invalidates the cached responses it touched, as /graphql and /operations do). A throw is
+   * logged, never sent.
+   */
+  afterMutation?(args: ExecutionArgs, operation: OperationDefinitionNode): Promise<void>
   /** Creates subscription streams. Default: graphql-js `subscribe`. */
   subscribe?: SubscribeFn
   /** Builds the GraphQL context value, once per operation. A throw fails that operation only (masked unless safe). */
@@ -288,7 +295,14 @@ export function createSubscriptionHandler(options: SubscriptionHandlerOptions): 
 
     async execute(args) {
       try {
-        return await execute(args)
+        const result = await execute(args)
+        if (options.afterMutation && 'data' in result && result.data) {
+          const operation = getOperationAST(args.document, args.operationName ?? undefined)
+          if (operation?.operation === 'mutation') {
+            await options.afterMutation(args, operation).catch((err: unknown) => options.logger.error({ err }, 'after a WebSocket mutation'))
+          }
+        }
+        return result
       } catch (err) {
         return { errors: [toGraphQLError(err)] }
       }

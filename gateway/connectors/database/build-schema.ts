@@ -21,6 +21,8 @@ import {
   GraphQLSchema,
   GraphQLString,
   type GraphQLArgumentConfig,
+  type GraphQLFieldConfig,
+  type GraphQLFieldResolver,
   type GraphQLFieldConfigArgumentMap,
   type GraphQLFieldConfigMap,
   type GraphQLInputFieldConfigMap,
@@ -28,16 +30,20 @@ import {
   type GraphQLOutputType,
   type GraphQLScalarType,
 } from 'graphql'
+import { DbValueError } from '../../errors.js'
 import { BigIntScalar, BytesScalar, DateTimeScalar, DecimalScalar, JSONScalar } from '../../scalars.js'
 import { aggregateApplies, AGGREGATES, type AggregateOp } from './compiler/aggregate.js'
 import type { Db } from './compiler/db.js'
 import { SqlDialect, type MysqlFlavor } from './compiler/dialect.js'
 import { EXT } from './compiler/read.js'
 import { buildRegistry, type Model, type Registry, type RegistryOverrides, type ScalarField } from './compiler/registry.js'
-import { makeFunctionResolver } from './functions.js'
+import { makeFunctionResolver, makeFunctionWrite } from './functions.js'
 import { createDirectCompiler, type DirectFieldExtension, type DirectFieldKind } from './direct.js'
 import type { DatabaseIntrospection, ScalarKind } from './model.js'
-import { makeMutationResolvers } from './mutations.js'
+import { isUnsignedInt } from './type-map.js'
+import { mapDbError } from './db-errors.js'
+import { makeMutationResolvers, type MutationKind } from './mutations.js'
+import { writeResolver, type WriteField } from './request-transaction.js'
 import { pascalCase } from './naming.js'
 import { byResponseKey, makeQueryResolvers, makeRawResolvers, type Runtime } from './resolvers.js'
 
@@ -59,6 +65,15 @@ export interface BuildSchemaOptions {
 
 const nn = <T extends GraphQLInputType | GraphQLOutputType>(t: T): GraphQLNonNull<T> => new GraphQLNonNull(t) as GraphQLNonNull<T>
 const list = <T extends GraphQLInputType | GraphQLOutputType>(t: T): GraphQLList<T> => new GraphQLList(t)
+
+/** Reads an `int unsigned` value; one above 2^31-1 (GraphQL's Int) is `TRB_ERR_DB_VALUE`, as Prisma refuses it. */
+function unsignedIntResolver(m: Model, f: ScalarField): GraphQLFieldResolver<unknown, unknown> {
+  return (parent) => {
+    const v = (parent as Record<string, unknown>)[f.name]
+    if (typeof v === 'number' && v > 2147483647) throw new DbValueError(`${m.name}.${f.name}: ${v} is above 2147483647, the largest GraphQL Int`)
+    return v
+  }
+}
 
 /** Scalar kinds that get number update operations. */
 const NUMERIC: ReadonlySet<ScalarKind> = new Set(['Int', 'BigInt', 'Float', 'Decimal'])
@@ -405,6 +420,7 @@ class SchemaBuilder {
         for (const f of m.fields) {
           const v = this.valueType(f)
           fields[f.name] = { type: f.nullable ? v : nn(v), extensions: { [EXT]: { column: f.column } } }
+          if (isUnsignedInt(f)) fields[f.name]!.resolve = unsignedIntResolver(m, f)
         }
         const counts = this.countOutput(m)
         if (counts) fields['_count'] = { type: nn(counts), resolve: byResponseKey, description: 'Counts of related rows (Prisma `_count`), in the same statement.' }
@@ -493,7 +509,7 @@ class SchemaBuilder {
       name,
       fields: () =>
         Object.fromEntries(
-          m.fields.map((f) => {
+          m.fields.filter((f) => !f.generated).map((f) => {
             const v = this.valueType(f)
             return [f.name, { type: f.nullable || f.hasDefault ? v : nn(v) }]
           }),
@@ -504,7 +520,7 @@ class SchemaBuilder {
   private updateInput(m: Model, name: string): GraphQLInputObjectType {
     return new GraphQLInputObjectType({
       name,
-      fields: () => Object.fromEntries(m.fields.map((f) => [f.name, { type: this.updateOp(f) }])),
+      fields: () => Object.fromEntries(m.fields.filter((f) => !f.generated).map((f) => [f.name, { type: this.updateOp(f) }])),
     })
   }
 
@@ -540,35 +556,28 @@ class SchemaBuilder {
         extensions: ext,
       }
       if (m.kind !== 'table') continue
-      const w = makeMutationResolvers(this.rt, m)
+      const bodies = makeMutationResolvers(this.rt, m)
+      const mapError = (err: unknown): unknown => mapDbError(err, this.reg.dialect, this.reg, m)
+      const w = Object.fromEntries(Object.entries(bodies).map(([k, body]) => [k, { rt: this.rt, body, mapError }])) as Record<MutationKind, WriteField>
+      // Mutation fields are nullable: a failed field is null with its error, its neighbours keep their data.
+      const mut = (kind: MutationKind, type: GraphQLOutputType, args: GraphQLFieldConfigArgumentMap): GraphQLFieldConfig<unknown, unknown> => ({
+        type,
+        args,
+        resolve: writeResolver(w[kind]),
+        extensions: { [EXT]: { model: m.name, write: w[kind] } },
+      })
       const create = this.createInput(m, `${m.name}CreateInput`)
       const update = this.updateInput(m, `${m.name}UpdateInput`)
-      mutation[`createOne${m.name}`] = { type: nn(obj), args: { data: { type: nn(create) } }, resolve: w['createOne'], extensions: ext }
-      mutation[`createMany${m.name}`] = {
-        type: nn(this.affectedRows),
-        args: { data: { type: nn(list(nn(this.createInput(m, `${m.name}CreateManyInput`)))) }, skipDuplicates: { type: GraphQLBoolean } },
-        resolve: w['createMany'],
-        extensions: ext,
-      }
-      if (u && m.identity.length > 0) {
-        mutation[`updateOne${m.name}`] = { type: obj, args: { data: { type: nn(update) }, where: { type: nn(u) } }, resolve: w['updateOne'], extensions: ext }
-      }
-      mutation[`updateMany${m.name}`] = {
-        type: nn(this.affectedRows),
-        args: { data: { type: nn(this.updateInput(m, `${m.name}UpdateManyMutationInput`)) }, where: { type: this.where(m) } },
-        resolve: w['updateMany'],
-        extensions: ext,
-      }
-      if (u && m.identity.length > 0) {
-        mutation[`upsertOne${m.name}`] = {
-          type: nn(obj),
-          args: { where: { type: nn(u) }, create: { type: nn(create) }, update: { type: nn(update) } },
-          resolve: w['upsertOne'],
-          extensions: ext,
-        }
-      }
-      if (u) mutation[`deleteOne${m.name}`] = { type: obj, args: { where: { type: nn(u) } }, resolve: w['deleteOne'], extensions: ext }
-      mutation[`deleteMany${m.name}`] = { type: nn(this.affectedRows), args: { where: { type: this.where(m) } }, resolve: w['deleteMany'], extensions: ext }
+      mutation[`createOne${m.name}`] = mut('createOne', obj, { data: { type: nn(create) } })
+      mutation[`createMany${m.name}`] = mut('createMany', this.affectedRows, {
+        data: { type: nn(list(nn(this.createInput(m, `${m.name}CreateManyInput`)))) },
+        skipDuplicates: { type: GraphQLBoolean, description: 'Skip rows that conflict with a unique or primary key (and only those).' },
+      })
+      if (u && m.identity.length > 0) mutation[`updateOne${m.name}`] = mut('updateOne', obj, { data: { type: nn(update) }, where: { type: nn(u) } })
+      mutation[`updateMany${m.name}`] = mut('updateMany', this.affectedRows, { data: { type: nn(this.updateInput(m, `${m.name}UpdateManyMutationInput`)) }, where: { type: this.where(m) } })
+      if (u && m.identity.length > 0) mutation[`upsertOne${m.name}`] = mut('upsertOne', obj, { where: { type: nn(u) }, create: { type: nn(create) }, update: { type: nn(update) } })
+      if (u) mutation[`deleteOne${m.name}`] = mut('deleteOne', obj, { where: { type: nn(u) } })
+      mutation[`deleteMany${m.name}`] = mut('deleteMany', this.affectedRows, { where: { type: this.where(m) } })
     }
     for (const fn of this.reg.functions.values()) {
       const args: GraphQLFieldConfigArgumentMap = {}
@@ -581,7 +590,8 @@ class SchemaBuilder {
         const target = this.model(fn.returns.model)
         const obj = this.object(target)
         if (fn.returnsSet) {
-          type = nn(list(nn(obj)))
+          // Mutation fields are nullable (see `mut` above); a query's list is not.
+          type = fn.operation === 'query' ? nn(list(nn(obj))) : list(nn(obj))
           // A function argument named like a list argument wins (functions.ts leaves that list argument out).
           for (const [k, v] of Object.entries(this.listArgs(target))) if (k !== 'cursor' && !(k in args)) args[k] = v
         } else type = obj
@@ -589,8 +599,13 @@ class SchemaBuilder {
         const v = this.valueType(fn.returns)
         type = fn.returnsSet ? list(v) : v
       }
-      const field = { type, args, description: `${fn.operation === 'query' ? 'Stable' : 'Volatile'} database function \`${fn.fn}\`.`, resolve: makeFunctionResolver(this.rt, fn) }
-      ;(fn.operation === 'query' ? query : mutation)[fn.name] = field
+      if (fn.operation === 'query') {
+        query[fn.name] = { type, args, description: `Stable database function \`${fn.fn}\`.`, resolve: makeFunctionResolver(this.rt, fn) }
+      } else {
+        // In the request's transaction on this database, with its other mutation fields.
+        const write = makeFunctionWrite(this.rt, fn)
+        mutation[fn.name] = { type, args, description: `Volatile database function \`${fn.fn}\`.`, resolve: writeResolver(write), extensions: { [EXT]: { write } } }
+      }
     }
     if (rawSql) this.addRawFields(query, mutation)
     return new GraphQLSchema({
@@ -608,11 +623,13 @@ class SchemaBuilder {
       args: { query: { type: nn(GraphQLString) }, parameters: { type: JSONScalar } },
       resolve: raw.queryRaw,
     }
+    const write: WriteField = { rt: this.rt, body: raw.executeRaw, mapError: (err) => err }
     mutation['executeRaw'] = {
-      type: nn(GraphQLInt),
-      description: 'Runs a SQL statement and returns the number of affected rows. Placeholders as for `queryRaw`.',
+      type: GraphQLInt,
+      description: 'Runs a SQL statement and returns the number of affected rows. Placeholders as for `queryRaw`. Runs in the request\'s transaction on this database.',
       args: { query: { type: nn(GraphQLString) }, parameters: { type: JSONScalar } },
-      resolve: raw.executeRaw,
+      resolve: writeResolver(write),
+      extensions: { [EXT]: { write } },
     }
   }
 }

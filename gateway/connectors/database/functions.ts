@@ -7,18 +7,19 @@
  *   with `where orderBy take skip distinct` and nested relations, on the function's rows;
  * - a function returning a scalar (or `SETOF` a scalar): `SELECT json_build_object('v', t0.v) FROM fn(…) AS t0(v)`.
  * Arguments use named notation, so optional ones (declared with a default) are simply left out.
- * Stable and immutable functions are Query fields; volatile ones Mutation fields (the statement
- * commits on its own: one statement, atomic).
+ * Stable and immutable functions are Query fields; volatile ones Mutation fields, run in the request's
+ * transaction on their database with its other mutation fields (request-transaction.ts).
  */
 import { DbValueError } from '../../errors.js'
 import { mapDbError } from './db-errors.js'
-import { getNamedType, type GraphQLFieldResolver, type GraphQLObjectType } from 'graphql'
+import { getNamedType, type GraphQLFieldResolver, type GraphQLObjectType, type GraphQLResolveInfo } from 'graphql'
 import { Leaf, NULL, readArgs, type ArgValue } from './compiler/args.js'
 import { cancelWatchOf } from './compiler/db.js'
 import { join, raw, sql, type Frag } from './compiler/frag.js'
 import { PlanCache } from './compiler/plan-cache.js'
 import { boundList, bound, compileList, makePost, outputConv, toPlan, type ReadPlan } from './compiler/read.js'
 import type { FunctionModel, ScalarField } from './compiler/registry.js'
+import type { WriteField } from './request-transaction.js'
 import { bindAll, finishRows, makeCtx, type Runtime } from './resolvers.js'
 
 /**
@@ -42,13 +43,15 @@ function functionError(rt: Runtime, fn: FunctionModel, err: unknown): unknown {
 const LIST_ARGS = ['where', 'orderBy', 'take', 'skip', 'distinct']
 
 /**
- * Builds the resolver of one function root field.
- * @returns a resolver giving a list of rows, one row (or null), or the scalar value(s)
+ * Builds the call of one function root field: compiles (once per operation shape) and runs its
+ * statement on `conn` (a mutation field, inside the request's transaction) or on a pooled
+ * connection (`conn` undefined, a query field).
+ * @returns a list of rows, one row (or null), or the scalar value(s); throws the driver's error as is
  */
-export function makeFunctionResolver(rt: Runtime, fn: FunctionModel): GraphQLFieldResolver<unknown, unknown> {
+function makeFunctionCall(rt: Runtime, fn: FunctionModel): (conn: unknown, info: GraphQLResolveInfo, context: unknown) => Promise<unknown> {
   const cache = new PlanCache<ReadPlan>()
   const argNames = new Set(fn.args.map((a) => a.name))
-  return async (_s, _a, context, info) => {
+  return async (conn, info, context) => {
     const plan = cache.get(info, () => {
       const ctx = makeCtx(rt, info)
       const d = ctx.d
@@ -80,15 +83,34 @@ export function makeFunctionResolver(rt: Runtime, fn: FunctionModel): GraphQLFie
       const frag = sql`SELECT ${d.jsonObject([['v', d.output('t0.v', f)]])} AS j FROM ${call} AS t0(v)`
       return toPlan(ctx, frag, makePost(conv ? [['v', conv]] : [], []))
     })
-    let result: unknown[]
-    try {
-      result = await rt.db().values(plan.text, bindAll(plan.params, info.variableValues), undefined, { cancel: cancelWatchOf(context) })
-    } catch (err) {
-      throw functionError(rt, fn, err)
-    }
+    const result = await rt.db().values(plan.text, bindAll(plan.params, info.variableValues), conn, { cancel: cancelWatchOf(context) })
     const rows = finishRows(result, plan.post)
     if (fn.returns.kind === 'model') return fn.returnsSet ? rows : (rows[0] ?? null)
     const values = rows.map((o) => o['v'])
     return fn.returnsSet ? values : (values[0] ?? null)
   }
+}
+
+/**
+ * The resolver of a stable or immutable function (a Query field): one statement on a pooled connection.
+ * @throws as {@link functionError} maps the driver's error
+ */
+export function makeFunctionResolver(rt: Runtime, fn: FunctionModel): GraphQLFieldResolver<unknown, unknown> {
+  const call = makeFunctionCall(rt, fn)
+  return async (_s, _a, context, info) => {
+    try {
+      return await call(undefined, info, context)
+    } catch (err) {
+      throw functionError(rt, fn, err)
+    }
+  }
+}
+
+/**
+ * A volatile function (a Mutation field) as a write: it runs in the request's transaction on its
+ * database with the other mutation fields there (request-transaction.ts), all written or none.
+ */
+export function makeFunctionWrite(rt: Runtime, fn: FunctionModel): WriteField {
+  const call = makeFunctionCall(rt, fn)
+  return { rt, body: (conn, info) => call(conn, info, undefined), mapError: (err) => functionError(rt, fn, err) }
 }

@@ -68,6 +68,41 @@ export interface DatabaseSourceOptions {
    * unknown model or field fails the start with `TRB_ERR_CONFIG_INVALID`. Default none.
    */
   relations?: { from: string; to: string }[]
+  /**
+   * Per-column settings, keyed `table.column`, overriding what introspection detects. Default none.
+   * - `filledByDatabase: true`: the database fills the column (a trigger the introspection cannot
+   *   read): optional in create inputs.
+   * - `dateTimeFormat` (SQLite DateTime columns): how the column stores date-times, see
+   *   `ColumnInfo.dateTimeFormat` (`YYYY-MM-DD HH:mm:ss`, `YYYY-MM-DDTHH:mm:ss.SSSZ`, `YYYY-MM-DD`,
+   *   `unixepoch`, `unixepoch-ms`); values are written and compared in it.
+   */
+  columns?: Record<string, DatabaseColumnOptions>
+}
+
+/** Settings of one column (`DatabaseSourceOptions.columns`). */
+export interface DatabaseColumnOptions {
+  /** The database fills the column (e.g. a trigger): optional in create inputs. */
+  filledByDatabase?: boolean
+  /** SQLite: the stored date-time format (see `ColumnInfo.dateTimeFormat`). */
+  dateTimeFormat?: string
+}
+
+/**
+ * Applies `columns` settings to an introspection document (a copy: the cached document keeps what
+ * the database says).
+ * @throws SourceLoadError when a key names no `table.column` of the document
+ */
+export function applyColumnOptions(doc: DatabaseIntrospection, columns: Record<string, DatabaseColumnOptions> | undefined, sourceName: string): DatabaseIntrospection {
+  if (!columns || Object.keys(columns).length === 0) return doc
+  const out = structuredClone(doc)
+  for (const [key, opts] of Object.entries(columns)) {
+    const dot = key.lastIndexOf('.')
+    const col = out.tables.find((t) => t.name === key.slice(0, dot))?.columns.find((c) => c.name === key.slice(dot + 1))
+    if (dot < 0 || !col) throw new SourceLoadError(sourceName, `columns["${key}"]: no such table.column`)
+    if (opts.filledByDatabase !== undefined) col.filledByTrigger = opts.filledByDatabase
+    if (opts.dateTimeFormat !== undefined) col.dateTimeFormat = opts.dateTimeFormat
+  }
+  return out
 }
 
 /** Default of {@link DatabaseSourceOptions.statementTimeoutMs}, in milliseconds. */
@@ -165,6 +200,12 @@ export async function createDatabaseSource(options: DatabaseSourceOptions, ctx: 
     // Statements knex sends itself (migrations, introspection).
     knex.on('query', (q: { sql: string; bindings?: unknown[] }) => log.debug({ sql: q.sql, bindings: q.bindings ?? [] }, 'sql'))
   }
+  /** Frees what this function holds when the source fails to load: the pool gauge, the workers, the pool. */
+  const release = async (): Promise<void> => {
+    unregisterPool()
+    workers?.close()
+    await knex.destroy().catch(() => undefined)
+  }
   const cacheFile = join(ctx.cacheDir, `${ctx.sourceName}.introspection.json`)
   let doc: DatabaseIntrospection
   let reachable = true
@@ -186,9 +227,7 @@ export async function createDatabaseSource(options: DatabaseSourceOptions, ctx: 
       cached = undefined
     }
     if (cached === undefined) {
-      unregisterPool()
-      workers?.close()
-      await knex.destroy().catch(() => undefined)
+      await release()
       throw new SourceLoadError(ctx.sourceName, safeMessage(err), { cause: err })
     }
     log.warn({ err: safeMessage(err), cache: cacheFile }, 'database unreachable: using the cached introspection')
@@ -213,14 +252,20 @@ export async function createDatabaseSource(options: DatabaseSourceOptions, ctx: 
   if (Array.isArray(options.functions)) {
     const missing = options.functions.filter((n) => !(doc.functions ?? []).some((f) => f.name === n))
     if (missing.length > 0) {
-      workers?.close()
-      await knex.destroy().catch(() => undefined)
+      await release()
       throw new ConfigInvalidError(`datasource ${ctx.sourceName}: functions: ${missing.join(', ')} cannot be exposed (not found, or not supported: see the startup warnings)`)
     }
   }
+  let effective: DatabaseIntrospection
+  try {
+    effective = applyColumnOptions(doc, options.columns, ctx.sourceName)
+  } catch (err) {
+    await release()
+    throw err
+  }
   let schema: ReturnType<typeof buildSchema>
   try {
-    schema = buildSchema(doc, {
+    schema = buildSchema(effective, {
       db,
       mysqlFlavor,
       rawErrors: ctx.mode !== 'production',
@@ -229,8 +274,7 @@ export async function createDatabaseSource(options: DatabaseSourceOptions, ctx: 
       overrides: { ...(options.uniqueKeys ? { uniqueKeys: options.uniqueKeys } : {}), ...(options.relations ? { relations: options.relations } : {}) },
     })
   } catch (err) {
-    workers?.close()
-    await knex.destroy().catch(() => undefined)
+    await release()
     throw new ConfigInvalidError(`datasource ${ctx.sourceName}: ${(err as Error).message}`, { cause: err })
   }
   let closed = false

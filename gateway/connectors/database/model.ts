@@ -39,6 +39,26 @@ export interface ColumnInfo {
   default: string | null
   /** True for auto-increment / serial / identity / SQLite `INTEGER PRIMARY KEY` columns. */
   autoIncrement: boolean
+  /**
+   * True when only the database writes the column: a generated column (`GENERATED ALWAYS AS (…)`,
+   * stored or virtual) or a PostgreSQL `GENERATED ALWAYS AS IDENTITY` column. Absent from create and
+   * update inputs.
+   */
+  generated?: boolean
+  /**
+   * True when a row-level BEFORE INSERT trigger assigns the column (PostgreSQL `NEW.col :=` in a
+   * PL/pgSQL function or `tsvector_update_trigger`; MySQL `SET NEW.col = …`), or the source's config
+   * says so (`columns: { 'table.column': { filledByDatabase: true } }`). Optional in create inputs.
+   */
+  filledByTrigger?: boolean
+  /**
+   * SQLite DateTime columns: how the column stores its date-times, detected from its rows (or its
+   * default, or a `date` type) or set in the source's config. A pattern of `YYYY MM DD HH mm ss SSS`
+   * tokens with the stored separators and zone (`YYYY-MM-DD HH:mm:ss`, `YYYY-MM-DDTHH:mm:ss.SSSZ`,
+   * `YYYY-MM-DD`), or `unixepoch` (integer seconds) / `unixepoch-ms` (integer milliseconds). Values
+   * are written and compared in this format (so indexes serve comparisons). Absent: mixed or unknown.
+   */
+  dateTimeFormat?: string
 }
 
 /** A foreign key from this table's `columns` to `referencedTable.referencedColumns`, position by position. */
@@ -69,6 +89,13 @@ export interface TableInfo {
   /** Unique constraints other than the primary key. */
   uniqueConstraints: UniqueConstraintInfo[]
   foreignKeys: ForeignKeyInfo[]
+  /**
+   * PostgreSQL: an insert into this table may land in another one (the table has an INSERT rewrite
+   * rule, or inheritance children that rules or triggers route rows to). `INSERT … RETURNING` and
+   * the engine's row count cannot be trusted there: keys are drawn from their sequences first, and
+   * `createMany` counts the rows it sent.
+   */
+  insertsRedirected?: boolean
 }
 
 /** A database enum type (PostgreSQL `CREATE TYPE ... AS ENUM`, MySQL inline `enum(...)`). */

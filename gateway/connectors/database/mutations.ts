@@ -1,20 +1,20 @@
 /**
  * Mutation resolvers (docs/architecture.md §4): `createOneX`, `createManyX`, `updateOneX`, `updateManyX`,
- * `upsertOneX`, `deleteOneX`, `deleteManyX`. Each root field runs in ONE transaction, including the
- * read-back of its selection (the read compiler with a where on the row's identity). Constraint
- * violations roll back and become `TRB_ERR_DB_*` errors; a missing row for updateOne/deleteOne is
+ * `upsertOneX`, `deleteOneX`, `deleteManyX`. Every mutation field of a request on one database runs in
+ * ONE transaction (request-transaction.ts), including the read-back of each field's selection (the
+ * read compiler with a where on the row's identity). Constraint violations roll back and become
+ * `TRB_ERR_DB_*` errors; a missing row for updateOne/deleteOne is
  * `TRB_ERR_DB_NOT_FOUND`. Plans are cached per operation like reads (plan-cache.ts).
  */
-import { getNamedType, type GraphQLFieldResolver, type GraphQLObjectType, type GraphQLResolveInfo } from 'graphql'
+import { getNamedType, type GraphQLObjectType, type GraphQLResolveInfo } from 'graphql'
 import { DbInputError, DbNotFoundError } from '../../errors.js'
 import { Leaf, NULL, isObj, listLeaf, readArgs, type ArgValue } from './compiler/args.js'
-import { join, raw, sql, type Frag, type Getter, type Vars } from './compiler/frag.js'
+import { constant as constantFrag, join, raw, sql, type Frag, type Getter, type Vars } from './compiler/frag.js'
 import { PlanCache } from './compiler/plan-cache.js'
 import { bound, compileList, compileUnique, compileWhere, listOf, toPlan, type Ctx, type ReadPlan } from './compiler/read.js'
 import type { Model, ScalarField } from './compiler/registry.js'
-import { mapDbError } from './db-errors.js'
 import { bindAll, finishRows, makeCtx, type Runtime } from './resolvers.js'
-import { cancelWatchOf } from './compiler/db.js'
+import type { WriteBody } from './request-transaction.js'
 
 /** A compiled statement: SQL text (engine placeholders) and its getters. */
 interface Stmt {
@@ -29,6 +29,9 @@ function stmt(ctx: Ctx, f: Frag): Stmt {
 function run(s: Stmt, vars: Vars, extra: readonly unknown[] = []): unknown[] {
   return s.params.map((g) => g(vars, extra))
 }
+
+/** The mutation root fields of a model, without the model name (`createOne` → `createOneX`). */
+export type MutationKind = 'createOne' | 'createMany' | 'updateOne' | 'updateMany' | 'upsertOne' | 'deleteOne' | 'deleteMany'
 
 function argsOf(ctx: Ctx, info: GraphQLResolveInfo): Record<string, ArgValue> {
   const def = info.parentType.getFields()[info.fieldName]!
@@ -47,12 +50,31 @@ function createPairs(model: Model, data: ArgValue | undefined): [ScalarField, Le
   return out
 }
 
+/**
+ * The clause that skips rows conflicting with a unique or primary key, and only those: every other
+ * violation (NOT NULL, CHECK, foreign key, a value too long) still fails the statement.
+ * - PostgreSQL, SQLite: `ON CONFLICT DO NOTHING` (SQLite applies it to uniqueness constraints only).
+ * - MySQL/MariaDB: `ON DUPLICATE KEY UPDATE c = c` (never `INSERT IGNORE`, which turns every error
+ *   into a warning: truncated strings, dropped foreign keys). The update counts the skipped rows in
+ *   the session variable `@trb_skipped` ({@link MYSQL_SKIPPED}), since the affected-rows count of
+ *   mysql2 (CLIENT_FOUND_ROWS) is 1 for an inserted row and for a skipped one alike.
+ */
+function skipDuplicatesClause(d: Ctx['d'], model: Model): string {
+  if (d.dialect !== 'mysql') return ' ON CONFLICT DO NOTHING'
+  const f = model.fieldMap.get(model.primaryKey[0] ?? '') ?? model.fields[0]!
+  const c = d.q(f.column)
+  return ` ON DUPLICATE KEY UPDATE ${c} = IF((@trb_skipped := @trb_skipped + 1) IS NULL, ${c}, ${c})`
+}
+
+/** MySQL: resets and reads the count of rows skipped by {@link skipDuplicatesClause}. */
+const MYSQL_SKIPPED = { reset: 'SET @trb_skipped = 0', read: 'SELECT @trb_skipped AS n' }
+
 function insertFrag(ctx: Ctx, model: Model, rows: [ScalarField, Leaf | typeof NULL][][], opts: { returning?: boolean; skipDuplicates?: boolean }): Frag {
   const d = ctx.d
   const cols = rows[0]!.map(([f]) => f)
   const tableRef = d.table(model.table)
-  const prefix = opts.skipDuplicates ? (d.dialect === 'sqlite' ? 'INSERT OR IGNORE INTO' : d.dialect === 'mysql' ? 'INSERT IGNORE INTO' : 'INSERT INTO') : 'INSERT INTO'
-  const conflict = opts.skipDuplicates && d.dialect === 'postgres' ? ' ON CONFLICT DO NOTHING' : ''
+  const prefix = 'INSERT INTO'
+  const conflict = opts.skipDuplicates ? skipDuplicatesClause(d, model) : ''
   const returning = opts.returning && model.identity.length > 0 && (d.dialect !== 'mysql' || d.flavor === 'mariadb')
     ? ` RETURNING ${model.identity.map((n) => d.q(model.fieldMap.get(n)!.column)).join(', ')}`
     : ''
@@ -161,33 +183,25 @@ async function readOne(rt: Runtime, conn: unknown, plan: ReadPlan, vars: Vars, e
   return finishRows(rows, plan.post)[0] ?? null
 }
 
-type Resolver = GraphQLFieldResolver<unknown, unknown>
-
 /**
- * Wraps a transaction body: driver errors become Tributary errors. The transaction is cancelled
- * (rolled back) when the client of `context` disconnects.
+ * Builds the mutation bodies of one model (tables only; views are read-only): each runs its
+ * statements on `conn`, inside the transaction that request-transaction.ts opened for every
+ * mutation field of the request on this database.
  */
-async function inTransaction<T>(rt: Runtime, model: Model, context: unknown, fn: (conn: unknown) => Promise<T>): Promise<T> {
-  try {
-    return await rt.db().transaction(fn, cancelWatchOf(context))
-  } catch (err) {
-    throw mapDbError(err, rt.reg.dialect, rt.reg, model)
-  }
-}
-
-/** Builds the mutation resolvers of one model. Only for tables (views are read-only). */
-export function makeMutationResolvers(rt: Runtime, model: Model): Record<string, Resolver> {
+export function makeMutationResolvers(rt: Runtime, model: Model): Record<MutationKind, WriteBody> {
   const d = rt.d
   const mysqlNoReturning = d.dialect === 'mysql' && d.flavor === 'mysql'
 
   interface CreatePlan {
     insert: Stmt
+    /** Redirected PostgreSQL tables: draws the auto-increment keys the data leaves out from their sequences, one column each. */
+    prefetch: Stmt | null
     fromData: (Getter | null)[]
     back: ReadPlan | null
   }
   const compileCreate = (ctx: Ctx, info: GraphQLResolveInfo, data: ArgValue | undefined): CreatePlan => {
     const pairs = createPairs(model, data)
-    const insert = stmt(ctx, insertFrag(ctx, model, [pairs], { returning: true }))
+    let prefetch: Stmt | null = null
     const fromData = model.identity.map((n) => {
       const pair = pairs.find(([f]) => f.name === n)
       if (!pair || pair[1] === NULL) return null
@@ -195,13 +209,28 @@ export function makeMutationResolvers(rt: Runtime, model: Model): Record<string,
       const f = pair[0]
       return ((v: Vars, x: readonly unknown[]) => d.bindValue(f, leaf.get(v, x), false)) as Getter
     })
-    return { insert, fromData, back: model.identity.length ? readBack(ctx, model, info) : null }
+    if (model.insertsRedirected) {
+      // No RETURNING (a rule refuses it, a routing trigger returns nothing): the keys are known first.
+      const drawn = model.identity.map((n, i) => ({ f: model.fieldMap.get(n)!, i })).filter(({ f, i }) => fromData[i] === null && f.autoIncrement)
+      if (drawn.length > 0) {
+        prefetch = stmt(ctx, join(drawn.map(({ f }, k) => sql`nextval(pg_get_serial_sequence(${constantFrag(tableRef)}, ${constantFrag(f.column)})) AS ${d.q(`k${k}`)}`), ', '))
+        prefetch = { text: `SELECT ${prefetch.text}`, params: prefetch.params }
+        drawn.forEach(({ f, i }, k) => {
+          pairs.push([f, new Leaf((_v, x) => x[k])])
+          fromData[i] = (_v, x) => x[k]
+        })
+      }
+    }
+    const insert = stmt(ctx, insertFrag(ctx, model, [pairs], { returning: !model.insertsRedirected }))
+    return { insert, prefetch, fromData, back: model.identity.length ? readBack(ctx, model, info) : null }
   }
   const runCreate = async (conn: unknown, plan: CreatePlan, vars: Vars): Promise<unknown> => {
-    const res = await rt.db().exec(conn, plan.insert.text, run(plan.insert, vars))
+    const drawn = plan.prefetch ? Object.values((await rt.db().exec(conn, plan.prefetch.text, run(plan.prefetch, vars))).rows[0] ?? {}) : []
+    const res = await rt.db().exec(conn, plan.insert.text, run(plan.insert, vars, drawn))
     if (!plan.back) return null
     let id: unknown[]
     if (!mysqlNoReturning && res.rows[0]) id = identityOf(model, res.rows[0])
+    else if (plan.prefetch) id = plan.fromData.map((g) => (g ? g(vars, drawn) : null))
     else {
       id = plan.fromData.map((g, i) => {
         if (g) return g(vars, [])
@@ -213,7 +242,7 @@ export function makeMutationResolvers(rt: Runtime, model: Model): Record<string,
   }
 
   const createOne = new PlanCache<CreatePlan>()
-  const createMany = new PlanCache<Stmt[]>()
+  const createMany = new PlanCache<{ plain: { s: Stmt; rows: number }[]; skipping: { s: Stmt; rows: number }[] | null; skip: Leaf | null }>()
   const updateOne = new PlanCache<{ find: Stmt; update: Stmt | null; setsIdentity: [number, Leaf | typeof NULL][]; back: ReadPlan; label: string }>()
   const updateMany = new PlanCache<Stmt>()
   const upsertOne = new PlanCache<{ find: Stmt; update: Stmt | null; setsIdentity: [number, Leaf | typeof NULL][]; create: CreatePlan; back: ReadPlan }>()
@@ -232,36 +261,50 @@ export function makeMutationResolvers(rt: Runtime, model: Model): Record<string,
   }
 
   return {
-    [`createOne`]: async (_s, _a, context, info) => {
+    createOne: async (conn, info) => {
       const plan = createOne.get(info, () => {
         const ctx = makeCtx(rt, info)
         return compileCreate(ctx, info, argsOf(ctx, info)['data'])
       })
-      const vars = info.variableValues
-      return inTransaction(rt, model, context, (conn) => runCreate(conn, plan, vars))
+      return runCreate(conn, plan, info.variableValues)
     },
-    [`createMany`]: async (_s, _a, context, info) => {
+    createMany: async (conn, info) => {
       const plan = createMany.get(info, () => {
         const ctx = makeCtx(rt, info)
         const args = argsOf(ctx, info)
-        const skipDuplicates = args['skipDuplicates'] instanceof Leaf && Boolean((args['skipDuplicates'] as Leaf).sample ?? (args['skipDuplicates'] as Leaf).constant?.value)
         const groups = new Map<string, [ScalarField, Leaf | typeof NULL][][]>()
         for (const row of listOf(args['data'])) {
           const pairs = createPairs(model, row)
           const key = pairs.map(([f]) => f.name).join(',')
           groups.set(key, [...(groups.get(key) ?? []), pairs])
         }
-        return [...groups.values()].map((rows) => stmt(ctx, insertFrag(ctx, model, rows, { skipDuplicates })))
+        // `skipDuplicates: $v` is read at run time: the plan holds both statement lists.
+        const skip = args['skipDuplicates'] instanceof Leaf ? (args['skipDuplicates'] as Leaf) : null
+        const compileRows = (skipDuplicates: boolean) => [...groups.values()].map((rows) => ({ s: stmt(ctx, insertFrag(ctx, model, rows, { skipDuplicates })), rows: rows.length }))
+        return { plain: compileRows(false), skipping: model.insertsRedirected ? null : compileRows(true), skip }
       })
       const vars = info.variableValues
-      const count = await inTransaction(rt, model, context, async (conn) => {
-        let n = 0
-        for (const s of plan) n += (await rt.db().exec(conn, s.text, run(s, vars))).affected
-        return n
-      })
+      const skipDuplicates = plan.skip !== null && Boolean(plan.skip.get(vars, []))
+      if (skipDuplicates && !plan.skipping) {
+        throw new DbInputError(`${model.name}: skipDuplicates is not available on a table whose inserts a rule or inheritance redirects (PostgreSQL refuses ON CONFLICT there)`)
+      }
+      let count = 0
+      const db = rt.db()
+      for (const { s, rows } of skipDuplicates ? plan.skipping! : plan.plain) {
+        if (model.insertsRedirected) {
+          // The engine counts the rows left in the table itself (0 when a rule moved them): an INSERT
+          // without ON CONFLICT writes every row it sends, or fails.
+          await db.exec(conn, s.text, run(s, vars))
+          count += rows
+        } else if (skipDuplicates && d.dialect === 'mysql') {
+          await db.exec(conn, MYSQL_SKIPPED.reset, [])
+          await db.exec(conn, s.text, run(s, vars))
+          count += rows - Number((await db.exec(conn, MYSQL_SKIPPED.read, [])).rows[0]?.['n'] ?? 0)
+        } else count += (await db.exec(conn, s.text, run(s, vars))).affected
+      }
       return { count }
     },
-    [`updateOne`]: async (_s, _a, context, info) => {
+    updateOne: async (conn, info) => {
       requireIdentity(model)
       const plan = updateOne.get(info, () => {
         const ctx = makeCtx(rt, info)
@@ -269,15 +312,13 @@ export function makeMutationResolvers(rt: Runtime, model: Model): Record<string,
         return { find: identitySelect(ctx, model, args['where']), ...updateStmt(ctx, args['data']), back: readBack(ctx, model, info), label: whereLabel(model, args['where']) }
       })
       const vars = info.variableValues
-      return inTransaction(rt, model, context, async (conn) => {
-        const found = await rt.db().exec(conn, plan.find.text, run(plan.find, vars))
-        if (!found.rows[0]) throw new DbNotFoundError(model.name, plan.label)
-        const id = identityOf(model, found.rows[0])
-        if (plan.update) await rt.db().exec(conn, plan.update.text, run(plan.update, vars, id))
-        return readOne(rt, conn, plan.back, vars, newIdentity(id, plan.setsIdentity, vars))
-      })
+      const found = await rt.db().exec(conn, plan.find.text, run(plan.find, vars))
+      if (!found.rows[0]) throw new DbNotFoundError(model.name, plan.label)
+      const id = identityOf(model, found.rows[0])
+      if (plan.update) await rt.db().exec(conn, plan.update.text, run(plan.update, vars, id))
+      return readOne(rt, conn, plan.back, vars, newIdentity(id, plan.setsIdentity, vars))
     },
-    [`updateMany`]: async (_s, _a, context, info) => {
+    updateMany: async (conn, info) => {
       const plan = updateMany.get(info, () => {
         const ctx = makeCtx(rt, info)
         const args = argsOf(ctx, info)
@@ -286,14 +327,10 @@ export function makeMutationResolvers(rt: Runtime, model: Model): Record<string,
         const where = w ? sql` WHERE ${w}` : raw('')
         return stmt(ctx, frag ? sql`UPDATE ${tableRef} SET ${frag}${where}` : sql`SELECT COUNT(*) AS n FROM ${tableRef}${where}`)
       })
-      const vars = info.variableValues
-      const count = await inTransaction(rt, model, context, async (conn) => {
-        const res = await rt.db().exec(conn, plan.text, run(plan, vars))
-        return res.rows[0] && 'n' in res.rows[0] ? Number(res.rows[0]['n']) : res.affected
-      })
-      return { count }
+      const res = await rt.db().exec(conn, plan.text, run(plan, info.variableValues))
+      return { count: res.rows[0] && 'n' in res.rows[0] ? Number(res.rows[0]['n']) : res.affected }
     },
-    [`upsertOne`]: async (_s, _a, context, info) => {
+    upsertOne: async (conn, info) => {
       requireIdentity(model)
       const plan = upsertOne.get(info, () => {
         const ctx = makeCtx(rt, info)
@@ -301,15 +338,13 @@ export function makeMutationResolvers(rt: Runtime, model: Model): Record<string,
         return { find: identitySelect(ctx, model, args['where']), ...updateStmt(ctx, args['update']), create: compileCreate(ctx, info, args['create']), back: readBack(ctx, model, info) }
       })
       const vars = info.variableValues
-      return inTransaction(rt, model, context, async (conn) => {
-        const found = await rt.db().exec(conn, plan.find.text, run(plan.find, vars))
-        if (!found.rows[0]) return runCreate(conn, plan.create, vars)
-        const id = identityOf(model, found.rows[0])
-        if (plan.update) await rt.db().exec(conn, plan.update.text, run(plan.update, vars, id))
-        return readOne(rt, conn, plan.back, vars, newIdentity(id, plan.setsIdentity, vars))
-      })
+      const found = await rt.db().exec(conn, plan.find.text, run(plan.find, vars))
+      if (!found.rows[0]) return runCreate(conn, plan.create, vars)
+      const id = identityOf(model, found.rows[0])
+      if (plan.update) await rt.db().exec(conn, plan.update.text, run(plan.update, vars, id))
+      return readOne(rt, conn, plan.back, vars, newIdentity(id, plan.setsIdentity, vars))
     },
-    [`deleteOne`]: async (_s, _a, context, info) => {
+    deleteOne: async (conn, info) => {
       const plan = deleteOne.get(info, () => {
         const ctx = makeCtx(rt, info)
         const args = argsOf(ctx, info)
@@ -322,22 +357,18 @@ export function makeMutationResolvers(rt: Runtime, model: Model): Record<string,
         }
       })
       const vars = info.variableValues
-      return inTransaction(rt, model, context, async (conn) => {
-        const row = await readOne(rt, conn, plan.read, vars, [])
-        if (row === null) throw new DbNotFoundError(model.name, plan.label)
-        await rt.db().exec(conn, plan.del.text, run(plan.del, vars))
-        return row
-      })
+      const row = await readOne(rt, conn, plan.read, vars, [])
+      if (row === null) throw new DbNotFoundError(model.name, plan.label)
+      await rt.db().exec(conn, plan.del.text, run(plan.del, vars))
+      return row
     },
-    [`deleteMany`]: async (_s, _a, context, info) => {
+    deleteMany: async (conn, info) => {
       const plan = deleteMany.get(info, () => {
         const ctx = makeCtx(rt, info)
         const w = compileWhere(ctx, model, tableRef, argsOf(ctx, info)['where'])
         return stmt(ctx, sql`DELETE FROM ${tableRef}${w ? sql` WHERE ${w}` : ''}`)
       })
-      const vars = info.variableValues
-      const count = await inTransaction(rt, model, context, async (conn) => (await rt.db().exec(conn, plan.text, run(plan, vars))).affected)
-      return { count }
+      return { count: (await rt.db().exec(conn, plan.text, run(plan, info.variableValues))).affected }
     },
   }
 }

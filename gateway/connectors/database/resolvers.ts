@@ -16,6 +16,7 @@ import { compileList, compileUnique, toPlan, type Ctx, type Post, type ReadPlan 
 import type { Model, Registry } from './compiler/registry.js'
 import { mapDbError } from './db-errors.js'
 import { chargeResult, resultRoom, textLength } from '../../result-budget.js'
+import type { WriteBody } from './request-transaction.js'
 
 /** What the resolvers of one schema share. */
 export interface Runtime {
@@ -153,13 +154,14 @@ function rawBindings(parameters: unknown): unknown[] | Record<string, unknown> {
 }
 
 /**
- * `executeRaw(query, parameters)` → affected rows and `queryRaw(query, parameters)` → rows as JSON.
+ * `executeRaw(query, parameters)` → affected rows (a mutation body, run in the request's transaction)
+ * and `queryRaw(query, parameters)` → rows as JSON.
  * Only in the schema of a source with `rawSql: true` (build-schema.ts). Each runs once: a failure,
  * a timeout (`TRB_ERR_DB_TIMEOUT`) or a cancellation (`TRB_ERR_DB_CANCELLED`) is reported, never retried.
  * Placeholders are `?` (positional, `parameters` a JSON array) or `:name` (`parameters` an object) on
  * every engine; values are always bound, never interpolated.
  */
-export function makeRawResolvers(rt: Runtime): { executeRaw: Resolver; queryRaw: Resolver } {
+export function makeRawResolvers(rt: Runtime): { executeRaw: WriteBody; queryRaw: Resolver } {
   const prepare = (args: { query?: unknown; parameters?: unknown }): { sql: string; bindings: unknown[] } => {
     if (typeof args.query !== 'string' || args.query.trim() === '') throw new DbInputError('`query` must be a non-empty SQL string')
     const b = rawBindings(args.parameters)
@@ -174,10 +176,11 @@ export function makeRawResolvers(rt: Runtime): { executeRaw: Resolver; queryRaw:
     throw new DbRawError(message, { cause: err })
   }
   return {
-    executeRaw: async (_s, args, context) => {
+    // A mutation field: it runs in the request's transaction on this database (request-transaction.ts).
+    executeRaw: async (conn, _info, args) => {
       try {
         const { sql, bindings } = prepare(args)
-        const res = await rt.db().execute(sql, bindings, cancelWatchOf(context))
+        const res = await rt.db().exec(conn, sql, bindings)
         return res.affected
       } catch (err) {
         return fail(err)

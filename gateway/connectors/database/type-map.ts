@@ -3,8 +3,8 @@
  *
  * | Database type | SQLite (declared type) | PostgreSQL | MySQL / MariaDB | GraphQL |
  * |---|---|---|---|---|
- * | integer types | `int`, `integer`, `tinyint`, `smallint`, `mediumint`, `int2`; else any type containing `INT` (affinity) | `smallint`, `integer`, `int2`, `int4`, `smallserial`, `serial` | `tinyint` (not `tinyint(1)`), `smallint`, `mediumint`, `int`, `year`; unsigned `tinyint`/`smallint`/`mediumint` | Int |
- * | bigint | `bigint`, `int8`, `unsigned big int` | `bigint`, `int8`, `bigserial` | `bigint`, `int unsigned`, `bigint unsigned` | BigInt (string) |
+ * | integer types | `int`, `integer`, `tinyint`, `smallint`, `mediumint`, `int2`; else any type containing `INT` (affinity) | `smallint`, `integer`, `int2`, `int4`, `smallserial`, `serial` | `tinyint` (not `tinyint(1)`), `smallint`, `mediumint`, `int`, `year`; unsigned too (`int unsigned` above 2^31-1 is refused when read) | Int |
+ * | bigint | `bigint`, `int8`, `unsigned big int` | `bigint`, `int8`, `bigserial` | `bigint`, `bigint unsigned`, `serial` | BigInt (string) |
  * | float, real, double | `real`, `float`, `double`, `double precision`; else `REAL`/`FLOA`/`DOUB` (affinity) | `real`, `float4`, `double precision`, `float8` | `float`, `double`, `real` | Float |
  * | decimal, numeric | `decimal`, `numeric` | `numeric`, `decimal` | `decimal`, `numeric`, `fixed` | Decimal (string) |
  * | boolean | `boolean`, `bool` | `boolean`, `bool` | `tinyint(1)`, `bool`, `boolean` | Boolean |
@@ -130,9 +130,9 @@ export function mapColumnType(dialect: Dialect, dataType: string): ColumnTypeMap
     case 'mysql': {
       if (/^enum\s*\(/.test(raw)) return { scalar: 'Enum' }
       if (/^tinyint\s*\(\s*1\s*\)/.test(raw)) return { scalar: BOOLEAN }
-      const unsigned = /\bunsigned\b/.test(t)
       const base = t.replace(/\b(unsigned|signed)\b/g, '').replace(/\s+/g, ' ').trim()
-      if (unsigned && (base === 'int' || base === 'integer')) return { scalar: BIGINT }
+      // INT UNSIGNED reaches 2^32-1 but is Int, as Prisma maps it: the same schema gives the same
+      // GraphQL types on every engine; a stored value above 2^31-1 is refused when read (TRB_ERR_DB_VALUE).
       const s = MYSQL[base]
       return s ? { scalar: s } : { scalar: STRING, unknownType: true }
     }
@@ -149,4 +149,13 @@ export function mapColumnType(dialect: Dialect, dataType: string): ColumnTypeMap
       return { scalar: STRING, unknownType: true }
     }
   }
+}
+
+/**
+ * True for a MySQL/MariaDB `int unsigned` column: GraphQL Int (as Prisma maps it), whose values stop
+ * at 2^31-1 while the column holds up to 2^32-1; a larger stored value is refused when read
+ * (`TRB_ERR_DB_VALUE`). Smaller unsigned types fit in Int; `bigint unsigned` is BigInt.
+ */
+export function isUnsignedInt(f: { scalar: ScalarKind; dataType: string }): boolean {
+  return f.scalar === 'Int' && /^int(eger)?\b/.test(f.dataType) && /\bunsigned\b/.test(f.dataType)
 }

@@ -140,6 +140,9 @@ interface MysqlConnection {
 
 const MAX_CACHED_STATEMENTS = 1000
 
+/** The session's SQL mode plus `STRICT_ALL_TABLES` (MySQL/MariaDB), set on every pooled connection. */
+const MYSQL_STRICT_MODE = "CONCAT_WS(',', NULLIF(@@SESSION.sql_mode, ''), 'STRICT_ALL_TABLES')"
+
 /** The parts of knex's tarn pool that {@link Db} reads (`free` is protected in tarn's typings). */
 interface TarnPool {
   numUsed(): number
@@ -216,7 +219,8 @@ export class Db {
    * Acquires a pooled connection. A connection's first acquire here sets its session up: the
    * statement timeout (PostgreSQL `statement_timeout` in ms; MariaDB `max_statement_time` in
    * seconds; MySQL `max_execution_time` in ms, which MySQL applies to SELECT only) and, on
-   * MySQL/MariaDB, `group_concat_max_len`. Statements knex sends before that (migrations,
+   * MySQL/MariaDB, `group_concat_max_len` and strict SQL mode (`STRICT_ALL_TABLES` added to the
+   * session's `sql_mode`: too long or out-of-range values are errors, never truncated). Statements knex sends before that (migrations,
    * introspection at startup) have no time limit.
    */
   async acquire(): Promise<unknown> {
@@ -230,8 +234,10 @@ export class Db {
         } else {
           const rows = (await mysqlQuery(conn as MysqlConnection, 'SELECT VERSION()', [], true)) as unknown[][]
           const timeout = /mariadb/i.test(String(rows[0]?.[0])) ? `max_statement_time = ${this.timeoutMs / 1000}` : `max_execution_time = ${Math.trunc(this.timeoutMs)}`
-          // JSON_ARRAYAGG shares GROUP_CONCAT's length limit on MariaDB (1 MiB by default).
-          await mysqlQuery(conn as MysqlConnection, `SET SESSION group_concat_max_len = 4294967295, SESSION ${timeout}`, [], false)
+          // JSON_ARRAYAGG shares GROUP_CONCAT's length limit on MariaDB (1 MiB by default); the server
+          // clips 4294967295 to its maximum, which strict mode would refuse: it is set first. Strict
+          // SQL mode: a value the column cannot hold is an error, never truncated or clipped.
+          await mysqlQuery(conn as MysqlConnection, `SET SESSION group_concat_max_len = 4294967295, SESSION ${timeout}, SESSION sql_mode = ${MYSQL_STRICT_MODE}`, [], false)
         }
       } catch (err) {
         this.sessionReady.delete(conn)

@@ -104,6 +104,9 @@ export class SqlDialect {
       case 'BigInt':
         if (d === 'sqlite') return `CAST(${colRef} AS TEXT)`
         return d === 'postgres' ? `${colRef}::text` : `CAST(${colRef} AS CHAR)`
+      case 'DateTime':
+        // Epoch seconds are read as the epoch milliseconds every SQLite integer date-time is.
+        return d === 'sqlite' && f.dateTimeFormat === 'unixepoch' ? `(${colRef} * 1000)` : colRef
       case 'Bytes':
         if (d === 'sqlite') return guard(`hex(${colRef})`)
         return d === 'postgres' ? `encode(${colRef}, 'hex')` : `HEX(${colRef})`
@@ -112,17 +115,22 @@ export class SqlDialect {
     }
   }
 
-  /** A column normalised for comparison. SQLite DateTime text is compared as `YYYY-MM-DD HH:MM:SS.SSS`. */
+  /**
+   * A column normalised for comparison. SQLite DateTime columns of a known format
+   * (`dateTimeFormat`) are compared as they are, against values bound in that format, so that an
+   * index on the column serves the comparison; others are compared as `YYYY-MM-DD HH:MM:SS.SSS`.
+   */
   compareExpr(colRef: string, f: ScalarField): string {
-    if (this.dialect === 'sqlite' && f.scalar === 'DateTime') return `strftime('%Y-%m-%d %H:%M:%f', ${colRef})`
+    if (this.dialect === 'sqlite' && f.scalar === 'DateTime' && !f.dateTimeFormat) return `strftime('%Y-%m-%d %H:%M:%f', ${colRef})`
     return colRef
   }
 
   /** Converts an input value (a literal or a coerced variable) to what the driver binds for column `f`. */
-  bindValue(f: Pick<ScalarField, 'scalar' | 'dataType'> & { list?: boolean }, v: unknown, forCompare: boolean): unknown {
+  bindValue(f: Pick<ScalarField, 'scalar' | 'dataType' | 'dateTimeFormat'> & { list?: boolean }, v: unknown, forCompare: boolean): unknown {
     if (v === null || v === undefined) return null
-    if (f.list && Array.isArray(v)) return v.map((x) => this.bindValue({ scalar: f.scalar, dataType: f.dataType }, x, forCompare))
+    if (f.list && Array.isArray(v)) return v.map((x) => this.bindValue({ scalar: f.scalar, dataType: f.dataType, dateTimeFormat: f.dateTimeFormat }, x, forCompare))
     if (this.dialect === 'postgres' && typeof v === 'string') refuseNul(v)
+    if (this.dialect === 'sqlite' && f.scalar === 'DateTime' && f.dateTimeFormat) return formatSqliteDateTime(new Date(toIsoDateTime(v)), f.dateTimeFormat)
     return bindScalar(this.dialect, f.scalar, f.dataType, v, forCompare)
   }
 
@@ -163,6 +171,46 @@ export class SqlDialect {
     let n = 0
     return text.replace(/\?/g, () => `$${++n}`)
   }
+}
+
+/**
+ * Writes a date-time in a SQLite column's stored format (see `ColumnInfo.dateTimeFormat`):
+ * `unixepoch` → integer seconds (truncated), `unixepoch-ms` → integer milliseconds, else the
+ * pattern with `YYYY MM DD HH mm ss SSS` replaced by the UTC fields (other characters kept); a
+ * pattern ending in `ss` adds `.SSS` for a value with milliseconds.
+ */
+export function formatSqliteDateTime(d: Date, format: string): string | number {
+  if (format === 'unixepoch') return Math.floor(d.getTime() / 1000)
+  if (format === 'unixepoch-ms') return d.getTime()
+  const fields: Record<string, string> = {
+    YYYY: pad(d.getUTCFullYear(), 4),
+    MM: pad(d.getUTCMonth() + 1),
+    DD: pad(d.getUTCDate()),
+    HH: pad(d.getUTCHours()),
+    mm: pad(d.getUTCMinutes()),
+    ss: pad(d.getUTCSeconds()),
+    SSS: pad(d.getUTCMilliseconds(), 3),
+  }
+  // A format ending in whole seconds (`… HH:mm:ss`) gets the milliseconds only when there are some:
+  // nothing is lost, stored values keep their shape, and text order stays time order ('…:30' < '…:30.5').
+  const pattern = format.endsWith('ss') && d.getUTCMilliseconds() !== 0 ? `${format}.SSS` : format
+  return pattern.replace(/YYYY|SSS|MM|DD|HH|mm|ss/g, (t) => fields[t]!)
+}
+
+/**
+ * The stored format of one SQLite date-time value (see {@link formatSqliteDateTime}), or null when it
+ * is not a UTC date-time this module writes back exactly (a real, another offset, free text).
+ */
+export function sqliteDateTimeFormatOf(value: unknown): string | null {
+  if (typeof value === 'number' || typeof value === 'bigint') {
+    if (typeof value === 'number' && !Number.isInteger(value)) return null
+    return Math.abs(Number(value)) < 1e11 ? 'unixepoch' : 'unixepoch-ms'
+  }
+  if (typeof value !== 'string') return null
+  const m = /^\d{4}-\d\d-\d\d(?:([ T])\d\d:\d\d(:\d\d)?(?:\.(\d{3}))?(Z|\+00:00)?)?$/.exec(value)
+  if (!m) return null
+  if (m[1] === undefined) return 'YYYY-MM-DD'
+  return `YYYY-MM-DD${m[1]}HH:mm${m[2] ? ':ss' : ''}${m[3] ? '.SSS' : ''}${m[4] ?? ''}`
 }
 
 function pad(n: number, w = 2): string {

@@ -25,7 +25,7 @@
  * mapped to String on PostgreSQL/MariaDB, MySQL 8 (`flavor: 'mysql'`, untested here).
  */
 import { Kind, getNamedType, isNonNullType, type FieldNode, type FragmentDefinitionNode, type GraphQLObjectType, type SelectionSetNode } from 'graphql'
-import { mapColumnType, normalizeDataType } from '../type-map.js'
+import { isUnsignedInt, mapColumnType, normalizeDataType } from '../type-map.js'
 import { readArgs } from './args.js'
 import type { SqlDialect } from './dialect.js'
 import { raw, sql, type Frag } from './frag.js'
@@ -145,7 +145,9 @@ class SqliteDirect implements DirectDialect {
       case 'String':
         // TEXT affinity stores numbers as text; a BLOB makes json_object raise.
         return sqliteTextAffinity(f.dataType) ? [[null, c]] : [[`typeof(${c}) = 'text'`, c]]
-      case 'DateTime':
+      case 'DateTime': {
+        // A column of epoch seconds (dateTimeFormat `unixepoch`) holds seconds, not milliseconds.
+        const ms = (e: string): string => (f.dateTimeFormat === 'unixepoch' ? `(${e} * 1000)` : e)
         // Text dates (knex / CURRENT_TIMESTAMP `2026-11-21 08:01:57`, ISO strings `…T09:00:00.000Z`,
         // offsets): strftime reads them as toIsoDateTime does (UTC without a zone, fraction truncated
         // to ms); NULL from strftime (not a date) raises. Integers are epoch milliseconds.
@@ -155,8 +157,9 @@ class SqliteDirect implements DirectDialect {
             `typeof(${c}) = 'text' AND ${c} GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]*' AND NOT ${c} GLOB '??????????[ Tt]24*'`,
             `COALESCE(strftime('%Y-%m-%dT%H:%M:%fZ', ${c}), ${this.fail(c)})`,
           ],
-          [`typeof(${c}) = 'integer' AND ${c} BETWEEN 0 AND 253402300799999`, `strftime('%Y-%m-%dT%H:%M:%S', ${c} / 1000, 'unixepoch') || printf('.%03dZ', ${c} % 1000)`],
+          [`typeof(${c}) = 'integer' AND ${ms(c)} BETWEEN 0 AND 253402300799999`, `strftime('%Y-%m-%dT%H:%M:%S', ${ms(c)} / 1000, 'unixepoch') || printf('.%03dZ', ${ms(c)} % 1000)`],
         ]
+      }
       case 'Enum':
         return enumBranches(this, c, f, ctx, false)
       case 'JSON':
@@ -261,7 +264,8 @@ class MariadbDirect implements DirectDialect {
     const quoted = (e: string): string => `CONCAT('"', ${e}, '"')`
     switch (f.scalar) {
       case 'Int':
-        return [[null, `CAST(${c} AS CHAR)`]]
+        // `int unsigned` above 2^31-1 is not a GraphQL Int: the normal path reports TRB_ERR_DB_VALUE.
+        return [[isUnsignedInt(f) ? `${c} <= 2147483647` : null, `CAST(${c} AS CHAR)`]]
       case 'BigInt':
         return [[null, quoted(`CAST(${c} AS CHAR)`)]]
       case 'Float':

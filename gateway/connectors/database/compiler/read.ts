@@ -139,6 +139,8 @@ export interface FilterTarget {
   expr: string
   scalar: ScalarField['scalar']
   dataType: string
+  /** SQLite DateTime: the column's stored format (bound values are written in it). */
+  dateTimeFormat?: string
 }
 
 const COMPARE: Record<string, string> = { lt: '<', lte: '<=', gt: '>', gte: '>=' }
@@ -322,7 +324,7 @@ export function compileWhere(ctx: Ctx, model: Model, alias: string, w: ArgValue 
         continue
       }
       if (f) {
-        const c = scalarFilter(ctx, { expr: ctx.d.compareExpr(col(ctx, alias, f), f), scalar: f.scalar, dataType: f.dataType }, val)
+        const c = scalarFilter(ctx, { expr: ctx.d.compareExpr(col(ctx, alias, f), f), scalar: f.scalar, dataType: f.dataType, ...(f.dateTimeFormat ? { dateTimeFormat: f.dateTimeFormat } : {}) }, val)
         if (c) parts.push(c)
         continue
       }

@@ -17,13 +17,17 @@ export interface ScalarField {
   /** GraphQL enum model name (for `scalar: 'Enum'`). */
   enumName?: string
   nullable: boolean
-  /** True when the column has a default or is auto-increment: optional on create. */
+  /** True when the column has a default, is auto-increment or is filled by a trigger: optional on create. */
   hasDefault: boolean
+  /** True when only the database writes the column (generated, identity ALWAYS): absent from create and update inputs. */
+  generated: boolean
   autoIncrement: boolean
   /** Declared type, lower-cased. */
   dataType: string
   /** Decimal scale from `numeric(p,s)`, when declared. */
   scale?: number
+  /** SQLite DateTime: the stored format (`ColumnInfo.dateTimeFormat`), when known. */
+  dateTimeFormat?: string
   /** True for a PostgreSQL array column: a list of `scalar`. */
   list?: boolean
 }
@@ -74,6 +78,8 @@ export interface Model {
   uniqueKeys: UniqueKey[]
   /** Fields that identify a row: the primary key, else the first unique key whose fields are all non-null, else []. */
   identity: string[]
+  /** PostgreSQL: inserts may land in another table (see `TableInfo.insertsRedirected`). */
+  insertsRedirected: boolean
 }
 
 /** A function argument with its GraphQL name. */
@@ -173,10 +179,12 @@ export function buildRegistry(doc: DatabaseIntrospection, maxTake = DEFAULT_MAX_
       scalar: c.scalar === 'Enum' && !(c.enumName && enumByRaw.has(c.enumName)) ? 'String' : c.scalar,
       ...(c.scalar === 'Enum' && c.enumName && enumByRaw.has(c.enumName) ? { enumName: enumByRaw.get(c.enumName)! } : {}),
       nullable: c.nullable,
-      hasDefault: c.default !== null || c.autoIncrement,
+      hasDefault: c.default !== null || c.autoIncrement || c.filledByTrigger === true,
+      generated: c.generated === true,
       autoIncrement: c.autoIncrement,
       dataType: c.dataType,
       ...(scaleOf(c) !== undefined ? { scale: scaleOf(c)! } : {}),
+      ...(c.dateTimeFormat && doc.dialect === 'sqlite' && c.scalar === 'DateTime' ? { dateTimeFormat: c.dateTimeFormat } : {}),
       ...(c.isList ? { list: true } : {}),
     }))
     const byColumn = new Map(fields.map((f) => [f.column, f]))
@@ -213,6 +221,7 @@ export function buildRegistry(doc: DatabaseIntrospection, maxTake = DEFAULT_MAX_
       primaryKey,
       uniqueKeys,
       identity,
+      insertsRedirected: t.insertsRedirected === true,
     }
     models.set(model.name, model)
     byTable.set(t.name, model)

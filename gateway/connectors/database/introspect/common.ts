@@ -55,6 +55,7 @@ export function finishTables(tables: RawTable[]): TableInfo[] {
       primaryKey: t.primaryKey,
       uniqueConstraints: uniques,
       foreignKeys: fks,
+      ...(t.insertsRedirected ? { insertsRedirected: true } : {}),
     })
   }
   return out.sort((a, b) => compareNames(a.name, b.name))

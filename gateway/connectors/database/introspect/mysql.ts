@@ -47,6 +47,19 @@ export function parseMysqlEnumValues(columnType: string): string[] {
   return values
 }
 
+/**
+ * The columns a MySQL/MariaDB trigger body assigns: `SET NEW.col = …` (and further `, NEW.col = …`
+ * of the same SET). Names as written, without backquotes.
+ */
+export function mysqlTriggerAssignedColumns(body: string): string[] {
+  const out: string[] = []
+  for (const m of body.matchAll(/(?:\bSET\s+|,\s*)NEW\s*\.\s*(`(?:[^`]|``)+`|[A-Za-z0-9_$]+)\s*:?=/gi)) {
+    const id = m[1]!
+    out.push(id.startsWith('`') ? id.slice(1, -1).replace(/``/g, '`') : id)
+  }
+  return out
+}
+
 /** The synthesised name of a MySQL inline enum: `<table>_<column>` (as Prisma names them). */
 export function mysqlEnumName(table: string, column: string): string {
   return `${table}_${column}`
@@ -87,6 +100,12 @@ export async function introspectMysql(knex: Knex, schema?: string): Promise<{ ta
       checkRows = []
     }
   }
+  // Row-level BEFORE INSERT triggers: the columns they assign (`SET NEW.col = …`).
+  const triggerFilled = new Set<string>()
+  for (const r of await rows<{ tbl: string; body: string }>(knex, `select event_object_table as tbl, action_statement as body
+      from information_schema.triggers where event_object_schema = ? and action_timing = 'BEFORE' and event_manipulation = 'INSERT'`, [db])) {
+    for (const c of mysqlTriggerAssignedColumns(r.body)) triggerFilled.add(`${r.tbl}\u0000${c.toLowerCase()}`)
+  }
   const jsonColumns = new Set<string>()
   for (const c of checkRows) {
     const m = /^json_valid\(`((?:[^`]|``)+)`\)$/i.exec(c.clause.trim())
@@ -115,6 +134,8 @@ export async function introspectMysql(knex: Knex, schema?: string): Promise<{ ta
         autoIncrement: /auto_increment/i.test(c.extra),
       }
       if (mapping.unknownType) col.unknownType = true
+      if (/\b(VIRTUAL|STORED|PERSISTENT) GENERATED\b/i.test(c.extra)) col.generated = true
+      if (triggerFilled.has(`${t.name}\u0000${c.name.toLowerCase()}`)) col.filledByTrigger = true
       if (mapping.scalar === 'Enum') {
         col.enumName = mysqlEnumName(t.name, c.name)
         enums.push({ name: col.enumName, values: parseMysqlEnumValues(c.column_type) })

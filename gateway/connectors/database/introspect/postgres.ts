@@ -7,7 +7,7 @@ import type { ColumnInfo, EnumInfo, ForeignKeyInfo, UniqueConstraintInfo, Functi
 import { mapColumnType } from '../type-map.js'
 import { groupBy, isInternalTable, normalizeAction, type RawTable } from './common.js'
 
-interface TableRow { oid: string; name: string; relkind: string }
+interface TableRow { oid: string; name: string; relkind: string; redirected: boolean }
 interface ColumnRow {
   relid: string; attnum: number; name: string; data_type: string; typtype: string; type_name: string
   type_schema: string; notnull: boolean; default_expr: string | null; identity: string; generated: string
@@ -16,6 +16,25 @@ interface ColumnRow {
 interface ConstraintRow { relid: string; name: string; contype: 'p' | 'u' | 'f'; cols: string[]; ref_table: string | null; ref_schema: string | null; ref_cols: string[] | null; on_delete: string; on_update: string }
 interface IndexRow { relid: string; name: string; cols: string[] | null }
 interface EnumRow { name: string; schema: string; values: string[] }
+interface TriggerRow { relid: string; def: string; src: string | null }
+
+/**
+ * The columns a BEFORE INSERT trigger assigns: `tsvector_update_trigger('col', …)` (its first
+ * argument) and, in a PL/pgSQL body, statements `NEW.col := …` / `NEW.col = …` (unquoted names
+ * fold to lower case, as PostgreSQL folds them).
+ */
+export function pgTriggerAssignedColumns(triggerDef: string, source: string | null): string[] {
+  const out: string[] = []
+  const builtin = /tsvector_update_trigger(?:_column)?\s*\(\s*'((?:[^']|'')+)'/i.exec(triggerDef)
+  if (builtin) out.push(builtin[1]!.replace(/''/g, "'"))
+  const body = (source ?? '').replace(/--[^\n]*/g, ' ')
+  const assign = /(?:^|;|\bBEGIN\b|\bTHEN\b|\bELSE\b|\bLOOP\b)\s*NEW\s*\.\s*("(?:[^"]|"")+"|[A-Za-z_][A-Za-z0-9_$]*)\s*:?=(?!=)/gi
+  for (const m of body.matchAll(assign)) {
+    const id = m[1]!
+    out.push(id.startsWith('"') ? id.slice(1, -1).replace(/""/g, '"') : id.toLowerCase())
+  }
+  return out
+}
 
 async function rows<T>(knex: Knex, sql: string, bindings: readonly Knex.Value[]): Promise<T[]> {
   return ((await knex.raw(sql, bindings)) as { rows: T[] }).rows
@@ -30,14 +49,19 @@ const ACTIONS: Record<string, string> = { a: 'NO ACTION', r: 'RESTRICT', c: 'CAS
 
 /**
  * Reads the tables (`r`, `p`, `f`), views and materialised views (`v`, `m`) of one schema, with the enum
- * types declared in that schema or used by its columns. Partitions are skipped (their parent is read).
+ * types declared in that schema or used by its columns. Declarative partitions and inheritance
+ * children are skipped: their parent is read, and its rows include theirs. A table with an INSERT
+ * rule or inheritance children is marked `insertsRedirected`.
  * Auto-increment: identity columns and `nextval(…)` defaults (serial).
  */
 export async function introspectPostgres(knex: Knex, schema: string): Promise<{ tables: RawTable[]; enums: EnumInfo[] }> {
   const tableRows = await rows<TableRow>(knex, `
-    select c.oid::bigint as oid, c.relname as name, c.relkind::text as relkind
+    select c.oid::bigint as oid, c.relname as name, c.relkind::text as relkind,
+      (c.relkind = 'r' and (exists (select 1 from pg_catalog.pg_rewrite r where r.ev_class = c.oid and r.ev_type = '3')
+        or exists (select 1 from pg_catalog.pg_inherits i where i.inhparent = c.oid))) as redirected
     from pg_catalog.pg_class c join pg_catalog.pg_namespace n on n.oid = c.relnamespace
     where n.nspname = ? and c.relkind in ('r', 'p', 'f', 'v', 'm') and not c.relispartition
+      and not exists (select 1 from pg_catalog.pg_inherits i where i.inhrelid = c.oid)
     order by c.relname`, [schema])
   const tables = tableRows.filter((t) => !isInternalTable(t.name))
   if (tables.length === 0) {
@@ -87,6 +111,18 @@ export async function introspectPostgres(knex: Knex, schema: string): Promise<{ 
       and i.indnkeyatts = i.indnatts
     order by i.indrelid, ic.relname`, [oids])
 
+  // Row-level BEFORE INSERT triggers (tgtype bits: 1 ROW, 2 BEFORE, 4 INSERT): the columns they assign.
+  const triggerRows = await rows<TriggerRow>(knex, `
+    select t.tgrelid::bigint as relid, pg_get_triggerdef(t.oid) as def, p.prosrc as src
+    from pg_catalog.pg_trigger t join pg_catalog.pg_proc p on p.oid = t.tgfoid
+    where t.tgrelid = any(?::oid[]) and not t.tgisinternal and t.tgenabled <> 'D' and (t.tgtype & 7) = 7`, [oids])
+  const triggerFilled = new Map<string, Set<string>>()
+  for (const r of triggerRows) {
+    const set = triggerFilled.get(String(r.relid)) ?? new Set<string>()
+    for (const c of pgTriggerAssignedColumns(r.def, r.src)) set.add(c)
+    triggerFilled.set(String(r.relid), set)
+  }
+
   const enumTypes = new Map<string, string>() // "schema.name" -> enum name
   for (const c of columnRows) {
     if (c.typtype === 'e') enumTypes.set(`${c.type_schema}.${c.type_name}`, c.type_name)
@@ -116,6 +152,9 @@ export async function introspectPostgres(knex: Knex, schema: string): Promise<{ 
         default: c.generated === 's' ? null : c.default_expr,
         autoIncrement: identity || serial,
       }
+      // Stored generated columns and GENERATED ALWAYS identities refuse written values.
+      if (c.generated === 's' || c.identity === 'a') col.generated = true
+      if (triggerFilled.get(String(t.oid))?.has(c.name)) col.filledByTrigger = true
       if ('unknownType' in mapping && mapping.unknownType) col.unknownType = true
       if (isEnum) col.enumName = c.type_name
       if (isEnumArray) col.enumName = c.elem_name!
@@ -136,7 +175,7 @@ export async function introspectPostgres(knex: Knex, schema: string): Promise<{ 
         if (onUpdate) fk.onUpdate = onUpdate
         return fk
       })
-    out.push({ name: t.name, kind, columns, primaryKey, uniqueConstraints, foreignKeys })
+    out.push({ name: t.name, kind, columns, primaryKey, uniqueConstraints, foreignKeys, ...(t.redirected ? { insertsRedirected: true } : {}) })
   }
   return { tables: out, enums }
 }

@@ -7,9 +7,10 @@ import type { Knex } from 'knex'
 import type { ColumnInfo, EnumInfo, ForeignKeyInfo } from '../model.js'
 import { mapColumnType } from '../type-map.js'
 import { groupBy, isInternalTable, normalizeAction, type RawTable } from './common.js'
+import { sqliteDateTimeFormatOf } from '../compiler/dialect.js'
 
 interface MasterRow { name: string; type: 'table' | 'view'; sql: string | null }
-interface ColumnRow { tbl: string; cid: number; name: string; type: string | null; notnull: number; dflt_value: string | null; pk: number }
+interface ColumnRow { tbl: string; cid: number; name: string; type: string | null; notnull: number; dflt_value: string | null; pk: number; hidden: number }
 interface FkRow { tbl: string; id: number; seq: number; ref: string; from: string; to: string | null; on_update: string; on_delete: string }
 interface IndexRow { tbl: string; idx: string; origin: string; partial: number; seqno: number; cid: number; col: string | null }
 
@@ -33,14 +34,15 @@ export async function introspectSqlite(knex: Knex): Promise<{ tables: RawTable[]
 
   let columnRows: ColumnRow[]
   try {
-    columnRows = await all<ColumnRow>(knex, `select m.name as tbl, p.cid as cid, p.name as name, p.type as type, p."notnull" as "notnull", p.dflt_value as dflt_value, p.pk as pk
-      from sqlite_master m join pragma_table_info(m.name) p where m.type in ('table', 'view') order by m.name, p.cid`)
+    // table_xinfo lists generated columns too (hidden 2: virtual, 3: stored); 1 is a virtual table's hidden column.
+    columnRows = await all<ColumnRow>(knex, `select m.name as tbl, p.cid as cid, p.name as name, p.type as type, p."notnull" as "notnull", p.dflt_value as dflt_value, p.pk as pk, p.hidden as hidden
+      from sqlite_master m join pragma_table_xinfo(m.name) p where m.type in ('table', 'view') and p.hidden <> 1 order by m.name, p.cid`)
   } catch {
     // One broken view makes the joined query fail: read table by table and skip what cannot be read.
     columnRows = []
     for (const m of master) {
       try {
-        const rows = await all<Omit<ColumnRow, 'tbl'>>(knex, `select cid, name, type, "notnull", dflt_value, pk from pragma_table_info(?) order by cid`, [m.name])
+        const rows = await all<Omit<ColumnRow, 'tbl'>>(knex, `select cid, name, type, "notnull", dflt_value, pk, hidden from pragma_table_xinfo(?) where hidden <> 1 order by cid`, [m.name])
         for (const r of rows) columnRows.push({ ...r, tbl: m.name })
       } catch {
         wanted.delete(m.name)
@@ -81,6 +83,7 @@ export async function introspectSqlite(knex: Knex): Promise<{ tables: RawTable[]
         autoIncrement: rowidAlias,
       }
       if (mapping.unknownType) col.unknownType = true
+      if (c.hidden === 2 || c.hidden === 3) col.generated = true
       return col
     })
 
@@ -120,6 +123,9 @@ export async function introspectSqlite(knex: Knex): Promise<{ tables: RawTable[]
       uniqueConstraints.push({ name, columns })
     }
 
+    if (m.type === 'table') {
+      for (const col of columns) if (col.scalar === 'DateTime') await detectDateTimeFormat(knex, m.name, col)
+    }
     tables.push({ name: m.name, kind: m.type, columns, primaryKey, uniqueConstraints, foreignKeys })
   }
   // CHECK (col IN ('a', 'b')) on a text column: an enum named `<table>_<column>`, as MySQL's inline enums.
@@ -220,4 +226,28 @@ async function viewEnums(knex: Knex, tables: RawTable[], enumOf: Map<string, str
   } finally {
     await client.releaseConnection(conn)
   }
+}
+
+/** How many stored values of a date-time column are read to tell its format. */
+const DATE_SAMPLES = 20
+
+/**
+ * Sets `col.dateTimeFormat` (model.ts) from the column's rows: when up to {@link DATE_SAMPLES}
+ * stored values all have one format, that format. A column without rows takes it from its default
+ * (`CURRENT_TIMESTAMP` → `YYYY-MM-DD HH:mm:ss`, `CURRENT_DATE` → `YYYY-MM-DD`) or a `date` type.
+ * Mixed or unknown values leave it unset (then values are compared through `strftime`).
+ */
+async function detectDateTimeFormat(knex: Knex, table: string, col: ColumnInfo): Promise<void> {
+  const q = (n: string): string => `"${n.replace(/"/g, '""')}"`
+  const samples = await all<{ v: unknown }>(knex, `select ${q(col.name)} as v from ${q(table)} where ${q(col.name)} is not null limit ${DATE_SAMPLES}`)
+  let format: string | null | undefined
+  if (samples.length > 0) {
+    const formats = new Set(samples.map((r) => sqliteDateTimeFormatOf(r.v)))
+    format = formats.size === 1 ? [...formats][0] : null
+  } else {
+    const def = (col.default ?? '').replace(/[()\s]/g, '').toUpperCase()
+    if (def === 'CURRENT_TIMESTAMP') format = 'YYYY-MM-DD HH:mm:ss'
+    else if (def === 'CURRENT_DATE' || col.dataType === 'date') format = 'YYYY-MM-DD'
+  }
+  if (format) col.dateTimeFormat = format
 }
