@@ -14,6 +14,9 @@
  *   graphql  POST /graphql (TodoById document, variables {id:1}) vs the same baseline  target ≥ 0.35
  *   memory   gateway RSS after each of 5 successive 20 s runs of `rest`               growth < 10 % (run 1 → run 5)
  *   roles    GET /operations/Roles (system_getAllRoles, REST source) vs baseline GET /roles (undici)  target ≥ 0.60
+ *   auth     GET /operations/TodoByIdAuthenticated?id=1 (@requireAuthentication) with an RS256 token
+ *            checked against a JWKS this process serves (keys cached) vs the same selection
+ *            unauthenticated (GET /operations/TodoById?id=1), one gateway (bench/auth/config.ts)  target ≥ 0.85
  *   chinook  POST /graphql artists → albums → tracks (20 artists) on SQLite vs a route
  *            running the same single SQL statement the gateway sends                   target ≥ 0.50
  *   linked   GET /operations/CustomersWithCountry?take=50 of examples/federation (50 Chinook rows, each
@@ -41,7 +44,7 @@
  *   --memory-runs <n>       BENCH_MEMORY_RUNS       runs of the memory scenario (5)
  *   --memory-duration <s>   BENCH_MEMORY_DURATION   seconds per memory run (20)
  *   --pipelining <n>        BENCH_PIPELINING        autocannon pipelining (1)
- *   --scenarios <list>      BENCH_SCENARIOS         comma-separated subset of rest,graphql,memory,chinook,health,roles,linked,workers,subscribers,metrics
+ *   --scenarios <list>      BENCH_SCENARIOS         comma-separated subset of rest,graphql,memory,chinook,health,roles,linked,workers,subscribers,metrics,auth
  *   --subscribers <n>       BENCH_SUBSCRIBERS       WebSocket subscribers of the subscribers scenario (5000, at most 20000)
  *   --messages <n>          BENCH_MESSAGES          messages measured in the subscribers scenario (10)
  *   --perf                                          profile the gateway with Linux perf during the first
@@ -89,16 +92,16 @@ const options = {
   pipelining: num('pipelining', 'BENCH_PIPELINING', 1, 1),
   subscribers: num('subscribers', 'BENCH_SUBSCRIBERS', 5000, 5000),
   messages: num('messages', 'BENCH_MESSAGES', 10, 5),
-  scenarios: String(opt('scenarios', 'BENCH_SCENARIOS', 'rest,graphql,memory,chinook,health,roles,linked,workers,subscribers,metrics')).split(',').map((s) => s.trim()).filter(Boolean),
+  scenarios: String(opt('scenarios', 'BENCH_SCENARIOS', 'rest,graphql,memory,chinook,health,roles,linked,workers,subscribers,metrics,auth')).split(',').map((s) => s.trim()).filter(Boolean),
   cpuProf: argv.includes('--cpu-prof'),
   perf: argv.includes('--perf'),
 }
-const known = ['rest', 'graphql', 'memory', 'chinook', 'health', 'roles', 'linked', 'workers', 'subscribers', 'metrics']
+const known = ['rest', 'graphql', 'memory', 'chinook', 'health', 'roles', 'linked', 'workers', 'subscribers', 'metrics', 'auth']
 for (const s of options.scenarios) if (!known.includes(s)) throw new Error(`unknown scenario "${s}"; use ${known.join(', ')}`)
 if (options.subscribers > 20000 || options.messages > 1000) throw new Error('at most 20000 subscribers and 1000 messages')
 if (options.connections > 1000 || options.duration > 600 || options.memoryDuration > 600) throw new Error('at most 1000 connections and 600 s per run')
 
-const TARGETS = { rest: 0.7, graphql: 0.35, memoryGrowth: 0.1, chinook: 0.5, healthP99Ms: 100, roles: 0.6, linked: 0.5, subscribersP99Ms: 200, metrics: 0.95 }
+const TARGETS = { rest: 0.7, graphql: 0.35, memoryGrowth: 0.1, chinook: 0.5, healthP99Ms: 100, roles: 0.6, linked: 0.5, subscribersP99Ms: 200, metrics: 0.95, auth: 0.85 }
 
 // ---------------------------------------------------------------- output
 const tty = process.stdout.isTTY
@@ -570,6 +573,43 @@ async function healthScenario() {
   }
 }
 
+// ---------------------------------------------------------------- auth (issue 12)
+async function authScenario() {
+  const { SignJWT, exportJWK, generateKeyPair } = await import('jose')
+  const { createServer } = await import('node:http')
+  const { privateKey, publicKey } = await generateKeyPair('RS256', { extractable: true })
+  const jwk = { ...(await exportJWK(publicKey)), kid: 'bench', alg: 'RS256', use: 'sig' }
+  let jwksFetches = 0
+  const jwks = createServer((_req, res) => {
+    jwksFetches++
+    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ keys: [jwk] }))
+  })
+  await new Promise((resolve) => jwks.listen(0, '127.0.0.1', resolve))
+  const jwksUrl = `http://127.0.0.1:${jwks.address().port}/.well-known/jwks.json`
+  const token = await new SignJWT({ sub: 'bench-user', roles: ['user'] })
+    .setProtectedHeader({ alg: 'RS256', kid: 'bench' }).setIssuer('tributary-bench').setAudience('tributary').setIssuedAt().setExpirationTime('2h')
+    .sign(privateKey)
+  const db = await prepareTodoDb()
+  const config = 'bench/auth/config.ts'
+  say(`\n[auth] gateway --config ${config} (JWKS ${jwksUrl}, RS256)`)
+  const gw = await startGateway({ config, env: { TODO_DATABASE_URL: `sqlite:${db}`, BENCH_AUTH_JWKS_URL: jwksUrl }, nodeArgs: gatewayNodeArgs('auth') })
+  say(`[setup] gateway ${gw.url} (pid ${gw.pid})`)
+  try {
+    const baseline = { url: `${gw.url}/operations/TodoById?id=1`, pid: gw.pid }
+    const gateway = { url: `${gw.url}/operations/TodoByIdAuthenticated?id=1`, headers: { authorization: `Bearer ${token}` }, pid: gw.pid }
+    const expected = await fetchJson(baseline.url)
+    assertSame('auth', await fetchJson(gateway.url, { headers: gateway.headers }), expected)
+    const refused = await fetch(gateway.url)
+    if (refused.status !== 401) throw new Error(`auth: without a token the operation answered ${refused.status}, not 401`)
+    say(`[auth] GET /operations/TodoByIdAuthenticated?id=1 with a Bearer token vs GET /operations/TodoById?id=1 without: both answer ${JSON.stringify(expected)}`)
+    results.scenarios.auth = { gatewayUrl: '/operations/TodoByIdAuthenticated?id=1 (RS256 Bearer)', baselineUrl: '/operations/TodoById?id=1 (same gateway, no token)', ...(await ab('auth', { baseline, gateway, target: TARGETS.auth, gw })), jwksFetches }
+    say(`[auth] the JWKS was fetched ${jwksFetches} time(s)`)
+  } finally {
+    await stopGateway(gw, 'auth')
+    await new Promise((resolve) => jwks.close(resolve))
+  }
+}
+
 // ---------------------------------------------------------------- roles (issue 11)
 async function rolesScenario() {
   const config = 'bench/roles/config.ts'
@@ -792,6 +832,7 @@ try {
   if (options.scenarios.includes('workers')) await workersScenario()
   if (options.scenarios.includes('subscribers')) await subscribersScenario()
   if (options.scenarios.includes('metrics')) await metricsScenario()
+  if (options.scenarios.includes('auth')) await authScenario()
 } catch (err) {
   failed = err
   results.error = String(err?.stack ?? err)

@@ -103,6 +103,16 @@ export const MisdirectedError = createError('TRB_ERR_MISDIRECTED', 'This host is
 /** `GET /metrics` without the `metrics.bearerToken` (401) or from an address not in `metrics.allowedIps` (403). */
 export const MetricsDeniedError = createError('TRB_ERR_METRICS_DENIED', '%s', 403) as Ctor
 
+// ----- authentication and authorization -----
+/** A token was sent but is not valid: bad signature, expired, not yet valid, wrong issuer or audience, unknown key, `alg: none`. Sent with `WWW-Authenticate: Bearer error="invalid_token"`. */
+export const AuthInvalidError = createError('TRB_ERR_AUTH_INVALID', 'Invalid token: %s', 401) as Ctor
+/** The operation (or `/graphql` with `auth.graphql: 'authenticated'`) needs a token and none was sent. Sent with `WWW-Authenticate: Bearer`. */
+export const AuthRequiredError = createError('TRB_ERR_AUTH_REQUIRED', 'Authentication required: %s', 401) as Ctor
+/** A valid token lacks what the operation or field needs: a role (`@rbac`, `permissions`) or a claim (`@fromClaim`). */
+export const AuthForbiddenError = createError('TRB_ERR_AUTH_FORBIDDEN', 'Forbidden: %s', 403) as Ctor
+/** More requests than `server.rateLimit.max` within `server.rateLimit.timeWindowMs`; `Retry-After` says when to retry. */
+export const RateLimitedError = createError('TRB_ERR_RATE_LIMITED', 'Rate limit exceeded: retry in %s seconds', 429) as Ctor
+
 // ----- internal -----
 /** Anything unexpected. The message reaching clients is masked; the id finds the log line. */
 export const InternalError = createError('TRB_ERR_INTERNAL', 'Internal error (id %s)', 500) as Ctor
@@ -114,7 +124,9 @@ export const errorCodes: readonly string[] = [
   GraphQLRequestError, GraphQLMethodError, GraphQLLimitError, GraphQLValidationError, GraphQLFieldError, PersistedNotFoundError, PersistedOnlyError,
   UpstreamError, UpstreamTimeoutError,
   DbUniqueError, DbForeignKeyError, DbNotNullError, DbCheckError, DbValueError, DbNotFoundError, DbInputError, DbRawError, DbTimeoutError, DbCancelledError, DbRolledBackError,
-  RouteNotFoundError, OriginForbiddenError, MisdirectedError, MetricsDeniedError, InternalError,
+  RouteNotFoundError, OriginForbiddenError, MisdirectedError, MetricsDeniedError,
+  AuthInvalidError, AuthRequiredError, AuthForbiddenError, RateLimitedError,
+  InternalError,
 ].map((E) => new E().code)
 
 const known: ReadonlySet<string> = new Set(errorCodes)

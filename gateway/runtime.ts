@@ -19,7 +19,9 @@ import { composeSchema } from './compose/index.js'
 import { applyLinks } from './compose/links.js'
 import { loadOperations } from './operations/load.js'
 import { compileOperation, type CompiledOperation } from './operations/compile.js'
-import { SourceLoadError, isTributaryError } from './errors.js'
+import { OperationInvalidError, SourceLoadError, isTributaryError } from './errors.js'
+import { applyPermissions } from './auth/permissions.js'
+import { createJwtVerifier, type JwtVerifier } from './auth/jwt.js'
 
 /** One data source once loaded. */
 export interface LoadedSource {
@@ -40,6 +42,8 @@ export interface Gateway {
   readonly sources: readonly LoadedSource[]
   /** Every stored operation by URL name (`users/GetUser`), internal ones included. */
   readonly operations: ReadonlyMap<string, CompiledOperation>
+  /** The token verifier of `auth.jwt`, or null when tokens are not read. */
+  readonly jwt: JwtVerifier | null
   /** Probes every source. */
   health(): Promise<Record<string, SourceHealth>>
   /** Closes every source. */
@@ -119,14 +123,20 @@ export async function createGateway(config: TributaryConfig, options: CreateGate
   }
 
   try {
-    const schema = applyLinks(composeSchema(sources), config.links)
+    // Permissions last: a link field (`Type.link`) is protected like any other field.
+    const schema = applyPermissions(applyLinks(composeSchema(sources), config.links), config.permissions)
     const stored = await loadOperations(resolve(cwd, config.operations.dir), schema, cwd)
+    const withRules = stored.find((op) => op.auth)
+    if (withRules && !config.auth.jwt) {
+      throw new OperationInvalidError(`${withRules.file}:1:1: @requireAuthentication, @rbac and @fromClaim need auth.jwt in the config`)
+    }
     const operations = new Map(stored.map((op) => [op.name, compileOperation(op, schema, { maxInputDepth: config.graphql.maxInputDepth })]))
     return {
       config,
       schema,
       sources,
       operations,
+      jwt: config.auth.jwt ? createJwtVerifier(config.auth.jwt) : null,
       async health() {
         const entries = await Promise.all(sources.map(async (s) => [s.name, await s.subschema.health()] as const))
         return Object.fromEntries(entries)

@@ -57,6 +57,12 @@ export interface ClientOptions {
   baseUrl: string
   /** Headers sent with every request. */
   headers?: HeadersOption
+  /**
+   * A JWT sent as `Authorization: Bearer <token>` with every request (operations with
+   * `@requireAuthentication`, `@rbac` or `@fromClaim`), or a function returning it (called for every
+   * request: fresh tokens). Default: none.
+   */
+  token?: string | (() => string | Promise<string>)
   /** The fetch implementation. Default: the global `fetch`. */
   fetch?: (input: string, init?: RequestInit) => Promise<Response>
 }
@@ -149,6 +155,7 @@ export class Transport {
   private readonly base: string
   private readonly fetchImpl: (input: string, init?: RequestInit) => Promise<Response>
   private readonly headersOption: HeadersOption | undefined
+  private readonly tokenOption: ClientOptions['token']
 
   constructor(options: ClientOptions) {
     this.base = options.baseUrl.replace(/\/+$/, '')
@@ -156,11 +163,13 @@ export class Transport {
     if (typeof f !== 'function') throw new TypeError('No fetch implementation: pass options.fetch')
     this.fetchImpl = (input, init) => f(input, init)
     this.headersOption = options.headers
+    this.tokenOption = options.token
   }
 
   private async headers(extra: Record<string, string>, call: CallOptions | undefined): Promise<Record<string, string>> {
     const common = typeof this.headersOption === 'function' ? await this.headersOption() : (this.headersOption ?? {})
-    return { ...common, ...extra, ...(call?.headers ?? {}) }
+    const token = typeof this.tokenOption === 'function' ? await this.tokenOption() : this.tokenOption
+    return { ...common, ...(token ? { authorization: `Bearer ${token}` } : {}), ...extra, ...(call?.headers ?? {}) }
   }
 
   private async send(url: string, init: RequestInit): Promise<Response> {

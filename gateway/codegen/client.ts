@@ -20,6 +20,7 @@
  * `JSONValue` (`unknown`). Every failure (HTTP status >= 400, `errors` in a stream event, a body that
  * is not JSON) throws `TributaryError` with the HTTP `status` and the `errors` array.
  */
+import { describeAuthRules } from '../auth/directives.js'
 import type { Gateway } from '../runtime.js'
 import type { CompiledOperation } from '../operations/compile.js'
 import type { JsonSchema } from '../operations/json-schema.js'
@@ -147,6 +148,12 @@ function plainVariables(op: CompiledOperation): string[] {
     .map(([name]) => name)
 }
 
+/** ` Needs a token…` (the operation's auth directives, for its docstring), or ''. */
+function authDoc(op: CompiledOperation): string {
+  const note = describeAuthRules(op.stored.auth)
+  return note ? ` ${note} Pass it with the client's \`token\` option.` : ''
+}
+
 function hasRequired(op: CompiledOperation): boolean {
   return (op.variablesSchema.required ?? []).length > 0
 }
@@ -197,13 +204,13 @@ ${ops.find((o) => o.kind === 'query') ? ` * const data = await client.${names.ge
     const n = names.get(op)!
     const path = `/operations/${op.name}`
     if (op.kind === 'query') {
-      out.push(`  /** Runs the query \`${op.name}\`: \`GET ${path}\`. @throws TributaryError */`)
+      out.push(`  /** Runs the query \`${op.name}\`: \`GET ${path}\`.${authDoc(op)} @throws TributaryError */`)
       out.push(`  ${propertyKey(n.method)}(${signature(op)}): Promise<${n.type}Response>`)
     } else if (op.kind === 'mutation') {
-      out.push(`  /** Runs the mutation \`${op.name}\`: \`POST ${path}\` with a JSON body. @throws TributaryError */`)
+      out.push(`  /** Runs the mutation \`${op.name}\`: \`POST ${path}\` with a JSON body.${authDoc(op)} @throws TributaryError */`)
       out.push(`  ${propertyKey(n.method)}(${signature(op)}): Promise<${n.type}Response>`)
     } else {
-      out.push(`  /** Subscribes to \`${op.name}\`: \`GET ${path}\` as Server-Sent Events; leave the loop to close it. @throws TributaryError */`)
+      out.push(`  /** Subscribes to \`${op.name}\`: \`GET ${path}\` as Server-Sent Events; leave the loop to close it.${authDoc(op)} @throws TributaryError */`)
       out.push(`  ${propertyKey(n.method)}(${signature(op)}): AsyncGenerator<${n.type}Response, void, undefined>`)
     }
   }

@@ -27,6 +27,7 @@ export function renderGenerated(gateway: Gateway): Record<string, string> {
         methods: op.stored.internal ? [] : op.kind === 'query' ? ['GET', 'POST'] : op.kind === 'mutation' ? ['POST'] : ['GET'],
         cache: op.stored.directives.cache ?? null,
         liveIntervalMs: op.stored.directives.liveIntervalMs ?? null,
+        auth: op.stored.auth,
         variablesSchema: op.variablesSchema,
         responseSchema: op.responseSchema,
       })),

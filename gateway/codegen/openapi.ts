@@ -12,7 +12,8 @@
  */
 import type { Gateway } from '../runtime.js'
 import type { CompiledOperation } from '../operations/compile.js'
-import type { JsonSchema } from '../operations/json-schema.js'
+import { omitProperties, type JsonSchema } from '../operations/json-schema.js'
+import { describeAuthRules } from '../auth/directives.js'
 
 /** An OpenAPI 3.1 document (loosely typed: it is written out as JSON). */
 export type OpenApiDocument = Record<string, unknown>
@@ -52,10 +53,16 @@ const errorSchema: JsonSchema = {
 
 const ERRORS_REF = { $ref: '#/components/schemas/Errors' }
 
-function errorResponses(kind: CompiledOperation['kind'], stream: boolean): Record<string, unknown> {
+function errorResponses(kind: CompiledOperation['kind'], stream: boolean, auth = false): Record<string, unknown> {
   const ref = { content: { 'application/json': { schema: ERRORS_REF } } }
   return {
     '400': { description: 'Invalid variables: every bad variable is named with its JSON Schema path, every missing required one too', ...ref },
+    ...(auth
+      ? {
+          '401': { description: 'No token (TRB_ERR_AUTH_REQUIRED) or an invalid one (TRB_ERR_AUTH_INVALID); see WWW-Authenticate', ...ref },
+          '403': { description: 'The token lacks a role or claim the operation needs (TRB_ERR_AUTH_FORBIDDEN)', ...ref },
+        }
+      : {}),
     '404': { description: 'Unknown operation, or no row found (custom routes)', ...ref },
     '405': { description: `Wrong method; see the Allow header${kind === 'mutation' ? ' (POST only)' : ''}`, ...ref },
     ...(stream ? { '406': { description: 'A stream was asked for without Accept: text/event-stream', ...ref } } : {}),
@@ -92,18 +99,10 @@ function queryParameters(op: CompiledOperation, exclude: readonly string[] = [])
       in: 'query',
       required: false,
       description: 'Any of the variables as one JSON object (for nested input objects); other params are merged into it',
-      content: { 'application/json': { schema: withoutRequired(op.variablesSchema, []) } },
+      content: { 'application/json': { schema: omitProperties(op.variablesSchema, []) } },
     })
   }
   return params
-}
-
-/** The variables schema without the given properties (they come from the path) and with nothing required. */
-function withoutRequired(schema: JsonSchema, drop: readonly string[], keepRequired = false): JsonSchema {
-  const properties = Object.fromEntries(Object.entries(schema.properties ?? {}).filter(([k]) => !drop.includes(k)))
-  const required = keepRequired ? (schema.required ?? []).filter((k) => !drop.includes(k)) : []
-  const { required: _r, properties: _p, ...rest } = schema
-  return { ...rest, properties, ...(required.length ? { required } : {}) }
 }
 
 function operationId(op: CompiledOperation, suffix = ''): string {
@@ -122,10 +121,12 @@ export function buildOpenApiDocument(gateway: Gateway, serverUrl?: string): Open
   for (const op of ops) {
     const okJson = { 'application/json': { schema: op.responseSchema } }
     const entry: Record<string, unknown> = {}
+    const authNote = describeAuthRules(op.stored.auth)
     const common = {
       tags: [op.kind],
       summary: `${op.kind} ${op.name}`,
-      description: `Stored ${op.kind} \`${op.name}\` (operations/${op.name}.graphql).`,
+      description: `Stored ${op.kind} \`${op.name}\` (operations/${op.name}.graphql).${authNote ? ` ${authNote}` : ''}`,
+      ...securityOf(op, gateway),
     }
     const bodyRequired = (op.variablesSchema.required ?? []).length > 0
     if (op.kind === 'query') {
@@ -150,21 +151,21 @@ export function buildOpenApiDocument(gateway: Gateway, serverUrl?: string): Open
             content: { ...okJson, 'text/event-stream': { schema: { type: 'string' } } },
           },
           '304': { description: 'Not modified (If-None-Match matched the ETag)', headers: cacheHeaders },
-          ...errorResponses(op.kind, true),
+          ...errorResponses(op.kind, true, !!op.stored.auth),
         },
       }
       entry.post = {
         ...common,
         operationId: operationId(op, '_post'),
         requestBody: { required: bodyRequired, content: { 'application/json': { schema: op.variablesSchema } } },
-        responses: { '200': { description: 'The data object, without a wrapper', content: okJson }, ...errorResponses(op.kind, false) },
+        responses: { '200': { description: 'The data object, without a wrapper', content: okJson }, ...errorResponses(op.kind, false, !!op.stored.auth) },
       }
     } else if (op.kind === 'mutation') {
       entry.post = {
         ...common,
         operationId: operationId(op),
         requestBody: { required: bodyRequired, content: { 'application/json': { schema: op.variablesSchema } } },
-        responses: { '200': { description: 'The data object, without a wrapper', content: okJson }, ...errorResponses(op.kind, false) },
+        responses: { '200': { description: 'The data object, without a wrapper', content: okJson }, ...errorResponses(op.kind, false, !!op.stored.auth) },
       }
     } else {
       entry.get = {
@@ -176,7 +177,7 @@ export function buildOpenApiDocument(gateway: Gateway, serverUrl?: string): Open
             description: 'Server-Sent Events: one `data:` event of JSON `{data, errors?}` per result (data as in `x-event-schema`)',
             content: { 'text/event-stream': { schema: { type: 'string' }, 'x-event-schema': { type: 'object', properties: { data: op.responseSchema, errors: { type: 'array' } } } } },
           },
-          ...errorResponses(op.kind, true),
+          ...errorResponses(op.kind, true, !!op.stored.auth),
         },
       }
     }
@@ -186,6 +187,7 @@ export function buildOpenApiDocument(gateway: Gateway, serverUrl?: string): Open
   for (const route of gateway.config.routes) {
     const op = gateway.operations.get(route.operation)
     if (!op || op.stored.internal) continue
+    const authNote = describeAuthRules(op.stored.auth)
     const path = route.path.replace(/:([A-Za-z_][A-Za-z0-9_]*)/g, '{$1}')
     const pathParams = [...route.path.matchAll(/:([A-Za-z_][A-Za-z0-9_]*)/g)].map((m) => m[1])
     const method = route.method.toLowerCase()
@@ -201,15 +203,16 @@ export function buildOpenApiDocument(gateway: Gateway, serverUrl?: string): Open
         tags: ['routes'],
         summary: `${route.method} ${route.path} → ${op.name}`,
         operationId: `route_${method}_${path.replace(/[^A-Za-z0-9]+/g, '_').replace(/^_|_$/g, '')}`,
-        description: `Custom route for the stored ${op.kind} \`${op.name}\`. Path params feed its variables; a result whose every root field is null is a 404.`,
+        description: `Custom route for the stored ${op.kind} \`${op.name}\`. Path params feed its variables; a result whose every root field is null is a 404.${authNote ? ` ${authNote}` : ''}`,
+        ...securityOf(op, gateway),
         parameters: [...params, ...(usesBody ? [] : queryParameters(op, pathParams))],
         ...(usesBody
-          ? { requestBody: { required: (op.variablesSchema.required ?? []).some((r) => !pathParams.includes(r)), content: { 'application/json': { schema: withoutRequired(op.variablesSchema, pathParams, true) } } } }
+          ? { requestBody: { required: (op.variablesSchema.required ?? []).some((r) => !pathParams.includes(r)), content: { 'application/json': { schema: omitProperties(op.variablesSchema, pathParams, true) } } } }
           : {}),
         responses: {
           '200': { description: 'The data object', ...(isGet ? { headers: cacheHeaders } : {}), content: { 'application/json': { schema: op.responseSchema } } },
           ...(isGet ? { '304': { description: 'Not modified (If-None-Match matched the ETag)', headers: cacheHeaders } } : {}),
-          ...errorResponses(op.kind, false),
+          ...errorResponses(op.kind, false, !!op.stored.auth),
         },
       },
     }
@@ -226,7 +229,34 @@ export function buildOpenApiDocument(gateway: Gateway, serverUrl?: string): Open
       { name: 'routes', description: 'Custom REST routes of the config' },
     ],
     paths,
-    components: { schemas: { Errors: errorSchema } },
+    components: { schemas: { Errors: errorSchema }, ...securitySchemes(gateway) },
+  }
+}
+
+/** The security schemes of `auth.jwt` (OpenAPI 3.1 §4.8.27): a bearer JWT, and the cookie when one is configured. */
+function securitySchemes(gateway: Gateway): Record<string, unknown> {
+  const jwt = gateway.config.auth.jwt
+  if (!jwt) return {}
+  return {
+    securitySchemes: {
+      bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'A JWT verified by the gateway (auth.jwt)' },
+      ...(jwt.cookie ? { cookieAuth: { type: 'apiKey', in: 'cookie', name: jwt.cookie, description: 'The same JWT in a cookie' } } : {}),
+    },
+  }
+}
+
+/**
+ * `security` of an operation whose directives need a token (any of the schemes), with the 401/403
+ * responses, and `x-rbac` naming its roles; nothing for an open operation.
+ */
+function securityOf(op: CompiledOperation, gateway: Gateway): Record<string, unknown> {
+  const rules = op.stored.auth
+  if (!rules || !gateway.config.auth.jwt) return {}
+  return {
+    security: [{ bearerAuth: [] }, ...(gateway.config.auth.jwt.cookie ? [{ cookieAuth: [] }] : [])],
+    ...(rules.requireMatchAny || rules.requireMatchAll
+      ? { 'x-rbac': { ...(rules.requireMatchAny ? { requireMatchAny: rules.requireMatchAny } : {}), ...(rules.requireMatchAll ? { requireMatchAll: rules.requireMatchAll } : {}) } }
+      : {}),
   }
 }
 

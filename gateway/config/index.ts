@@ -17,12 +17,13 @@ import type { FederationSourceOptions, SubgraphOptions } from '../connectors/fed
 import type { MergedTypeOptions } from '../compose/merge.js'
 import type { RunMode } from '../connectors/types.js'
 import type { LinkDefinition, LinkBatch } from '../compose/links.js'
+import type { PermissionRule } from '../auth/permissions.js'
 import type { MetricsConfig } from '../observability/metrics.js'
 import type { TelemetryConfig } from '../observability/tracing.js'
 import { validateConfig } from './validate.js'
 import { ConfigInvalidError } from '../errors.js'
 
-export type { RunMode, LinkDefinition, LinkBatch }
+export type { RunMode, LinkDefinition, LinkBatch, PermissionRule }
 
 /** What every data source declaration carries besides its connector's options. */
 export interface DataSourceBase {
@@ -122,6 +123,74 @@ export interface ServiceDefinition {
   readyTimeoutMs?: number
 }
 
+/**
+ * JWT verification (`auth.jwt`): a token comes from `Authorization: Bearer <token>` or from the
+ * cookie named `cookie`, and is verified with `jose` (RFC 7519): signature, `exp`/`nbf`, and
+ * `iss`/`aud` when set. Give exactly one of `secret` (HS256/384/512) or `jwksUrl`
+ * (RS256/384/512, PS256/384/512, ES256/384/512, EdDSA).
+ */
+export interface JwtConfig {
+  /** URL of a JSON Web Key Set (RFC 7517 §5). Keys are cached and re-fetched when a token names an unknown `kid`. */
+  jwksUrl?: string
+  /** Shared secret for HMAC tokens (HS256/384/512); at least 32 characters (256 bits, RFC 7518 §3.2). */
+  secret?: string
+  /** Required `iss` claim (one value or any of a list). Default: not checked. */
+  issuer?: string | string[]
+  /** Required `aud` claim (one value or any of a list). Default: not checked. */
+  audience?: string | string[]
+  /** Claim holding the caller's roles: a list of strings, or one space- or comma-separated string; a dotted path (`realm_access.roles`) reaches into objects. Default `roles`. */
+  rolesClaim?: string
+  /** Name of a cookie that carries the token when there is no `Authorization: Bearer` header. Default: none. */
+  cookie?: string
+  /** Clock skew allowed on `exp`/`nbf`, in seconds. Default 0. */
+  clockToleranceSec?: number
+  /** Longest a fetched key set is used before it is fetched again, in milliseconds. Default 600000 (10 minutes). */
+  jwksCacheMaxAgeMs?: number
+  /** After a fetch, no new fetch for this many milliseconds, even for an unknown `kid` (bounds what a flood of made-up `kid`s costs the key server). Default 30000. */
+  jwksCooldownMs?: number
+  /** Time allowed to fetch the key set, in milliseconds. Default 5000. */
+  jwksTimeoutMs?: number
+  /** Longest token accepted, in characters; a longer one is `TRB_ERR_AUTH_INVALID` without being parsed. Default 8192. */
+  maxTokenLength?: number
+}
+
+/** Authentication of callers (README "Authentication"). */
+export interface AuthConfigInput {
+  /** How tokens are verified. Without it, no token is ever read and operations may not use the auth directives. */
+  jwt?: JwtConfig
+  /**
+   * Who may send documents to `/graphql` and the WebSocket: `public` (anyone; the operations' own
+   * directives and `permissions` still apply) or `authenticated` (a valid token is needed:
+   * `TRB_ERR_AUTH_REQUIRED` otherwise). Default: `public` in development, `authenticated` in
+   * production when `jwt` is set, `public` when it is not.
+   */
+  graphql?: 'public' | 'authenticated'
+}
+
+/** The resolved `auth` section. */
+export interface AuthConfig {
+  /** The JWT settings with their defaults, or null when tokens are not read. */
+  readonly jwt: Readonly<Required<Omit<JwtConfig, 'jwksUrl' | 'secret' | 'issuer' | 'audience' | 'cookie'>> & Pick<JwtConfig, 'jwksUrl' | 'secret' | 'issuer' | 'audience' | 'cookie'>> | null
+  readonly graphql: 'public' | 'authenticated'
+}
+
+/**
+ * `server.rateLimit`: at most `max` requests per client within `timeWindowMs` (`@fastify/rate-limit`),
+ * then 429 `TRB_ERR_RATE_LIMITED` with `Retry-After` (seconds). The health probes and the metrics route are not counted.
+ */
+export interface RateLimitConfig {
+  /** Requests allowed per client and window. */
+  max: number
+  /** The window, in milliseconds. */
+  timeWindowMs: number
+  /** Who a client is: `ip` (the socket address; behind a proxy see fastify `trustProxy`) or `sub` (the verified token's subject, the IP for anonymous callers; needs `auth.jwt`). Default `ip`. */
+  key?: 'ip' | 'sub'
+  /** Redis URL of a counter store shared by every instance. Default `pubsub.redisUrl` (`REDIS_URL` unless `TRIBUTARY_PUBSUB=memory`); without one, counters live in this process. */
+  redisUrl?: string
+  /** Prefix of the Redis keys. Default `tributary-rate-limit:`. */
+  keyPrefix?: string
+}
+
 /** The deployment as written in `config.ts`. Every field but `datasources` is optional. */
 export interface TributaryConfigInput {
   /** The data sources, composed in this order. At least one. */
@@ -160,6 +229,8 @@ export interface TributaryConfigInput {
      * `TRB_ERR_MISDIRECTED`. Default: not checked (every host).
      */
     allowedHosts?: string[]
+    /** Rate limiting per client (README "Rate limiting"). Default: off. */
+    rateLimit?: RateLimitConfig
     /**
      * On SIGTERM/SIGINT, how long `/health/ready` answers 503 before the server stops accepting
      * connections and drains in-flight requests, in milliseconds: set it to at least your load
@@ -222,6 +293,15 @@ export interface TributaryConfigInput {
   services?: ServiceDefinition[]
   /** Folder for generated files (`schema.graphql`, `introspection.json`, ...), relative to the working directory. Default `generated`. */
   generatedDir?: string
+  /** Authentication: JWT verification and who may use `/graphql`. Default: off (no token is read). */
+  auth?: AuthConfigInput
+  /**
+   * Role permissions, Hasura style, keyed by public type name (`todo_Todo`: every field returning the
+   * type) or `Type.field` (`todo_Todo.description`): a caller without one of `roles` gets a
+   * `TRB_ERR_AUTH_FORBIDDEN` error at the field's path instead of its value. Needs `auth.jwt`.
+   * Default none.
+   */
+  permissions?: Record<string, PermissionRule>
   /** Prometheus metrics (README "Observability"). Default: on, at `/metrics`, readable from the loopback address only. */
   metrics?: {
     /** Collect and serve the metrics. Default true. */
@@ -254,7 +334,9 @@ export interface TributaryConfigInput {
 export interface TributaryConfig {
   readonly datasources: readonly DataSourceDefinition[]
   readonly mode: RunMode
-  readonly server: Readonly<Required<Omit<NonNullable<TributaryConfigInput['server']>, 'allowedHosts'>>> & {
+  readonly server: Readonly<Required<Omit<NonNullable<TributaryConfigInput['server']>, 'allowedHosts' | 'rateLimit'>>> & {
+    /** The rate limit with its defaults, or null when off. */
+    readonly rateLimit: Readonly<Required<Omit<RateLimitConfig, 'redisUrl'>> & { redisUrl: string | null }> | null
     /** Normalised origins (`new URL(o).origin`). */
     readonly allowedOrigins: readonly string[]
     /** Lower-cased host patterns; null when the `Host` header is not checked. */
@@ -270,6 +352,8 @@ export interface TributaryConfig {
   readonly routes: readonly RouteDefinition[]
   readonly services: readonly ServiceDefinition[]
   readonly generatedDir: string
+  readonly auth: AuthConfig
+  readonly permissions: Readonly<Record<string, PermissionRule>>
   readonly metrics: MetricsConfig
   readonly telemetry: TelemetryConfig
 }
@@ -292,6 +376,8 @@ export function resolveConfig(input: unknown, env: NodeJS.ProcessEnv = process.e
   const c = input as TributaryConfigInput
   const mode: RunMode = c.mode ?? (env.NODE_ENV === 'production' ? 'production' : 'development')
   const dev = mode === 'development'
+  // TRIBUTARY_PUBSUB=memory ignores an exported REDIS_URL (the test runner sets it: test gateways stay private).
+  const sharedRedisUrl = c.pubsub?.redisUrl ?? (env.TRIBUTARY_PUBSUB === 'memory' ? null : env.REDIS_URL || null)
   const config: TributaryConfig = {
     datasources: c.datasources.map((d) => Object.freeze({ ...d })),
     mode,
@@ -305,12 +391,21 @@ export function resolveConfig(input: unknown, env: NodeJS.ProcessEnv = process.e
       logLevel: c.server?.logLevel ?? (env.LOG_LEVEL || 'info'),
       allowedOrigins: (c.server?.allowedOrigins ?? []).map(normaliseOrigin),
       allowedHosts: c.server?.allowedHosts ? c.server.allowedHosts.map((h) => h.toLowerCase()) : null,
+      rateLimit: c.server?.rateLimit
+        ? {
+            max: c.server.rateLimit.max,
+            timeWindowMs: c.server.rateLimit.timeWindowMs,
+            key: c.server.rateLimit.key ?? 'ip',
+            // The Redis of pubsub by default (REDIS_URL unless TRIBUTARY_PUBSUB=memory): tests stay in memory.
+            redisUrl: c.server.rateLimit.redisUrl ?? sharedRedisUrl,
+            keyPrefix: c.server.rateLimit.keyPrefix ?? 'tributary-rate-limit:',
+          }
+        : null,
       shutdownDelayMs: c.server?.shutdownDelayMs ?? 0,
       healthTimeoutMs: c.server?.healthTimeoutMs ?? 80,
     },
     pubsub: {
-      // TRIBUTARY_PUBSUB=memory ignores an exported REDIS_URL (the test runner sets it: test gateways stay private).
-      redisUrl: c.pubsub?.redisUrl ?? (env.TRIBUTARY_PUBSUB === 'memory' ? null : env.REDIS_URL || null),
+      redisUrl: sharedRedisUrl,
       keyPrefix: c.pubsub?.keyPrefix ?? (env.REDIS_KEY_PREFIX || 'tributary:'),
       lockTtlMs: c.pubsub?.lockTtlMs ?? 2000,
       commandTimeoutMs: c.pubsub?.commandTimeoutMs ?? 500,
@@ -336,6 +431,8 @@ export function resolveConfig(input: unknown, env: NodeJS.ProcessEnv = process.e
     routes: (c.routes ?? []).map((r) => Object.freeze({ ...r })),
     services: (c.services ?? []).map((s) => Object.freeze({ ...s })),
     generatedDir: c.generatedDir ?? 'generated',
+    auth: resolveAuth(c.auth, dev),
+    permissions: c.permissions ?? {},
     metrics: {
       enabled: c.metrics?.enabled ?? true,
       path: c.metrics?.path ?? '/metrics',
@@ -347,6 +444,8 @@ export function resolveConfig(input: unknown, env: NodeJS.ProcessEnv = process.e
       serviceName: c.telemetry?.serviceName ?? (env.OTEL_SERVICE_NAME || 'tributary'),
     },
   }
+  if (config.server.rateLimit?.key === 'sub' && !config.auth.jwt) throw new ConfigInvalidError("server.rateLimit.key: 'sub' needs auth.jwt")
+  if (Object.keys(config.permissions).length > 0 && !config.auth.jwt) throw new ConfigInvalidError('permissions: roles come from tokens; set auth.jwt')
   c.datasources.forEach((d, i) => {
     if (d.kind === 'federation') uniqueSubgraphs(d, i)
   })
@@ -358,6 +457,24 @@ export function resolveConfig(input: unknown, env: NodeJS.ProcessEnv = process.e
     validateConfig({ ...c, pubsub: { ...c.pubsub, redisUrl: config.pubsub.redisUrl } })
   }
   return deepFreeze(config)
+}
+
+/** The `auth` section with its defaults (see {@link AuthConfigInput}). */
+function resolveAuth(input: AuthConfigInput | undefined, dev: boolean): AuthConfig {
+  const j = input?.jwt
+  const jwt: AuthConfig['jwt'] = j
+    ? {
+        ...j,
+        rolesClaim: j.rolesClaim ?? 'roles',
+        clockToleranceSec: j.clockToleranceSec ?? 0,
+        jwksCacheMaxAgeMs: j.jwksCacheMaxAgeMs ?? 600_000,
+        jwksCooldownMs: j.jwksCooldownMs ?? 30_000,
+        jwksTimeoutMs: j.jwksTimeoutMs ?? 5000,
+        maxTokenLength: j.maxTokenLength ?? 8192,
+      }
+    : null
+  if (input?.graphql === 'authenticated' && !jwt) throw new ConfigInvalidError("auth.graphql: 'authenticated' needs auth.jwt")
+  return { jwt, graphql: input?.graphql ?? (jwt && !dev ? 'authenticated' : 'public') }
 }
 
 /** A federation source's subgraphs have distinct names and URLs. */

@@ -8,6 +8,7 @@ import { ConfigInvalidError } from '../errors.js'
 
 const name = '^[_A-Za-z][_0-9A-Za-z]*$'
 const fn = { function: true }
+const stringOrList = { anyOf: [{ type: 'string', minLength: 1 }, { type: 'array', minItems: 1, items: { type: 'string', minLength: 1 } }] }
 
 const base = {
   kind: { type: 'string' },
@@ -216,6 +217,18 @@ const configSchema = {
         maxWebSockets: { type: 'integer', minimum: 0 },
         logLevel: { enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] },
         allowedOrigins: { type: 'array', items: { type: 'string', pattern: '^[Hh][Tt][Tt][Pp][Ss]?://[^/?#@\\s]+$' } },
+        rateLimit: {
+          type: 'object',
+          required: ['max', 'timeWindowMs'],
+          additionalProperties: false,
+          properties: {
+            max: { type: 'integer', minimum: 1 },
+            timeWindowMs: { type: 'integer', minimum: 1, maximum: 2147483647 },
+            key: { enum: ['ip', 'sub'] },
+            redisUrl: { type: 'string', pattern: '^rediss?://' },
+            keyPrefix: { type: 'string', minLength: 1 },
+          },
+        },
         allowedHosts: {
           type: 'array',
           minItems: 1,
@@ -315,6 +328,41 @@ const configSchema = {
       },
     },
     generatedDir: { type: 'string', minLength: 1 },
+    permissions: {
+      type: 'object',
+      propertyNames: { pattern: '^[_A-Za-z][_0-9A-Za-z]*(\\.[_A-Za-z][_0-9A-Za-z]*)?$' },
+      additionalProperties: {
+        type: 'object',
+        required: ['roles'],
+        additionalProperties: false,
+        properties: { roles: { type: 'array', minItems: 1, items: { type: 'string', minLength: 1 } } },
+      },
+    },
+    auth: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        graphql: { enum: ['public', 'authenticated'] },
+        jwt: {
+          type: 'object',
+          additionalProperties: false,
+          oneOf: [{ required: ['jwksUrl'], not: { required: ['secret'] } }, { required: ['secret'], not: { required: ['jwksUrl'] } }],
+          properties: {
+            jwksUrl: { type: 'string', pattern: '^https?://' },
+            secret: { type: 'string', minLength: 32 },
+            issuer: stringOrList,
+            audience: stringOrList,
+            rolesClaim: { type: 'string', minLength: 1 },
+            cookie: { type: 'string', pattern: "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$" },
+            clockToleranceSec: { type: 'integer', minimum: 0, maximum: 3600 },
+            jwksCacheMaxAgeMs: { type: 'integer', minimum: 1000 },
+            jwksCooldownMs: { type: 'integer', minimum: 0 },
+            jwksTimeoutMs: { type: 'integer', minimum: 1 },
+            maxTokenLength: { type: 'integer', minimum: 64, maximum: 65536 },
+          },
+        },
+      },
+    },
     metrics: {
       type: 'object',
       additionalProperties: false,
@@ -370,6 +418,8 @@ function describe(err: ErrorObject): string {
     message = 'must be a function'
   } else if (err.keyword === 'enum') {
     message = `must be one of ${(err.params as { allowedValues: unknown[] }).allowedValues.map((v) => JSON.stringify(v)).join(', ')}`
+  } else if (err.keyword === 'oneOf' && path.endsWith('jwt')) {
+    message = 'give exactly one of jwksUrl or secret'
   } else if (err.keyword === 'not' && /^links\[\d+\]\.field$/.test(path)) {
     message = 'must not start with "__"'
   } else if (err.keyword === 'not' && path.endsWith('namespace')) {
@@ -388,7 +438,8 @@ function describe(err: ErrorObject): string {
  */
 export function validateConfig(input: unknown): void {
   if (check(input)) return
-  const errors = (check.errors ?? []).filter((e) => e.keyword !== 'if')
+  // The branches of a `oneOf` each fail; the `oneOf` error itself says what is wrong.
+  const errors = (check.errors ?? []).filter((e) => e.keyword !== 'if' && !/\/oneOf\/\d+\//.test(e.schemaPath))
   // Prefer the most specific error: the one with the longest path.
   errors.sort((a, b) => b.instancePath.length - a.instancePath.length)
   throw new ConfigInvalidError(errors.length ? describe(errors[0]) : 'invalid')

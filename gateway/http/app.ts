@@ -3,13 +3,15 @@
  * front, the playground, graphql-transport-ws subscriptions), `/operations/*`, the config's custom
  * REST routes, `/health` and `/openapi.json`. Every error leaves as JSON with a code.
  */
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify'
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyRequest } from 'fastify'
 import websocket from '@fastify/websocket'
 import mercurius from 'mercurius'
 import { randomUUID } from 'node:crypto'
 import { STATUS_CODES } from 'node:http'
-import { GraphQLError, NoSchemaIntrospectionCustomRule } from 'graphql'
+import { GraphQLError, NoSchemaIntrospectionCustomRule, subscribe as graphqlSubscribe } from 'graphql'
 import type { Gateway } from '../runtime.js'
+import type { AuthInfo } from '../auth/jwt.js'
+import { authenticateSocket, authorizeSocketOperation, endAtExpiry } from './auth.js'
 import { BadRequestError, InternalError, PersistedOnlyError, RouteNotFoundError, isTributaryError, errorBody } from '../errors.js'
 import { registerGraphQLEndpoint } from './graphql-endpoint.js'
 import { registerOperationRoutes } from './operations-routes.js'
@@ -19,6 +21,7 @@ import { codedGraphQLError, formatGraphQLError, sendError } from './format-error
 import { PersistedOperations } from './persisted.js'
 import { registerOriginGuard, registerUpgradeGuard } from './origin.js'
 import { buildOpenApiDocument } from '../codegen/openapi.js'
+import { registerRateLimit } from './rate-limit.js'
 import { createCluster, type Cluster } from '../cluster/index.js'
 import { invalidateTags, operationTags } from '../cluster/response-cache.js'
 import { registerHealthRoutes } from './health.js'
@@ -133,6 +136,8 @@ export async function buildApp(gateway: Gateway, options: BuildAppOptions = {}):
   // Traces and metrics (README "Observability"): nothing is registered when they are off.
   await registerTracing(app, config.telemetry)
   if (config.metrics.enabled) registerMetrics(app, config.metrics)
+  // 429 past server.rateLimit (when set), before any route runs; the metrics route is not counted.
+  await registerRateLimit(app, holder)
 
   await app.register(mercurius, {
     schema: gateway.schema,
@@ -148,9 +153,25 @@ export async function buildApp(gateway: Gateway, options: BuildAppOptions = {}):
   await app.register(playgroundPlugin, { endpoint: '/graphql', subscriptionEndpoint: '/graphql', title: 'Tributary' })
 
   const persisted = new PersistedOperations(holder)
+  // The identity of each WebSocket, verified once on `connection_init` (keyed by its upgrade request).
+  const socketIdentity = new WeakMap<FastifyRequest, AuthInfo | null>()
   const wsHandler = createSubscriptionHandler({
     getSchema: () => holder.current.schema,
-    context: (request) => ({ request, headers: request.headers, cluster }),
+    context: (request) => ({ request, headers: request.headers, cluster, auth: socketIdentity.get(request) ?? null }),
+    onConnect: async (request, params) => {
+      const gateway = holder.current
+      if (!gateway.jwt) return undefined
+      try {
+        const auth = await authenticateSocket(gateway, request, params)
+        if (!auth && gateway.config.auth.graphql === 'authenticated') return false
+        socketIdentity.set(request, auth)
+        return undefined
+      } catch (err) {
+        if (isTributaryError(err) && err.code === 'TRB_ERR_AUTH_INVALID') return false
+        throw err
+      }
+    },
+    subscribe: (args) => endAtExpiry(graphqlSubscribe(args), (args.contextValue as { auth?: AuthInfo | null }).auth ?? null),
     // Cached `# @cache` queries that read what a WebSocket mutation touched are invalidated before it answers.
     afterMutation: (args, operation) => {
       const gateway = holder.current
@@ -166,10 +187,10 @@ export async function buildApp(gateway: Gateway, options: BuildAppOptions = {}):
     maxSockets: config.server.maxWebSockets,
     validationRules: config.graphql.introspection ? [] : [NoSchemaIntrospectionCustomRule],
     formatError: (err: GraphQLError) => formatGraphQLError(err, { mode: holder.current.config.mode, logger: app.log }).error,
-    onOperation: (info) =>
-      persisted.enforced && !persisted.allowsDocument(info.document)
-        ? [codedGraphQLError(new PersistedOnlyError())]
-        : undefined,
+    onOperation: (info) => {
+      if (persisted.enforced && !persisted.allowsDocument(info.document)) return [codedGraphQLError(new PersistedOnlyError())]
+      return authorizeSocketOperation(info, socketIdentity.get(info.request) ?? null)
+    },
     logger: app.log,
   })
   // @fastify/websocket adds onRequest/onResponse hooks to its scope: keep them off the other routes.

@@ -8,6 +8,7 @@ import { GraphQLError, type ASTNode, type GraphQLFormattedError } from 'graphql'
 import type { FastifyBaseLogger, FastifyReply } from 'fastify'
 import { errorBody, isErrorCode, isTributaryError, recordErrorCode } from '../errors.js'
 import type { RunMode } from '../connectors/types.js'
+import { challengeOf } from './auth.js'
 import { publicUpstreamMessage, upstreamDetailsOf, type UpstreamDetails } from '../connectors/upstream-details.js'
 
 /** Options of {@link formatGraphQLError}. */
@@ -136,10 +137,13 @@ export function formatGraphQLErrors(errors: readonly GraphQLError[], options: Fo
 }
 
 /**
- * Sends an error of `gateway/errors.ts` as the JSON body of docs/architecture.md §5, never cacheable.
+ * Sends an error of `gateway/errors.ts` as the JSON body of docs/architecture.md §5, never cacheable;
+ * the auth errors carry their `WWW-Authenticate` challenge (RFC 6750 §3).
  * @param status overrides the error's own status (e.g. 406 or 415 for `TRB_ERR_BAD_REQUEST`).
  */
 export function sendError(reply: FastifyReply, err: Error & { code: string; statusCode?: number }, status = err.statusCode ?? 500, extensions?: Record<string, unknown>) {
+  const challenge = challengeOf(err.code)
+  if (challenge !== undefined) reply.header('www-authenticate', challenge)
   return reply
     .code(status)
     .header('cache-control', 'no-store')

@@ -33,12 +33,15 @@ import { buildCostPlan, checkCost, checkDocumentLimits, checkVariablesDepth, typ
 import { isJitSafe } from '../operations/jit-safety.js'
 import { compileDirectOperation, type DirectOperation } from '../operations/direct-plan.js'
 import { codedGraphQLError, formatGraphQLErrors, sendError } from './format-error.js'
-import { GraphQLMethodError, GraphQLRequestError, PersistedNotFoundError, PersistedOnlyError, RouteNotFoundError } from '../errors.js'
+import { AuthRequiredError, GraphQLMethodError, GraphQLRequestError, PersistedNotFoundError, PersistedOnlyError, RouteNotFoundError } from '../errors.js'
 import { refuseNonJsonBody } from './json-body.js'
 import { PLAYGROUND_ASSETS_PREFIX, playgroundContentSecurityPolicy, renderPlaygroundHtml } from './playground.js'
 import type { GatewayHolder } from './app.js'
 import { invalidateTags, operationTags } from '../cluster/response-cache.js'
 import type { PersistedOperations } from './persisted.js'
+import { identityOf } from './auth.js'
+import type { AuthInfo } from '../auth/jwt.js'
+import { authorize, claimVariables, extractAuthDirectives, type OperationAuthRules } from '../auth/directives.js'
 import { resultBudget } from '../result-budget.js'
 import { observeOperation } from '../observability/probes.js'
 
@@ -47,6 +50,8 @@ const JSON_TYPE = 'application/json'
 
 interface Prepared {
   document?: DocumentNode
+  /** The `@requireAuthentication`/`@rbac`/`@fromClaim` rules of its operations, by name (`''` when anonymous). */
+  rules?: Map<string, OperationAuthRules>
   errors?: readonly GraphQLError[]
   /** False when graphql-jit cannot compile it (recursive input variables): run with graphql-js. */
   jitSafe?: boolean
@@ -157,13 +162,19 @@ export function registerGraphQLEndpoint(
     const { config, schema } = holder.current
     let prepared: Prepared
     try {
-      const document = parse(query, { maxTokens: config.graphql.maxTokens })
+      // The auth directives (gateway/auth/directives.ts) are not in the schema: read and removed first.
+      const extracted = extractAuthDirectives(parse(query, { maxTokens: config.graphql.maxTokens }))
+      const document = extracted.document
       const rules = config.graphql.introspection ? specifiedRules : [...specifiedRules, NoSchemaIntrospectionCustomRule]
-      const errors = validate(schema, document, rules, { maxErrors: 20 })
+      const errors = [...extracted.errors, ...validate(schema, document, rules, { maxErrors: 20 })]
       const limitErrors = errors.length ? [] : checkDocumentLimits(document, config.graphql)
       prepared = errors.length || limitErrors.length
         ? { errors: [...errors, ...limitErrors] }
-        : { document, jitSafe: document.definitions.every((d) => d.kind !== 'OperationDefinition' || isJitSafe(schema, d)) }
+        : {
+            document,
+            ...(extracted.rules.size ? { rules: extracted.rules } : {}),
+            jitSafe: document.definitions.every((d) => d.kind !== 'OperationDefinition' || isJitSafe(schema, d)),
+          }
     } catch (err) {
       prepared = { errors: [err instanceof GraphQLError ? err : new GraphQLError((err as Error).message)] }
     }
@@ -222,8 +233,13 @@ export function registerGraphQLEndpoint(
     if (!mediaType) {
       return sendError(reply, new GraphQLRequestError(`Not acceptable; use Accept: ${GRAPHQL_RESPONSE} or ${JSON_TYPE}`), 406)
     }
+    // An invalid token is refused (401) even where none is needed; `authenticated` needs one.
+    let auth = gateway.jwt ? identityOf(gateway, request) : null
+    if (auth instanceof Promise) auth = await auth
+    if (!auth && gateway.config.auth.graphql === 'authenticated') throw new AuthRequiredError('/graphql needs a token (auth.graphql is "authenticated")')
     let { query } = params
-    const { variables, operationName, extensions } = params
+    const { operationName, extensions } = params
+    let { variables } = params
     if (variables !== undefined && variables !== null && (typeof variables !== 'object' || Array.isArray(variables))) return malformed(reply, 'variables must be an object')
     if (operationName !== undefined && operationName !== null && typeof operationName !== 'string') return malformed(reply, 'operationName must be a string')
     if (extensions !== undefined && extensions !== null && (typeof extensions !== 'object' || Array.isArray(extensions))) return malformed(reply, 'extensions must be an object')
@@ -247,6 +263,15 @@ export function registerGraphQLEndpoint(
     if (!operation) {
       return requestError(reply, mediaType, [new GraphQLError(operationName ? `Unknown operation "${String(operationName)}"` : 'Provide operationName: the document has several operations')])
     }
+    const opRules = prepared.rules?.get(operation.name?.value ?? '')
+    if (opRules) {
+      authorize(opRules, auth, `operation ${operation.name?.value ?? '(anonymous)'}`)
+      const sent = Object.keys(opRules.fromClaim).filter((v) => variables && Object.hasOwn(variables, v))
+      if (sent.length) {
+        return requestError(reply, mediaType, [new GraphQLError(`Variable "$${sent[0]}" comes from the token's "${opRules.fromClaim[sent[0]]}" claim and cannot be sent`)], 400)
+      }
+      if (Object.keys(opRules.fromClaim).length) variables = { ...(variables as object | null | undefined), ...claimVariables(opRules, auth!) }
+    }
     if (method === 'GET' && operation.operation !== 'query') {
       reply.header('allow', 'POST')
       return requestError(reply, mediaType, [codedGraphQLError(new GraphQLMethodError())], 405)
@@ -268,11 +293,12 @@ export function registerGraphQLEndpoint(
 
     // Labelled by its stored operation's name when the text is one, else `(graphql)`: bounded.
     prepared.label ??= operation.name && persisted.allowsText(query) ? operation.name.value : '(graphql)'
-    return observeOperation(prepared.label, () => run(request, reply, gateway, mediaType, prepared, operation, params))
+    // `variables` now holds the `@fromClaim` values; `auth` is the caller's `context.auth`.
+    return observeOperation(prepared.label, () => run(request, reply, gateway, mediaType, prepared, operation, { ...params, variables }, auth))
   }
 
   /** Runs a prepared, checked operation and sends its result. */
-  async function run(request: FastifyRequest, reply: FastifyReply, gateway: GatewayHolder['current'], mediaType: string, prepared: Prepared, operation: OperationDefinitionNode, params: GraphQLParams) {
+  async function run(request: FastifyRequest, reply: FastifyReply, gateway: GatewayHolder['current'], mediaType: string, prepared: Prepared, operation: OperationDefinitionNode, params: GraphQLParams, auth: AuthInfo | null) {
     const { variables, operationName } = params
     if (operation.operation === 'query') {
       prepared.direct ??= new Map()
@@ -280,7 +306,7 @@ export function registerGraphQLEndpoint(
       let direct = prepared.direct.get(key)
       if (direct === undefined) prepared.direct.set(key, (direct = compileDirectOperation(gateway.schema, prepared.document!, operation)))
       if (direct) {
-        const data = await direct.run(variables as Record<string, unknown> | undefined, { reply, request, headers: request.headers, cluster: holder.cluster, resultBudget: resultBudget(gateway.config.server.maxResponseBytes) })
+        const data = await direct.run(variables as Record<string, unknown> | undefined, { reply, request, headers: request.headers, cluster: holder.cluster, resultBudget: resultBudget(gateway.config.server.maxResponseBytes), auth })
         if (typeof data === 'string') return reply.code(200).type(`${mediaType}; charset=utf-8`).send(limitResponse(reply, `{"data":${data}}`))
         // The statement failed once sent (a timeout, a cancellation...): reported, never run again.
         if (data !== null) return send(reply, 200, mediaType, { errors: formatGraphQLErrors(data.errors, { mode: gateway.config.mode, logger: request.log }).errors, data: null })
@@ -289,7 +315,7 @@ export function registerGraphQLEndpoint(
 
     let result: ExecutionResult
     try {
-      const context = { reply, request, headers: request.headers, cluster: holder.cluster, resultBudget: resultBudget(gateway.config.server.maxResponseBytes) }
+      const context = { reply, request, headers: request.headers, cluster: holder.cluster, resultBudget: resultBudget(gateway.config.server.maxResponseBytes), auth }
       const vars = (variables ?? undefined) as Record<string, unknown> | undefined
       const opName = (operationName ?? undefined) as string | undefined
       const jit = prepared.jitSafe ? compiledFor(prepared, gateway.schema, opName) : undefined

@@ -20,6 +20,7 @@ import type { CompiledOperation, Variables } from '../operations/compile.js'
 import { formatGraphQLErrors } from './format-error.js'
 import { OperationNotFoundError, errorBody } from '../errors.js'
 import type { GatewayHolder } from './app.js'
+import type { AuthInfo } from '../auth/jwt.js'
 import { stableJson } from '../cluster/response-cache.js'
 
 interface Poller {
@@ -27,6 +28,8 @@ interface Poller {
   name: string
   variables: Variables
   headers: IncomingHttpHeaders
+  /** `context.auth` of the runs: the identity of the credentials the poller is keyed by. */
+  auth: AuthInfo | null
   listeners: Set<(body: string) => void>
   /** The last body sent, `{"data":…,"errors"?:…}`. */
   last?: string
@@ -46,6 +49,8 @@ interface Poller {
 export interface LiveSubscribeOptions {
   /** The request's headers: the credential headers are part of the sharing key and reach the resolvers. */
   headers?: IncomingHttpHeaders
+  /** The verified identity of those credentials (`context.auth`). Default null. */
+  auth?: AuthInfo | null
 }
 
 /** The shared pollers of one HTTP app. */
@@ -91,6 +96,7 @@ export class LivePollers {
         name: op.name,
         variables,
         headers: credentials,
+        auth: options.auth ?? null,
         listeners: new Set(),
         running: false,
         runs: 0,
@@ -161,7 +167,7 @@ export class LivePollers {
         out = errorBody(new OperationNotFoundError(`${p.name} (no longer a stored query)`))
       } else {
         p.runs++
-        const result = await op.execute(p.variables, { headers: p.headers, cluster: this.holder.cluster })
+        const result = await op.execute(p.variables, { headers: p.headers, cluster: this.holder.cluster, auth: p.auth })
         out = { data: result.data }
         if (result.errors?.length) out.errors = formatGraphQLErrors(result.errors, { mode, logger: this.holder.logger }).errors
       }

@@ -8,8 +8,11 @@ import { limitResponse } from './response-limit.js'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { GraphQLError, type ExecutionResult, type GraphQLFormattedError } from 'graphql'
 import type { CompiledOperation, Variables, VariablesError } from '../operations/compile.js'
-import { formatGraphQLErrors, sendError } from './format-error.js'
-import { BadRequestError, DbNotFoundError, OperationMethodError, OperationNotFoundError, recordErrorCode } from '../errors.js'
+import { codedGraphQLError, formatGraphQLErrors, sendError } from './format-error.js'
+import { identityOf } from './auth.js'
+import type { AuthInfo } from '../auth/jwt.js'
+import { authorize } from '../auth/directives.js'
+import { AuthInvalidError, BadRequestError, DbNotFoundError, OperationMethodError, OperationNotFoundError, recordErrorCode } from '../errors.js'
 import { refuseNonJsonBody } from './json-body.js'
 import type { GatewayHolder } from './app.js'
 import { LivePollers } from './live.js'
@@ -112,10 +115,10 @@ function cachePolicy(op: CompiledOperation): CachePolicy | undefined {
 }
 
 /** Re-runs a stale cached query in the background (one instance at a time) and stores the new body. */
-async function revalidate(op: CompiledOperation, variables: Variables, request: FastifyRequest, holder: GatewayHolder, state: CacheState, lookup: CacheLookup, policy: CachePolicy): Promise<void> {
+async function revalidate(op: CompiledOperation, variables: Variables, request: FastifyRequest, holder: GatewayHolder, state: CacheState, lookup: CacheLookup, policy: CachePolicy, auth: AuthInfo | null): Promise<void> {
   if (!(await state.cache.claimRevalidation(lookup))) return
   try {
-    const result = await op.execute(variables, { request, headers: request.headers, cluster: holder.cluster, resultBudget: resultBudget(holder.current.config.server.maxResponseBytes) })
+    const result = await op.execute(variables, { request, headers: request.headers, cluster: holder.cluster, resultBudget: resultBudget(holder.current.config.server.maxResponseBytes), auth })
     if (!result.errors?.length) {
       const body = op.stringifyData(result.data ?? {})
       await state.cache.store(lookup, body, weakEtag(body), policy)
@@ -127,21 +130,24 @@ async function revalidate(op: CompiledOperation, variables: Variables, request: 
   }
 }
 
-/** Runs a query or mutation and sends its data (200), its errors (4xx/5xx) or 304; serves and fills the shared cache. */
-async function respond(op: CompiledOperation, variables: Variables, request: FastifyRequest, reply: FastifyReply, holder: GatewayHolder, notFoundWhenNull: boolean, state: CacheState) {
+/**
+ * Runs a query or mutation and sends its data (200), its errors (4xx/5xx) or 304; serves and fills the
+ * shared cache (keyed by the credential headers, so by identity too: `auth` never crosses callers).
+ */
+async function respond(op: CompiledOperation, variables: Variables, request: FastifyRequest, reply: FastifyReply, holder: GatewayHolder, notFoundWhenNull: boolean, state: CacheState, auth: AuthInfo | null) {
   const policy = cachePolicy(op)
   let lookup: CacheLookup | null = null
   if (policy) {
     lookup = await state.cache.lookup(op.stored.source, variables, request.headers, tagsOf(op, holder, state), policy)
     if (lookup?.entry) {
       reply.header('x-tributary-cache', lookup.state === 'fresh' ? 'hit' : 'stale').header('age', String(Math.max(0, Math.floor((Date.now() - lookup.entry.storedAt) / 1000))))
-      if (lookup.state === 'stale') void revalidate(op, variables, request, holder, state, lookup, policy)
+      if (lookup.state === 'stale') void revalidate(op, variables, request, holder, state, lookup, policy, auth)
       return sendData(op, lookup.entry.body, request, reply)
     }
     reply.header('x-tributary-cache', 'miss')
   }
   const fill = lookup && policy ? (body: string) => void state.cache.store(lookup, body, weakEtag(body), policy) : undefined
-  const context = { reply, request, headers: request.headers, cluster: holder.cluster, resultBudget: resultBudget(holder.current.config.server.maxResponseBytes) }
+  const context = { reply, request, headers: request.headers, cluster: holder.cluster, resultBudget: resultBudget(holder.current.config.server.maxResponseBytes), auth }
   // Database-only queries: the SQL already produced the body. A custom route needs the data object
   // to tell a missing row, so it takes the normal path.
   if (op.direct && !notFoundWhenNull) {
@@ -268,8 +274,9 @@ function startSse(request: FastifyRequest, reply: FastifyReply, open: Set<SseStr
  * result. When the client leaves, the source iterator is returned (its `finally` blocks run) and
  * `context.signal` is aborted, so upstream resources are released.
  */
-async function streamSubscription(op: CompiledOperation, variables: Variables, request: FastifyRequest, reply: FastifyReply, holder: GatewayHolder, open: Set<SseStream>) {
+async function streamSubscription(op: CompiledOperation, variables: Variables, request: FastifyRequest, reply: FastifyReply, holder: GatewayHolder, open: Set<SseStream>, auth: AuthInfo | null) {
   const stream = startSse(request, reply, open)
+  closeAtExpiry(stream, auth, holder, request)
   activity.subscriptions++
   stream.onClose(() => activity.subscriptions--)
   const format = (r: ExecutionResult) => {
@@ -279,7 +286,7 @@ async function streamSubscription(op: CompiledOperation, variables: Variables, r
   }
   let iterator: AsyncIterableIterator<ExecutionResult> | ExecutionResult
   try {
-    iterator = await op.subscribe(variables, { request, headers: request.headers, signal: stream.signal, cluster: holder.cluster })
+    iterator = await op.subscribe(variables, { request, headers: request.headers, signal: stream.signal, cluster: holder.cluster, auth })
   } catch (err) {
     const { errors } = formatGraphQLErrors([toGraphQLError(err)], { mode: holder.current.config.mode, logger: request.log })
     stream.send(JSON.stringify({ errors }))
@@ -306,6 +313,21 @@ async function streamSubscription(op: CompiledOperation, variables: Variables, r
   } finally {
     stream.close()
   }
+}
+
+/**
+ * Ends an event stream when its token expires: one last `data:` event with a
+ * `TRB_ERR_AUTH_INVALID` error, then the stream closes (the client must reconnect with a new token).
+ */
+function closeAtExpiry(stream: SseStream, auth: AuthInfo | null, holder: GatewayHolder, request: FastifyRequest): void {
+  const exp = auth?.claims.exp
+  if (typeof exp !== 'number') return
+  const timer = setTimeout(() => {
+    const { errors } = formatGraphQLErrors([codedGraphQLError(new AuthInvalidError('the token has expired'))], { mode: holder.current.config.mode, logger: request.log })
+    stream.send(JSON.stringify({ errors }))
+    stream.close()
+  }, Math.min(Math.max(0, exp * 1000 - Date.now()), 2_147_483_647))
+  stream.onClose(() => clearTimeout(timer))
 }
 
 function toGraphQLError(err: unknown): GraphQLError {
@@ -336,8 +358,14 @@ export function registerOperationRoutes(app: FastifyInstance, holder: GatewayHol
   const NO_PARAMS: Record<string, string> = Object.freeze({}) as Record<string, string>
 
   async function serve(name: string, request: FastifyRequest, reply: FastifyReply, pathParams: Record<string, string> = NO_PARAMS, viaCustomRoute = false) {
-    const op = holder.current.operations.get(name)
+    const gateway = holder.current
+    const op = gateway.operations.get(name)
     if (!op || op.stored.internal) return sendError(reply, new OperationNotFoundError(name))
+    // An invalid token is refused even where none is needed (401 TRB_ERR_AUTH_INVALID), never ignored.
+    let auth = gateway.jwt ? identityOf(gateway, request) : null
+    if (auth instanceof Promise) auth = await auth
+    // 401/403 before the variables are looked at: an anonymous caller learns nothing of them.
+    if (op.stored.auth) authorize(op.stored.auth, auth, `operation ${name}`)
     const method = request.method === 'HEAD' ? 'GET' : request.method
     const accept = request.headers.accept
     const wantsStream = accept !== undefined && accept.includes('text/event-stream')
@@ -360,8 +388,10 @@ export function registerOperationRoutes(app: FastifyInstance, holder: GatewayHol
         if (liveParam !== undefined && liveParam !== 'false') {
           if (op.kind !== 'query') return sendError(reply, new BadRequestError('live=true applies to queries only'))
           if (!wantsStream) return sendError(reply, new BadRequestError('Live queries need Accept: text/event-stream'), 406)
+          variables = op.authorize(variables, auth)
           const stream = startSse(request, reply, open)
-          stream.onClose(live.subscribe(op, variables, (body) => stream.send(body), { headers: request.headers }))
+          closeAtExpiry(stream, auth, holder, request)
+          stream.onClose(live.subscribe(op, variables, (body) => stream.send(body), { headers: request.headers, auth }))
           return reply
         }
       } else {
@@ -382,12 +412,13 @@ export function registerOperationRoutes(app: FastifyInstance, holder: GatewayHol
       if ((err as { code?: string }).code === 'TRB_ERR_OPERATION_VARIABLES') return variablesProblem(reply, err as VariablesError)
       throw err
     }
+    variables = op.authorize(variables, auth)
     if (op.kind === 'subscription') {
       if (!wantsStream) return sendError(reply, new BadRequestError('Subscriptions need Accept: text/event-stream'), 406)
-      await streamSubscription(op, variables, request, reply, holder, open)
+      await streamSubscription(op, variables, request, reply, holder, open, auth)
       return reply
     }
-    return observeOperation(op.name, () => respond(op, variables, request, reply, holder, viaCustomRoute, cacheState))
+    return observeOperation(op.name, () => respond(op, variables, request, reply, holder, viaCustomRoute, cacheState, auth))
   }
 
   app.route({

@@ -46,6 +46,7 @@ import { CloseCode, GRAPHQL_TRANSPORT_WS_PROTOCOL, makeServer, type Context, typ
 import { GraphQLLimitError, InternalError, isTributaryError } from '../errors.js'
 import { DEFAULT_MAX_INTROSPECTION_DEPTH, buildCostPlan, checkCost, checkVariablesDepth, createDocumentLimitsRule } from './limits.js'
 import { codedGraphQLError } from './format-error.js'
+import { extractAuthDirectives, type OperationAuthRules } from '../auth/directives.js'
 import { countSubscription } from '../observability/probes.js'
 
 /** A value or a promise of it. */
@@ -76,6 +77,8 @@ export interface SubscriptionOperationInfo {
   readonly request: FastifyRequest
   /** The socket's `connection_init` payload. */
   readonly connectionParams: ConnectionParams
+  /** The rules of the operation's `@requireAuthentication`/`@rbac`/`@fromClaim` directives (removed from `document` before validation), if any. */
+  readonly authRules: OperationAuthRules | undefined
 }
 
 /** Options of {@link createSubscriptionHandler}. */
@@ -104,10 +107,11 @@ export interface SubscriptionHandlerOptions {
   maxTokens?: number
   /**
    * Called for every valid operation before it runs. Return GraphQL errors to refuse it (they are sent
-   * as the operation's `error` message, e.g. "only persisted operations"); return nothing to let it run.
+   * as the operation's `error` message, e.g. "only persisted operations"); return `{ variables }` to
+   * run it with these variables instead (the `@fromClaim` ones added); return nothing to let it run.
    * A throw refuses it with a masked error.
    */
-  onOperation?(info: SubscriptionOperationInfo): MaybePromise<readonly GraphQLError[] | void>
+  onOperation?(info: SubscriptionOperationInfo): MaybePromise<readonly GraphQLError[] | { variables: Record<string, unknown> } | void>
   /**
    * Called on `connection_init` (authentication). Return `false` to close with 4403 Forbidden, an
    * object to send it as the `connection_ack` payload, or nothing to accept. A throw closes with 4500.
@@ -253,12 +257,14 @@ export function createSubscriptionHandler(options: SubscriptionHandlerOptions): 
       }
       const schema = options.getSchema()
       let document: DocumentNode
+      let authRules: Map<string, OperationAuthRules>
+      let directiveErrors: GraphQLError[]
       try {
-        document = parse(payload.query, { maxTokens })
+        ;({ document, rules: authRules, errors: directiveErrors } = extractAuthDirectives(parse(payload.query, { maxTokens })))
       } catch (err) {
         return [toGraphQLError(err)]
       }
-      const errors = validate(schema, document, rules)
+      const errors = [...directiveErrors, ...validate(schema, document, rules)]
       if (errors.length > 0) return errors
       const operation = getOperationAST(document, payload.operationName)
       if (!operation) {
@@ -274,13 +280,14 @@ export function createSubscriptionHandler(options: SubscriptionHandlerOptions): 
       const connectionParams = ctx.connectionParams ?? {}
       const request = ctx.extra.request
       try {
-        const refused = await options.onOperation?.({
+        const decided = await options.onOperation?.({
           id, operationType: operation.operation, operationName: operation.name?.value, document,
-          variables: payload.variables ?? undefined, request, connectionParams,
+          variables: payload.variables ?? undefined, request, connectionParams, authRules: authRules.get(operation.name?.value ?? ''),
         })
-        if (refused && refused.length > 0) return refused
+        if (decided && 'length' in decided && decided.length > 0) return decided
+        const variableValues = decided && 'variables' in decided ? decided.variables : payload.variables
         const contextValue = await options.context(request, connectionParams)
-        return { schema, document, operationName: payload.operationName, variableValues: payload.variables, contextValue }
+        return { schema, document, operationName: payload.operationName, variableValues, contextValue }
       } catch (err) {
         return [toGraphQLError(err)]
       }

@@ -12,9 +12,12 @@ import { isJitSafe } from './jit-safety.js'
 import { assertSafeKey, parseJsonSafely } from '../safe-keys.js'
 import { compileDirectOperation, type DirectOperation } from './direct-plan.js'
 import { BadRequestError, OperationInvalidError, OperationVariablesError } from '../errors.js'
-import { responseSchema, variablesSchema, type JsonSchema } from './json-schema.js'
+import { omitProperties, responseSchema, variablesSchema, type JsonSchema } from './json-schema.js'
 import type { StoredOperation } from './load.js'
 import { jsonDepth } from '../http/limits.js'
+import { authorize, claimVariables } from '../auth/directives.js'
+import type { AuthInfo } from '../auth/jwt.js'
+import { AuthForbiddenError } from '../errors.js'
 
 /** Variables of one request, after coercion. */
 export type Variables = Record<string, unknown>
@@ -38,8 +41,17 @@ export interface CompiledOperation {
   readonly stored: StoredOperation
   readonly name: string
   readonly kind: 'query' | 'mutation' | 'subscription'
+  /** The variables a client sends: `@fromClaim` variables are not among them (sending one is a 400). */
   readonly variablesSchema: JsonSchema
   readonly responseSchema: JsonSchema
+  /**
+   * Checks an identity against the operation's `@requireAuthentication`/`@rbac` rules and adds its
+   * `@fromClaim` variables to `variables` (checked against their GraphQL types).
+   * @returns `variables` itself when the operation has no `@fromClaim`, else a copy with the claims.
+   * @throws AuthRequiredError (401), AuthForbiddenError (403: a role or claim is missing, or a claim
+   *   does not fit its variable's type).
+   */
+  authorize(variables: Variables, auth: AuthInfo | null): Variables
   /** Query-string params (strings, or arrays of strings when repeated) → variables; `variables=<JSON>` is merged. @throws VariablesError */
   variablesFromQuery(query: Record<string, string | string[] | undefined>): Variables
   /** A JSON body → variables, checked without type coercion. @throws VariablesError */
@@ -160,7 +172,12 @@ export interface CompileOperationOptions {
  */
 export function compileOperation(stored: StoredOperation, schema: GraphQLSchema, options: CompileOperationOptions = {}): CompiledOperation {
   const maxInputDepth = options.maxInputDepth ?? 32
-  const vSchema = variablesSchema(schema, stored.operation, stored.document)
+  const fullSchema = variablesSchema(schema, stored.operation, stored.document)
+  const fromClaim = stored.auth?.fromClaim ?? {}
+  const claimVars = Object.keys(fromClaim)
+  const vSchema = claimVars.length ? omitProperties(fullSchema, claimVars, true) : fullSchema
+  const claimChecks = claimVars.map((v) => [v, bodyAjv.compile(fullSchema.properties?.[v] ?? {})] as const)
+  const what = `operation ${stored.name}`
   const rSchema = responseSchema(schema, stored.document, stored.operation)
   const validateQuery: ValidateFunction = queryAjv.compile(vSchema)
   const validateBody: ValidateFunction = bodyAjv.compile(vSchema)
@@ -272,6 +289,16 @@ export function compileOperation(stored: StoredOperation, schema: GraphQLSchema,
 
     async subscribe(variables, context) {
       return run.subscribe(variables, context)
+    },
+
+    authorize(variables, auth) {
+      authorize(stored.auth, auth, what)
+      if (claimChecks.length === 0) return variables
+      const claims = claimVariables(stored.auth!, auth!)
+      for (const [v, check] of claimChecks) {
+        if (!check(claims[v])) throw new AuthForbiddenError(`the "${fromClaim[v]}" claim does not fit $${v}: it ${check.errors?.[0]?.message ?? 'is invalid'}`)
+      }
+      return { ...variables, ...claims }
     },
 
     stringifyData(data) {

@@ -23,6 +23,7 @@ import {
   type GraphQLSchema,
   type OperationDefinitionNode,
 } from 'graphql'
+import { selectsProtectedField } from '../auth/permissions.js'
 import { DirectPlanUnavailable, type DirectJsonCompiler, type DirectJsonPlan } from '../connectors/database/direct.js'
 
 /**
@@ -59,6 +60,8 @@ export interface DirectOperation {
  */
 export function compileDirectOperation(schema: GraphQLSchema, document: DocumentNode, operation: OperationDefinitionNode): DirectOperation | null {
   if (operation.operation !== 'query') return null
+  // Permissions are checked by resolvers, which a direct plan skips.
+  if (selectsProtectedField(schema, document)) return null
   const root = schema.getQueryType()
   if (!root) return null
   const fragments: Record<string, FragmentDefinitionNode> = {}

@@ -264,3 +264,14 @@ export function isObjectVariable(schema: GraphQLSchema, typeNode: import('graphq
   const type = typeFromAST(schema, typeNode as never)
   return !!type && isInputObjectType(getNamedType(type))
 }
+
+/**
+ * A variables schema without some properties (variables a path or a claim provides).
+ * @param keepRequired keep `required` for the remaining properties (default: nothing is required).
+ */
+export function omitProperties(schema: JsonSchema, drop: readonly string[], keepRequired = false): JsonSchema {
+  const properties = Object.fromEntries(Object.entries(schema.properties ?? {}).filter(([k]) => !drop.includes(k)))
+  const required = keepRequired ? (schema.required ?? []).filter((k) => !drop.includes(k)) : []
+  const { required: _r, properties: _p, ...rest } = schema
+  return { ...rest, properties, ...(required.length ? { required } : {}) }
+}

@@ -16,6 +16,7 @@ import {
   type OperationDefinitionNode,
 } from 'graphql'
 import { OperationInvalidError } from '../errors.js'
+import { extractAuthDirectives, type OperationAuthRules } from '../auth/directives.js'
 
 /** Per-operation settings read from `# @cache ...` and `# @live ...` comment lines of its file. */
 export interface OperationDirectives {
@@ -33,7 +34,7 @@ export interface StoredOperation {
   file: string
   /** The file's text. */
   source: string
-  /** The parsed document: the operation and the fragments it uses. */
+  /** The parsed document: the operation and the fragments it uses, without its auth directives. */
   document: DocumentNode
   /** The operation definition itself. */
   operation: OperationDefinitionNode
@@ -42,6 +43,8 @@ export interface StoredOperation {
   /** True for files under `internal/`: never served over HTTP. */
   internal: boolean
   directives: OperationDirectives
+  /** What `@requireAuthentication`, `@rbac` and `@fromClaim` require (gateway/auth/directives.ts); null when it uses none. */
+  auth: OperationAuthRules | null
 }
 
 async function listGraphQLFiles(dir: string): Promise<string[]> {
@@ -113,6 +116,11 @@ export function loadOperationSource(name: string, file: string, source: string, 
   } catch (err) {
     throw new OperationInvalidError(`${location(file, err as GraphQLError)}: ${(err as GraphQLError).message}`, { cause: err })
   }
+  const extracted = extractAuthDirectives(document)
+  if (extracted.errors.length > 0) {
+    throw new OperationInvalidError(extracted.errors.map((e) => `${location(file, e)}: ${e.message}`).join('\n'), { cause: extracted.errors[0] })
+  }
+  document = extracted.document
   const operations = document.definitions.filter((d): d is OperationDefinitionNode => d.kind === Kind.OPERATION_DEFINITION)
   if (operations.length !== 1) {
     throw new OperationInvalidError(`${file}:1:1: a stored operation file must hold exactly one operation, found ${operations.length}`)
@@ -135,6 +143,7 @@ export function loadOperationSource(name: string, file: string, source: string, 
     kind: operation.operation,
     internal: name === 'internal' || name.startsWith('internal/'),
     directives: parseDirectives(source, file),
+    auth: extracted.rules.get(operation.name.value) ?? null,
   }
 }
 

@@ -11,7 +11,7 @@ import type { Socket } from 'node:net'
 import { execute, parse, type ExecutionResult } from 'graphql'
 import { pino, type Logger } from 'pino'
 import { createRestSource, type RestSourceOptions } from '../../gateway/connectors/rest/index.js'
-import { resolveConfig } from '../../gateway/config/index.js'
+import { resolveConfig, type TributaryConfigInput } from '../../gateway/config/index.js'
 import { createGateway } from '../../gateway/runtime.js'
 import { buildApp } from '../../gateway/http/app.js'
 import type { ConnectorContext, LocalSubschema } from '../../gateway/connectors/types.js'
@@ -140,7 +140,7 @@ export async function itemsSource(t: Teardown, upstream: TestUpstream, options: 
 export async function startRestGateway(
   t: Teardown,
   upstream: TestUpstream,
-  options: { context: ConnectorContext; namespace: string; document: object; source?: Partial<RestSourceOptions>; operations?: Record<string, string>; bodyLimit?: number },
+  options: { context: ConnectorContext; namespace: string; document: object; source?: Partial<RestSourceOptions>; operations?: Record<string, string>; bodyLimit?: number; config?: Partial<TributaryConfigInput> },
 ): Promise<string> {
   const { context } = options
   mkdirSync(join(context.cwd, 'operations'), { recursive: true })
@@ -152,6 +152,7 @@ export async function startRestGateway(
     ...(options.bodyLimit ? { server: { bodyLimit: options.bodyLimit } } : {}),
     datasources: [{ kind: 'rest', namespace: options.namespace, openapi: file, baseUrl: upstream.url, ...options.source }],
     generatedDir: join(context.cwd, 'generated'),
+    ...options.config,
   })
   const gateway = await createGateway(config, { logger: pino({ level: 'silent' }), cwd: context.cwd })
   t.teardown(() => gateway.close())

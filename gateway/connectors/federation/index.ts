@@ -28,6 +28,7 @@ import { join } from 'node:path'
 import type { ConnectorContext, RemoteSubschema, SourceHealth } from '../types.js'
 import { SourceLoadError } from '../../errors.js'
 import { createGraphQLHttpClient, type GraphQLEndpoint } from '../graphql/http.js'
+import { compileHeaderTemplates } from '../../auth/header-templates.js'
 
 /** One subgraph of a federation source. */
 export interface SubgraphOptions {
@@ -35,7 +36,7 @@ export interface SubgraphOptions {
   name: string
   /** The subgraph's GraphQL endpoint, `http(s)://host/graphql`. Unique in the source. */
   url: string
-  /** Headers sent to this subgraph only (over the source's `headers`). */
+  /** Headers sent to this subgraph only (over the source's `headers`); templates as in `headers`. */
   headers?: Record<string, string>
 }
 
@@ -45,7 +46,10 @@ export interface FederationSourceOptions {
   subgraphs: SubgraphOptions[]
   /** Per-request timeout of one subgraph request (connect, headers, between body chunks), in milliseconds. Default 5000. */
   timeoutMs?: number
-  /** Headers sent with every subgraph request. */
+  /**
+   * Headers sent with every subgraph request. Values may be templates filled per request,
+   * `{{claims.<name>}}` and `{{request.headers.<name>}}`, as for remote GraphQL sources. Default none.
+   */
   headers?: Record<string, string>
   /** Client request headers forwarded to every subgraph, by lower-case name (e.g. `authorization`). Default none. */
   forwardHeaders?: string[]
@@ -67,7 +71,21 @@ export async function createFederationSource(options: FederationSourceOptions, c
   const fail = (message: string, cause?: unknown): never => {
     throw new SourceLoadError(context.sourceName, message, cause === undefined ? undefined : { cause })
   }
-  const client = createGraphQLHttpClient({ timeoutMs: options.timeoutMs ?? 5000, headers: options.headers, forwardHeaders: options.forwardHeaders, logger: context.logger })
+  // Header values may be templates (`{{claims.sub}}`), rendered per request: an unknown placeholder fails the load.
+  let client: ReturnType<typeof createGraphQLHttpClient>
+  try {
+    client = createGraphQLHttpClient({ timeoutMs: options.timeoutMs ?? 5000, headers: options.headers, forwardHeaders: options.forwardHeaders, logger: context.logger })
+  } catch (err) {
+    return fail((err as Error).message)
+  }
+  options.subgraphs.forEach((s, i) => {
+    try {
+      compileHeaderTemplates(s.headers)
+    } catch (err) {
+      void client.close()
+      fail(`subgraphs[${i}].${(err as Error).message}`)
+    }
+  })
   const endpoints = new Map<string, GraphQLEndpoint>(
     options.subgraphs.map((s) => [s.url, { url: s.url, name: `${context.sourceName}/${s.name}`, headers: s.headers }]),
   )

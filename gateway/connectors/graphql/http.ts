@@ -20,6 +20,7 @@ import { transformInputValue, type ExecutionRequest, type ExecutionResult, type 
 import { Agent, request } from 'undici'
 import type { Logger } from 'pino'
 import { UpstreamError } from '../../errors.js'
+import { compileHeaderTemplates, renderHeaderTemplates, type HeaderTemplates } from '../../auth/header-templates.js'
 import { toWireValue } from '../../scalars.js'
 import { mapNetworkError } from '../rest/request.js'
 import { bodyExcerpt, withUpstreamDetails, type UpstreamDetails } from '../upstream-details.js'
@@ -29,7 +30,11 @@ import { startUpstream } from '../../observability/probes.js'
 export interface GraphQLHttpOptions {
   /** Per-request timeout for connecting, for the headers and between two body chunks, in milliseconds. */
   timeoutMs: number
-  /** Headers sent with every upstream request. */
+  /**
+   * Headers sent with every upstream request. Values may be header templates, `{{claims.<name>}}` and
+   * `{{request.headers.<name>}}`, filled per request by {@link GraphQLHttpClient.executor} from its
+   * context (gateway/auth/header-templates.ts); a header whose placeholder has no value is not sent.
+   */
   headers?: Record<string, string>
   /** Client request headers forwarded upstream, by name (compared lower-case), e.g. `authorization`. */
   forwardHeaders?: readonly string[]
@@ -43,21 +48,23 @@ export interface GraphQLEndpoint {
   url: string
   /** Name in errors and logs (the data source's name, or `<source>/<subgraph>`). */
   name: string
-  /** Headers sent to this endpoint only, over {@link GraphQLHttpOptions.headers}. */
+  /** Headers sent to this endpoint only, over {@link GraphQLHttpOptions.headers}; templates allowed as there. */
   headers?: Record<string, string>
 }
 
 /** Sends GraphQL requests to any number of endpoints over one undici `Agent` (keep-alive per origin). */
 export interface GraphQLHttpClient {
   /**
-   * POSTs one GraphQL request body `{ query, variables?, operationName? }` to `endpoint`.
+   * POSTs one GraphQL request body `{ query, variables?, operationName? }` to `endpoint`, with the
+   * static headers (a templated header needs a request context: only the executor sends it).
    * @returns the upstream's `{ data?, errors? }`, its errors marked with `extensions.upstream`.
    * @throws UpstreamError / UpstreamTimeoutError (see the file header); never the upstream's address.
    */
   send(endpoint: GraphQLEndpoint, body: unknown, extraHeaders?: Record<string, string>, seen?: { status: number }): Promise<ExecutionResult>
   /**
-   * An executor for `endpoint`: prints the request's document, forwards the configured client
-   * headers (from `context.reply.request.headers` or `context.headers`) and sends variables in their
+   * An executor for `endpoint`: prints the request's document, renders the header templates from the
+   * context (`context.auth`, the incoming headers), forwards the configured client headers (from
+   * `context.reply.request.headers` or `context.headers`) and sends variables in their
    * wire forms, typed by `types()` (the upstream's schema; a variable of a type it does not know is
    * sent as it is).
    */
@@ -73,11 +80,25 @@ interface ContextWithHeaders {
   headers?: Record<string, string | string[] | undefined>
 }
 
-/** Creates a {@link GraphQLHttpClient}. */
+/**
+ * Creates a {@link GraphQLHttpClient}.
+ * @throws Error naming the header when a `headers` value has an unknown placeholder (the connector
+ *   reports it as a source load error); an endpoint's own headers are checked by {@link compileHeaderTemplates}
+ *   on its first request, so a connector with several endpoints checks them at load.
+ */
 export function createGraphQLHttpClient(options: GraphQLHttpOptions): GraphQLHttpClient {
   const { timeoutMs } = options
+  const shared = lowerCaseNames(options.headers)
+  compileHeaderTemplates(shared)
   const dispatcher = new Agent({ headersTimeout: timeoutMs, bodyTimeout: timeoutMs, connectTimeout: timeoutMs, keepAliveTimeout: 10_000 })
   const forward = (options.forwardHeaders ?? []).map((h) => h.toLowerCase())
+  // The source's headers under the endpoint's, compiled once per endpoint.
+  const compiled = new WeakMap<GraphQLEndpoint, HeaderTemplates>()
+  const templatesOf = (endpoint: GraphQLEndpoint): HeaderTemplates => {
+    let t = compiled.get(endpoint)
+    if (!t) compiled.set(endpoint, (t = compileHeaderTemplates({ ...shared, ...lowerCaseNames(endpoint.headers) })))
+    return t
+  }
   let closed: Promise<void> | undefined
 
   async function send(endpoint: GraphQLEndpoint, body: unknown, extraHeaders: Record<string, string> = {}, seen?: { status: number }): Promise<ExecutionResult> {
@@ -93,8 +114,7 @@ export function createGraphQLHttpClient(options: GraphQLHttpOptions): GraphQLHtt
         headers: {
           'content-type': 'application/json',
           accept: 'application/graphql-response+json, application/json',
-          ...options.headers,
-          ...endpoint.headers,
+          ...templatesOf(endpoint).static,
           ...extraHeaders,
         },
         body: JSON.stringify(body),
@@ -129,7 +149,7 @@ export function createGraphQLHttpClient(options: GraphQLHttpOptions): GraphQLHtt
     return async (req: ExecutionRequest) => {
       const ctx = (req.context ?? {}) as ContextWithHeaders
       const incoming = ctx.reply?.request.headers ?? ctx.headers ?? {}
-      const extra: Record<string, string> = {}
+      const extra: Record<string, string> = renderHeaderTemplates(templatesOf(endpoint), ctx)
       for (const h of forward) {
         const v = incoming[h]
         if (typeof v === 'string') extra[h] = v
@@ -172,6 +192,13 @@ function wireVariables(req: ExecutionRequest, schema: GraphQLSchema | undefined)
     const type = typeFromAST(schema, def.type)
     if (type && isInputType(type) && out[name] !== undefined) out[name] = transformInputValue(type, out[name], (leaf, value) => toWireValue(leaf.name, value))
   }
+  return out
+}
+
+/** `headers` with lower-case names, so that an endpoint's header replaces the source's of any case. */
+function lowerCaseNames(headers: Readonly<Record<string, string>> | undefined): Record<string, string> {
+  const out: Record<string, string> = {}
+  for (const [name, value] of Object.entries(headers ?? {})) out[name.toLowerCase()] = value
   return out
 }
 

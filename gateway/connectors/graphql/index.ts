@@ -17,7 +17,11 @@ export interface GraphQLSourceOptions {
   url: string
   /** Per-request timeout for headers and body, in milliseconds. Default 5000. */
   timeoutMs?: number
-  /** Headers sent with every upstream request. */
+  /**
+   * Headers sent with every upstream request. Values may be templates filled per request:
+   * `{{claims.<name>}}` (the verified token) and `{{request.headers.<name>}}` (the incoming request);
+   * a header whose placeholder has no value is not sent (gateway/auth/header-templates.ts). Default none.
+   */
   headers?: Record<string, string>
   /** Client request headers forwarded upstream, by lower-case name (e.g. `authorization`). Default none. */
   forwardHeaders?: string[]
@@ -29,7 +33,13 @@ export interface GraphQLSourceOptions {
  * @throws SourceLoadError when the upstream cannot be introspected and nothing is cached.
  */
 export async function createGraphQLSource(options: GraphQLSourceOptions, context: ConnectorContext): Promise<RemoteSubschema> {
-  const client = createGraphQLHttpClient({ timeoutMs: options.timeoutMs ?? 5000, headers: options.headers, forwardHeaders: options.forwardHeaders, logger: context.logger })
+  let client: ReturnType<typeof createGraphQLHttpClient>
+  try {
+    // `{{claims.sub}}`-style header values are rendered per request (gateway/auth/header-templates.ts).
+    client = createGraphQLHttpClient({ timeoutMs: options.timeoutMs ?? 5000, headers: options.headers, forwardHeaders: options.forwardHeaders, logger: context.logger })
+  } catch (err) {
+    throw new SourceLoadError(context.sourceName, (err as Error).message)
+  }
   const endpoint: GraphQLEndpoint = { url: options.url, name: context.sourceName }
   const send = (body: unknown) => client.send(endpoint, body)
   // The pool gauge (tributary_upstream_pool_connections): the agent's pool for the upstream's origin.

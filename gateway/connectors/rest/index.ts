@@ -45,7 +45,11 @@ export interface RestSourceOptions {
    * requires (see `security.ts`). Default none (operations are called without credentials).
    */
   security?: Record<string, SecurityCredentials>
-  /** Headers sent with every upstream request. Default none. */
+  /**
+   * Headers sent with every upstream request. Values may be templates filled per call:
+   * `{{claims.<name>}}` (the verified token) and `{{request.headers.<name>}}` (the incoming request);
+   * a header whose placeholder has no value is not sent (gateway/auth/header-templates.ts). Default none.
+   */
   headers?: Record<string, string>
   /** Request headers forwarded from the client request, by name (lower-case), e.g. ['authorization']. Default []. */
   forwardHeaders?: string[]

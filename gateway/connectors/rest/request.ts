@@ -40,6 +40,7 @@ import type { RestRequest, RestRequestFn } from './convert.js'
 import type { AppliedAuth, Authenticator } from './security.js'
 import { isObject } from './openapi.js'
 import { bodyExcerpt, withUpstreamDetails } from '../upstream-details.js'
+import { compileHeaderTemplates, renderHeaderTemplates } from '../../auth/header-templates.js'
 import { registerPool, startUpstream } from '../../observability/probes.js'
 
 /** Retry policy of a source (see the file header). */
@@ -274,10 +275,11 @@ export function createUpstream(options: UpstreamOptions): Upstream {
     maxResponseSize: options.maxResponseBytes,
     keepAliveTimeout: 10_000,
   })
+  // `{{claims.sub}}`-style values are rendered per call (gateway/auth/header-templates.ts).
+  const templates = compileHeaderTemplates(options.headers)
+  const staticHeaders: Record<string, string> = { ...templates.static }
   // The pool gauge (tributary_upstream_pool_connections), read when metrics are scraped.
   const unregisterPool = registerPool({ kind: 'http', source: sourceName, stats: () => ({ ...pool.stats }) })
-  const staticHeaders: Record<string, string> = {}
-  for (const [k, v] of Object.entries(options.headers)) staticHeaders[k.toLowerCase()] = v
   const forward = options.forwardHeaders.map((h) => h.toLowerCase()).filter((h) => !HOP_BY_HOP.has(h))
 
   /** The timeout (ms) that an undici timeout error stands for, for the error message. */
@@ -390,6 +392,7 @@ export function createUpstream(options: UpstreamOptions): Upstream {
   const { authenticate } = options
   const request: RestRequestFn = async (req: RestRequest, context: unknown) => {
     const base: Record<string, string> = { ...staticHeaders }
+    if (templates.dynamic.length > 0) Object.assign(base, renderHeaderTemplates(templates, context))
     if (forward.length > 0) {
       const incoming = incomingHeaders(context)
       if (incoming) {

@@ -1,0 +1,123 @@
+/**
+ * The identity of an HTTP request (README "Authentication"): its token verified once per request by
+ * the gateway's `auth.jwt` verifier (gateway/auth/jwt.ts), shared by the rate limiter (`key: 'sub'`)
+ * and the route handlers. The result becomes `context.auth` of the operations the request runs.
+ */
+import type { FastifyRequest } from 'fastify'
+import { GraphQLError, type ExecutionResult } from 'graphql'
+import type { Gateway } from '../runtime.js'
+import type { AuthInfo } from '../auth/jwt.js'
+import { authorize, claimVariables } from '../auth/directives.js'
+import { AuthInvalidError, isTributaryError } from '../errors.js'
+import { codedGraphQLError } from './format-error.js'
+import type { SubscriptionOperationInfo } from './subscriptions.js'
+
+const identities = new WeakMap<FastifyRequest, Promise<AuthInfo | null>>()
+const ANONYMOUS: Promise<AuthInfo | null> = Promise.resolve(null)
+
+/**
+ * The request's verified identity; null when it carries no token or the gateway reads none
+ * (`auth.jwt` unset). Verified once per request (the promise is remembered).
+ * @throws AuthInvalidError (401) for a bad token; UpstreamUnavailableError (503) when the key set
+ *   cannot be fetched.
+ */
+export function authenticateRequest(gateway: Gateway, request: FastifyRequest): Promise<AuthInfo | null> {
+  const verifier = gateway.jwt
+  if (!verifier) return ANONYMOUS
+  let identity = identities.get(request)
+  if (!identity) identities.set(request, (identity = verifier.authenticate(request.headers)))
+  return identity
+}
+
+/**
+ * The request's identity without waiting when it is already known (no token, or a token verified
+ * recently): the hot path of a client repeating its token; else {@link authenticateRequest}.
+ * @throws (as a rejected promise) what {@link authenticateRequest} throws.
+ */
+export function identityOf(gateway: Gateway, request: FastifyRequest): AuthInfo | null | Promise<AuthInfo | null> {
+  const verifier = gateway.jwt
+  if (!verifier) return null
+  return verifier.known(request.headers) ?? authenticateRequest(gateway, request)
+}
+
+/** The `WWW-Authenticate` challenge of an auth error code (RFC 6750 §3), or undefined for other codes. */
+export function challengeOf(code: string): string | undefined {
+  if (code === 'TRB_ERR_AUTH_INVALID') return 'Bearer error="invalid_token"'
+  if (code === 'TRB_ERR_AUTH_REQUIRED') return 'Bearer'
+  if (code === 'TRB_ERR_AUTH_FORBIDDEN') return 'Bearer error="insufficient_scope"'
+  return undefined
+}
+
+/**
+ * The identity of a WebSocket, checked once on `connection_init`: the payload's `authorization`
+ * (`Bearer <token>` or the bare token), else the upgrade request's `Authorization` header or cookie.
+ * @returns null when no token came.
+ * @throws AuthInvalidError for a bad token (the socket is then closed with 4403).
+ */
+export async function authenticateSocket(gateway: Gateway, request: FastifyRequest, params: Readonly<Record<string, unknown>>): Promise<AuthInfo | null> {
+  const verifier = gateway.jwt
+  if (!verifier) return null
+  const sent = params.authorization ?? params.Authorization
+  if (typeof sent === 'string' && sent !== '') return verifier.verify(/^bearer /i.test(sent) ? sent.slice(7).trim() : sent)
+  if (sent !== undefined && sent !== null) throw new AuthInvalidError('connection_init "authorization" must be a string')
+  return verifier.authenticate(request.headers)
+}
+
+/**
+ * Applies an operation's auth directives to a WebSocket operation: refuses it (401/403 as GraphQL
+ * errors carrying the codes) or returns its variables with the `@fromClaim` ones added. An identity
+ * whose token expired since `connection_init` counts as an invalid token.
+ */
+export function authorizeSocketOperation(info: SubscriptionOperationInfo, auth: AuthInfo | null): readonly GraphQLError[] | { variables: Record<string, unknown> } | undefined {
+  try {
+    if (auth && typeof auth.claims.exp === 'number' && auth.claims.exp * 1000 <= Date.now()) throw new AuthInvalidError('the token has expired')
+    const rules = info.authRules
+    if (!rules) return undefined
+    authorize(rules, auth, `operation ${info.operationName ?? '(anonymous)'}`)
+    const claimed = Object.keys(rules.fromClaim)
+    if (claimed.length === 0) return undefined
+    const sent = claimed.find((v) => info.variables && Object.hasOwn(info.variables, v))
+    if (sent) return [new GraphQLError(`Variable "$${sent}" comes from the token's "${rules.fromClaim[sent]}" claim and cannot be sent`)]
+    return { variables: { ...info.variables, ...claimVariables(rules, auth!) } }
+  } catch (err) {
+    if (isTributaryError(err)) return [codedGraphQLError(err)]
+    throw err
+  }
+}
+
+/**
+ * Completes a subscription when its token expires: the stream yields one result whose error is
+ * `TRB_ERR_AUTH_INVALID` ("the token has expired") and ends (graphql-ws then sends `complete`).
+ * Streams of anonymous callers or tokens without `exp` are returned as they are.
+ */
+export async function endAtExpiry(
+  started: Promise<AsyncGenerator<ExecutionResult, void, void> | ExecutionResult> | AsyncGenerator<ExecutionResult, void, void> | ExecutionResult,
+  auth: AuthInfo | null,
+): Promise<AsyncGenerator<ExecutionResult, void, void> | ExecutionResult> {
+  const result = await started
+  const exp = auth?.claims.exp
+  if (typeof exp !== 'number' || !(Symbol.asyncIterator in result)) return result
+  return untilExpiry(result, exp * 1000)
+}
+
+async function* untilExpiry(source: AsyncGenerator<ExecutionResult, void, void>, expiresAt: number): AsyncGenerator<ExecutionResult, void, void> {
+  let timer: NodeJS.Timeout | undefined
+  const expired = new Promise<'expired'>((resolve) => {
+    timer = setTimeout(() => resolve('expired'), Math.min(Math.max(0, expiresAt - Date.now()), 2_147_483_647))
+  })
+  try {
+    for (;;) {
+      const next = await Promise.race([source.next(), expired])
+      if (next === 'expired') {
+        yield { errors: [codedGraphQLError(new AuthInvalidError('the token has expired'))] }
+        return
+      }
+      if (next.done) return
+      yield next.value
+    }
+  } finally {
+    clearTimeout(timer)
+    // Not awaited: a pending next() (waiting for an event) would hold return() back.
+    void source.return(undefined).catch(() => undefined)
+  }
+}
