@@ -3,6 +3,7 @@
  * and identity fragments. Values are bound through getters `(vars, extra)`: `vars` the request's
  * variables, `extra` values known only at run time (a key read back after an insert, a parent's key).
  */
+import { DbInputError } from '../../errors.js'
 import { Leaf, NULL, isObj, listLeaf, type ArgValue } from './compiler/args.js'
 import { join, raw, sql, type Frag, type Getter, type Vars } from './compiler/frag.js'
 import { bound, compileUnique, type Ctx } from './compiler/read.js'
@@ -89,6 +90,12 @@ export function insertFrag(ctx: Ctx, model: Model, rows: [ScalarField, Leaf | ty
     ? ` RETURNING ${fields.map((n) => d.q(model.fieldMap.get(n)!.column)).join(', ')}`
     : ''
   if (cols.length === 0) {
+    if (d.dialect === 'sqlite' && conflict) {
+      // SQLite has no upsert clause after DEFAULT VALUES; a NULL into the rowid alias is the same row.
+      const rowid = model.fields.find((f) => f.autoIncrement)
+      if (!rowid) throw new DbInputError(`${model.name}: skipDuplicates needs at least one field in every row of this table on SQLite`)
+      return raw(`${prefix} ${tableRef} (${d.q(rowid.column)}) VALUES (NULL)${conflict}${returning}`)
+    }
     const body = d.dialect === 'mysql' ? `${prefix} ${tableRef} () VALUES ()` : `${prefix} ${tableRef} DEFAULT VALUES`
     return raw(`${body}${conflict}${returning}`)
   }
