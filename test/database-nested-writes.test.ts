@@ -2,8 +2,8 @@
  * Nested writes (issue 10 item 12): the relation fields of `createOne`/`updateOne`/`upsertOne` data
  * create, connect and connectOrCreate related rows, in the request's transaction, on SQLite,
  * PostgreSQL and MariaDB/MySQL. The `nw_*` tables of test/fixtures/nested-writes/<engine>/ are
- * written over real HTTP (POST /graphql) and checked with direct SQL. PostgreSQL and MySQL skip when
- * unreachable.
+ * written over real HTTP (POST /graphql) and checked with direct SQL; also Chinook's PlaylistTrack
+ * (a compound primary key of two foreign keys) on SQLite. PostgreSQL and MySQL skip when unreachable.
  */
 import t, { type Test } from 'tap'
 import type { Knex } from 'knex'
@@ -15,6 +15,7 @@ import { createDatabaseSource } from '../gateway/connectors/database/index.js'
 import type { LocalSubschema } from '../gateway/connectors/types.js'
 import { inputTypeSchema } from '../gateway/operations/json-schema.js'
 import { testContext } from './helpers/database-source.js'
+import { chinookSqlite } from './helpers/chinook.js'
 import { realworldDatabase } from './helpers/realworld.js'
 import { startDatabaseGateway, type Answer } from './helpers/db-gateway.js'
 
@@ -254,4 +255,29 @@ t.test('schema: nested-write input types', async (t) => {
   const json = inputTypeSchema(source.schema.getType('NwArtistCreateInput') as GraphQLInputObjectType) as { properties: Record<string, unknown> }
   t.same(json.properties['nwAlbums'], { type: ['object', 'null'] }, 'a stored operation\'s JSON Schema leaves nested-write inputs open (expanded, they nest every related model)')
   t.ok(JSON.stringify(json).length < 2000, 'and stays small')
+})
+
+t.test('sqlite Chinook: a join row with a compound key made of two foreign keys', async (t) => {
+  const db = await chinookSqlite()
+  if (db.skipReason) {
+    t.test('Chinook missing', { skip: db.skipReason }, async () => {})
+    return
+  }
+  t.teardown(db.cleanup)
+  const server = await startDatabaseGateway(t, [database({ url: db.url })])
+  const { knex } = createKnex(db.url)
+  t.teardown(() => knex.destroy())
+  const res = await server.gql(`mutation {
+    createOnePlaylist(data: { name: "Nested", playlistTracks: { create: [{ track: { connect: { trackId: 1 } } }, { track: { connect: { trackId: 2 } } }] } }) {
+      playlistId name tracks(orderBy: { trackId: asc }) { trackId name } playlistTracks { track { album { title } } }
+    }
+  }`)
+  t.notOk(res.body.errors, 'no errors', { errors: res.body.errors })
+  const created = res.body.data?.['createOnePlaylist'] as { playlistId: number; tracks: unknown[]; playlistTracks: unknown[] }
+  t.same(created.tracks, [{ trackId: 1, name: 'For Those About To Rock (We Salute You)' }, { trackId: 2, name: 'Balls to the Wall' }], 'the many-to-many shortcut reads the join rows written under the playlist')
+  t.same(created.playlistTracks.length, 2)
+  t.same(await knex.raw('SELECT TrackId FROM PlaylistTrack WHERE PlaylistId = ? ORDER BY TrackId', [created.playlistId]), [{ TrackId: 1 }, { TrackId: 2 }], 'SQL: the join rows')
+  const dup = await server.gql(`mutation { updateOnePlaylist(where: { playlistId: ${created.playlistId} }, data: { name: { set: "Renamed" }, playlistTracks: { create: [{ track: { connect: { trackId: 1 } } }] } }) { name } }`)
+  t.same(dup.body.errors?.map((e) => e.extensions.code), ['TRB_ERR_DB_UNIQUE'], 'the same join row twice: its compound primary key')
+  t.same(await knex.raw('SELECT Name FROM Playlist WHERE PlaylistId = ?', [created.playlistId]), [{ Name: 'Nested' }], 'SQL: the rename was rolled back')
 })
