@@ -38,7 +38,8 @@ export interface DatabaseSourceOptions {
   /**
    * Most rows one request may create or connect through nested writes (the relation fields of
    * `createOne`/`updateOne`/`upsertOne` data: each `create`, `connect` and `connectOrCreate` item
-   * counts one); more is refused with `TRB_ERR_DB_INPUT` before anything is written. Default 100.
+   * counts one); more is refused with `TRB_ERR_DB_INPUT` before anything is written; 0 turns nested
+   * writes off. Default 100.
    */
   maxNestedWrites?: number
   /**
