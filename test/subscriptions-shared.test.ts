@@ -16,6 +16,7 @@ import { resolveConfig, schema, type TributaryConfigInput } from '../gateway/con
 import { createGateway } from '../gateway/runtime.js'
 import { buildApp } from '../gateway/http/app.js'
 import { mint } from './helpers/auth.js'
+import { SLOW_SOCKET_BYTES } from '../gateway/http/shared-subscriptions.js'
 
 const TYPEDEFS = /* GraphQL */ `
   type Query { ok: Boolean }
@@ -28,6 +29,8 @@ const TYPEDEFS = /* GraphQL */ `
     secret: String
     "The caller's token subject"
     who: String
+    "1 MiB of text"
+    big: String
   }
   type Subscription { ticks(room: String!): Tick }
 `
@@ -49,6 +52,7 @@ async function startGateway(t: Test, override: Partial<TributaryConfigInput> = {
       },
       fail: () => { throw new GraphQLError('tick failed') },
       secret: () => { throw new Error('connection to 10.0.0.7:5432 refused') },
+      big: () => 'x'.repeat(1024 * 1024),
       who: (_: unknown, __: unknown, ctx: { auth: { claims: { sub?: string } } | null }) => ctx.auth?.claims.sub ?? null,
     },
     Subscription: {
@@ -255,4 +259,28 @@ t.test('the per-socket cap applies to shared subscriptions', async (t) => {
   await until(() => s.messages.some((m) => m.id === '3'), 'the refusal')
   t.match(s.messages.find((m) => m.id === '3'), { type: 'error', payload: [{ extensions: { code: 'TRB_ERR_GRAPHQL_LIMIT' } }] })
   t.equal(counters.started, 1, 'the two accepted operations share one stream')
+})
+
+t.test('attack: a subscriber that stops reading is terminated past SLOW_SOCKET_BYTES unsent; the others go on', async (t) => {
+  const { url, counters, publish } = await startGateway(t)
+  const [reader, stalled] = await Promise.all([connect(t, url), connect(t, url)])
+  for (const s of [reader, stalled]) s.send({ id: '1', type: 'subscribe', payload: { query: 'subscription { ticks(room: "big") { n big } }' } })
+  await until(() => counters.started === 1, 'one stream')
+  await new Promise((r) => setTimeout(r, 50))
+  // The stalled client stops reading its TCP socket: the server's frames pile up in `ws`.
+  const tcp = (stalled.ws as unknown as { _socket: { pause(): void; resume(): void } })._socket
+  tcp.pause()
+  let closed = false
+  stalled.ws.once('close', () => (closed = true))
+  const events = Math.ceil(SLOW_SOCKET_BYTES / (1024 * 1024)) + 24
+  for (let n = 1; n <= events; n++) {
+    publish('big', n)
+    await until(() => reader.messages.length >= n, `event ${n} read`)
+  }
+  tcp.resume()
+  await until(() => closed, 'the stalled socket closed')
+  t.pass(`the stalled socket was terminated (16 MiB unsent after at most ${events} events of 1 MiB)`)
+  t.ok(stalled.messages.length < events, `it got ${stalled.messages.length} of ${events} events`)
+  t.equal(reader.messages.length, events, 'the reading subscriber got every event')
+  t.equal(counters.started, 1)
 })
