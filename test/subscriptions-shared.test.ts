@@ -284,3 +284,10 @@ t.test('attack: a subscriber that stops reading is terminated past SLOW_SOCKET_B
   t.equal(reader.messages.length, events, 'the reading subscriber got every event')
   t.equal(counters.started, 1)
 })
+
+t.test('config: graphql.shareSubscriptions is a boolean, default true', async (t) => {
+  const base = { datasources: [schema({ typeDefs: 'type Query { a: Int }' })] }
+  t.equal(resolveConfig(base).graphql.shareSubscriptions, true)
+  t.equal(resolveConfig({ ...base, graphql: { shareSubscriptions: false } }).graphql.shareSubscriptions, false)
+  t.throws(() => resolveConfig({ ...base, graphql: { shareSubscriptions: 'yes' as never } }), { code: 'TRB_ERR_CONFIG_INVALID', message: /shareSubscriptions/ })
+})
