@@ -32,7 +32,7 @@ const TYPEDEFS = /* GraphQL */ `
     "1 MiB of text"
     big: String
   }
-  type Subscription { ticks(room: String!): Tick }
+  type Subscription { ticks(room: String!): Tick, "An empty stream" none: Int }
 `
 
 /** What the source counted: streams started and returned, `label` resolutions. */
@@ -70,6 +70,11 @@ async function startGateway(t: Test, override: Partial<TributaryConfigInput> = {
           }
         },
         resolve: (tick: { n: number }) => tick,
+      },
+      none: {
+        subscribe: async function* () {
+          counters.started++
+        },
       },
     },
   }
@@ -290,4 +295,13 @@ t.test('config: graphql.shareSubscriptions is a boolean, default true', async (t
   t.equal(resolveConfig(base).graphql.shareSubscriptions, true)
   t.equal(resolveConfig({ ...base, graphql: { shareSubscriptions: false } }).graphql.shareSubscriptions, false)
   t.throws(() => resolveConfig({ ...base, graphql: { shareSubscriptions: 'yes' as never } }), { code: 'TRB_ERR_CONFIG_INVALID', message: /shareSubscriptions/ })
+})
+
+t.test('subscribers of a stream that ends at once each get complete (no restart loop)', async (t) => {
+  const { url, counters } = await startGateway(t)
+  const sockets = await Promise.all(Array.from({ length: 5 }, () => connect(t, url)))
+  sockets.forEach((s, i) => s.send({ id: `n${i}`, type: 'subscribe', payload: { query: 'subscription { none }' } }))
+  await until(() => sockets.every((s) => s.messages.length === 1), 'every complete')
+  sockets.forEach((s, i) => t.same(s.messages, [{ id: `n${i}`, type: 'complete' }]))
+  t.ok(counters.started <= 5, `${counters.started} stream(s) started for 5 subscribers`)
 })

@@ -64,6 +64,8 @@ interface SharedGroup {
   readonly started: Promise<StartedSubscription>
   stream?: AsyncGenerator<ExecutionResult, void, void>
   closed: boolean
+  /** How the stream ended (`null` done, else its error); unset while it runs or when its members left. */
+  ended?: { error: unknown } | null
 }
 
 const DONE: IteratorReturnResult<void> = { done: true, value: undefined }
@@ -96,9 +98,13 @@ export class SharedSubscriptions {
     if (!group) group = this.open(byKey, key, start)
     const started = await group.started
     if (!(Symbol.asyncIterator in started)) return started
-    // The group ended between its start and this member's turn: start a new one.
-    if (group.closed) return this.join(schema, key, socket, id, start)
     const member: Member = { socket, prefix: `{"id":${JSON.stringify(id)},"type":"next","payload":`, group }
+    if (group.closed) {
+      // The stream ended before this member's turn (an empty stream, say): it ends the same way.
+      if (group.ended !== undefined) return this.iterator({ ...member, ended: group.ended })
+      // Its members left and returned it: start a new one.
+      return this.join(schema, key, socket, id, start)
+    }
     group.members.add(member)
     return this.iterator(member)
   }
@@ -147,6 +153,7 @@ export class SharedSubscriptions {
     } catch (err) {
       error = { error: err }
     }
+    if (!group.closed) group.ended = error
     this.forget(group)
     for (const member of group.members) this.end(member, error)
     group.members.clear()
