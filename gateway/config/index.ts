@@ -276,6 +276,14 @@ export interface TributaryConfigInput {
     maxInputDepth?: number
     /** Most operations running at once on one WebSocket; one more gets an `error` message. Default 100. */
     maxSubscriptionsPerSocket?: number
+    /**
+     * Equal WebSocket subscriptions on one instance (same document, operation name, variables, token
+     * claims and request headers) share one stream and one execution per event (README
+     * "Subscriptions"). Turn it off when a local-schema subscription reads something else of its
+     * context (the client's address, say) or its stream emits a value of its own when it starts.
+     * Default true.
+     */
+    shareSubscriptions?: boolean
     /** Run raw documents on /graphql in production too (off: stored operations only). Default false. */
     allowArbitraryOperationsInProduction?: boolean
   }
@@ -421,6 +429,7 @@ export function resolveConfig(input: unknown, env: NodeJS.ProcessEnv = process.e
       defaultListSize: c.graphql?.defaultListSize ?? 10,
       maxInputDepth: c.graphql?.maxInputDepth ?? 32,
       maxSubscriptionsPerSocket: c.graphql?.maxSubscriptionsPerSocket ?? 100,
+      shareSubscriptions: c.graphql?.shareSubscriptions ?? true,
       allowArbitraryOperationsInProduction: c.graphql?.allowArbitraryOperationsInProduction ?? false,
     },
     operations: {

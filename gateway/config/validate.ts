@@ -263,6 +263,7 @@ const configSchema = {
         defaultListSize: { type: 'integer', minimum: 0 },
         maxInputDepth: { type: 'integer', minimum: 1 },
         maxSubscriptionsPerSocket: { type: 'integer', minimum: 1 },
+        shareSubscriptions: { type: 'boolean' },
         allowArbitraryOperationsInProduction: { type: 'boolean' },
       },
     },
