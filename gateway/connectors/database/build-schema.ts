@@ -37,6 +37,7 @@ import type { Db } from './compiler/db.js'
 import { SqlDialect, type MysqlFlavor } from './compiler/dialect.js'
 import { EXT } from './compiler/read.js'
 import { buildRegistry, type Model, type Registry, type RegistryOverrides, type ScalarField } from './compiler/registry.js'
+import { compileRowFilter, type RowFilterRule } from './compiler/row-filter.js'
 import { makeFunctionResolver, makeFunctionWrite } from './functions.js'
 import { createDirectCompiler, type DirectFieldExtension, type DirectFieldKind } from './direct.js'
 import type { DatabaseIntrospection, ScalarKind } from './model.js'
@@ -96,7 +97,33 @@ export function buildSchema(introspection: DatabaseIntrospection, options: Build
     },
     rawErrors: options.rawErrors ?? false,
   }
-  return new SchemaBuilder(reg, rt).build(options.rawSql === true)
+  const schema = new SchemaBuilder(reg, rt).build(options.rawSql === true)
+  registries.set(schema, reg)
+  return schema
+}
+
+/** The registry of each schema {@link buildSchema} built (row filters are installed into it). */
+const registries = new WeakMap<GraphQLSchema, Registry>()
+
+/**
+ * Installs row filters (row-filter.ts) into the registry of a schema {@link buildSchema} built.
+ * @param rules keyed by model (GraphQL type) name
+ * @returns the keys that name no model of the schema (nothing installed for them)
+ * @throws ConfigInvalidError naming the path of a filter that does not fit its model
+ */
+export function installRowFilters(schema: GraphQLSchema, rules: ReadonlyMap<string, RowFilterRule>): string[] {
+  const reg = registries.get(schema)
+  const unknown: string[] = []
+  for (const [name, rule] of rules) {
+    const model = reg?.models.get(name)
+    const where = schema.getType(`${name}WhereInput`)
+    if (!reg || !model || !(where instanceof GraphQLInputObjectType)) {
+      unknown.push(name)
+      continue
+    }
+    reg.rowFilters.set(name, compileRowFilter(name, where, rule))
+  }
+  return unknown
 }
 
 class SchemaBuilder {

@@ -11,7 +11,7 @@ import { join } from 'node:path'
 import type { Knex } from 'knex'
 import { ConfigInvalidError, SourceLoadError } from '../../errors.js'
 import type { ConnectorContext, LocalSubschema, SourceHealth } from '../types.js'
-import { buildSchema } from './build-schema.js'
+import { buildSchema, installRowFilters } from './build-schema.js'
 import { Db } from './compiler/db.js'
 import type { MysqlFlavor } from './compiler/dialect.js'
 import { createKnex, parseDatabaseUrl } from './connection.js'
@@ -281,6 +281,14 @@ export async function createDatabaseSource(options: DatabaseSourceOptions, ctx: 
   return {
     kind: 'local',
     schema,
+    installRowFilters(rules) {
+      const unknown = installRowFilters(schema, rules)
+      const installed = [...rules].find(([name]) => !unknown.includes(name))
+      if (options.rawSql === true && installed) {
+        throw new ConfigInvalidError(`${installed[1].path}: the source ${ctx.sourceName} has rawSql: true, whose queryRaw reads every row; a row filter cannot hold there`)
+      }
+      return unknown
+    },
     async health(): Promise<SourceHealth> {
       const start = performance.now()
       try {

@@ -7,11 +7,12 @@
  * `TRB_ERR_DB_NOT_FOUND`. Plans are cached per operation like reads (plan-cache.ts).
  */
 import { getNamedType, type GraphQLObjectType, type GraphQLResolveInfo } from 'graphql'
-import { DbInputError, DbNotFoundError } from '../../errors.js'
+import { AuthForbiddenError, DbInputError, DbNotFoundError } from '../../errors.js'
 import { Leaf, NULL, isObj, listLeaf, readArgs, type ArgValue } from './compiler/args.js'
 import { constant as constantFrag, join, raw, sql, type Frag, type Getter, type Vars } from './compiler/frag.js'
 import { PlanCache } from './compiler/plan-cache.js'
-import { bound, compileList, compileUnique, compileWhere, listOf, toPlan, type Ctx, type ReadPlan } from './compiler/read.js'
+import { andRowFilter, bound, compileList, compileUnique, filteredWhere, listOf, toPlan, type Ctx, type ReadPlan } from './compiler/read.js'
+import { withAuth } from './compiler/row-filter.js'
 import type { Model, ScalarField } from './compiler/registry.js'
 import { bindAll, finishRows, makeCtx, type Runtime } from './resolvers.js'
 import type { WriteBody } from './request-transaction.js'
@@ -167,7 +168,7 @@ function readBack(ctx: Ctx, model: Model, info: GraphQLResolveInfo): ReadPlan {
 function identitySelect(ctx: Ctx, model: Model, where: ArgValue | undefined): Stmt {
   const tableRef = ctx.d.table(model.table)
   const cols = model.identity.map((n) => `${tableRef}.${ctx.d.q(model.fieldMap.get(n)!.column)}`).join(', ')
-  return stmt(ctx, sql`SELECT ${cols} FROM ${tableRef} WHERE ${compileUnique(ctx, model, tableRef, where)}`)
+  return stmt(ctx, sql`SELECT ${cols} FROM ${tableRef} WHERE ${andRowFilter(ctx, model, tableRef, compileUnique(ctx, model, tableRef, where))}`)
 }
 
 function identityOf(model: Model, row: Record<string, unknown>): unknown[] {
@@ -181,6 +182,35 @@ function whereLabel(model: Model, where: ArgValue | undefined): string {
 async function readOne(rt: Runtime, conn: unknown, plan: ReadPlan, vars: Vars, extra: unknown[]): Promise<unknown> {
   const rows = await rt.db().values(plan.text, bindAll(plan.params, vars, extra), conn)
   return finishRows(rows, plan.post)[0] ?? null
+}
+
+/**
+ * The read-back of a row the mutation wrote (created or updated). On a model with a row filter the
+ * read-back is filtered too: a written row the caller could not read (a created or updated row with
+ * another owner) fails the field with `TRB_ERR_AUTH_FORBIDDEN`, which rolls the transaction back
+ * (Hasura's insert and update "check").
+ */
+async function readWritten(rt: Runtime, model: Model, conn: unknown, plan: ReadPlan, vars: Vars, extra: unknown[]): Promise<unknown> {
+  const row = await readOne(rt, conn, plan, vars, extra)
+  if (row === null && rt.reg.rowFilters.has(model.name)) {
+    throw new AuthForbiddenError(`the row written to ${model.name} does not pass its row filter (nothing was written)`)
+  }
+  return row
+}
+
+/** The variables to bind: with the request's identity when the source has row filters. */
+function bindVars(rt: Runtime, info: GraphQLResolveInfo, context: unknown): Vars {
+  return rt.reg.rowFilters.size > 0 ? withAuth(info.variableValues, context) : info.variableValues
+}
+
+/**
+ * Writes that cannot check the row filter on what they write (`createMany`, a create on a model
+ * without identity): refused on a filtered model unless the caller bypasses the filter.
+ * @throws AuthForbiddenError
+ */
+function requireUnfiltered(rt: Runtime, model: Model, vars: Vars, what: string): void {
+  const rf = rt.reg.rowFilters.get(model.name)
+  if (rf && !(rf.bypass && rf.bypass(vars, []) === 1)) throw new AuthForbiddenError(`${what} on ${model.name} cannot check its row filter on the rows written; use createOne`)
 }
 
 /**
@@ -225,6 +255,7 @@ export function makeMutationResolvers(rt: Runtime, model: Model): Record<Mutatio
     return { insert, prefetch, fromData, back: model.identity.length ? readBack(ctx, model, info) : null }
   }
   const runCreate = async (conn: unknown, plan: CreatePlan, vars: Vars): Promise<unknown> => {
+    if (!plan.back) requireUnfiltered(rt, model, vars, 'a create of a row without a primary key')
     const drawn = plan.prefetch ? Object.values((await rt.db().exec(conn, plan.prefetch.text, run(plan.prefetch, vars))).rows[0] ?? {}) : []
     const res = await rt.db().exec(conn, plan.insert.text, run(plan.insert, vars, drawn))
     if (!plan.back) return null
@@ -238,7 +269,7 @@ export function makeMutationResolvers(rt: Runtime, model: Model): Record<Mutatio
         return f.autoIncrement ? res.insertId : null
       })
     }
-    return readOne(rt, conn, plan.back, vars, id)
+    return readWritten(rt, model, conn, plan.back, vars, id)
   }
 
   const createOne = new PlanCache<CreatePlan>()
@@ -252,7 +283,7 @@ export function makeMutationResolvers(rt: Runtime, model: Model): Record<Mutatio
 
   const updateStmt = (ctx: Ctx, data: ArgValue | undefined): { update: Stmt | null; setsIdentity: [number, Leaf | typeof NULL][] } => {
     const { frag, setsIdentity } = setFrag(ctx, model, data)
-    return { update: frag ? stmt(ctx, sql`UPDATE ${tableRef} SET ${frag} WHERE ${identityWhere(ctx, model, tableRef)}`) : null, setsIdentity }
+    return { update: frag ? stmt(ctx, sql`UPDATE ${tableRef} SET ${frag} WHERE ${andRowFilter(ctx, model, tableRef, identityWhere(ctx, model, tableRef))}`) : null, setsIdentity }
   }
   const newIdentity = (old: unknown[], sets: [number, Leaf | typeof NULL][], vars: Vars): unknown[] => {
     const id = [...old]
@@ -261,14 +292,14 @@ export function makeMutationResolvers(rt: Runtime, model: Model): Record<Mutatio
   }
 
   return {
-    createOne: async (conn, info) => {
+    createOne: async (conn, info, _args, context) => {
       const plan = createOne.get(info, () => {
         const ctx = makeCtx(rt, info)
         return compileCreate(ctx, info, argsOf(ctx, info)['data'])
       })
-      return runCreate(conn, plan, info.variableValues)
+      return runCreate(conn, plan, bindVars(rt, info, context))
     },
-    createMany: async (conn, info) => {
+    createMany: async (conn, info, _args, context) => {
       const plan = createMany.get(info, () => {
         const ctx = makeCtx(rt, info)
         const args = argsOf(ctx, info)
@@ -283,7 +314,8 @@ export function makeMutationResolvers(rt: Runtime, model: Model): Record<Mutatio
         const compileRows = (skipDuplicates: boolean) => [...groups.values()].map((rows) => ({ s: stmt(ctx, insertFrag(ctx, model, rows, { skipDuplicates })), rows: rows.length }))
         return { plain: compileRows(false), skipping: model.insertsRedirected ? null : compileRows(true), skip }
       })
-      const vars = info.variableValues
+      const vars = bindVars(rt, info, context)
+      requireUnfiltered(rt, model, vars, 'createMany')
       const skipDuplicates = plan.skip !== null && Boolean(plan.skip.get(vars, []))
       if (skipDuplicates && !plan.skipping) {
         throw new DbInputError(`${model.name}: skipDuplicates is not available on a table whose inserts a rule or inheritance redirects (PostgreSQL refuses ON CONFLICT there)`)
@@ -304,47 +336,47 @@ export function makeMutationResolvers(rt: Runtime, model: Model): Record<Mutatio
       }
       return { count }
     },
-    updateOne: async (conn, info) => {
+    updateOne: async (conn, info, _args, context) => {
       requireIdentity(model)
       const plan = updateOne.get(info, () => {
         const ctx = makeCtx(rt, info)
         const args = argsOf(ctx, info)
         return { find: identitySelect(ctx, model, args['where']), ...updateStmt(ctx, args['data']), back: readBack(ctx, model, info), label: whereLabel(model, args['where']) }
       })
-      const vars = info.variableValues
+      const vars = bindVars(rt, info, context)
       const found = await rt.db().exec(conn, plan.find.text, run(plan.find, vars))
       if (!found.rows[0]) throw new DbNotFoundError(model.name, plan.label)
       const id = identityOf(model, found.rows[0])
       if (plan.update) await rt.db().exec(conn, plan.update.text, run(plan.update, vars, id))
-      return readOne(rt, conn, plan.back, vars, newIdentity(id, plan.setsIdentity, vars))
+      return readWritten(rt, model, conn, plan.back, vars, newIdentity(id, plan.setsIdentity, vars))
     },
-    updateMany: async (conn, info) => {
+    updateMany: async (conn, info, _args, context) => {
       const plan = updateMany.get(info, () => {
         const ctx = makeCtx(rt, info)
         const args = argsOf(ctx, info)
         const { frag } = setFrag(ctx, model, args['data'])
-        const w = compileWhere(ctx, model, tableRef, args['where'])
+        const w = filteredWhere(ctx, model, tableRef, args['where'])
         const where = w ? sql` WHERE ${w}` : raw('')
         return stmt(ctx, frag ? sql`UPDATE ${tableRef} SET ${frag}${where}` : sql`SELECT COUNT(*) AS n FROM ${tableRef}${where}`)
       })
-      const res = await rt.db().exec(conn, plan.text, run(plan, info.variableValues))
+      const res = await rt.db().exec(conn, plan.text, run(plan, bindVars(rt, info, context)))
       return { count: res.rows[0] && 'n' in res.rows[0] ? Number(res.rows[0]['n']) : res.affected }
     },
-    upsertOne: async (conn, info) => {
+    upsertOne: async (conn, info, _args, context) => {
       requireIdentity(model)
       const plan = upsertOne.get(info, () => {
         const ctx = makeCtx(rt, info)
         const args = argsOf(ctx, info)
         return { find: identitySelect(ctx, model, args['where']), ...updateStmt(ctx, args['update']), create: compileCreate(ctx, info, args['create']), back: readBack(ctx, model, info) }
       })
-      const vars = info.variableValues
+      const vars = bindVars(rt, info, context)
       const found = await rt.db().exec(conn, plan.find.text, run(plan.find, vars))
       if (!found.rows[0]) return runCreate(conn, plan.create, vars)
       const id = identityOf(model, found.rows[0])
       if (plan.update) await rt.db().exec(conn, plan.update.text, run(plan.update, vars, id))
-      return readOne(rt, conn, plan.back, vars, newIdentity(id, plan.setsIdentity, vars))
+      return readWritten(rt, model, conn, plan.back, vars, newIdentity(id, plan.setsIdentity, vars))
     },
-    deleteOne: async (conn, info) => {
+    deleteOne: async (conn, info, _args, context) => {
       const plan = deleteOne.get(info, () => {
         const ctx = makeCtx(rt, info)
         const args = argsOf(ctx, info)
@@ -352,23 +384,23 @@ export function makeMutationResolvers(rt: Runtime, model: Model): Record<Mutatio
         const l = compileList(ctx, model, type, info.fieldNodes, {}, null, 'rows', { extraWhere: (a) => compileUnique(ctx, model, a, args['where']), unordered: true })
         return {
           read: toPlan(ctx, l.frag, l.post),
-          del: stmt(ctx, sql`DELETE FROM ${tableRef} WHERE ${compileUnique(ctx, model, tableRef, args['where'])}`),
+          del: stmt(ctx, sql`DELETE FROM ${tableRef} WHERE ${andRowFilter(ctx, model, tableRef, compileUnique(ctx, model, tableRef, args['where']))}`),
           label: whereLabel(model, args['where']),
         }
       })
-      const vars = info.variableValues
+      const vars = bindVars(rt, info, context)
       const row = await readOne(rt, conn, plan.read, vars, [])
       if (row === null) throw new DbNotFoundError(model.name, plan.label)
       await rt.db().exec(conn, plan.del.text, run(plan.del, vars))
       return row
     },
-    deleteMany: async (conn, info) => {
+    deleteMany: async (conn, info, _args, context) => {
       const plan = deleteMany.get(info, () => {
         const ctx = makeCtx(rt, info)
-        const w = compileWhere(ctx, model, tableRef, argsOf(ctx, info)['where'])
+        const w = filteredWhere(ctx, model, tableRef, argsOf(ctx, info)['where'])
         return stmt(ctx, sql`DELETE FROM ${tableRef}${w ? sql` WHERE ${w}` : ''}`)
       })
-      return { count: (await rt.db().exec(conn, plan.text, run(plan, info.variableValues))).affected }
+      return { count: (await rt.db().exec(conn, plan.text, run(plan, bindVars(rt, info, context)))).affected }
     },
   }
 }
