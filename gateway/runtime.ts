@@ -118,6 +118,7 @@ export async function createGateway(config: TributaryConfig, options: CreateGate
   const cwd = options.cwd ?? process.cwd()
   const logger = options.logger
   const cacheDir = resolve(cwd, config.generatedDir, 'sources')
+  const rowFilteredTypes = new Set(Object.entries(config.permissions).filter(([, rule]) => rule.filter !== undefined).map(([key]) => key))
   await mkdir(cacheDir, { recursive: true })
 
   const settled = await Promise.allSettled(
@@ -131,6 +132,7 @@ export async function createGateway(config: TributaryConfig, options: CreateGate
         mode: config.mode,
         cacheDir,
         cwd,
+        rowFilteredTypes,
       }
       try {
         const subschema = await loadSource(def, ctx)

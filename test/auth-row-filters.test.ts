@@ -50,6 +50,11 @@ const migrations = {
         tb.integer('priority').notNullable().defaultTo(0)
         tb.integer('account_id').nullable().references('id').inTable('rowfilter_account')
       })
+      await knex.schema.createTable('rowfilter_tag', (tb) => {
+        tb.integer('id').primary()
+        tb.string('label', 50).notNullable()
+        tb.integer('note_id').notNullable().references('id').inTable('rowfilter_note')
+      })
       await knex('rowfilter_account').insert([
         { id: 1, name: 'Acme HQ', org: 'acme' },
         { id: 2, name: 'Globex', org: 'globex' },
@@ -60,6 +65,10 @@ const migrations = {
         { id: 3, title: 'alice three', owner_id: 'alice', priority: 3, account_id: 2 },
         { id: 4, title: 'bob one', owner_id: 'bob', priority: 4, account_id: 2 },
         { id: 5, title: 'bob two', owner_id: 'bob', priority: 5, account_id: 1 },
+      ])
+      await knex('rowfilter_tag').insert([
+        { id: 1, label: 'on alice one', note_id: 1 },
+        { id: 2, label: 'on bob one', note_id: 4 },
       ])
     },
   },
@@ -174,6 +183,9 @@ for (const dialect of ['sqlite', 'postgres', 'mysql'] as Dialect[]) {
       t.equal(statements.length, 1, 'one statement for the nested read')
       const toOne = await gql('{ rf_findManyRowfilterNote(orderBy: [{ id: asc }]) { id account { id org } } }', alice)
       t.same(toOne.body.data, { rf_findManyRowfilterNote: [{ id: 1, account: { id: 1, org: 'acme' } }, { id: 2, account: { id: 1, org: 'acme' } }, { id: 3, account: null }] }, "the globex account is filtered for alice's note 3")
+      // A to-one relation with a NOT NULL key to a filtered type is nullable in the schema: hidden rows read as null.
+      const tags = await gql('{ rf_findManyRowfilterTag(orderBy: [{ id: asc }]) { id note { id } } }', alice)
+      t.same(tags.body, { data: { rf_findManyRowfilterTag: [{ id: 1, note: { id: 1 } }, { id: 2, note: null }] } })
       const rel = await gql('{ rf_findManyRowfilterAccount(where: { rowfilterNotes: { some: { ownerId: { equals: "bob" } } } }) { id } }', alice)
       t.same(rel.body.data, { rf_findManyRowfilterAccount: [] }, "a relation filter does not see bob's note 5")
       const none = await gql('{ rf_findManyRowfilterAccount(where: { rowfilterNotes: { every: { ownerId: { equals: "alice" } } } }) { id } }', alice)

@@ -27,6 +27,8 @@ export interface ConnectorContext {
   cacheDir: string
   /** Absolute base directory for relative paths in options (the process's working directory). */
   cwd: string
+  /** Public (namespaced) names of the types that have a row filter in config `permissions`. Default none. */
+  rowFilteredTypes?: ReadonlySet<string>
 }
 
 /** The state of one data source, as reported by `GET /health`. */

@@ -62,6 +62,11 @@ export interface BuildSchemaOptions {
   rawSql?: boolean
   /** Unique keys and relations declared in the source's config (`uniqueKeys`, `relations`); see registry.ts. */
   overrides?: RegistryOverrides
+  /**
+   * Model names that will get a row filter (config `permissions`, row-filter.ts): to-one relations to
+   * them are nullable, since the related row may be filtered out. Default none.
+   */
+  rowFiltered?: ReadonlySet<string>
 }
 
 const nn = <T extends GraphQLInputType | GraphQLOutputType>(t: T): GraphQLNonNull<T> => new GraphQLNonNull(t) as GraphQLNonNull<T>
@@ -97,7 +102,7 @@ export function buildSchema(introspection: DatabaseIntrospection, options: Build
     },
     rawErrors: options.rawErrors ?? false,
   }
-  const schema = new SchemaBuilder(reg, rt).build(options.rawSql === true)
+  const schema = new SchemaBuilder(reg, rt, options.rowFiltered ?? new Set()).build(options.rawSql === true)
   registries.set(schema, reg)
   return schema
 }
@@ -151,6 +156,7 @@ class SchemaBuilder {
   constructor(
     private readonly reg: Registry,
     private readonly rt: Runtime,
+    private readonly rowFiltered: ReadonlySet<string>,
   ) {
     for (const e of reg.enums.values()) {
       this.enums.set(
@@ -454,7 +460,9 @@ class SchemaBuilder {
         for (const r of m.relations.values()) {
           const target = this.model(r.target)
           const ext = { [EXT]: { relation: r.name, target: target.name } }
-          if (r.kind === 'one') fields[r.name] = { type: r.nullable ? this.object(target) : nn(this.object(target)), resolve: byResponseKey, extensions: ext }
+          // A related row hidden by its row filter reads as null.
+          const nullable = r.nullable || this.rowFiltered.has(target.name)
+          if (r.kind === 'one') fields[r.name] = { type: nullable ? this.object(target) : nn(this.object(target)), resolve: byResponseKey, extensions: ext }
           else fields[r.name] = { type: nn(list(nn(this.object(target)))), args: this.listArgs(target), resolve: byResponseKey, extensions: ext }
         }
         return fields

@@ -105,6 +105,12 @@ export function applyColumnOptions(doc: DatabaseIntrospection, columns: Record<s
   return out
 }
 
+/** The source's own type names among public (namespaced) `names`. */
+function ownNames(names: ReadonlySet<string> | undefined, namespace: string): Set<string> {
+  const prefix = namespace ? `${namespace}_` : ''
+  return new Set([...(names ?? [])].filter((n) => n.startsWith(prefix)).map((n) => n.slice(prefix.length)))
+}
+
 /** Default of {@link DatabaseSourceOptions.statementTimeoutMs}, in milliseconds. */
 export const DEFAULT_STATEMENT_TIMEOUT_MS = 10_000
 /** How many worker processes run the statements of one SQLite file source. */
@@ -272,6 +278,7 @@ export async function createDatabaseSource(options: DatabaseSourceOptions, ctx: 
       rawSql: options.rawSql === true,
       ...(options.maxTake !== undefined ? { maxTake: options.maxTake } : {}),
       overrides: { ...(options.uniqueKeys ? { uniqueKeys: options.uniqueKeys } : {}), ...(options.relations ? { relations: options.relations } : {}) },
+      rowFiltered: ownNames(ctx.rowFilteredTypes, ctx.namespace),
     })
   } catch (err) {
     await release()
