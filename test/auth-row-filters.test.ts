@@ -293,3 +293,30 @@ t.test('filters are validated at startup', async (t) => {
   await fails({ 'rf_RowfilterNote.title': { filter: { id: { equals: 1 } } } }, /a row filter applies to a type/)
   await fails({ rf_RowfilterNote: { roles: ['a'], bypassRoles: ['admin'] } }, /bypassRoles: only a rule with a filter/)
 })
+
+t.test('a filter with a relation filter, OR and a claim inside a list (SQLite)', async (t) => {
+  const db = await freshDatabase('sqlite', 'row_filters_relation')
+  t.teardown(() => db.cleanup())
+  const { gql, statements } = await start(t, db.url, {
+    permissions: {
+      // A tag is visible when its note is the caller's, or when its label is public.
+      rf_RowfilterTag: { filter: { OR: [{ note: { is: { ownerId: { in: [{ claim: 'sub' }, 'nobody'] } } } }, { label: { startsWith: 'public' } }] } },
+    },
+  })
+  const { knex } = createKnex(db.url, { cwd: process.cwd() })
+  t.teardown(() => knex.destroy())
+  await knex('rowfilter_tag').insert({ id: 3, label: 'public tag', note_id: 5 })
+  const expected = async (owner: string) =>
+    (await knex('rowfilter_tag as g').join('rowfilter_note as n', 'n.id', 'g.note_id').where('n.owner_id', owner).orWhere('g.label', 'like', 'public%').orderBy('g.id').select('g.id')).map((r: { id: number }) => Number(r.id))
+  const q = '{ rf_findManyRowfilterTag(orderBy: [{ id: asc }]) { id } }'
+  statements.length = 0
+  const a = await gql(q, await sign({ sub: 'alice' }))
+  t.same(ids(a.body.data!.rf_findManyRowfilterTag), await expected('alice'))
+  t.same(await expected('alice'), [1, 3])
+  t.equal(statements.length, 1, 'one statement')
+  const b = await gql(q, await sign({ sub: 'bob' }))
+  t.same(ids(b.body.data!.rf_findManyRowfilterTag), await expected('bob'))
+  // Notes are not row-filtered in this config: bob reads alice's note 1, but not its tag.
+  const viaNote = await gql('{ rf_findManyRowfilterNote(where: { id: { equals: 1 } }) { id rowfilterTags { id } } }', await sign({ sub: 'bob' }))
+  t.same(viaNote.body.data, { rf_findManyRowfilterNote: [{ id: 1, rowfilterTags: [] }] }, "alice's tag on note 1 is hidden from bob in a nested list")
+})
