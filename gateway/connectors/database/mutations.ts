@@ -80,6 +80,12 @@ function insertFrag(ctx: Ctx, model: Model, rows: [ScalarField, Leaf | typeof NU
     ? ` RETURNING ${model.identity.map((n) => d.q(model.fieldMap.get(n)!.column)).join(', ')}`
     : ''
   if (cols.length === 0) {
+    if (d.dialect === 'sqlite' && conflict) {
+      // SQLite has no upsert clause after DEFAULT VALUES; a NULL into the rowid alias is the same row.
+      const rowid = model.fields.find((f) => f.autoIncrement)
+      if (!rowid) throw new DbInputError(`${model.name}: skipDuplicates needs at least one field in every row of this table on SQLite`)
+      return raw(`${prefix} ${tableRef} (${d.q(rowid.column)}) VALUES (NULL)${conflict}${returning}`)
+    }
     const body = d.dialect === 'mysql' ? `${prefix} ${tableRef} () VALUES ()` : `${prefix} ${tableRef} DEFAULT VALUES`
     return raw(`${body}${conflict}${returning}`)
   }
@@ -304,14 +310,19 @@ export function makeMutationResolvers(rt: Runtime, model: Model): Record<Mutatio
         const ctx = makeCtx(rt, info)
         const args = argsOf(ctx, info)
         const groups = new Map<string, [ScalarField, Leaf | typeof NULL][][]>()
-        for (const row of listOf(args['data'])) {
+        const data = listOf(args['data'])
+        if (data.length > ctx.reg.maxTake) throw new DbInputError(`${model.name}: createMany takes at most ${ctx.reg.maxTake} rows per call (maxTake); got ${data.length}`)
+        for (const row of data) {
           const pairs = createPairs(model, row)
           const key = pairs.map(([f]) => f.name).join(',')
           groups.set(key, [...(groups.get(key) ?? []), pairs])
         }
         // `skipDuplicates: $v` is read at run time: the plan holds both statement lists.
         const skip = args['skipDuplicates'] instanceof Leaf ? (args['skipDuplicates'] as Leaf) : null
-        const compileRows = (skipDuplicates: boolean) => [...groups.values()].map((rows) => ({ s: stmt(ctx, insertFrag(ctx, model, rows, { skipDuplicates })), rows: rows.length }))
+        // Rows of defaults only (`{}`) have no multi-row form on every engine (`DEFAULT VALUES` inserts
+        // one row): each is a statement of its own.
+        const batches = [...groups.values()].flatMap((rows) => (rows[0]!.length === 0 ? rows.map((r) => [r]) : [rows]))
+        const compileRows = (skipDuplicates: boolean) => batches.map((rows) => ({ s: stmt(ctx, insertFrag(ctx, model, rows, { skipDuplicates })), rows: rows.length }))
         return { plain: compileRows(false), skipping: model.insertsRedirected ? null : compileRows(true), skip }
       })
       const vars = bindVars(rt, info, context)
