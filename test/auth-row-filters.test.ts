@@ -9,7 +9,9 @@
  * lists, to-one relations, `_count`, relation filters, aggregates and every mutation; a client where
  * or OR can only narrow; forged or unsigned tokens are 401; a missing claim or a claim of the wrong
  * type is 403, never an internal error; `bypassRoles` reads everything; a written row must pass the
- * filter (create/update "check") or the transaction is rolled back.
+ * filter (create/update "check") or the transaction is rolled back. Stored operations (which would
+ * otherwise take a direct SQL plan), the shared response cache of `# @cache` operations and live
+ * queries serve each caller its own rows.
  */
 import { mkdtempSync, rmSync, writeFileSync, mkdirSync } from 'node:fs'
 import { randomBytes } from 'node:crypto'
@@ -17,6 +19,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import { SignJWT, UnsecuredJWT } from 'jose'
+import { EventSource } from 'eventsource'
 import type { Knex } from 'knex'
 import { pino } from 'pino'
 import { database, resolveConfig, type TributaryConfigInput } from '../gateway/config/index.js'
@@ -85,6 +88,7 @@ async function start(t: Test, url: string, extra: Partial<TributaryConfigInput> 
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   mkdirSync(join(dir, 'operations'))
   writeFileSync(join(dir, 'operations', 'Notes.graphql'), 'query Notes { rf_findManyRowfilterNote(orderBy: [{ id: asc }]) { id ownerId } }\n')
+  writeFileSync(join(dir, 'operations', 'LiveNotes.graphql'), '# @live interval=100\nquery LiveNotes { rf_findManyRowfilterNote(orderBy: [{ id: asc }]) { id } }\n')
   writeFileSync(join(dir, 'operations', 'CachedNotes.graphql'), '# @cache maxAge=60\nquery CachedNotes { rf_findManyRowfilterNote(orderBy: [{ id: asc }]) { id ownerId } }\n')
   const config = resolveConfig({
     datasources: [database({ namespace: 'rf', url, migrations })],
@@ -114,7 +118,17 @@ async function start(t: Test, url: string, extra: Partial<TributaryConfigInput> 
     const res = await fetch(`${base}/operations/${name}`, { headers: token ? { authorization: `Bearer ${token}` } : {} })
     return { status: res.status, cache: res.headers.get('x-tributary-cache'), body: (await res.json()) as Body }
   }
-  return { gql, op, statements }
+  /** Opens a live query (SSE) with a token; `events` fills with its results. */
+  const live = (name: string, token: string) => {
+    const es = new EventSource(`${base}/operations/${name}?live=true`, {
+      fetch: (input, init) => fetch(input, { ...init, headers: { ...(init?.headers as Record<string, string>), authorization: `Bearer ${token}` } }),
+    })
+    const events: Body[] = []
+    es.onmessage = (event) => events.push(JSON.parse(event.data) as Body)
+    t.teardown(() => es.close())
+    return { es, events }
+  }
+  return { gql, op, live, app, statements }
 }
 
 const codes = (b: Body) => (b.errors ?? []).map((e) => e.extensions?.code)
@@ -128,7 +142,7 @@ for (const dialect of ['sqlite', 'postgres', 'mysql'] as Dialect[]) {
       return
     }
     t.teardown(() => db.cleanup())
-    const { gql, op, statements } = await start(t, db.url)
+    const { gql, op, live, app, statements } = await start(t, db.url)
     const { knex } = createKnex(db.url, { cwd: process.cwd() })
     t.teardown(() => knex.destroy())
     const direct = async (owner: string) => (await knex('rowfilter_note').where('owner_id', owner).orderBy('id').select('id')).map((r: { id: number }) => Number(r.id))
@@ -238,6 +252,18 @@ for (const dialect of ['sqlite', 'postgres', 'mysql'] as Dialect[]) {
       t.same(rows(b1), await direct('bob'))
       const anon = await op('CachedNotes')
       t.equal(anon.status, 401, 'nothing cached is served without a token')
+    })
+
+    await t.test('live queries: one poller per credentials, each caller sees its own rows', async (t) => {
+      const a = live('LiveNotes', alice)
+      const b = live('LiveNotes', bob)
+      const until = Date.now() + 5000
+      while ((a.events.length === 0 || b.events.length === 0) && Date.now() < until) await new Promise((r) => setTimeout(r, 20))
+      t.same(ids((a.events[0]?.data as Record<string, unknown> | undefined)?.rf_findManyRowfilterNote ?? []), await direct('alice'))
+      t.same(ids((b.events[0]?.data as Record<string, unknown> | undefined)?.rf_findManyRowfilterNote ?? []), await direct('bob'))
+      t.equal(app.livePollers.size, 2, 'two tokens, two pollers')
+      a.es.close()
+      b.es.close()
     })
 
     await t.test('writes: updates and deletes of filtered rows behave as not found; written rows must pass', async (t) => {

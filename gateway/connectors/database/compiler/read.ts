@@ -160,7 +160,10 @@ export function rowFilterCond(ctx: Ctx, model: Model, alias: string): Frag | nul
   return w
 }
 
-/** `cond AND rowFilter`, either may be absent. */
+/**
+ * `cond AND (row filter of model on alias)`: the condition of a subquery over the model's table
+ * (a join condition, a unique key), with the filter when the model has one.
+ */
 export function andRowFilter(ctx: Ctx, model: Model, alias: string, cond: string | Frag): Frag {
   const f = rowFilterCond(ctx, model, alias)
   const c = typeof cond === 'string' ? raw(cond) : cond
