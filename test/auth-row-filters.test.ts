@@ -296,6 +296,13 @@ for (const dialect of ['sqlite', 'postgres', 'mysql'] as Dialect[]) {
       t.same(codes(many.body), ['TRB_ERR_AUTH_FORBIDDEN'], 'createMany cannot check the filter: refused')
       const manyAdmin = await gql('mutation { rf_createManyRowfilterNote(data: [{ id: 31, title: "a", ownerId: "carol" }]) { count } }', admin)
       t.same(manyAdmin.body.data, { rf_createManyRowfilterNote: { count: 1 } }, 'admin bypasses')
+      // Nested writes into a filtered type cannot be checked row by row: refused (403), rolled back.
+      const nested = await gql('mutation { rf_createOneRowfilterAccount(data: { id: 9, name: "Acme 2", org: "acme", rowfilterNotes: { create: [{ id: 40, title: "n", ownerId: "bob" }] } }) { id } }', alice)
+      t.same(codes(nested.body), ['TRB_ERR_AUTH_FORBIDDEN'])
+      t.notOk(await knex('rowfilter_account').where('id', 9).first(), 'nothing written')
+      const connect = await gql('mutation { rf_updateOneRowfilterAccount(where: { id: 1 }, data: { rowfilterNotes: { connect: [{ id: 4 }] } }) { id } }', alice)
+      t.same(codes(connect.body), ['TRB_ERR_AUTH_FORBIDDEN'])
+      t.equal(Number((await knex('rowfilter_note').where('id', 4).first())?.account_id), 2, "bob's note 4 not moved")
       const anonWrite = await gql('mutation { rf_deleteManyRowfilterNote { count } }')
       t.same(codes(anonWrite.body), ['TRB_ERR_AUTH_REQUIRED'])
       t.equal(Number((await knex('rowfilter_note').count({ n: '*' }))[0]!.n), 6)

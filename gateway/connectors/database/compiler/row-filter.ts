@@ -58,8 +58,16 @@ export interface RowFilter {
  */
 export function withAuth(vars: Vars, context: unknown): Vars {
   const auth = (context as { auth?: AuthInfo | null } | null | undefined)?.auth ?? null
-  return { ...vars, [AUTH_VAR]: auth } as Vars
+  // One object per execution (its variables object), so that per-request bookkeeping keyed by the
+  // bound variables (the nested-write budget) sees every field of the request.
+  const known = withAuthCache.get(vars)
+  if (known && (known as Record<symbol, unknown>)[AUTH_VAR] === auth) return known
+  const out = { ...vars, [AUTH_VAR]: auth } as Vars
+  withAuthCache.set(vars, out)
+  return out
 }
+
+const withAuthCache = new WeakMap<Vars, Vars>()
 
 /**
  * The identity bound by {@link withAuth}.
