@@ -16,7 +16,6 @@
 import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { Writable } from 'node:stream'
 import t, { type Test } from 'tap'
 import pg from 'pg'
 import mysql from 'mysql2/promise'
@@ -27,6 +26,7 @@ import { buildApp } from '../gateway/http/app.js'
 import { createKnex } from '../gateway/connectors/database/connection.js'
 import type { Dialect } from '../gateway/connectors/database/model.js'
 import { freshDatabase, mysqlUrl, postgresUrl } from './helpers/chinook.js'
+import { sqlLog } from './helpers/sql-log.js'
 
 const BIG = 1_000_000_000
 /**
@@ -47,17 +47,7 @@ type Json = { data?: Record<string, unknown> | null; errors?: { message: string;
  * raw SQL left at its default, off).
  */
 async function start(t: Test, url: string, kind: 'short' | 'long') {
-  const statements: string[] = []
-  const stream = new Writable({
-    write(chunk: Buffer, _enc, cb) {
-      for (const line of chunk.toString().split('\n')) {
-        if (!line) continue
-        const o = JSON.parse(line) as { msg?: string; sql?: string }
-        if (o.msg === 'sql' && o.sql) statements.push(o.sql)
-      }
-      cb()
-    },
-  })
+  const { stream, statements } = sqlLog()
   const dir = mkdtempSync(join(tmpdir(), 'trb-attack-db-'))
   if (kind === 'short') {
     writeFileSync(join(dir, 'Heavy.graphql'), 'query Heavy($sql: String!) { short_queryRaw(query: $sql) }\n')

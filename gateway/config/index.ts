@@ -306,8 +306,10 @@ export interface TributaryConfigInput {
   /**
    * Role permissions, Hasura style, keyed by public type name (`todo_Todo`: every field returning the
    * type) or `Type.field` (`todo_Todo.description`): a caller without one of `roles` gets a
-   * `TRB_ERR_AUTH_FORBIDDEN` error at the field's path instead of its value. Needs `auth.jwt`.
-   * Default none.
+   * `TRB_ERR_AUTH_FORBIDDEN` error at the field's path instead of its value. A type of a database
+   * source may also have a row `filter` derived from the token's claims
+   * (`{ filter: { ownerId: { equals: { claim: 'sub' } } } }`, see {@link PermissionRule}).
+   * Needs `auth.jwt`. Default none.
    */
   permissions?: Record<string, PermissionRule>
   /** Prometheus metrics (README "Observability"). Default: on, at `/metrics`, readable from the loopback address only. */
@@ -455,6 +457,10 @@ export function resolveConfig(input: unknown, env: NodeJS.ProcessEnv = process.e
   }
   if (config.server.rateLimit?.key === 'sub' && !config.auth.jwt) throw new ConfigInvalidError("server.rateLimit.key: 'sub' needs auth.jwt")
   if (Object.keys(config.permissions).length > 0 && !config.auth.jwt) throw new ConfigInvalidError('permissions: roles come from tokens; set auth.jwt')
+  for (const [key, rule] of Object.entries(config.permissions)) {
+    if (rule.filter && key.includes('.')) throw new ConfigInvalidError(`permissions.${key}.filter: a row filter applies to a type ('Type'), not to a field`)
+    if (rule.bypassRoles && !rule.filter) throw new ConfigInvalidError(`permissions.${key}.bypassRoles: only a rule with a filter has roles that bypass it`)
+  }
   c.datasources.forEach((d, i) => {
     if (d.kind === 'federation') uniqueSubgraphs(d, i)
   })

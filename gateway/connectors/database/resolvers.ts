@@ -12,6 +12,7 @@ import { cancelWatchOf, type Db } from './compiler/db.js'
 import type { SqlDialect } from './compiler/dialect.js'
 import type { Getter, Vars } from './compiler/frag.js'
 import { PlanCache } from './compiler/plan-cache.js'
+import { withAuth } from './compiler/row-filter.js'
 import { compileList, compileUnique, toPlan, type Ctx, type Post, type ReadPlan } from './compiler/read.js'
 import type { Model, Registry } from './compiler/registry.js'
 import { mapDbError } from './db-errors.js'
@@ -79,7 +80,8 @@ export function markCheap(ctx: Ctx, plan: ReadPlan): ReadPlan {
 }
 
 async function runRead(rt: Runtime, plan: ReadPlan, vars: Vars, context: unknown): Promise<Record<string, unknown>[]> {
-  const rows = await rt.db().values(plan.text, bindAll(plan.params, vars), undefined, { cheap: cheapPlans.has(plan), cancel: cancelWatchOf(context), maxResultChars: resultRoom(context) })
+  const bound = rt.reg.rowFilters.size > 0 ? withAuth(vars, context) : vars
+  const rows = await rt.db().values(plan.text, bindAll(plan.params, bound), undefined, { cheap: cheapPlans.has(plan), cancel: cancelWatchOf(context), maxResultChars: resultRoom(context) })
   chargeResult(context, textLength(rows))
   return finishRows(rows, plan.post)
 }
