@@ -7,8 +7,9 @@
  * - no body carries `TRB_ERR_INTERNAL`, a stack trace, SQL text or an unmasked runtime message
  *   (`Maximum call stack size exceeded`, `Cannot read properties of undefined`, network addresses);
  * - RSS comes back near its baseline afterwards (after a forced GC). The baseline is taken after a
- *   warm-up of every target (`FUZZ_WARMUP` requests each, default 1000), so that compiled code and
- *   the bounded caches are counted in it; growth past it is what a leak would look like.
+ *   warm-up of every target (`FUZZ_WARMUP` requests each, default 3000), so that compiled code and
+ *   the bounded caches are counted in it; growth past it is what a leak would look like. Both RSS
+ *   figures are taken after `FUZZ_SETTLE_MS` (default 20000) of idle time, as on an idle server.
  *
  * Targets: the demo (SQLite todo database, the role REST service, the demo schema) and the Chinook
  * example (a temporary copy of its SQLite database), each in development and production mode.
@@ -227,8 +228,12 @@ async function main(): Promise<void> {
     ]
     // Warm up every target (code paths compiled, bounded caches filled, the heap grown to its working
     // size), then take the baseline: growth past it is what a leak would look like.
-    const warmup = Number(process.env.FUZZ_WARMUP ?? 1000)
+    const warmup = Number(process.env.FUZZ_WARMUP ?? 3000)
     for (const target of targets) await fuzzTarget(target, warmup, createRandom(seed + 1000))
+    // Both measurements follow the same idle time, in which V8's memory reducer returns the pages
+    // that a burst of requests committed (the young generation grown to its maximum, and so on).
+    const settle = () => new Promise((r) => setTimeout(r, Number(process.env.FUZZ_SETTLE_MS ?? 20_000)))
+    await settle()
     const before = rssAfterGc()
     const heapBefore = process.memoryUsage().heapUsed
     const committedBefore = process.memoryUsage().heapTotal
@@ -253,8 +258,7 @@ async function main(): Promise<void> {
       for (const [k, v] of Object.entries(stats.codes)) all.codes[k] = (all.codes[k] ?? 0) + v
       all.findings.push(...stats.findings)
     }
-    // Let V8's memory reducer return freed pages before measuring (as an idle server would).
-    await new Promise((r) => setTimeout(r, 3000))
+    await settle()
     const after = rssAfterGc()
     const heap = process.memoryUsage().heapUsed
     const committed = process.memoryUsage().heapTotal
