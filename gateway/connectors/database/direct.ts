@@ -50,7 +50,7 @@ import type { Vars } from './compiler/frag.js'
 import { EXT, compileList, compileUnique, modelOfType, toPlan, type Ctx, type ReadPlan } from './compiler/read.js'
 import type { Model } from './compiler/registry.js'
 import { cancelWatchOf } from './compiler/db.js'
-import { bindAll, cheapPlans, markCheap, type Runtime } from './resolvers.js'
+import { bindAll, isCheap, markBounded, markCheap, type Runtime } from './resolvers.js'
 import { chargeResult, resultRoom, textLength } from '../../result-budget.js'
 
 /**
@@ -209,7 +209,7 @@ export function createDirectCompiler(rt: Runtime, model: Model, kind: DirectFiel
         }
         try {
           const db = rt.db()
-          const cheap = cheapPlans.has(plan)
+          const cheap = isCheap(db, plan, bindings)
           if (db.inProcess({ cheap })) {
             // SQLite, a cheap plan and an idle connection: no promise hops until the result.
             const now = db.valuesNow(plan.text, bindings)
@@ -317,5 +317,5 @@ function compileRoot(
       ? compileList(ctx, model, type, [field], {}, null, 'rows', { extraWhere: (a) => compileUnique(ctx, model, a, args['where']), unordered: true, emit })
       : compileList(ctx, model, type, [field], args, null, 'rows', kind === 'findFirst' ? { first: true, emit } : { emit })
   const plan = toPlan(ctx, l.frag, null)
-  return kind === 'findUnique' ? markCheap(ctx, plan) : plan
+  return kind === 'findUnique' ? markCheap(ctx, plan) : markBounded(ctx, model, l, plan)
 }
