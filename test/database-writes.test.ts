@@ -100,6 +100,17 @@ for (const dialect of DIALECTS) {
         const long = await env.gql(mode, `mutation { createManyWAccount(data: [{ email: "g-${mode}@x" }, { email: "${'x'.repeat(100)}" }], skipDuplicates: true) { count } }`)
         t.same(codes(long), ['TRB_ERR_DB_VALUE'], `${mode}: a value too long for varchar(45) is an error, not truncated`)
       }
+      // A row of defaults only ({}) beside rows with values: one statement per column set, each skipping duplicates.
+      await env.sql('DELETE FROM w_note')
+      const notes = await env.gql(mode, 'mutation { createManyWNote(data: [{ body: "x" }, {}, {}], skipDuplicates: true) { count } }')
+      t.same(notes, { data: { createManyWNote: { count: 3 } } }, `${mode}: rows of defaults only are inserted with skipDuplicates`)
+      const [{ id: noteId }] = (await env.sql('SELECT MIN(id) AS id FROM w_note')) as [{ id: number }]
+      const again = await env.gql(mode, `mutation { createManyWNote(data: [{ id: ${Number(noteId)} }, {}], skipDuplicates: true) { count } }`)
+      t.same(again, { data: { createManyWNote: { count: 1 } } }, `${mode}: the duplicate id is skipped, the row of defaults inserted`)
+      t.equal((await env.sql('SELECT COUNT(*) AS n FROM w_note'))[0]!['n'] + '', '4', `${mode}: w_note holds the four new rows`)
+      const flood = await env.gql(mode, 'mutation ($rows: [WNoteCreateManyInput!]!) { createManyWNote(data: $rows) { count } }', { rows: Array.from({ length: 1001 }, () => ({})) })
+      t.same(codes(flood), ['TRB_ERR_DB_INPUT'], `${mode}: more rows than maxTake (1000) in one createMany are refused`)
+      t.equal((await env.sql('SELECT COUNT(*) AS n FROM w_note'))[0]!['n'] + '', '4', `${mode}: nothing of the refused call was written`)
       t.equal((await env.sql('SELECT COUNT(*) AS n FROM w_account'))[0]!['n'] + '', '4', `${mode}: nothing of the failed calls was written`)
       t.equal((await env.sql('SELECT COUNT(*) AS n FROM w_entry'))[0]!['n'] + '', '0', `${mode}: no entry written`)
     }

@@ -11,6 +11,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { EventSource } from 'eventsource'
+import WebSocket from 'ws'
+import { createClient } from 'graphql-ws'
 import pg from 'pg'
 import mysql from 'mysql2/promise'
 import { pino } from 'pino'
@@ -226,6 +228,15 @@ t.test('stored operations, subscriptions, live queries, the OpenAPI document and
   t.ok(await until(() => sub.received.length >= 2), 'two events')
   t.same(sub.received.slice(0, 2), [{ data: { feed_ticks: { n: 1, countryInfo: { capital: 'Brasília' } } } }, { data: { feed_ticks: { n: 2, countryInfo: { capital: 'Santiago' } } } }])
   sub.es.close()
+
+  // The same subscription over graphql-transport-ws on /graphql: the linked field of each event.
+  const ws = createClient({ url: `${url.replace(/^http/, 'ws')}/graphql`, webSocketImpl: WebSocket, retryAttempts: 0, lazy: true })
+  t.teardown(() => ws.dispose())
+  const overWs: unknown[] = []
+  await new Promise<void>((resolve, reject) => {
+    ws.subscribe({ query: 'subscription { feed_ticks { n countryInfo { capital } } }' }, { next: (m) => void overWs.push(m), error: reject, complete: resolve })
+  })
+  t.same(overWs, [{ data: { feed_ticks: { n: 1, countryInfo: { capital: 'Brasília' } } } }, { data: { feed_ticks: { n: 2, countryInfo: { capital: 'Santiago' } } } }], 'over WebSocket, each event carries its linked field')
 
   const live = events(`${url}/operations/Customers?take=1&live=true`)
   t.teardown(() => live.es.close())

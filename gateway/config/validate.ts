@@ -63,6 +63,7 @@ const sourceSchemas = {
       migrations: { type: 'object', additionalProperties: { type: 'object', required: ['up'], properties: { up: fn, down: fn } } },
       pool: { type: 'object', additionalProperties: false, properties: { min: { type: 'integer', minimum: 0 }, max: { type: 'integer', minimum: 1 } } },
       maxTake: { type: 'integer', minimum: 1 },
+      maxNestedWrites: { type: 'integer', minimum: 0 },
       rawSql: { type: 'boolean' },
       statementTimeoutMs: { type: 'integer', minimum: 1, maximum: 2147483647 },
       columns: {

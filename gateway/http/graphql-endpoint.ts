@@ -44,11 +44,22 @@ import type { AuthInfo } from '../auth/jwt.js'
 import { authorize, claimVariables, extractAuthDirectives, type OperationAuthRules } from '../auth/directives.js'
 import { resultBudget } from '../result-budget.js'
 import { observeOperation } from '../observability/probes.js'
+import { slimLocations } from './slim-document.js'
 
 const GRAPHQL_RESPONSE = 'application/graphql-response+json'
 const JSON_TYPE = 'application/json'
 
+/**
+ * A document is compiled by graphql-jit on this use, not before: a compilation costs about a
+ * millisecond and tens of kilobytes of generated code, which pays off only for documents that come
+ * back. One-off documents (exploration in the playground, a client or a fuzzer sending distinct
+ * documents) run with graphql-js and leave nothing compiled in the cache.
+ */
+export const JIT_AFTER_USES = 2
+
 interface Prepared {
+  /** Executions so far without a compilation (up to {@link JIT_AFTER_USES}). */
+  uses?: number
   document?: DocumentNode
   /** The `@requireAuthentication`/`@rbac`/`@fromClaim` rules of its operations, by name (`''` when anonymous). */
   rules?: Map<string, OperationAuthRules>
@@ -171,7 +182,7 @@ export function registerGraphQLEndpoint(
       prepared = errors.length || limitErrors.length
         ? { errors: [...errors, ...limitErrors] }
         : {
-            document,
+            document: slimLocations(document),
             ...(extracted.rules.size ? { rules: extracted.rules } : {}),
             jitSafe: document.definitions.every((d) => d.kind !== 'OperationDefinition' || isJitSafe(schema, d)),
           }
@@ -183,14 +194,17 @@ export function registerGraphQLEndpoint(
   }
 
   /**
-   * The document's graphql-jit compilation for one operation, made on first use and cached with the
-   * document (so it is dropped when the schema is swapped). Undefined when jit cannot compile it.
+   * The document's graphql-jit compilation for one operation, made on its {@link JIT_AFTER_USES}th use
+   * and cached with the document (so it is dropped when the schema is swapped). Undefined before
+   * then (graphql-js runs it), and when jit cannot compile it.
    */
   function compiledFor(prepared: Prepared, schema: GraphQLSchema, operationName: string | undefined): CompiledQuery | undefined {
     prepared.compiled ??= new Map()
     const key = operationName ?? ''
     let compiled = prepared.compiled.get(key)
     if (!compiled) {
+      prepared.uses = (prepared.uses ?? 0) + 1
+      if (prepared.uses < JIT_AFTER_USES) return undefined
       const result = compileQuery(schema, prepared.document!, operationName, { disablingCapturingStackErrors: true })
       if (!isCompiledQuery(result)) {
         prepared.jitSafe = false

@@ -81,7 +81,8 @@ function nullable(schema: JsonSchema): JsonSchema {
 /**
  * The JSON Schema of a GraphQL input type. Nullable types accept `null`; input objects are closed
  * (`additionalProperties: false`).
- * @param seen input object names being expanded, to cut recursive input types (they become `{type: object}`).
+ * @param seen input object names being expanded, to cut recursive input types (they become `{type: object}`,
+ *   as do the database connector's nested-write inputs, marked `extensions.tributary.nestedWrite`).
  */
 export function inputTypeSchema(type: GraphQLInputType, seen: Set<string> = new Set()): JsonSchema {
   if (isNonNullType(type)) return innerInput(type.ofType, seen)
@@ -92,7 +93,9 @@ function innerInput(type: GraphQLInputType, seen: Set<string>): JsonSchema {
   if (isListType(type)) return { type: 'array', items: inputTypeSchema(type.ofType, seen) }
   if (isEnumType(type)) return { type: 'string', enum: type.getValues().map((v) => v.name) }
   if (isInputObjectType(type)) {
-    if (seen.has(type.name)) return { type: 'object' }
+    // Nested-write inputs of the database connector nest every related model in turn: expanded, one
+    // `XCreateInput` of a dozen tables is tens of MB. They stay open here; GraphQL validates them.
+    if (seen.has(type.name) || (type.extensions?.['tributary'] as { nestedWrite?: boolean } | undefined)?.nestedWrite) return { type: 'object' }
     const next = new Set(seen).add(type.name)
     const properties: Record<string, JsonSchema> = {}
     const required: string[] = []

@@ -18,22 +18,23 @@ import type { Dialect } from '../../gateway/connectors/database/model.js'
 import { mysqlOptions } from '../../examples/chinook/load.js'
 import { freshDatabase, postgresUrl, repoRoot, type TestDatabase } from './chinook.js'
 
-/** The fixture's SQL files for one engine, absolute paths in name order. */
-export function realworldFiles(dialect: Dialect): string[] {
-  const dir = path.join(repoRoot, 'test', 'fixtures', 'realworld', dialect)
+/** The fixture's SQL files for one engine, absolute paths in name order (`fixture`: a folder of test/fixtures, default `realworld`). */
+export function realworldFiles(dialect: Dialect, fixture = 'realworld'): string[] {
+  const dir = path.join(repoRoot, 'test', 'fixtures', fixture, dialect)
   if (!fs.existsSync(dir)) return []
   return fs.readdirSync(dir).filter((f) => f.endsWith('.sql')).sort().map((f) => path.join(dir, f))
 }
 
 /**
- * A fresh private database holding the real-world fixture schema. `label` names the database (see
+ * A fresh private database holding the real-world fixture schema (or the schema of another folder of
+ * test/fixtures laid out the same way: `fixture`). `label` names the database (see
  * `freshDatabase`); call `cleanup()` to drop it. A script that fails gives `skipReason` only when the
  * engine is unreachable; an SQL error in a fixture file throws (a broken fixture must fail the test).
  */
-export async function realworldDatabase(dialect: Dialect, label = 'realworld'): Promise<TestDatabase> {
+export async function realworldDatabase(dialect: Dialect, label = 'realworld', fixture = 'realworld'): Promise<TestDatabase> {
   const db = await freshDatabase(dialect, label)
   if (db.skipReason) return db
-  const scripts = realworldFiles(dialect).map((f) => ({ file: f, sql: fs.readFileSync(f, 'utf8') }))
+  const scripts = realworldFiles(dialect, fixture).map((f) => ({ file: f, sql: fs.readFileSync(f, 'utf8') }))
   try {
     if (dialect === 'sqlite') {
       const conn = new Database(db.url.replace(/^sqlite:/, ''))
@@ -61,7 +62,7 @@ export async function realworldDatabase(dialect: Dialect, label = 'realworld'): 
     }
   } catch (err) {
     await db.cleanup()
-    throw new Error(`The real-world fixture failed on ${dialect}: ${(err as Error).message}`)
+    throw new Error(`The ${fixture} fixture failed on ${dialect}: ${(err as Error).message}`)
   }
   return db
 }

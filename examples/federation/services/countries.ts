@@ -11,8 +11,7 @@
  *
  * As a script it listens on `COUNTRIES_PORT` (default 4011) at 127.0.0.1.
  */
-import { realpathSync } from 'node:fs'
-import { fileURLToPath } from 'node:url'
+import { listenIfMain } from './listen.js'
 import Fastify, { type FastifyInstance } from 'fastify'
 import swagger from '@fastify/swagger'
 
@@ -124,17 +123,4 @@ export async function createCountriesService(options: { delayMs?: number } = {})
   return app
 }
 
-function isMain(): boolean {
-  try {
-    return !!process.argv[1] && realpathSync(process.argv[1]) === realpathSync(fileURLToPath(import.meta.url))
-  } catch {
-    return false
-  }
-}
-
-if (isMain()) {
-  const app = await createCountriesService()
-  const port = Number(process.env.COUNTRIES_PORT || 4011)
-  await app.listen({ host: '127.0.0.1', port })
-  console.log(`countries API listening on http://127.0.0.1:${port}`)
-}
+await listenIfMain(import.meta.url, createCountriesService, 'COUNTRIES_PORT', 4011, 'countries API')

@@ -13,8 +13,7 @@
  * deterministically, so responses are stable. As a script it listens on `REVIEWS_PORT` (default 4012)
  * at 127.0.0.1.
  */
-import { realpathSync } from 'node:fs'
-import { fileURLToPath } from 'node:url'
+import { listenIfMain } from './listen.js'
 import Fastify, { type FastifyInstance } from 'fastify'
 import mercurius from 'mercurius'
 
@@ -89,17 +88,4 @@ export async function createReviewsService(options: { onRequest?: (query: string
   return app
 }
 
-function isMain(): boolean {
-  try {
-    return !!process.argv[1] && realpathSync(process.argv[1]) === realpathSync(fileURLToPath(import.meta.url))
-  } catch {
-    return false
-  }
-}
-
-if (isMain()) {
-  const app = await createReviewsService()
-  const port = Number(process.env.REVIEWS_PORT || 4012)
-  await app.listen({ host: '127.0.0.1', port })
-  console.log(`reviews API listening on http://127.0.0.1:${port}`)
-}
+await listenIfMain(import.meta.url, createReviewsService, 'REVIEWS_PORT', 4012, 'reviews API')

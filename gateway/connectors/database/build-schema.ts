@@ -36,7 +36,8 @@ import { aggregateApplies, AGGREGATES, type AggregateOp } from './compiler/aggre
 import type { Db } from './compiler/db.js'
 import { SqlDialect, type MysqlFlavor } from './compiler/dialect.js'
 import { EXT } from './compiler/read.js'
-import { buildRegistry, type Model, type Registry, type RegistryOverrides, type ScalarField } from './compiler/registry.js'
+import { DEFAULT_MAX_NESTED_WRITES } from './compiler/input-limits.js'
+import { buildRegistry, type Model, type Registry, type RegistryOverrides, type Relation, type ScalarField } from './compiler/registry.js'
 import { makeFunctionResolver, makeFunctionWrite } from './functions.js'
 import { createDirectCompiler, type DirectFieldExtension, type DirectFieldKind } from './direct.js'
 import type { DatabaseIntrospection, ScalarKind } from './model.js'
@@ -57,6 +58,8 @@ export interface BuildSchemaOptions {
   rawErrors?: boolean
   /** Largest `|take|` of any list, nested lists included; larger values are refused (`TRB_ERR_DB_INPUT`). Default 1000. */
   maxTake?: number
+  /** Most rows one request may create or connect through nested writes; more is refused (`TRB_ERR_DB_INPUT`). Default 100. */
+  maxNestedWrites?: number
   /** Add the raw SQL root fields `queryRaw` and `executeRaw` (the source's `rawSql` option). Default false. */
   rawSql?: boolean
   /** Unique keys and relations declared in the source's config (`uniqueKeys`, `relations`); see registry.ts. */
@@ -95,6 +98,8 @@ export function buildSchema(introspection: DatabaseIntrospection, options: Build
       return options.db
     },
     rawErrors: options.rawErrors ?? false,
+    maxNestedWrites: options.maxNestedWrites ?? DEFAULT_MAX_NESTED_WRITES,
+    nestedWrites: new WeakMap(),
   }
   return new SchemaBuilder(reg, rt).build(options.rawSql === true)
 }
@@ -120,6 +125,8 @@ class SchemaBuilder {
   private readonly relationFilters = new Map<string, GraphQLInputObjectType>()
   private readonly listRelationFilters = new Map<string, GraphQLInputObjectType>()
   private readonly countOutputs = new Map<string, GraphQLObjectType | null>()
+  /** Create inputs with relation fields and the nested-write inputs, by name (they refer to each other). */
+  private readonly nestedInputs = new Map<string, GraphQLInputObjectType>()
 
   constructor(
     private readonly reg: Registry,
@@ -504,23 +511,100 @@ class SchemaBuilder {
     return { aggregate, groupBy, orderAgg, having }
   }
 
-  private createInput(m: Model, name: string): GraphQLInputObjectType {
-    return new GraphQLInputObjectType({
+  /**
+   * `XCreateInput` (nested: true, relation fields take nested writes), `XCreateManyInput` (scalars
+   * only), or the create input of a row created under a relation (`without`: the relation of `m` back
+   * to the parent, left out; when `m` holds its key, the key fields too, as the parent sets them).
+   * A foreign key field that a relation input may fill instead is optional.
+   */
+  private createInput(m: Model, name: string, nested = false, without?: Relation): GraphQLInputObjectType {
+    const cached = this.nestedInputs.get(name)
+    if (cached) return cached
+    const t = new GraphQLInputObjectType({
       name,
-      fields: () =>
-        Object.fromEntries(
-          m.fields.filter((f) => !f.generated).map((f) => {
-            const v = this.valueType(f)
-            return [f.name, { type: f.nullable || f.hasDefault ? v : nn(v) }]
-          }),
-        ),
+      fields: () => {
+        const relations = nested ? this.nestedRelations(m).filter((r) => r !== without) : []
+        const fillable = new Set(relations.filter((r) => r.holdsKey).flatMap((r) => r.fromFields))
+        const omitted = new Set(without?.holdsKey ? without.fromFields : [])
+        const fields: GraphQLInputFieldConfigMap = {}
+        for (const f of m.fields) {
+          if (f.generated || omitted.has(f.name)) continue
+          const v = this.valueType(f)
+          fields[f.name] = { type: f.nullable || f.hasDefault || fillable.has(f.name) ? v : nn(v) }
+        }
+        for (const r of relations) fields[r.name] = { type: this.relationWriteInput(m, r) }
+        return fields
+      },
+    })
+    if (nested) this.nestedInputs.set(name, t)
+    return t
+  }
+
+  /** The relations of `m` that take nested writes: not many-to-many shortcuts, to a table with an identity and a way back. */
+  private nestedRelations(m: Model): Relation[] {
+    return [...m.relations.values()].filter((r) => {
+      const target = this.model(r.target)
+      // A to-many write needs this row's key back; a to-one write needs the target's.
+      return !r.via && target.kind === 'table' && target.identity.length > 0 && (r.holdsKey || m.identity.length > 0) && this.backRelation(m, r) !== undefined
     })
   }
 
-  private updateInput(m: Model, name: string): GraphQLInputObjectType {
+  /** The relation of `r`'s target that is `r` seen from the other side (same foreign key, the other holder). */
+  private backRelation(m: Model, r: Relation): Relation | undefined {
+    return [...this.model(r.target).relations.values()].find((b) => !b.via && b.foreignKey === r.foreignKey && b.holdsKey !== r.holdsKey && b.target === m.name)
+  }
+
+  /**
+   * The nested-write input of relation `r` of `m`: `TCreateNestedOneWithout<Back>Input` (`create`,
+   * `connect`, `connectOrCreate`, exactly one) or `TCreateNestedManyWithout<Back>Input` (lists of each).
+   */
+  private relationWriteInput(m: Model, r: Relation): GraphQLInputObjectType {
+    const target = this.model(r.target)
+    const back = this.backRelation(m, r)!
+    const backName = back.name[0]!.toUpperCase() + back.name.slice(1)
+    const many = r.kind === 'many'
+    const name = `${target.name}CreateNested${many ? 'Many' : 'One'}Without${backName}Input`
+    const cached = this.nestedInputs.get(name)
+    if (cached) return cached
+    const create = this.createInput(target, `${target.name}CreateWithout${backName}Input`, true, back)
+    const where = this.unique(target)
+    const wrap = (t: GraphQLInputObjectType): GraphQLInputType => (many ? list(nn(t)) : t)
+    const t = new GraphQLInputObjectType({
+      name,
+      // Left open in stored operations' JSON Schemas (operations/json-schema.ts): expanded, it would nest every related model.
+      extensions: { [EXT]: { nestedWrite: true } },
+      description: many
+        ? `Rows of ${target.name} to create, connect (set their foreign key to this row), or connect when found and create otherwise.`
+        : r.holdsKey
+          ? `The ${target.name} this row points to: create it, connect an existing one, or connect when found and create otherwise. Exactly one.`
+          : `The ${target.name} that points to this row: create it, connect an existing one (its foreign key is set to this row), or connect when found and create otherwise. Exactly one.`,
+      fields: () => {
+        const fields: GraphQLInputFieldConfigMap = { create: { type: wrap(create) } }
+        if (where) {
+          const coc = this.nestedInputs.get(`${target.name}CreateOrConnectWithout${backName}Input`) ?? new GraphQLInputObjectType({
+            name: `${target.name}CreateOrConnectWithout${backName}Input`,
+            fields: { where: { type: nn(where) }, create: { type: nn(create) } },
+          })
+          this.nestedInputs.set(coc.name, coc)
+          fields['connect'] = { type: wrap(where) }
+          fields['connectOrCreate'] = { type: wrap(coc) }
+        }
+        return fields
+      },
+    })
+    this.nestedInputs.set(name, t)
+    return t
+  }
+
+  /** `XUpdateInput` (nested: true, relation fields take nested writes) or `XUpdateManyMutationInput`. */
+  private updateInput(m: Model, name: string, nested = false): GraphQLInputObjectType {
     return new GraphQLInputObjectType({
       name,
-      fields: () => Object.fromEntries(m.fields.filter((f) => !f.generated).map((f) => [f.name, { type: this.updateOp(f) }])),
+      fields: () => {
+        const fields: GraphQLInputFieldConfigMap = Object.fromEntries(m.fields.filter((f) => !f.generated).map((f) => [f.name, { type: this.updateOp(f) }]))
+        if (nested) for (const r of this.nestedRelations(m)) fields[r.name] = { type: this.relationWriteInput(m, r) }
+        return fields
+      },
     })
   }
 
@@ -566,8 +650,8 @@ class SchemaBuilder {
         resolve: writeResolver(w[kind]),
         extensions: { [EXT]: { model: m.name, write: w[kind] } },
       })
-      const create = this.createInput(m, `${m.name}CreateInput`)
-      const update = this.updateInput(m, `${m.name}UpdateInput`)
+      const create = this.createInput(m, `${m.name}CreateInput`, true)
+      const update = this.updateInput(m, `${m.name}UpdateInput`, true)
       mutation[`createOne${m.name}`] = mut('createOne', obj, { data: { type: nn(create) } })
       mutation[`createMany${m.name}`] = mut('createMany', this.affectedRows, {
         data: { type: nn(list(nn(this.createInput(m, `${m.name}CreateManyInput`)))) },

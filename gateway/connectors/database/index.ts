@@ -36,6 +36,13 @@ export interface DatabaseSourceOptions {
   /** Largest `|take|` of any list of this source, nested lists included; more is refused with `TRB_ERR_DB_INPUT`. Default 1000. */
   maxTake?: number
   /**
+   * Most rows one request may create or connect through nested writes (the relation fields of
+   * `createOne`/`updateOne`/`upsertOne` data: each `create`, `connect` and `connectOrCreate` item
+   * counts one); more is refused with `TRB_ERR_DB_INPUT` before anything is written; 0 turns nested
+   * writes off. Default 100.
+   */
+  maxNestedWrites?: number
+  /**
    * Adds the root fields `queryRaw` (Query) and `executeRaw` (Mutation): any client may then run any
    * SQL the database user may run (read every table, write, `ATTACH DATABASE` on SQLite...). Only
    * for trusted clients. Default false: the fields do not exist.
@@ -272,6 +279,7 @@ export async function createDatabaseSource(options: DatabaseSourceOptions, ctx: 
       rawErrors: ctx.mode !== 'production',
       rawSql: options.rawSql === true,
       ...(options.maxTake !== undefined ? { maxTake: options.maxTake } : {}),
+      ...(options.maxNestedWrites !== undefined ? { maxNestedWrites: options.maxNestedWrites } : {}),
       overrides: { ...(options.uniqueKeys ? { uniqueKeys: options.uniqueKeys } : {}), ...(options.relations ? { relations: options.relations } : {}) },
     })
   } catch (err) {

@@ -4,31 +4,30 @@
  * ONE transaction (request-transaction.ts), including the read-back of each field's selection (the
  * read compiler with a where on the row's identity). Constraint violations roll back and become
  * `TRB_ERR_DB_*` errors; a missing row for updateOne/deleteOne is
- * `TRB_ERR_DB_NOT_FOUND`. Plans are cached per operation like reads (plan-cache.ts).
+ * `TRB_ERR_DB_NOT_FOUND`. Plans are cached per operation like reads (plan-cache.ts). The relation
+ * fields of `createOne`/`updateOne`/`upsertOne` data are nested writes (nested-writes.ts).
  */
 import { getNamedType, type GraphQLObjectType, type GraphQLResolveInfo } from 'graphql'
 import { DbInputError, DbNotFoundError } from '../../errors.js'
 import { Leaf, NULL, isObj, listLeaf, readArgs, type ArgValue } from './compiler/args.js'
-import { constant as constantFrag, join, raw, sql, type Frag, type Getter, type Vars } from './compiler/frag.js'
+import { join, raw, sql, type Frag, type Vars } from './compiler/frag.js'
 import { PlanCache } from './compiler/plan-cache.js'
 import { bound, compileList, compileUnique, compileWhere, listOf, toPlan, type Ctx, type ReadPlan } from './compiler/read.js'
 import type { Model, ScalarField } from './compiler/registry.js'
+import {
+  chargeNested,
+  compileCreateRow,
+  compileUpdateRelations,
+  runCreateRow,
+  runUpdateToManys,
+  runUpdateToOnes,
+  type CreateRowPlan,
+  type NestedBudget,
+  type UpdateRelationsPlan,
+} from './nested-writes.js'
+import { createPairs, identityOf, identitySelect, identityWhere, insertFrag, run, stmt, whereLabel, type Stmt } from './write-sql.js'
 import { bindAll, finishRows, makeCtx, type Runtime } from './resolvers.js'
 import type { WriteBody } from './request-transaction.js'
-
-/** A compiled statement: SQL text (engine placeholders) and its getters. */
-interface Stmt {
-  text: string
-  params: Getter[]
-}
-
-function stmt(ctx: Ctx, f: Frag): Stmt {
-  return { text: ctx.d.native(f.s), params: f.p }
-}
-
-function run(s: Stmt, vars: Vars, extra: readonly unknown[] = []): unknown[] {
-  return s.params.map((g) => g(vars, extra))
-}
 
 /** The mutation root fields of a model, without the model name (`createOne` → `createOneX`). */
 export type MutationKind = 'createOne' | 'createMany' | 'updateOne' | 'updateMany' | 'upsertOne' | 'deleteOne' | 'deleteMany'
@@ -38,53 +37,8 @@ function argsOf(ctx: Ctx, info: GraphQLResolveInfo): Record<string, ArgValue> {
   return readArgs(info.fieldNodes[0]!, def.args, ctx.vars)
 }
 
-/** `[field, value]` pairs of a create data object (scalar fields only; relation inputs are ignored). */
-function createPairs(model: Model, data: ArgValue | undefined): [ScalarField, Leaf | typeof NULL][] {
-  if (!isObj(data)) return []
-  const out: [ScalarField, Leaf | typeof NULL][] = []
-  for (const [key, v] of Object.entries(data)) {
-    const f = model.fieldMap.get(key)
-    if (f && (v instanceof Leaf || v === NULL)) out.push([f, v])
-    else if (f?.list && Array.isArray(v)) out.push([f, listLeaf(v)])
-  }
-  return out
-}
-
-/**
- * The clause that skips rows conflicting with a unique or primary key, and only those: every other
- * violation (NOT NULL, CHECK, foreign key, a value too long) still fails the statement.
- * - PostgreSQL, SQLite: `ON CONFLICT DO NOTHING` (SQLite applies it to uniqueness constraints only).
- * - MySQL/MariaDB: `ON DUPLICATE KEY UPDATE c = c` (never `INSERT IGNORE`, which turns every error
- *   into a warning: truncated strings, dropped foreign keys). The update counts the skipped rows in
- *   the session variable `@trb_skipped` ({@link MYSQL_SKIPPED}), since the affected-rows count of
- *   mysql2 (CLIENT_FOUND_ROWS) is 1 for an inserted row and for a skipped one alike.
- */
-function skipDuplicatesClause(d: Ctx['d'], model: Model): string {
-  if (d.dialect !== 'mysql') return ' ON CONFLICT DO NOTHING'
-  const f = model.fieldMap.get(model.primaryKey[0] ?? '') ?? model.fields[0]!
-  const c = d.q(f.column)
-  return ` ON DUPLICATE KEY UPDATE ${c} = IF((@trb_skipped := @trb_skipped + 1) IS NULL, ${c}, ${c})`
-}
-
 /** MySQL: resets and reads the count of rows skipped by {@link skipDuplicatesClause}. */
 const MYSQL_SKIPPED = { reset: 'SET @trb_skipped = 0', read: 'SELECT @trb_skipped AS n' }
-
-function insertFrag(ctx: Ctx, model: Model, rows: [ScalarField, Leaf | typeof NULL][][], opts: { returning?: boolean; skipDuplicates?: boolean }): Frag {
-  const d = ctx.d
-  const cols = rows[0]!.map(([f]) => f)
-  const tableRef = d.table(model.table)
-  const prefix = 'INSERT INTO'
-  const conflict = opts.skipDuplicates ? skipDuplicatesClause(d, model) : ''
-  const returning = opts.returning && model.identity.length > 0 && (d.dialect !== 'mysql' || d.flavor === 'mariadb')
-    ? ` RETURNING ${model.identity.map((n) => d.q(model.fieldMap.get(n)!.column)).join(', ')}`
-    : ''
-  if (cols.length === 0) {
-    const body = d.dialect === 'mysql' ? `${prefix} ${tableRef} () VALUES ()` : `${prefix} ${tableRef} DEFAULT VALUES`
-    return raw(`${body}${conflict}${returning}`)
-  }
-  const values = rows.map((row) => sql`(${join(row.map(([f, v]) => (v === NULL ? raw('NULL') : bound(v, (x) => d.bindValue(f, x, false)))), ', ')})`)
-  return sql`${prefix} ${tableRef} (${cols.map((f) => d.q(f.column)).join(', ')}) VALUES ${join(values, ', ')}${conflict}${returning}`
-}
 
 /** `SET` assignments of an update data object: `{ field: { set | increment | decrement | multiply | divide } }`. */
 function setFrag(ctx: Ctx, model: Model, data: ArgValue | undefined): { frag: Frag | null; setsIdentity: [number, Leaf | typeof NULL][] } {
@@ -143,16 +97,6 @@ function setFrag(ctx: Ctx, model: Model, data: ArgValue | undefined): { frag: Fr
   return { frag: parts.length ? join(parts, ', ') : null, setsIdentity }
 }
 
-function identityWhere(ctx: Ctx, model: Model, alias: string): Frag {
-  return join(
-    model.identity.map((n, i) => {
-      const f = model.fieldMap.get(n)!
-      return { s: `${alias}.${ctx.d.q(f.column)} = ?`, p: [(_v: Vars, x: readonly unknown[]) => x[i]] }
-    }),
-    ' AND ',
-  )
-}
-
 function requireIdentity(model: Model): void {
   if (model.identity.length === 0) throw new DbInputError(`${model.name} has no primary key or non-null unique key: this mutation needs one`)
 }
@@ -162,20 +106,6 @@ function readBack(ctx: Ctx, model: Model, info: GraphQLResolveInfo): ReadPlan {
   const type = getNamedType(info.returnType) as GraphQLObjectType
   const l = compileList(ctx, model, type, info.fieldNodes, {}, null, 'rows', { extraWhere: (a) => identityWhere(ctx, model, a), unordered: true })
   return toPlan(ctx, l.frag, l.post)
-}
-
-function identitySelect(ctx: Ctx, model: Model, where: ArgValue | undefined): Stmt {
-  const tableRef = ctx.d.table(model.table)
-  const cols = model.identity.map((n) => `${tableRef}.${ctx.d.q(model.fieldMap.get(n)!.column)}`).join(', ')
-  return stmt(ctx, sql`SELECT ${cols} FROM ${tableRef} WHERE ${compileUnique(ctx, model, tableRef, where)}`)
-}
-
-function identityOf(model: Model, row: Record<string, unknown>): unknown[] {
-  return model.identity.map((n) => row[model.fieldMap.get(n)!.column])
-}
-
-function whereLabel(model: Model, where: ArgValue | undefined): string {
-  return isObj(where) ? `where { ${Object.keys(where).join(', ')} }` : 'where'
 }
 
 async function readOne(rt: Runtime, conn: unknown, plan: ReadPlan, vars: Vars, extra: unknown[]): Promise<unknown> {
@@ -190,74 +120,59 @@ async function readOne(rt: Runtime, conn: unknown, plan: ReadPlan, vars: Vars, e
  */
 export function makeMutationResolvers(rt: Runtime, model: Model): Record<MutationKind, WriteBody> {
   const d = rt.d
-  const mysqlNoReturning = d.dialect === 'mysql' && d.flavor === 'mysql'
 
+  /** The root row of a create, its nested writes and the read-back of the field's selection. */
   interface CreatePlan {
-    insert: Stmt
-    /** Redirected PostgreSQL tables: draws the auto-increment keys the data leaves out from their sequences, one column each. */
-    prefetch: Stmt | null
-    fromData: (Getter | null)[]
+    row: CreateRowPlan
+    /** Nested items (each create, connect or connectOrCreate under the root row). */
+    nested: number
     back: ReadPlan | null
   }
   const compileCreate = (ctx: Ctx, info: GraphQLResolveInfo, data: ArgValue | undefined): CreatePlan => {
-    const pairs = createPairs(model, data)
-    let prefetch: Stmt | null = null
-    const fromData = model.identity.map((n) => {
-      const pair = pairs.find(([f]) => f.name === n)
-      if (!pair || pair[1] === NULL) return null
-      const leaf = pair[1]
-      const f = pair[0]
-      return ((v: Vars, x: readonly unknown[]) => d.bindValue(f, leaf.get(v, x), false)) as Getter
-    })
-    if (model.insertsRedirected) {
-      // No RETURNING (a rule refuses it, a routing trigger returns nothing): the keys are known first.
-      const drawn = model.identity.map((n, i) => ({ f: model.fieldMap.get(n)!, i })).filter(({ f, i }) => fromData[i] === null && f.autoIncrement)
-      if (drawn.length > 0) {
-        prefetch = stmt(ctx, join(drawn.map(({ f }, k) => sql`nextval(pg_get_serial_sequence(${constantFrag(tableRef)}, ${constantFrag(f.column)})) AS ${d.q(`k${k}`)}`), ', '))
-        prefetch = { text: `SELECT ${prefetch.text}`, params: prefetch.params }
-        drawn.forEach(({ f, i }, k) => {
-          pairs.push([f, new Leaf((_v, x) => x[k])])
-          fromData[i] = (_v, x) => x[k]
-        })
-      }
-    }
-    const insert = stmt(ctx, insertFrag(ctx, model, [pairs], { returning: !model.insertsRedirected }))
-    return { insert, prefetch, fromData, back: model.identity.length ? readBack(ctx, model, info) : null }
+    const budget: NestedBudget = { rows: 0, max: rt.maxNestedWrites }
+    const row = compileCreateRow(ctx, model, data, [], [], 0, budget)
+    return { row, nested: budget.rows, back: model.identity.length ? readBack(ctx, model, info) : null }
   }
   const runCreate = async (conn: unknown, plan: CreatePlan, vars: Vars): Promise<unknown> => {
-    const drawn = plan.prefetch ? Object.values((await rt.db().exec(conn, plan.prefetch.text, run(plan.prefetch, vars))).rows[0] ?? {}) : []
-    const res = await rt.db().exec(conn, plan.insert.text, run(plan.insert, vars, drawn))
+    const values = await runCreateRow(rt, conn, plan.row, vars, [])
     if (!plan.back) return null
-    let id: unknown[]
-    if (!mysqlNoReturning && res.rows[0]) id = identityOf(model, res.rows[0])
-    else if (plan.prefetch) id = plan.fromData.map((g) => (g ? g(vars, drawn) : null))
-    else {
-      id = plan.fromData.map((g, i) => {
-        if (g) return g(vars, [])
-        const f = model.fieldMap.get(model.identity[i]!)!
-        return f.autoIncrement ? res.insertId : null
-      })
-    }
-    return readOne(rt, conn, plan.back, vars, id)
+    return readOne(rt, conn, plan.back, vars, model.identity.map((n) => values[n]))
   }
 
   const createOne = new PlanCache<CreatePlan>()
   const createMany = new PlanCache<{ plain: { s: Stmt; rows: number }[]; skipping: { s: Stmt; rows: number }[] | null; skip: Leaf | null }>()
-  const updateOne = new PlanCache<{ find: Stmt; update: Stmt | null; setsIdentity: [number, Leaf | typeof NULL][]; back: ReadPlan; label: string }>()
+  const updateOne = new PlanCache<{ find: Stmt; update: UpdatePlan; back: ReadPlan; label: string }>()
   const updateMany = new PlanCache<Stmt>()
-  const upsertOne = new PlanCache<{ find: Stmt; update: Stmt | null; setsIdentity: [number, Leaf | typeof NULL][]; create: CreatePlan; back: ReadPlan }>()
+  const upsertOne = new PlanCache<{ find: Stmt; update: UpdatePlan; create: CreatePlan; back: ReadPlan }>()
   const deleteOne = new PlanCache<{ read: ReadPlan; del: Stmt; label: string }>()
   const deleteMany = new PlanCache<Stmt>()
   const tableRef = d.table(model.table)
 
-  const updateStmt = (ctx: Ctx, data: ArgValue | undefined): { update: Stmt | null; setsIdentity: [number, Leaf | typeof NULL][] } => {
-    const { frag, setsIdentity } = setFrag(ctx, model, data)
-    return { update: frag ? stmt(ctx, sql`UPDATE ${tableRef} SET ${frag} WHERE ${identityWhere(ctx, model, tableRef)}`) : null, setsIdentity }
+  /** The UPDATE of one row (by identity) with the relation writes of its data. */
+  interface UpdatePlan {
+    /** `extra` = [identity…, to-one key values…]; null when nothing is assigned. */
+    update: Stmt | null
+    setsIdentity: [number, Leaf | typeof NULL][]
+    rel: UpdateRelationsPlan
+    nested: number
   }
-  const newIdentity = (old: unknown[], sets: [number, Leaf | typeof NULL][], vars: Vars): unknown[] => {
-    const id = [...old]
-    for (const [i, v] of sets) id[i] = v === NULL ? null : d.bindValue(model.fieldMap.get(model.identity[i]!)!, v.get(vars, []), false)
-    return id
+  const compileUpdate = (ctx: Ctx, data: ArgValue | undefined): UpdatePlan => {
+    const { frag, setsIdentity } = setFrag(ctx, model, data)
+    const budget: NestedBudget = { rows: 0, max: rt.maxNestedWrites }
+    const rel = compileUpdateRelations(ctx, model, data, budget)
+    const sets = [frag, rel.set].filter((f): f is Frag => f !== null)
+    const update = sets.length ? stmt(ctx, sql`UPDATE ${tableRef} SET ${join(sets, ', ')} WHERE ${identityWhere(ctx, model, tableRef)}`) : null
+    return { update, setsIdentity, rel, nested: budget.rows }
+  }
+  /** Updates the row whose identity is `id`; returns its identity after the update. */
+  const runUpdate = async (conn: unknown, plan: UpdatePlan, vars: Vars, id: unknown[]): Promise<unknown[]> => {
+    chargeNested(rt, vars, plan.nested)
+    const keys = await runUpdateToOnes(rt, conn, plan.rel, vars)
+    if (plan.update) await rt.db().exec(conn, plan.update.text, run(plan.update, vars, [...id, ...keys]))
+    const next = [...id]
+    for (const [i, v] of plan.setsIdentity) next[i] = v === NULL ? null : d.bindValue(model.fieldMap.get(model.identity[i]!)!, v.get(vars, []), false)
+    await runUpdateToManys(rt, conn, plan.rel, model, vars, next)
+    return next
   }
 
   return {
@@ -266,6 +181,7 @@ export function makeMutationResolvers(rt: Runtime, model: Model): Record<Mutatio
         const ctx = makeCtx(rt, info)
         return compileCreate(ctx, info, argsOf(ctx, info)['data'])
       })
+      chargeNested(rt, info.variableValues, plan.nested)
       return runCreate(conn, plan, info.variableValues)
     },
     createMany: async (conn, info) => {
@@ -273,14 +189,19 @@ export function makeMutationResolvers(rt: Runtime, model: Model): Record<Mutatio
         const ctx = makeCtx(rt, info)
         const args = argsOf(ctx, info)
         const groups = new Map<string, [ScalarField, Leaf | typeof NULL][][]>()
-        for (const row of listOf(args['data'])) {
+        const data = listOf(args['data'])
+        if (data.length > ctx.reg.maxTake) throw new DbInputError(`${model.name}: createMany takes at most ${ctx.reg.maxTake} rows per call (maxTake); got ${data.length}`)
+        for (const row of data) {
           const pairs = createPairs(model, row)
           const key = pairs.map(([f]) => f.name).join(',')
           groups.set(key, [...(groups.get(key) ?? []), pairs])
         }
         // `skipDuplicates: $v` is read at run time: the plan holds both statement lists.
         const skip = args['skipDuplicates'] instanceof Leaf ? (args['skipDuplicates'] as Leaf) : null
-        const compileRows = (skipDuplicates: boolean) => [...groups.values()].map((rows) => ({ s: stmt(ctx, insertFrag(ctx, model, rows, { skipDuplicates })), rows: rows.length }))
+        // Rows of defaults only (`{}`) have no multi-row form on every engine (`DEFAULT VALUES` inserts
+        // one row): each is a statement of its own.
+        const batches = [...groups.values()].flatMap((rows) => (rows[0]!.length === 0 ? rows.map((r) => [r]) : [rows]))
+        const compileRows = (skipDuplicates: boolean) => batches.map((rows) => ({ s: stmt(ctx, insertFrag(ctx, model, rows, { skipDuplicates })), rows: rows.length }))
         return { plain: compileRows(false), skipping: model.insertsRedirected ? null : compileRows(true), skip }
       })
       const vars = info.variableValues
@@ -309,14 +230,12 @@ export function makeMutationResolvers(rt: Runtime, model: Model): Record<Mutatio
       const plan = updateOne.get(info, () => {
         const ctx = makeCtx(rt, info)
         const args = argsOf(ctx, info)
-        return { find: identitySelect(ctx, model, args['where']), ...updateStmt(ctx, args['data']), back: readBack(ctx, model, info), label: whereLabel(model, args['where']) }
+        return { find: identitySelect(ctx, model, args['where']), update: compileUpdate(ctx, args['data']), back: readBack(ctx, model, info), label: whereLabel(model, args['where']) }
       })
       const vars = info.variableValues
       const found = await rt.db().exec(conn, plan.find.text, run(plan.find, vars))
       if (!found.rows[0]) throw new DbNotFoundError(model.name, plan.label)
-      const id = identityOf(model, found.rows[0])
-      if (plan.update) await rt.db().exec(conn, plan.update.text, run(plan.update, vars, id))
-      return readOne(rt, conn, plan.back, vars, newIdentity(id, plan.setsIdentity, vars))
+      return readOne(rt, conn, plan.back, vars, await runUpdate(conn, plan.update, vars, identityOf(model, found.rows[0])))
     },
     updateMany: async (conn, info) => {
       const plan = updateMany.get(info, () => {
@@ -335,14 +254,15 @@ export function makeMutationResolvers(rt: Runtime, model: Model): Record<Mutatio
       const plan = upsertOne.get(info, () => {
         const ctx = makeCtx(rt, info)
         const args = argsOf(ctx, info)
-        return { find: identitySelect(ctx, model, args['where']), ...updateStmt(ctx, args['update']), create: compileCreate(ctx, info, args['create']), back: readBack(ctx, model, info) }
+        return { find: identitySelect(ctx, model, args['where']), update: compileUpdate(ctx, args['update']), create: compileCreate(ctx, info, args['create']), back: readBack(ctx, model, info) }
       })
       const vars = info.variableValues
       const found = await rt.db().exec(conn, plan.find.text, run(plan.find, vars))
-      if (!found.rows[0]) return runCreate(conn, plan.create, vars)
-      const id = identityOf(model, found.rows[0])
-      if (plan.update) await rt.db().exec(conn, plan.update.text, run(plan.update, vars, id))
-      return readOne(rt, conn, plan.back, vars, newIdentity(id, plan.setsIdentity, vars))
+      if (!found.rows[0]) {
+        chargeNested(rt, vars, plan.create.nested)
+        return runCreate(conn, plan.create, vars)
+      }
+      return readOne(rt, conn, plan.back, vars, await runUpdate(conn, plan.update, vars, identityOf(model, found.rows[0])))
     },
     deleteOne: async (conn, info) => {
       const plan = deleteOne.get(info, () => {

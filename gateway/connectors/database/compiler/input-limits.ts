@@ -56,3 +56,12 @@ export function checkBoundValues(dialect: Dialect, count: number): void {
   const max = MAX_BOUND_VALUES[dialect]
   if (count > max) throw new DbInputError(`the arguments need ${count} bound values; ${dialect === 'mysql' ? 'MySQL' : dialect === 'postgres' ? 'PostgreSQL' : 'SQLite'} accepts at most ${max} in one statement (shorten in/notIn lists or AND/OR)`)
 }
+
+/**
+ * Default most rows one request may create or connect through nested writes (relation inputs of
+ * `createOne`, `updateOne`, `upsertOne`), on one database source; per source: `database({ maxNestedWrites })`.
+ */
+export const DEFAULT_MAX_NESTED_WRITES = 100
+
+/** Deepest chain of nested writes: a relation input inside a nested create inside a relation input… (the root row is level 0). */
+export const MAX_NESTED_WRITE_DEPTH = 5
