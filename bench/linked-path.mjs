@@ -3,10 +3,14 @@
  * Where the time of one `GET /operations/CustomersWithCountry?take=50` (examples/federation, the
  * `linked` scenario) goes, in process: the whole operation, the root field alone, the SQL statement
  * in the gateway process and through a SQLite worker process, the single REST call alone, next to the
- * hand-written route's stages. A diagnostic for issue 9's ratio (run.mjs measures the ratio itself);
- * numbers are µs per call, one call at a time, on this machine.
+ * hand-written route's stages. A diagnostic for issue 9's ratio (run.mjs measures the ratio itself):
+ * "µs" lines are wall time per call, one call at a time; "µs CPU" lines are this process' CPU time
+ * per call (user + system, every thread) with 50 calls in flight, best of 3 runs.
  *
  *   node bench/linked-path.mjs [--iterations 2000]
+ *   ONLY="CPU: " node bench/linked-path.mjs          # only the lines whose label contains the text
+ *   VARIANTS=1 node bench/linked-path.mjs            # also the link with stubbed resolvers/targets
+ *   CONC=1,5,50 ONLY=CONC node bench/linked-path.mjs # CPU per call at several concurrencies
  *
  * Uses a temp copy of examples/chinook/chinook.sqlite; starts the countries API as its own process.
  */
@@ -129,6 +133,7 @@ if (result) await time("op.stringifyData(data)", () => op.stringifyData(result.d
     await cpuPer(`CPU: CONC ${c} linked query`, jit(linkedQuery), { concurrency: c })
     await cpuPer(`CPU: CONC ${c} geo_listCountries`, jit(`{ geo_listCountries(names: "${names24}") { name capital currency } }`), { concurrency: c })
   }
+  await cpuPer('CPU: graphql-jit both root fields side by side, no link', jit(`{ chinook_findManyCustomer(take: 50, orderBy: [{ customerId: asc }]) { customerId firstName lastName country } geo_listCountries(names: "${names24}") { name capital currency } }`))
   if (process.env.VARIANTS) {
     const field = gateway.schema.getType('chinook_Customer').getFields().countryInfo
     const original = field.resolve
@@ -145,6 +150,8 @@ if (result) await time("op.stringifyData(data)", () => op.stringifyData(result.d
       const all = await targetResolve(undefined, {}, { headers: {} }, {})
       target.resolve = () => Promise.resolve(all.map((c) => ({ ...c })))
       await cpuPer('CPU: VARIANT the link with a stub target (a list of every country, no REST call)', jit(linkedQuery))
+      target.resolve = (src, _args, ctx, info) => targetResolve(src, { names: names24 }, ctx, info)
+      await cpuPer('CPU: VARIANT the link, its target called with the 24 names of the root-field query', jit(linkedQuery))
       target.resolve = targetResolve
     }
     field.resolve = original
@@ -165,6 +172,14 @@ if (result) await time("op.stringifyData(data)", () => op.stringifyData(result.d
       const r = original(...a)
       linkSync += performance.now() - t0
       return r
+    }
+    {
+      const g = jit(`{ geo_listCountries(names: "${names24}") { name capital currency } }`)
+      for (let k = 0; k < 200; k++) await g()
+      calls = 0; targetAsync = 0
+      for (let k = 0; k < 500; k++) await g()
+      process.stdout.write(`root field geo_listCountries, one at a time: target call wall ${(targetAsync * 1000 / 500).toFixed(1)} µs\n`)
+      calls = 0; targetAsync = 0; targetSync = 0
     }
     const q = jit(linkedQuery)
     const n = 500
