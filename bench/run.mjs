@@ -523,8 +523,13 @@ async function chinookScenario() {
   }
 }
 // ---------------------------------------------------------------- health under load (issue 7)
-/** The heaviest Chinook read: every artist, album, track, invoice line, invoice and customer (≈ 2,240 invoice lines). */
-const HEAVY_QUERY = `{ chinook_findManyArtist { artistId name albums { albumId title tracks { trackId name composer milliseconds bytes unitPrice genre { name } mediaType { name } invoiceLines { invoiceLineId unitPrice quantity invoice { invoiceId invoiceDate total customer { customerId firstName lastName email country } } } } } } }`
+/**
+ * The heaviest Chinook read: every artist, album, track, invoice line, invoice and customer (≈ 2,240
+ * invoice lines). `invoiceLines(take: 5)` (no Chinook track has more than 2) keeps the operation's
+ * cost under `graphql.maxCost` (20,000: 18,110 with it, 33,110 with the default list size of 10)
+ * without changing the answer.
+ */
+const HEAVY_QUERY = `{ chinook_findManyArtist { artistId name albums { albumId title tracks { trackId name composer milliseconds bytes unitPrice genre { name } mediaType { name } invoiceLines(take: 5) { invoiceLineId unitPrice quantity invoice { invoiceId invoiceDate total customer { customerId firstName lastName email country } } } } } } }`
 
 /**
  * `/health` latency while 4 clients run {@link HEAVY_QUERY} without pause on the Chinook example:
