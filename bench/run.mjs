@@ -32,6 +32,9 @@
  *            (examples/cluster/config.ts) sharing Redis (REDIS_URL, default redis://127.0.0.1:6379,
  *            a key prefix of its own): p99 of (receipt − production time) over --messages (10)
  *            messages, every subscriber receiving every message, and RSS per 1,000 subscribers  target p99 < 200 ms
+ *            Two rounds: SHARE_SUBSCRIPTIONS=false (one execution per subscriber, the baseline),
+ *            then shared executions (the default); per message, when each instance wrote its last
+ *            socket (LOG_LEVEL=debug), first and last receipt; CPU of the load generator and instances
  *   metrics  GET /operations/TodoById?id=1 on the demo with metrics on (the default) vs the same
  *            gateway with `metrics: { enabled: false }`: the cost of the metrics        target ≥ 0.95
  *            (BENCH_METRICS_CONTROL=1: both without metrics, an A/A control of the pair)
@@ -392,36 +395,69 @@ async function workersScenario() {
   }
 }
 
+/**
+ * The subscribers scenario, twice on the same machine: first with `SHARE_SUBSCRIPTIONS=false` (the
+ * baseline: one stream and one execution per subscriber), then with shared executions (the default).
+ */
 async function subscribersScenario() {
+  const baseline = await subscribersRound(false)
+  const shared = await subscribersRound(true)
+  say(`[subscribers] shared ÷ unshared in this run: p99 ${(shared.delayMs.p99 / baseline.delayMs.p99).toFixed(2)}, RSS per 1,000 ${(shared.rssPerThousandKb / baseline.rssPerThousandKb).toFixed(2)}`)
+  results.scenarios.subscribers = { ...shared, unshared: baseline }
+}
+
+/** One round of the subscribers scenario; `shared`: instances with `graphql.shareSubscriptions` on. */
+async function subscribersRound(shared) {
   const { default: WebSocket } = await import('ws')
   const redisUrl = process.env.REDIS_URL || 'redis://127.0.0.1:6379'
   const prefix = `trb-bench:${process.pid}:${Date.now().toString(36)}:`
   const db = await prepareTodoDb()
-  const env = { TODO_DATABASE_URL: `sqlite:${db}`, REDIS_URL: redisUrl, REDIS_KEY_PREFIX: prefix, DEMO_MESSAGE_INTERVAL_MS: '1000', MAX_WEBSOCKETS: String(options.subscribers), CLUSTER_GENERATED_DIR: join(work, 'generated-cluster') }
-  say(`\n[subscribers] two instances of examples/cluster/config.ts on Redis ${redisUrl} (prefix ${prefix})`)
-  const a = await startGateway({ config: 'examples/cluster/config.ts', env })
-  const b = await startGateway({ config: 'examples/cluster/config.ts', env })
+  const env = { TODO_DATABASE_URL: `sqlite:${db}`, REDIS_URL: redisUrl, REDIS_KEY_PREFIX: prefix, DEMO_MESSAGE_INTERVAL_MS: '1000', MAX_WEBSOCKETS: String(options.subscribers), CLUSTER_GENERATED_DIR: join(work, 'generated-cluster'), SHARE_SUBSCRIPTIONS: String(shared) }
+  const tag = `[subscribers ${shared ? 'shared' : 'unshared'}]`
+  say(`\n${tag} two instances of examples/cluster/config.ts on Redis ${redisUrl} (prefix ${prefix}), graphql.shareSubscriptions ${shared}`)
+  // LOG_LEVEL=debug: each instance logs `subscription event written` (pino `time` = when its last
+  // socket was written to) per shared event; nothing else logs per event.
+  const written = [[], []]
+  const onWritten = (which) => (line) => {
+    if (!line.includes('subscription event written')) return
+    try {
+      const o = JSON.parse(line)
+      written[which].push({ time: o.time, sockets: o.sockets, ms: o.ms })
+    } catch {
+      // not a log line
+    }
+  }
+  const a = await startGateway({ config: 'examples/cluster/config.ts', env: { ...env, LOG_LEVEL: 'debug' }, onLine: onWritten(0) })
+  const b = await startGateway({ config: 'examples/cluster/config.ts', env: { ...env, LOG_LEVEL: 'debug' }, onLine: onWritten(1) })
   const sockets = []
   try {
     const before = [memoryOf(a.pid).rssKb, memoryOf(b.pid).rssKb]
     const delays = []
     const received = new Map()
+    // Per message id: production time, first and last receipt (ms since the epoch).
+    const spread = new Map()
     let measuring = false
     const open = (base, i) =>
       new Promise((ok, fail) => {
-        const ws = new WebSocket(base.replace(/^http/, 'ws') + '/graphql', 'graphql-transport-ws')
+        // The load generator shares the machine: no UTF-8 validation of frames nor compression offer (its own CPU).
+        const ws = new WebSocket(base.replace(/^http/, 'ws') + '/graphql', 'graphql-transport-ws', { skipUTF8Validation: true, perMessageDeflate: false })
         sockets.push(ws)
         ws.on('open', () => ws.send(JSON.stringify({ type: 'connection_init' })))
         ws.on('error', fail)
         ws.on('message', (raw) => {
+          const now = Date.now()
           const msg = JSON.parse(raw.toString())
           if (msg.type === 'connection_ack') {
             ws.send(JSON.stringify({ id: '1', type: 'subscribe', payload: { query: 'subscription { messageCreated { id content } }' } }))
             ok()
           } else if (msg.type === 'next' && measuring) {
             const m = msg.payload.data.messageCreated
-            delays.push(Date.now() - Date.parse(m.content))
+            const produced = Date.parse(m.content)
+            delays.push(now - produced)
             received.set(m.id, (received.get(m.id) ?? 0) + 1)
+            const s = spread.get(m.id)
+            if (s) s.last = now
+            else spread.set(m.id, { produced, first: now, last: now })
           }
         })
         void i
@@ -432,9 +468,18 @@ async function subscribersScenario() {
     }
     await new Promise((ok) => setTimeout(ok, 2000))
     const after = [memoryOf(a.pid).rssKb, memoryOf(b.pid).rssKb]
+    for (const w of written) w.length = 0
+    const cpuBefore = { client: process.cpuUsage(), a: cpuTimeOf(a.pid), b: cpuTimeOf(b.pid), at: Date.now() }
     measuring = true
     await new Promise((ok) => setTimeout(ok, (options.messages + 0.5) * 1000))
     measuring = false
+    const wallMs = Date.now() - cpuBefore.at
+    const clientCpu = process.cpuUsage(cpuBefore.client)
+    const cpuPct = {
+      client: +(((clientCpu.user + clientCpu.system) / 1000 / wallMs) * 100).toFixed(1),
+      a: +(((cpuTimeOf(a.pid) - cpuBefore.a) / wallMs) * 100).toFixed(1),
+      b: +(((cpuTimeOf(b.pid) - cpuBefore.b) / wallMs) * 100).toFixed(1),
+    }
     // Only messages every subscriber could have received completely (the first and last may be cut).
     const complete = [...received.entries()].filter(([, n]) => n === options.subscribers)
     const sorted = [...delays].sort((x, y) => x - y)
@@ -442,11 +487,30 @@ async function subscribersScenario() {
     const perThousandKb = ((after[0] - before[0]) + (after[1] - before[1])) / (options.subscribers / 1000)
     const p99 = pct(99)
     const pass = p99 < TARGETS.subscribersP99Ms && complete.length >= options.messages - 2
-    say(`[subscribers] ${options.subscribers} subscribers over 2 instances, ${received.size} messages seen, ${complete.length} received by every subscriber; delivery delay p50 ${pct(50)} ms p99 ${p99} ms max ${sorted.at(-1)} ms (target p99 < ${TARGETS.subscribersP99Ms} ms) ${pass ? 'PASS' : 'MISS'}`)
-    say(`[subscribers] RSS before/after subscribing: A ${(before[0] / 1024).toFixed(1)} → ${(after[0] / 1024).toFixed(1)} MB, B ${(before[1] / 1024).toFixed(1)} → ${(after[1] / 1024).toFixed(1)} MB: ${(perThousandKb / 1024).toFixed(1)} MB per 1,000 subscribers`)
-    results.scenarios.subscribers = {
+    say(`${tag} ${options.subscribers} subscribers over 2 instances, ${received.size} messages seen, ${complete.length} received by every subscriber; delivery delay p50 ${pct(50)} ms p99 ${p99} ms max ${sorted.at(-1)} ms (target p99 < ${TARGETS.subscribersP99Ms} ms) ${pass ? 'PASS' : 'MISS'}`)
+    // Where the time goes, per complete message: production → each instance's last socket write
+    // (pino time of `subscription event written`) → first and last receipt in this process.
+    const stages = { lastWriteMs: [], firstReceiptMs: [], lastReceiptMs: [] }
+    for (const [id] of complete) {
+      const s = spread.get(id)
+      stages.firstReceiptMs.push(s.first - s.produced)
+      stages.lastReceiptMs.push(s.last - s.produced)
+      for (const w of written) {
+        const hit = w.find((x) => x.time >= s.produced && x.time < s.produced + 1000)
+        if (hit) stages.lastWriteMs.push(hit.time - s.produced)
+      }
+    }
+    const worst = (xs) => (xs.length ? Math.max(...xs) : null)
+    const median = (xs) => (xs.length ? [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)] : null)
+    const writeMs = written.flat().map((x) => x.ms)
+    say(`${tag} per message (median / worst): last socket written on an instance ${median(stages.lastWriteMs)} / ${worst(stages.lastWriteMs)} ms after production (the writing loop itself ${median(writeMs)} / ${worst(writeMs)} ms), first receipt ${median(stages.firstReceiptMs)} / ${worst(stages.firstReceiptMs)} ms, last receipt ${median(stages.lastReceiptMs)} / ${worst(stages.lastReceiptMs)} ms`)
+    say(`${tag} CPU while measuring: load generator (this process, ${options.subscribers} sockets) ${cpuPct.client} %, instance A ${cpuPct.a} %, instance B ${cpuPct.b} % (of one core)`)
+    say(`${tag} RSS before/after subscribing: A ${(before[0] / 1024).toFixed(1)} → ${(after[0] / 1024).toFixed(1)} MB, B ${(before[1] / 1024).toFixed(1)} → ${(after[1] / 1024).toFixed(1)} MB: ${(perThousandKb / 1024).toFixed(1)} MB per 1,000 subscribers`)
+    return {
       subscribers: options.subscribers, instances: 2, messagesSeen: received.size, messagesComplete: complete.length, deliveries: delays.length,
-      delayMs: { p50: pct(50), p90: pct(90), p99, max: sorted.at(-1) }, rssKb: { before, after }, rssPerThousandKb: Math.round(perThousandKb), target: TARGETS.subscribersP99Ms, pass,
+      delayMs: { p50: pct(50), p90: pct(90), p99, max: sorted.at(-1) },
+      stagesMs: { lastWrite: { median: median(stages.lastWriteMs), max: worst(stages.lastWriteMs) }, writeLoop: { median: median(writeMs), max: worst(writeMs) }, firstReceipt: { median: median(stages.firstReceiptMs), max: worst(stages.firstReceiptMs) }, lastReceipt: { median: median(stages.lastReceiptMs), max: worst(stages.lastReceiptMs) } },
+      cpuPct, rssKb: { before, after }, rssPerThousandKb: Math.round(perThousandKb), target: TARGETS.subscribersP99Ms, pass,
     }
   } finally {
     for (const ws of sockets) ws.terminate()
@@ -859,7 +923,7 @@ for (const [name, s] of Object.entries(results.scenarios)) {
     for (const [engine, e] of Object.entries(s.engines)) say(`  health   ${engine.padEnd(8)} ${e.skipped ? 'skipped' : `/health p99 ${e.healthP99Ms} ms under 4 heavy clients (< ${s.target} ms)  ${e.pass ? 'PASS' : 'MISS'}`}`)
   } else if (name === 'linked-peer') {
     say(`  ${name.padEnd(8)} ${s.skipped ? `skipped: ${s.skipped}` : `Tributary ÷ Hive Gateway ratios ${s.ratios.join(', ')}  median ${s.medianRatio}`}`)
-  } else if (name === 'subscribers') say(`  subscribers ${s.subscribers} over ${s.instances} instances: delivery p99 ${s.delayMs.p99} ms (< ${s.target} ms), ${(s.rssPerThousandKb / 1024).toFixed(1)} MB RSS per 1,000  ${s.pass ? 'PASS' : 'MISS'}`)
+  } else if (name === 'subscribers') say(`  subscribers ${s.subscribers} over ${s.instances} instances: delivery p99 ${s.delayMs.p99} ms (< ${s.target} ms; unshared ${s.unshared.delayMs.p99} ms), ${(s.rssPerThousandKb / 1024).toFixed(1)} MB RSS per 1,000 (unshared ${(s.unshared.rssPerThousandKb / 1024).toFixed(1)}), load generator CPU ${s.cpuPct.client} %  ${s.pass ? 'PASS' : 'MISS'}`)
   else if (name === 'memory') say(`  memory   RSS MB ${s.rssKb.map((k) => (k / 1024).toFixed(1)).join(' → ')}  growth ${s.growthPct} % (< ${s.targetPct} %)  ${s.pass ? 'PASS' : 'MISS'}`)
   else say(`  ${name.padEnd(8)} ratios ${s.ratios.join(', ')}  median ${s.medianRatio} (≥ ${s.target})  ${s.pass ? 'PASS' : 'MISS'}${s.profiled ? ' (profiled)' : ''}`)
 }

@@ -231,6 +231,7 @@ async function main(): Promise<void> {
     for (const target of targets) await fuzzTarget(target, warmup, createRandom(seed + 1000))
     const before = rssAfterGc()
     const heapBefore = process.memoryUsage().heapUsed
+    const committedBefore = process.memoryUsage().heapTotal
     const random = createRandom(seed)
     const all: FuzzStats = { requests: 0, statuses: {}, codes: {}, findings: [] }
     const per = Math.ceil(count / targets.length)
@@ -256,12 +257,13 @@ async function main(): Promise<void> {
     await new Promise((r) => setTimeout(r, 3000))
     const after = rssAfterGc()
     const heap = process.memoryUsage().heapUsed
+    const committed = process.memoryUsage().heapTotal
     const seconds = (Date.now() - started) / 1000
     console.log(`\n[fuzz] ${all.requests} requests in ${seconds.toFixed(1)} s (${(all.requests / seconds).toFixed(0)}/s)`)
     console.log(`[fuzz] statuses: ${Object.entries(all.statuses).map(([k, v]) => `${k}×${v}`).join(' ')}`)
     console.log(`[fuzz] codes: ${Object.entries(all.codes).sort((a, b) => b[1] - a[1]).map(([k, v]) => `${k}×${v}`).join(' ')}`)
     const growth = (after - before) / 1024 / 1024
-    console.log(`[fuzz] RSS after GC: ${(before / 1048576).toFixed(1)} MB before, ${(after / 1048576).toFixed(1)} MB after (${growth >= 0 ? '+' : ''}${growth.toFixed(1)} MB); heap ${(heapBefore / 1048576).toFixed(1)} → ${(heap / 1048576).toFixed(1)} MB`)
+    console.log(`[fuzz] RSS after GC: ${(before / 1048576).toFixed(1)} MB before, ${(after / 1048576).toFixed(1)} MB after (${growth >= 0 ? '+' : ''}${growth.toFixed(1)} MB); heap used ${(heapBefore / 1048576).toFixed(1)} → ${(heap / 1048576).toFixed(1)} MB, committed ${(committedBefore / 1048576).toFixed(1)} → ${(committed / 1048576).toFixed(1)} MB`)
     const byInvariant: Record<string, number> = {}
     for (const f of all.findings) byInvariant[f.invariant] = (byInvariant[f.invariant] ?? 0) + 1
     if (all.findings.length) {

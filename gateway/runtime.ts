@@ -19,7 +19,8 @@ import { composeSchema } from './compose/index.js'
 import { applyLinks } from './compose/links.js'
 import { loadOperations } from './operations/load.js'
 import { compileOperation, type CompiledOperation } from './operations/compile.js'
-import { OperationInvalidError, SourceLoadError, isTributaryError } from './errors.js'
+import { ConfigInvalidError, OperationInvalidError, SourceLoadError, isTributaryError } from './errors.js'
+import type { RowFilterRule } from './connectors/database/compiler/row-filter.js'
 import { applyPermissions } from './auth/permissions.js'
 import { createJwtVerifier, type JwtVerifier } from './auth/jwt.js'
 
@@ -81,6 +82,34 @@ async function loadSource(def: DataSourceDefinition, ctx: ConnectorContext): Pro
 }
 
 /**
+ * Hands each row filter of `config.permissions` (`'ns_Type': { filter }`) to the database source
+ * that defines the type, under the source's own type name.
+ * @throws ConfigInvalidError when no database source defines the type, or the filter does not fit it
+ */
+function installRowFilterRules(config: TributaryConfig, sources: readonly LoadedSource[]): void {
+  const filtered = Object.entries(config.permissions).filter(([, rule]) => rule.filter !== undefined)
+  if (filtered.length === 0) return
+  const pending = new Set(filtered.map(([key]) => key))
+  for (const source of sources) {
+    if (source.kind !== 'database' || source.subschema.kind !== 'local' || !source.subschema.installRowFilters) continue
+    const prefix = source.namespace ? `${source.namespace}_` : ''
+    const rules = new Map<string, RowFilterRule>()
+    const publicName = new Map<string, string>()
+    for (const [key, rule] of filtered) {
+      if (!pending.has(key) || !key.startsWith(prefix)) continue
+      const own = key.slice(prefix.length)
+      publicName.set(own, key)
+      rules.set(own, { filter: rule.filter, ...(rule.bypassRoles ? { bypassRoles: rule.bypassRoles } : {}), path: `permissions.${key}.filter` })
+    }
+    if (rules.size === 0) continue
+    const unknown = new Set(source.subschema.installRowFilters(rules))
+    for (const own of rules.keys()) if (!unknown.has(own)) pending.delete(publicName.get(own)!)
+  }
+  const [missing] = pending
+  if (missing !== undefined) throw new ConfigInvalidError(`permissions.${missing}.filter: ${missing} is not a table or view of a database source (row filters apply to those only)`)
+}
+
+/**
  * Loads the sources (in parallel), composes them and compiles the operations.
  * @throws SourceLoadError, ComposeCollisionError, ComposeNamespaceError, OperationInvalidError; sources
  *   already loaded are closed before the error propagates.
@@ -89,6 +118,7 @@ export async function createGateway(config: TributaryConfig, options: CreateGate
   const cwd = options.cwd ?? process.cwd()
   const logger = options.logger
   const cacheDir = resolve(cwd, config.generatedDir, 'sources')
+  const rowFilteredTypes = new Set(Object.entries(config.permissions).filter(([, rule]) => rule.filter !== undefined).map(([key]) => key))
   await mkdir(cacheDir, { recursive: true })
 
   const settled = await Promise.allSettled(
@@ -102,6 +132,7 @@ export async function createGateway(config: TributaryConfig, options: CreateGate
         mode: config.mode,
         cacheDir,
         cwd,
+        rowFilteredTypes,
       }
       try {
         const subschema = await loadSource(def, ctx)
@@ -123,6 +154,7 @@ export async function createGateway(config: TributaryConfig, options: CreateGate
   }
 
   try {
+    installRowFilterRules(config, sources)
     // Permissions last: a link field (`Type.link`) is protected like any other field.
     const schema = applyPermissions(applyLinks(composeSchema(sources), config.links), config.permissions)
     const stored = await loadOperations(resolve(cwd, config.operations.dir), schema, cwd)

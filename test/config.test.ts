@@ -50,7 +50,7 @@ t.test('defaults come from the environment of docs/architecture.md §3 and the r
   t.equal(c.graphql.introspection, true)
   t.equal(c.server.bodyLimit, 1048576)
   t.match(c.server, { requestTimeoutMs: 30000, maxResponseBytes: 16777216, maxWebSockets: 1000 })
-  t.match(c.graphql, { maxCost: 20000, defaultListSize: 10, maxInputDepth: 32, maxSubscriptionsPerSocket: 100 })
+  t.match(c.graphql, { maxCost: 20000, defaultListSize: 10, maxInputDepth: 32, maxSubscriptionsPerSocket: 100, shareSubscriptions: true })
   t.ok(Object.isFrozen(c) && Object.isFrozen(c.server) && Object.isFrozen(c.datasources[0]))
   const prod = resolveConfig({ datasources: [rest({ openapi: 'x.json' })] }, { NODE_ENV: 'production' })
   t.equal(prod.mode, 'production')

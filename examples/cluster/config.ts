@@ -22,6 +22,8 @@ export default defineConfig({
     // bench/run.mjs (subscribers scenario) opens thousands of WebSockets.
     maxWebSockets: Number(process.env.MAX_WEBSOCKETS) || 1000,
   },
+  // bench/run.mjs compares SHARE_SUBSCRIPTIONS=false (one stream per subscriber) with the default.
+  graphql: { shareSubscriptions: process.env.SHARE_SUBSCRIPTIONS !== 'false' },
   routes: [
     { method: 'GET', path: '/api/v1/todos/', operation: 'Todos' },
     { method: 'POST', path: '/api/v1/todo/', operation: 'CreateTodo' },

@@ -11,6 +11,10 @@
  * - `'Type'`: every field that returns the type (root fields, relations) is protected so: the
  *   objects are never read for a caller without the roles.
  *
+ * - `'Type': { filter }` (database types): a row filter, which this module leaves alone: `runtime.ts`
+ *   hands it to the database source (connectors/database/compiler/row-filter.ts). A rule with both
+ *   `roles` and `filter` gets both.
+ *
  * Names are the public, namespaced ones of the composed schema. The resolvers are wrapped once when
  * the gateway is built; operations that touch a protected field do not use direct SQL plans (which
  * skip resolvers), so the check cannot be bypassed.
@@ -31,10 +35,25 @@ import {
 import type { AuthInfo } from './jwt.js'
 import { AuthForbiddenError, ConfigInvalidError } from '../errors.js'
 
-/** One permission rule of the config. */
+/**
+ * One permission rule of the config: `roles`, a row `filter` (types of database sources), or both
+ * (both apply). At least one of `roles` and `filter` is required.
+ */
 export interface PermissionRule {
   /** Roles (from `auth.jwt.rolesClaim`) of which the caller needs at least one. */
-  roles: string[]
+  roles?: string[]
+  /**
+   * Row filter (`'Type'` keys of database sources only): the model's `where` input syntax (scalar
+   * operators, `AND`/`OR`/`NOT`, relation filters) whose leaves may be `{ claim: 'name' }` (a claim
+   * of the verified token; a dotted path reaches into objects). ANDed into every statement that
+   * reads, updates or deletes rows of the type; rows written by a create, upsert or update must pass
+   * it. Validated against the model at startup (`TRB_ERR_CONFIG_INVALID` naming the path).
+   * No token: `TRB_ERR_AUTH_REQUIRED`; a claim missing or of the wrong type: `TRB_ERR_AUTH_FORBIDDEN`.
+   * E.g. `{ ownerId: { equals: { claim: 'sub' } } }`.
+   */
+  filter?: Record<string, unknown>
+  /** With `filter`: callers with one of these roles read and write every row. Default none. */
+  bypassRoles?: string[]
 }
 
 /** `extensions` key marking a protected field: its value is the role groups that may read it. */
@@ -55,6 +74,7 @@ export function applyPermissions(schema: GraphQLSchema, rules: Readonly<Record<s
   const add = (key: string, roles: readonly string[]) => byField.set(key, [...(byField.get(key) ?? []), `\u0000`, ...roles])
   for (const [key, rule] of entries) {
     const [typeName, fieldName] = key.split('.')
+    if (!rule.roles) continue // a row filter only: the database connector applies it (runtime.ts)
     const type = schema.getType(typeName!)
     if (!type || !(isObjectType(type) || isInterfaceType(type))) throw new ConfigInvalidError(`permissions.${key}: the schema has no object type ${typeName}`)
     if (fieldName !== undefined) {

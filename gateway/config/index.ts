@@ -276,6 +276,14 @@ export interface TributaryConfigInput {
     maxInputDepth?: number
     /** Most operations running at once on one WebSocket; one more gets an `error` message. Default 100. */
     maxSubscriptionsPerSocket?: number
+    /**
+     * Equal WebSocket subscriptions on one instance (same document, operation name, variables, token
+     * claims and request headers) share one stream and one execution per event (README
+     * "Subscriptions"). Turn it off when a local-schema subscription reads something else of its
+     * context (the client's address, say) or its stream emits a value of its own when it starts.
+     * Default true.
+     */
+    shareSubscriptions?: boolean
     /** Run raw documents on /graphql in production too (off: stored operations only). Default false. */
     allowArbitraryOperationsInProduction?: boolean
   }
@@ -298,8 +306,10 @@ export interface TributaryConfigInput {
   /**
    * Role permissions, Hasura style, keyed by public type name (`todo_Todo`: every field returning the
    * type) or `Type.field` (`todo_Todo.description`): a caller without one of `roles` gets a
-   * `TRB_ERR_AUTH_FORBIDDEN` error at the field's path instead of its value. Needs `auth.jwt`.
-   * Default none.
+   * `TRB_ERR_AUTH_FORBIDDEN` error at the field's path instead of its value. A type of a database
+   * source may also have a row `filter` derived from the token's claims
+   * (`{ filter: { ownerId: { equals: { claim: 'sub' } } } }`, see {@link PermissionRule}).
+   * Needs `auth.jwt`. Default none.
    */
   permissions?: Record<string, PermissionRule>
   /** Prometheus metrics (README "Observability"). Default: on, at `/metrics`, readable from the loopback address only. */
@@ -421,6 +431,7 @@ export function resolveConfig(input: unknown, env: NodeJS.ProcessEnv = process.e
       defaultListSize: c.graphql?.defaultListSize ?? 10,
       maxInputDepth: c.graphql?.maxInputDepth ?? 32,
       maxSubscriptionsPerSocket: c.graphql?.maxSubscriptionsPerSocket ?? 100,
+      shareSubscriptions: c.graphql?.shareSubscriptions ?? true,
       allowArbitraryOperationsInProduction: c.graphql?.allowArbitraryOperationsInProduction ?? false,
     },
     operations: {
@@ -446,6 +457,10 @@ export function resolveConfig(input: unknown, env: NodeJS.ProcessEnv = process.e
   }
   if (config.server.rateLimit?.key === 'sub' && !config.auth.jwt) throw new ConfigInvalidError("server.rateLimit.key: 'sub' needs auth.jwt")
   if (Object.keys(config.permissions).length > 0 && !config.auth.jwt) throw new ConfigInvalidError('permissions: roles come from tokens; set auth.jwt')
+  for (const [key, rule] of Object.entries(config.permissions)) {
+    if (rule.filter && key.includes('.')) throw new ConfigInvalidError(`permissions.${key}.filter: a row filter applies to a type ('Type'), not to a field`)
+    if (rule.bypassRoles && !rule.filter) throw new ConfigInvalidError(`permissions.${key}.bypassRoles: only a rule with a filter has roles that bypass it`)
+  }
   c.datasources.forEach((d, i) => {
     if (d.kind === 'federation') uniqueSubgraphs(d, i)
   })

@@ -263,6 +263,7 @@ const configSchema = {
         defaultListSize: { type: 'integer', minimum: 0 },
         maxInputDepth: { type: 'integer', minimum: 1 },
         maxSubscriptionsPerSocket: { type: 'integer', minimum: 1 },
+        shareSubscriptions: { type: 'boolean' },
         allowArbitraryOperationsInProduction: { type: 'boolean' },
       },
     },
@@ -334,9 +335,13 @@ const configSchema = {
       propertyNames: { pattern: '^[_A-Za-z][_0-9A-Za-z]*(\\.[_A-Za-z][_0-9A-Za-z]*)?$' },
       additionalProperties: {
         type: 'object',
-        required: ['roles'],
+        anyOf: [{ required: ['roles'] }, { required: ['filter'] }],
         additionalProperties: false,
-        properties: { roles: { type: 'array', minItems: 1, items: { type: 'string', minLength: 1 } } },
+        properties: {
+          roles: { type: 'array', minItems: 1, items: { type: 'string', minLength: 1 } },
+          filter: { type: 'object' },
+          bypassRoles: { type: 'array', minItems: 1, items: { type: 'string', minLength: 1 } },
+        },
       },
     },
     auth: {

@@ -8,6 +8,7 @@
 import type { GraphQLSchema } from 'graphql'
 import type { Executor } from '@graphql-tools/utils'
 import type { Logger } from 'pino'
+import type { RowFilterRule } from './database/compiler/row-filter.js'
 
 /** `production` masks errors and serves stored operations only; `development` is the default. */
 export type RunMode = 'development' | 'production'
@@ -26,6 +27,8 @@ export interface ConnectorContext {
   cacheDir: string
   /** Absolute base directory for relative paths in options (the process's working directory). */
   cwd: string
+  /** Public (namespaced) names of the types that have a row filter in config `permissions`. Default none. */
+  rowFilteredTypes?: ReadonlySet<string>
 }
 
 /** The state of one data source, as reported by `GET /health`. */
@@ -56,6 +59,13 @@ interface SubschemaLifecycle {
 export interface LocalSubschema extends SubschemaLifecycle {
   kind: 'local'
   schema: GraphQLSchema
+  /**
+   * Database sources: installs the row filters of config `permissions` (README "Authentication"),
+   * keyed by the source's own type names (no namespace), before the gateway serves.
+   * @returns the keys that name no model of the source (not installed)
+   * @throws ConfigInvalidError (`TRB_ERR_CONFIG_INVALID`) for a filter that does not fit its model
+   */
+  installRowFilters?(rules: ReadonlyMap<string, RowFilterRule>): string[]
 }
 
 /** A remote GraphQL API: its introspected schema and an executor that sends documents to it. */

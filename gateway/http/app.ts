@@ -17,6 +17,7 @@ import { registerGraphQLEndpoint } from './graphql-endpoint.js'
 import { registerOperationRoutes } from './operations-routes.js'
 import { playgroundPlugin } from './playground.js'
 import { createSubscriptionHandler, websocketServerOptions } from './subscriptions.js'
+import { sharingKey } from './shared-subscriptions.js'
 import { codedGraphQLError, formatGraphQLError, sendError } from './format-error.js'
 import { PersistedOperations } from './persisted.js'
 import { registerOriginGuard, registerUpgradeGuard } from './origin.js'
@@ -172,6 +173,13 @@ export async function buildApp(gateway: Gateway, options: BuildAppOptions = {}):
       }
     },
     subscribe: (args) => endAtExpiry(graphqlSubscribe(args), (args.contextValue as { auth?: AuthInfo | null }).auth ?? null),
+    // Equal subscriptions share one stream and one execution per event (README "Subscriptions").
+    ...(config.graphql.shareSubscriptions
+      ? {
+          shareKey: (request: FastifyRequest, _params: unknown, context: Record<string, unknown>) => sharingKey((context.auth as AuthInfo | null)?.claims ?? null, request.headers),
+          onSharedDelivery: (sockets: number, ms: number) => app.log.debug({ sockets, ms: +ms.toFixed(2) }, 'subscription event written'),
+        }
+      : {}),
     // Cached `# @cache` queries that read what a WebSocket mutation touched are invalidated before it answers.
     afterMutation: (args, operation) => {
       const gateway = holder.current

@@ -100,24 +100,56 @@ export async function endAtExpiry(
   return untilExpiry(result, exp * 1000)
 }
 
-async function* untilExpiry(source: AsyncGenerator<ExecutionResult, void, void>, expiresAt: number): AsyncGenerator<ExecutionResult, void, void> {
+/**
+ * The stream of {@link endAtExpiry}. Written as an iterator rather than an async generator: a
+ * generator's `return()` waits for its pending `next()` (the next event, which may never come), so
+ * the timer and the source would outlive the subscriber; here `return()` releases both at once and
+ * settles a pending `next()` as done.
+ */
+function untilExpiry(source: AsyncGenerator<ExecutionResult, void, void>, expiresAt: number): AsyncGenerator<ExecutionResult, void, void> {
+  const done: IteratorReturnResult<void> = { done: true, value: undefined }
   let timer: NodeJS.Timeout | undefined
+  let finished = false
   const expired = new Promise<'expired'>((resolve) => {
     timer = setTimeout(() => resolve('expired'), Math.min(Math.max(0, expiresAt - Date.now()), 2_147_483_647))
   })
-  try {
-    for (;;) {
-      const next = await Promise.race([source.next(), expired])
-      if (next === 'expired') {
-        yield { errors: [codedGraphQLError(new AuthInvalidError('the token has expired'))] }
-        return
-      }
-      if (next.done) return
-      yield next.value
-    }
-  } finally {
+  let close: () => void = () => undefined
+  const closed = new Promise<'closed'>((resolve) => (close = () => resolve('closed')))
+  const finish = (): void => {
+    if (finished) return
+    finished = true
     clearTimeout(timer)
-    // Not awaited: a pending next() (waiting for an event) would hold return() back.
+    close()
+    // Not awaited: the source's own pending next() may hold its return() back.
     void source.return(undefined).catch(() => undefined)
   }
+  const iterator: AsyncGenerator<ExecutionResult, void, void> = {
+    async next() {
+      if (finished) return done
+      let next: IteratorResult<ExecutionResult, void> | 'expired' | 'closed'
+      try {
+        next = await Promise.race([source.next(), expired, closed])
+      } catch (err) {
+        finish()
+        throw err
+      }
+      if (next === 'closed') return done
+      if (next === 'expired') {
+        finish()
+        return { done: false, value: { errors: [codedGraphQLError(new AuthInvalidError('the token has expired'))] } }
+      }
+      if (next.done) finish()
+      return next.done ? done : next
+    },
+    async return() {
+      finish()
+      return done
+    },
+    async throw(err: unknown) {
+      finish()
+      throw err
+    },
+    [Symbol.asyncIterator]: () => iterator,
+  }
+  return iterator
 }

@@ -48,6 +48,7 @@ import { DEFAULT_MAX_INTROSPECTION_DEPTH, buildCostPlan, checkCost, checkVariabl
 import { codedGraphQLError } from './format-error.js'
 import { extractAuthDirectives, type OperationAuthRules } from '../auth/directives.js'
 import { countSubscription } from '../observability/probes.js'
+import { SharedSubscriptions } from './shared-subscriptions.js'
 
 /** A value or a promise of it. */
 export type MaybePromise<T> = T | Promise<T>
@@ -137,8 +138,25 @@ export interface SubscriptionHandlerOptions {
   connectionInitWaitTimeout?: number
   /** Milliseconds between WebSocket pings; a socket that does not pong within as long is terminated. Default 12000; 0 disables. */
   keepAlive?: number
+  /**
+   * Shares subscription executions (./shared-subscriptions.ts): returns the part of an operation's
+   * context that can change its results, as a string (e.g. the token's claims and the request
+   * headers resolvers may read). Subscriptions of this handler whose schema, document text, operation
+   * name, variables and key are equal run once per event and instance; `undefined` runs that one
+   * alone. Default: none is shared (each subscription runs its own stream).
+   */
+  shareKey?(request: FastifyRequest, connectionParams: ConnectionParams, contextValue: Record<string, unknown>): string | undefined
+  /** Called after each shared event was written to its group's sockets: sockets written to and the milliseconds it took (execution excluded). */
+  onSharedDelivery?(sockets: number, ms: number): void
   /** Where protocol and internal errors are logged. */
   logger: FastifyBaseLogger
+}
+
+/** The shared-group membership {@link createSubscriptionHandler}'s `onSubscribe` decided for a subscription. */
+interface ShareTicket {
+  readonly key: string
+  readonly socket: WebSocket
+  readonly id: string
 }
 
 /** Default {@link SubscriptionHandlerOptions.maxDepth}. */
@@ -217,6 +235,8 @@ function toGraphQLError(err: unknown): GraphQLError {
  * `maxTokens` tokens), validated with `specifiedRules`, the depth limit and `validationRules`, shown
  * to `onOperation`, then run with `execute` or `subscribe`. `complete` from the client, or the socket
  * closing, calls `return()` on the operation's async generator, so upstream iterators are released.
+ * With `shareKey`, equal subscriptions share one stream, one execution per event and one serialized
+ * payload (./shared-subscriptions.ts); each socket still gets `next` messages with its own `id`.
  *
  * @returns `(socket, request) => void`; it attaches its listeners synchronously and never throws.
  */
@@ -238,6 +258,14 @@ export function createSubscriptionHandler(options: SubscriptionHandlerOptions): 
   const maxSockets = options.maxSockets ?? Infinity
   let openSockets = 0
   const onConnect = options.onConnect
+  const shareKey = options.shareKey
+  const shared = shareKey ? new SharedSubscriptions({
+    formatError,
+    ...(options.onSharedDelivery ? { onDelivered: options.onSharedDelivery } : {}),
+    onSerializeError: (err) => logger.error({ err }, 'GraphQL over WebSocket: a subscription result cannot be serialized'),
+  }) : undefined
+  // The execution arguments of shared subscriptions (onSubscribe → subscribe).
+  const tickets = new WeakMap<ExecutionArgs, ShareTicket>()
   const server = makeServer<Record<string, unknown> | undefined, SocketExtra>({
     connectionInitWaitTimeout: options.connectionInitWaitTimeout ?? 3000,
 
@@ -287,7 +315,13 @@ export function createSubscriptionHandler(options: SubscriptionHandlerOptions): 
         if (decided && 'length' in decided && decided.length > 0) return decided
         const variableValues = decided && 'variables' in decided ? decided.variables : payload.variables
         const contextValue = await options.context(request, connectionParams)
-        return { schema, document, operationName: payload.operationName, variableValues, contextValue }
+        const args: ExecutionArgs = { schema, document, operationName: payload.operationName, variableValues, contextValue }
+        const sharing = shared && operation.operation === 'subscription' ? shareKey!(request, connectionParams, contextValue) : undefined
+        if (sharing !== undefined) {
+          const key = JSON.stringify([payload.operationName ?? null, payload.query, variableValues ?? null, sharing])
+          tickets.set(args, { key, socket: ctx.extra.socket, id })
+        }
+        return args
       } catch (err) {
         return [toGraphQLError(err)]
       }
@@ -310,7 +344,10 @@ export function createSubscriptionHandler(options: SubscriptionHandlerOptions): 
 
     async subscribe(args) {
       try {
-        const result = await subscribe(args)
+        const ticket = tickets.get(args)
+        const result = ticket && shared
+          ? await shared.join(args.schema, ticket.key, ticket.socket, ticket.id, async () => subscribe(args))
+          : await subscribe(args)
         // Counted while it runs (tributary_subscriptions_active).
         return Symbol.asyncIterator in result ? countSubscription(result) : result
       } catch (err) {

@@ -6,11 +6,11 @@ import type { Test } from 'tap'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { Writable } from 'node:stream'
 import { pino } from 'pino'
 import { resolveConfig, type database } from '../../gateway/config/index.js'
 import { createGateway } from '../../gateway/runtime.js'
 import { buildApp } from '../../gateway/http/app.js'
+import { sqlLog } from './sql-log.js'
 
 /** A GraphQL answer: HTTP status and JSON body. */
 export interface Answer {
@@ -62,16 +62,7 @@ export interface LoggedStatement {
  * @returns the base URL, `http://127.0.0.1:<port>`
  */
 export async function startLoggedGateway(t: Test, datasources: ReturnType<typeof database>[], dir: string, onStatement: (s: LoggedStatement) => void): Promise<string> {
-  const stream = new Writable({
-    write(chunk: Buffer, _enc, cb) {
-      for (const line of chunk.toString().split('\n')) {
-        if (!line) continue
-        const o = JSON.parse(line) as { msg?: string; sql?: string; worker?: boolean }
-        if (o.msg === 'sql' && o.sql) onStatement({ sql: o.sql, ...(o.worker !== undefined ? { worker: o.worker } : {}) })
-      }
-      cb()
-    },
-  })
+  const { stream } = sqlLog(onStatement)
   const config = resolveConfig({ datasources, operations: { dir }, generatedDir: join(dir, 'generated'), server: { logLevel: 'debug' } })
   const gateway = await createGateway(config, { logger: pino({ level: 'debug' }, stream), cwd: dir })
   t.teardown(() => gateway.close())

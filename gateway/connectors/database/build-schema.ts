@@ -38,6 +38,7 @@ import { SqlDialect, type MysqlFlavor } from './compiler/dialect.js'
 import { EXT } from './compiler/read.js'
 import { DEFAULT_MAX_NESTED_WRITES } from './compiler/input-limits.js'
 import { buildRegistry, type Model, type Registry, type RegistryOverrides, type Relation, type ScalarField } from './compiler/registry.js'
+import { compileRowFilter, type RowFilterRule } from './compiler/row-filter.js'
 import { makeFunctionResolver, makeFunctionWrite } from './functions.js'
 import { createDirectCompiler, type DirectFieldExtension, type DirectFieldKind } from './direct.js'
 import type { DatabaseIntrospection, ScalarKind } from './model.js'
@@ -64,6 +65,11 @@ export interface BuildSchemaOptions {
   rawSql?: boolean
   /** Unique keys and relations declared in the source's config (`uniqueKeys`, `relations`); see registry.ts. */
   overrides?: RegistryOverrides
+  /**
+   * Model names that will get a row filter (config `permissions`, row-filter.ts): to-one relations to
+   * them are nullable, since the related row may be filtered out. Default none.
+   */
+  rowFiltered?: ReadonlySet<string>
 }
 
 const nn = <T extends GraphQLInputType | GraphQLOutputType>(t: T): GraphQLNonNull<T> => new GraphQLNonNull(t) as GraphQLNonNull<T>
@@ -101,7 +107,33 @@ export function buildSchema(introspection: DatabaseIntrospection, options: Build
     maxNestedWrites: options.maxNestedWrites ?? DEFAULT_MAX_NESTED_WRITES,
     nestedWrites: new WeakMap(),
   }
-  return new SchemaBuilder(reg, rt).build(options.rawSql === true)
+  const schema = new SchemaBuilder(reg, rt, options.rowFiltered ?? new Set()).build(options.rawSql === true)
+  registries.set(schema, reg)
+  return schema
+}
+
+/** The registry of each schema {@link buildSchema} built (row filters are installed into it). */
+const registries = new WeakMap<GraphQLSchema, Registry>()
+
+/**
+ * Installs row filters (row-filter.ts) into the registry of a schema {@link buildSchema} built.
+ * @param rules keyed by model (GraphQL type) name
+ * @returns the keys that name no model of the schema (nothing installed for them)
+ * @throws ConfigInvalidError naming the path of a filter that does not fit its model
+ */
+export function installRowFilters(schema: GraphQLSchema, rules: ReadonlyMap<string, RowFilterRule>): string[] {
+  const reg = registries.get(schema)
+  const unknown: string[] = []
+  for (const [name, rule] of rules) {
+    const model = reg?.models.get(name)
+    const where = schema.getType(`${name}WhereInput`)
+    if (!reg || !model || !(where instanceof GraphQLInputObjectType)) {
+      unknown.push(name)
+      continue
+    }
+    reg.rowFilters.set(name, compileRowFilter(name, where, rule))
+  }
+  return unknown
 }
 
 class SchemaBuilder {
@@ -131,6 +163,7 @@ class SchemaBuilder {
   constructor(
     private readonly reg: Registry,
     private readonly rt: Runtime,
+    private readonly rowFiltered: ReadonlySet<string>,
   ) {
     for (const e of reg.enums.values()) {
       this.enums.set(
@@ -434,7 +467,9 @@ class SchemaBuilder {
         for (const r of m.relations.values()) {
           const target = this.model(r.target)
           const ext = { [EXT]: { relation: r.name, target: target.name } }
-          if (r.kind === 'one') fields[r.name] = { type: r.nullable ? this.object(target) : nn(this.object(target)), resolve: byResponseKey, extensions: ext }
+          // A related row hidden by its row filter reads as null.
+          const nullable = r.nullable || this.rowFiltered.has(target.name)
+          if (r.kind === 'one') fields[r.name] = { type: nullable ? this.object(target) : nn(this.object(target)), resolve: byResponseKey, extensions: ext }
           else fields[r.name] = { type: nn(list(nn(this.object(target)))), args: this.listArgs(target), resolve: byResponseKey, extensions: ext }
         }
         return fields

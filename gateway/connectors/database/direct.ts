@@ -18,6 +18,7 @@
  *   time-of-day DateTime columns, unknown column types on PostgreSQL/MariaDB;
  * - MySQL 8 (`flavor: 'mysql'`): not tested here;
  * - `aggregateX`, `groupByX` and raw queries: no direct plan;
+ * - any statement a row filter applies to (config `permissions.<Type>.filter`): it binds the caller's identity;
  * - anything the compiler rejects for the variables' compile-time sample (e.g. `distinct` or a
  *   negative `take` on a nested list on MariaDB), and invalid documents (undefined variables, unknown
  *   fields).
@@ -316,6 +317,8 @@ function compileRoot(
     kind === 'findUnique'
       ? compileList(ctx, model, type, [field], {}, null, 'rows', { extraWhere: (a) => compileUnique(ctx, model, a, args['where']), unordered: true, emit })
       : compileList(ctx, model, type, [field], args, null, 'rows', kind === 'findFirst' ? { first: true, emit } : { emit })
+  // A row filter binds the caller's identity, which a direct run does not carry: GraphQL execution instead.
+  if (ctx.rowFiltered) throw new DirectUnsupported('a row filter applies')
   const plan = toPlan(ctx, l.frag, null)
   return kind === 'findUnique' ? markCheap(ctx, plan) : markBounded(ctx, model, l, plan)
 }

@@ -21,6 +21,7 @@ import { boundList, bound, compileList, makePost, outputConv, toPlan, type ReadP
 import type { FunctionModel, ScalarField } from './compiler/registry.js'
 import type { WriteField } from './request-transaction.js'
 import { bindAll, finishRows, makeCtx, type Runtime } from './resolvers.js'
+import { withAuth } from './compiler/row-filter.js'
 
 /**
  * A failed call: constraint violations as the mutations report them (`TRB_ERR_DB_UNIQUE`…); a data
@@ -83,7 +84,7 @@ function makeFunctionCall(rt: Runtime, fn: FunctionModel): (conn: unknown, info:
       const frag = sql`SELECT ${d.jsonObject([['v', d.output('t0.v', f)]])} AS j FROM ${call} AS t0(v)`
       return toPlan(ctx, frag, makePost(conv ? [['v', conv]] : [], []))
     })
-    const result = await rt.db().values(plan.text, bindAll(plan.params, info.variableValues), conn, { cancel: cancelWatchOf(context) })
+    const result = await rt.db().values(plan.text, bindAll(plan.params, rt.reg.rowFilters.size > 0 ? withAuth(info.variableValues, context) : info.variableValues), conn, { cancel: cancelWatchOf(context) })
     const rows = finishRows(result, plan.post)
     if (fn.returns.kind === 'model') return fn.returnsSet ? rows : (rows[0] ?? null)
     const values = rows.map((o) => o['v'])

@@ -11,7 +11,7 @@ import { join } from 'node:path'
 import type { Knex } from 'knex'
 import { ConfigInvalidError, SourceLoadError } from '../../errors.js'
 import type { ConnectorContext, LocalSubschema, SourceHealth } from '../types.js'
-import { buildSchema } from './build-schema.js'
+import { buildSchema, installRowFilters } from './build-schema.js'
 import { Db } from './compiler/db.js'
 import type { MysqlFlavor } from './compiler/dialect.js'
 import { createKnex, parseDatabaseUrl } from './connection.js'
@@ -110,6 +110,12 @@ export function applyColumnOptions(doc: DatabaseIntrospection, columns: Record<s
     if (opts.dateTimeFormat !== undefined) col.dateTimeFormat = opts.dateTimeFormat
   }
   return out
+}
+
+/** The source's own type names among public (namespaced) `names`. */
+function ownNames(names: ReadonlySet<string> | undefined, namespace: string): Set<string> {
+  const prefix = namespace ? `${namespace}_` : ''
+  return new Set([...(names ?? [])].filter((n) => n.startsWith(prefix)).map((n) => n.slice(prefix.length)))
 }
 
 /** Default of {@link DatabaseSourceOptions.statementTimeoutMs}, in milliseconds. */
@@ -281,6 +287,7 @@ export async function createDatabaseSource(options: DatabaseSourceOptions, ctx: 
       ...(options.maxTake !== undefined ? { maxTake: options.maxTake } : {}),
       ...(options.maxNestedWrites !== undefined ? { maxNestedWrites: options.maxNestedWrites } : {}),
       overrides: { ...(options.uniqueKeys ? { uniqueKeys: options.uniqueKeys } : {}), ...(options.relations ? { relations: options.relations } : {}) },
+      rowFiltered: ownNames(ctx.rowFilteredTypes, ctx.namespace),
     })
   } catch (err) {
     await release()
@@ -290,6 +297,14 @@ export async function createDatabaseSource(options: DatabaseSourceOptions, ctx: 
   return {
     kind: 'local',
     schema,
+    installRowFilters(rules) {
+      const unknown = installRowFilters(schema, rules)
+      const installed = [...rules].find(([name]) => !unknown.includes(name))
+      if (options.rawSql === true && installed) {
+        throw new ConfigInvalidError(`${installed[1].path}: the source ${ctx.sourceName} has rawSql: true, whose queryRaw reads every row; a row filter cannot hold there`)
+      }
+      return unknown
+    },
     async health(): Promise<SourceHealth> {
       const start = performance.now()
       try {

@@ -8,11 +8,12 @@
  * fields of `createOne`/`updateOne`/`upsertOne` data are nested writes (nested-writes.ts).
  */
 import { getNamedType, type GraphQLObjectType, type GraphQLResolveInfo } from 'graphql'
-import { DbInputError, DbNotFoundError } from '../../errors.js'
+import { AuthForbiddenError, DbInputError, DbNotFoundError } from '../../errors.js'
 import { Leaf, NULL, isObj, listLeaf, readArgs, type ArgValue } from './compiler/args.js'
 import { join, raw, sql, type Frag, type Vars } from './compiler/frag.js'
 import { PlanCache } from './compiler/plan-cache.js'
-import { bound, compileList, compileUnique, compileWhere, listOf, toPlan, type Ctx, type ReadPlan } from './compiler/read.js'
+import { andRowFilter, bound, compileList, compileUnique, filteredWhere, listOf, toPlan, type Ctx, type ReadPlan } from './compiler/read.js'
+import { withAuth } from './compiler/row-filter.js'
 import type { Model, ScalarField } from './compiler/registry.js'
 import {
   chargeNested,
@@ -114,6 +115,70 @@ async function readOne(rt: Runtime, conn: unknown, plan: ReadPlan, vars: Vars, e
 }
 
 /**
+ * The read-back of a row the mutation wrote (created or updated). On a model with a row filter the
+ * read-back is filtered too: a written row the caller could not read (a created or updated row with
+ * another owner) fails the field with `TRB_ERR_AUTH_FORBIDDEN`, which rolls the transaction back
+ * (Hasura's insert and update "check").
+ */
+async function readWritten(rt: Runtime, model: Model, conn: unknown, plan: ReadPlan, vars: Vars, extra: unknown[]): Promise<unknown> {
+  const row = await readOne(rt, conn, plan, vars, extra)
+  if (row === null && rt.reg.rowFilters.has(model.name)) {
+    throw new AuthForbiddenError(`the row written to ${model.name} does not pass its row filter (nothing was written)`)
+  }
+  return row
+}
+
+/** The variables to bind: with the request's identity when the source has row filters. */
+function bindVars(rt: Runtime, info: GraphQLResolveInfo, context: unknown): Vars {
+  return rt.reg.rowFilters.size > 0 ? withAuth(info.variableValues, context) : info.variableValues
+}
+
+/**
+ * Writes that cannot check the row filter on what they write (`createMany`, a create on a model
+ * without identity): refused on a filtered model unless the caller bypasses the filter.
+ * @throws AuthForbiddenError
+ */
+function requireUnfiltered(rt: Runtime, model: Model, vars: Vars, what: string): void {
+  const rf = rt.reg.rowFilters.get(model.name)
+  if (rf && !(rf.bypass && rf.bypass(vars, []) === 1)) throw new AuthForbiddenError(`${what} on ${model.name} cannot check its row filter on the rows written; use createOne on ${model.name}`)
+}
+
+/**
+ * The row-filtered models that the relation fields of a create or update `data` write to (nested
+ * creates, connects, connectOrCreates, at any depth). Over-approximates: every key naming a
+ * relation counts.
+ */
+function nestedModels(rt: Runtime, model: Model, data: ArgValue | undefined): string[] {
+  if (rt.reg.rowFilters.size === 0) return []
+  const out = new Set<string>()
+  const walk = (m: Model, v: ArgValue | undefined): void => {
+    if (Array.isArray(v)) for (const x of v) walk(m, x)
+    else if (isObj(v)) {
+      for (const [k, x] of Object.entries(v)) {
+        const rel = m.relations.get(k)
+        const target = rel ? rt.reg.models.get(rel.target) : undefined
+        if (!target) walk(m, x)
+        else {
+          if (rt.reg.rowFilters.has(target.name)) out.add(target.name)
+          walk(target, x)
+        }
+      }
+    }
+  }
+  walk(model, data)
+  return [...out]
+}
+
+/**
+ * Nested writes cannot check row filters on the rows they create or connect: refused when they reach
+ * a row-filtered model, unless the caller bypasses its filter.
+ * @throws AuthForbiddenError
+ */
+function requireUnfilteredNested(rt: Runtime, models: readonly string[], vars: Vars): void {
+  for (const name of models) requireUnfiltered(rt, rt.reg.models.get(name)!, vars, 'a nested write')
+}
+
+/**
  * Builds the mutation bodies of one model (tables only; views are read-only): each runs its
  * statements on `conn`, inside the transaction that request-transaction.ts opened for every
  * mutation field of the request on this database.
@@ -126,17 +191,20 @@ export function makeMutationResolvers(rt: Runtime, model: Model): Record<Mutatio
     row: CreateRowPlan
     /** Nested items (each create, connect or connectOrCreate under the root row). */
     nested: number
+    /** Row-filtered models its nested writes reach (see {@link nestedModels}). */
+    nestedModels: string[]
     back: ReadPlan | null
   }
   const compileCreate = (ctx: Ctx, info: GraphQLResolveInfo, data: ArgValue | undefined): CreatePlan => {
     const budget: NestedBudget = { rows: 0, max: rt.maxNestedWrites }
     const row = compileCreateRow(ctx, model, data, [], [], 0, budget)
-    return { row, nested: budget.rows, back: model.identity.length ? readBack(ctx, model, info) : null }
+    return { row, nested: budget.rows, nestedModels: nestedModels(rt, model, data), back: model.identity.length ? readBack(ctx, model, info) : null }
   }
   const runCreate = async (conn: unknown, plan: CreatePlan, vars: Vars): Promise<unknown> => {
+    if (!plan.back) requireUnfiltered(rt, model, vars, 'a create of a row without a primary key')
     const values = await runCreateRow(rt, conn, plan.row, vars, [])
     if (!plan.back) return null
-    return readOne(rt, conn, plan.back, vars, model.identity.map((n) => values[n]))
+    return readWritten(rt, model, conn, plan.back, vars, model.identity.map((n) => values[n]))
   }
 
   const createOne = new PlanCache<CreatePlan>()
@@ -155,14 +223,16 @@ export function makeMutationResolvers(rt: Runtime, model: Model): Record<Mutatio
     setsIdentity: [number, Leaf | typeof NULL][]
     rel: UpdateRelationsPlan
     nested: number
+    /** Row-filtered models its nested writes reach (see {@link nestedModels}). */
+    nestedModels: string[]
   }
   const compileUpdate = (ctx: Ctx, data: ArgValue | undefined): UpdatePlan => {
     const { frag, setsIdentity } = setFrag(ctx, model, data)
     const budget: NestedBudget = { rows: 0, max: rt.maxNestedWrites }
     const rel = compileUpdateRelations(ctx, model, data, budget)
     const sets = [frag, rel.set].filter((f): f is Frag => f !== null)
-    const update = sets.length ? stmt(ctx, sql`UPDATE ${tableRef} SET ${join(sets, ', ')} WHERE ${identityWhere(ctx, model, tableRef)}`) : null
-    return { update, setsIdentity, rel, nested: budget.rows }
+    const update = sets.length ? stmt(ctx, sql`UPDATE ${tableRef} SET ${join(sets, ', ')} WHERE ${andRowFilter(ctx, model, tableRef, identityWhere(ctx, model, tableRef))}`) : null
+    return { update, setsIdentity, rel, nested: budget.rows, nestedModels: nestedModels(rt, model, data) }
   }
   /** Updates the row whose identity is `id`; returns its identity after the update. */
   const runUpdate = async (conn: unknown, plan: UpdatePlan, vars: Vars, id: unknown[]): Promise<unknown[]> => {
@@ -176,15 +246,17 @@ export function makeMutationResolvers(rt: Runtime, model: Model): Record<Mutatio
   }
 
   return {
-    createOne: async (conn, info) => {
+    createOne: async (conn, info, _args, context) => {
       const plan = createOne.get(info, () => {
         const ctx = makeCtx(rt, info)
         return compileCreate(ctx, info, argsOf(ctx, info)['data'])
       })
-      chargeNested(rt, info.variableValues, plan.nested)
-      return runCreate(conn, plan, info.variableValues)
+      const vars = bindVars(rt, info, context)
+      chargeNested(rt, vars, plan.nested)
+      requireUnfilteredNested(rt, plan.nestedModels, vars)
+      return runCreate(conn, plan, vars)
     },
-    createMany: async (conn, info) => {
+    createMany: async (conn, info, _args, context) => {
       const plan = createMany.get(info, () => {
         const ctx = makeCtx(rt, info)
         const args = argsOf(ctx, info)
@@ -204,7 +276,8 @@ export function makeMutationResolvers(rt: Runtime, model: Model): Record<Mutatio
         const compileRows = (skipDuplicates: boolean) => batches.map((rows) => ({ s: stmt(ctx, insertFrag(ctx, model, rows, { skipDuplicates })), rows: rows.length }))
         return { plain: compileRows(false), skipping: model.insertsRedirected ? null : compileRows(true), skip }
       })
-      const vars = info.variableValues
+      const vars = bindVars(rt, info, context)
+      requireUnfiltered(rt, model, vars, 'createMany')
       const skipDuplicates = plan.skip !== null && Boolean(plan.skip.get(vars, []))
       if (skipDuplicates && !plan.skipping) {
         throw new DbInputError(`${model.name}: skipDuplicates is not available on a table whose inserts a rule or inheritance redirects (PostgreSQL refuses ON CONFLICT there)`)
@@ -225,46 +298,49 @@ export function makeMutationResolvers(rt: Runtime, model: Model): Record<Mutatio
       }
       return { count }
     },
-    updateOne: async (conn, info) => {
+    updateOne: async (conn, info, _args, context) => {
       requireIdentity(model)
       const plan = updateOne.get(info, () => {
         const ctx = makeCtx(rt, info)
         const args = argsOf(ctx, info)
         return { find: identitySelect(ctx, model, args['where']), update: compileUpdate(ctx, args['data']), back: readBack(ctx, model, info), label: whereLabel(model, args['where']) }
       })
-      const vars = info.variableValues
+      const vars = bindVars(rt, info, context)
       const found = await rt.db().exec(conn, plan.find.text, run(plan.find, vars))
       if (!found.rows[0]) throw new DbNotFoundError(model.name, plan.label)
-      return readOne(rt, conn, plan.back, vars, await runUpdate(conn, plan.update, vars, identityOf(model, found.rows[0])))
+      requireUnfilteredNested(rt, plan.update.nestedModels, vars)
+      return readWritten(rt, model, conn, plan.back, vars, await runUpdate(conn, plan.update, vars, identityOf(model, found.rows[0])))
     },
-    updateMany: async (conn, info) => {
+    updateMany: async (conn, info, _args, context) => {
       const plan = updateMany.get(info, () => {
         const ctx = makeCtx(rt, info)
         const args = argsOf(ctx, info)
         const { frag } = setFrag(ctx, model, args['data'])
-        const w = compileWhere(ctx, model, tableRef, args['where'])
+        const w = filteredWhere(ctx, model, tableRef, args['where'])
         const where = w ? sql` WHERE ${w}` : raw('')
         return stmt(ctx, frag ? sql`UPDATE ${tableRef} SET ${frag}${where}` : sql`SELECT COUNT(*) AS n FROM ${tableRef}${where}`)
       })
-      const res = await rt.db().exec(conn, plan.text, run(plan, info.variableValues))
+      const res = await rt.db().exec(conn, plan.text, run(plan, bindVars(rt, info, context)))
       return { count: res.rows[0] && 'n' in res.rows[0] ? Number(res.rows[0]['n']) : res.affected }
     },
-    upsertOne: async (conn, info) => {
+    upsertOne: async (conn, info, _args, context) => {
       requireIdentity(model)
       const plan = upsertOne.get(info, () => {
         const ctx = makeCtx(rt, info)
         const args = argsOf(ctx, info)
         return { find: identitySelect(ctx, model, args['where']), update: compileUpdate(ctx, args['update']), create: compileCreate(ctx, info, args['create']), back: readBack(ctx, model, info) }
       })
-      const vars = info.variableValues
+      const vars = bindVars(rt, info, context)
       const found = await rt.db().exec(conn, plan.find.text, run(plan.find, vars))
       if (!found.rows[0]) {
         chargeNested(rt, vars, plan.create.nested)
+        requireUnfilteredNested(rt, plan.create.nestedModels, vars)
         return runCreate(conn, plan.create, vars)
       }
-      return readOne(rt, conn, plan.back, vars, await runUpdate(conn, plan.update, vars, identityOf(model, found.rows[0])))
+      requireUnfilteredNested(rt, plan.update.nestedModels, vars)
+      return readWritten(rt, model, conn, plan.back, vars, await runUpdate(conn, plan.update, vars, identityOf(model, found.rows[0])))
     },
-    deleteOne: async (conn, info) => {
+    deleteOne: async (conn, info, _args, context) => {
       const plan = deleteOne.get(info, () => {
         const ctx = makeCtx(rt, info)
         const args = argsOf(ctx, info)
@@ -272,23 +348,23 @@ export function makeMutationResolvers(rt: Runtime, model: Model): Record<Mutatio
         const l = compileList(ctx, model, type, info.fieldNodes, {}, null, 'rows', { extraWhere: (a) => compileUnique(ctx, model, a, args['where']), unordered: true })
         return {
           read: toPlan(ctx, l.frag, l.post),
-          del: stmt(ctx, sql`DELETE FROM ${tableRef} WHERE ${compileUnique(ctx, model, tableRef, args['where'])}`),
+          del: stmt(ctx, sql`DELETE FROM ${tableRef} WHERE ${andRowFilter(ctx, model, tableRef, compileUnique(ctx, model, tableRef, args['where']))}`),
           label: whereLabel(model, args['where']),
         }
       })
-      const vars = info.variableValues
+      const vars = bindVars(rt, info, context)
       const row = await readOne(rt, conn, plan.read, vars, [])
       if (row === null) throw new DbNotFoundError(model.name, plan.label)
       await rt.db().exec(conn, plan.del.text, run(plan.del, vars))
       return row
     },
-    deleteMany: async (conn, info) => {
+    deleteMany: async (conn, info, _args, context) => {
       const plan = deleteMany.get(info, () => {
         const ctx = makeCtx(rt, info)
-        const w = compileWhere(ctx, model, tableRef, argsOf(ctx, info)['where'])
+        const w = filteredWhere(ctx, model, tableRef, argsOf(ctx, info)['where'])
         return stmt(ctx, sql`DELETE FROM ${tableRef}${w ? sql` WHERE ${w}` : ''}`)
       })
-      return { count: (await rt.db().exec(conn, plan.text, run(plan, info.variableValues))).affected }
+      return { count: (await rt.db().exec(conn, plan.text, run(plan, bindVars(rt, info, context)))).affected }
     },
   }
 }

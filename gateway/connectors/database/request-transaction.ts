@@ -39,9 +39,9 @@ import type { Runtime } from './resolvers.js'
 
 /**
  * The work of one mutation field, run on `conn` inside the request's transaction on its database.
- * `args` are the field's coerced arguments.
+ * `args` are the field's coerced arguments, `context` the request's (its `auth` binds row filters).
  */
-export type WriteBody = (conn: unknown, info: GraphQLResolveInfo, args: Record<string, unknown>) => Promise<unknown>
+export type WriteBody = (conn: unknown, info: GraphQLResolveInfo, args: Record<string, unknown>, context: unknown) => Promise<unknown>
 
 /** What a mutation field carries in `extensions.tributary.write`: its database and its work. */
 export interface WriteField {
@@ -138,7 +138,7 @@ function runGroup(field: WriteField, context: unknown, info: GraphQLResolveInfo,
         for (let i = 0; i < members.length; i++) {
           const m = members[i]!
           try {
-            outcomes.set(m.key, { ok: true, value: await m.write.body(conn, m.info, m.args) })
+            outcomes.set(m.key, { ok: true, value: await m.write.body(conn, m.info, m.args, context) })
           } catch (err) {
             failed = { index: i, error: m.write.mapError(err) }
             throw failed.error

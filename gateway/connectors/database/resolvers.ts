@@ -12,6 +12,7 @@ import { cancelWatchOf, type Db } from './compiler/db.js'
 import type { SqlDialect } from './compiler/dialect.js'
 import type { Getter, Vars } from './compiler/frag.js'
 import { PlanCache } from './compiler/plan-cache.js'
+import { withAuth } from './compiler/row-filter.js'
 import { compileList, compileUnique, toPlan, type CompiledList, type Ctx, type Post, type ReadPlan } from './compiler/read.js'
 import type { Model, Registry } from './compiler/registry.js'
 import { mapDbError } from './db-errors.js'
@@ -116,7 +117,7 @@ export function isCheap(db: Db, plan: ReadPlan, bindings: readonly unknown[]): b
 
 async function runRead(rt: Runtime, plan: ReadPlan, vars: Vars, context: unknown): Promise<Record<string, unknown>[]> {
   const db = rt.db()
-  const bindings = bindAll(plan.params, vars)
+  const bindings = bindAll(plan.params, rt.reg.rowFilters.size > 0 ? withAuth(vars, context) : vars)
   const rows = await db.values(plan.text, bindings, undefined, { cheap: isCheap(db, plan, bindings), cancel: cancelWatchOf(context), maxResultChars: resultRoom(context) })
   chargeResult(context, textLength(rows))
   return finishRows(rows, plan.post)

@@ -6,7 +6,7 @@
 import { DbInputError } from '../../errors.js'
 import { Leaf, NULL, isObj, listLeaf, type ArgValue } from './compiler/args.js'
 import { join, raw, sql, type Frag, type Getter, type Vars } from './compiler/frag.js'
-import { bound, compileUnique, type Ctx } from './compiler/read.js'
+import { andRowFilter, bound, compileUnique, type Ctx } from './compiler/read.js'
 import type { Model, ScalarField } from './compiler/registry.js'
 
 /**
@@ -120,12 +120,13 @@ export function identityWhere(ctx: Ctx, model: Model, alias: string, offset = 0)
 }
 
 /**
- * `SELECT <fields> FROM table WHERE <unique where>` (default: the identity fields); rows are keyed by column.
+ * `SELECT <fields> FROM table WHERE <unique where>` (default: the identity fields), ANDed with the
+ * model's row filter when it has one (a hidden row is not found); rows are keyed by column.
  * @throws DbInputError when `where` names no unique key
  */
 export function identitySelect(ctx: Ctx, model: Model, where: ArgValue | undefined, fields: readonly string[] = model.identity): Stmt {
   const tableRef = ctx.d.table(model.table)
-  return stmt(ctx, sql`SELECT ${columnList(ctx, model, tableRef, fields)} FROM ${tableRef} WHERE ${compileUnique(ctx, model, tableRef, where)}`)
+  return stmt(ctx, sql`SELECT ${columnList(ctx, model, tableRef, fields)} FROM ${tableRef} WHERE ${andRowFilter(ctx, model, tableRef, compileUnique(ctx, model, tableRef, where))}`)
 }
 
 /** `SELECT <fields> FROM table WHERE <identity = extra[0…]>`; rows are keyed by column. */

@@ -13,7 +13,7 @@ import {
   collectFields,
   compileOrder,
   cursorCond,
-  compileWhere,
+  filteredWhere,
   listOf,
   makePost,
   newAlias,
@@ -120,7 +120,7 @@ export function compileAggregate(ctx: Ctx, model: Model, type: GraphQLObjectType
   if (!take && !skip && !hasCursor) {
     const a = newAlias(ctx)
     const { pairs, post } = aggregatePairs(ctx, model, type, a, nodes)
-    const w = compileWhere(ctx, model, a, args['where'])
+    const w = filteredWhere(ctx, model, a, args['where'])
     return toPlan(ctx, sql`SELECT ${d.jsonObject(pairs)} AS j FROM ${tableRef} AS ${a}${w ? sql` WHERE ${w}` : ''}`, post)
   }
   // Window first (where, order, cursor, take, skip), aggregate over it: reuse the list compiler's logic on all columns.
@@ -128,7 +128,7 @@ export function compileAggregate(ctx: Ctx, model: Model, type: GraphQLObjectType
   const { pairs, post } = aggregatePairs(ctx, model, type, s, nodes)
   const r = newAlias(ctx)
   const conds: Frag[] = []
-  const w = compileWhere(ctx, model, r, args['where'])
+  const w = filteredWhere(ctx, model, r, args['where'])
   if (w) conds.push(w)
   const terms = withTiebreak(ctx, model, compileOrder(ctx, model, args['orderBy']))
   if (hasCursor) {
@@ -211,7 +211,7 @@ export function compileGroupBy(ctx: Ctx, model: Model, type: GraphQLObjectType, 
   const post = makePost(convs, rels)
   const aggPost = agg.post
   const allPairs = [...pairs, ...agg.pairs]
-  const w = compileWhere(ctx, model, a, args['where'])
+  const w = filteredWhere(ctx, model, a, args['where'])
   const having = compileHaving(ctx, model, a, args['having'])
   // orderBy: [{ field: asc }, { _count: { field: desc } }]
   const order: Frag[] = []

@@ -29,7 +29,7 @@ import { isUnsignedInt, mapColumnType, normalizeDataType } from '../type-map.js'
 import { readArgs } from './args.js'
 import type { SqlDialect } from './dialect.js'
 import { raw, sql, type Frag } from './frag.js'
-import { collectFields, compileCounts, compileList, joinCond, newAlias, type Ctx, type ListEmitter, type ObjectSql } from './read.js'
+import { andRowFilter, collectFields, compileCounts, compileList, joinCond, newAlias, type Ctx, type ListEmitter, type ObjectSql } from './read.js'
 import type { Model, ScalarField } from './registry.js'
 
 /** Thrown while compiling when the selection cannot be produced exactly in SQL. */
@@ -391,7 +391,7 @@ export class DirectCompiler implements ListEmitter {
       const correlate = (a: string): Frag => raw(joinCond(ctx, rel, model, alias, target, a))
       if (rel.kind === 'one') {
         const sub = this.object(ctx, target, targetType, r, fnodes)
-        const q = sql`(SELECT ${sub.json} FROM ${d.table(target.table)} AS ${r} WHERE ${correlate(r)}${d.dialect === 'postgres' ? '' : ' LIMIT 1'})`
+        const q = sql`(SELECT ${sub.json} FROM ${d.table(target.table)} AS ${r} WHERE ${andRowFilter(ctx, target, r, correlate(r))}${d.dialect === 'postgres' ? '' : ' LIMIT 1'})`
         const seed = `${alias}.${d.q(fromCols[0]!)}`
         const onNull = isNonNullType(def.type) ? dd.fail(seed) : dd.nullValue
         pairs.push([key, onNull === 'NULL' ? q : sql`COALESCE(${q}, ${onNull})`])

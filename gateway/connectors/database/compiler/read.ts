@@ -38,6 +38,10 @@ export interface Ctx {
   vars: Vars
   /** Next table alias number. */
   n: number
+  /** Set when a row filter was compiled into the plan: its statement binds the request's identity (row-filter.ts). */
+  rowFiltered?: boolean
+  /** True while the row filter itself is compiled (its relation subqueries are not filtered again). */
+  inRowFilter?: boolean
 }
 
 /** Fixes the JSON values of one object level of a result in place (booleans, dates, bytes...). */
@@ -129,6 +133,51 @@ export function joinCond(ctx: Ctx, rel: Relation, model: Model, alias: string, t
   return rel.fromFields
     .map((from, i) => `${talias}.${ctx.d.q(fieldOf(target, rel.toFields[i]!).column)} = ${alias}.${ctx.d.q(fieldOf(model, from).column)}`)
     .join(' AND ')
+}
+
+// ---------------------------------------------------------------------------------------------
+// row filters
+
+/**
+ * The row filter of `model` (config `permissions.<Type>.filter`, row-filter.ts) on the rows aliased
+ * `alias`, or null when the model has none. Every statement that reads or writes rows of the model
+ * ANDs it: root lists, nested lists and objects, `_count`, relation filters, relation order terms,
+ * cursors, aggregates and the mutations' statements. With `bypassRoles` it is `(? = 1 OR (filter))`,
+ * the flag bound per request. Marks `ctx.rowFiltered`.
+ */
+export function rowFilterCond(ctx: Ctx, model: Model, alias: string): Frag | null {
+  const rf = ctx.reg.rowFilters.get(model.name)
+  if (!rf || ctx.inRowFilter) return null
+  ctx.rowFiltered = true
+  ctx.inRowFilter = true
+  let w: Frag | null
+  try {
+    w = compileWhere(ctx, model, alias, rf.where)
+  } finally {
+    ctx.inRowFilter = false
+  }
+  if (rf.bypass) return sql`(${param(rf.bypass)} = 1 OR (${w ?? raw('1=1')}))`
+  return w
+}
+
+/**
+ * `cond AND (row filter of model on alias)`: the condition of a subquery over the model's table
+ * (a join condition, a unique key), with the filter when the model has one.
+ */
+export function andRowFilter(ctx: Ctx, model: Model, alias: string, cond: string | Frag): Frag {
+  const f = rowFilterCond(ctx, model, alias)
+  const c = typeof cond === 'string' ? raw(cond) : cond
+  return f ? sql`${c} AND (${f})` : c
+}
+
+/**
+ * The model's row filter AND the client's `where` on `alias` (either may be absent): what aggregates,
+ * `updateMany` and `deleteMany` put after `WHERE`. Null when both are absent.
+ */
+export function filteredWhere(ctx: Ctx, model: Model, alias: string, where: ArgValue | undefined): Frag | null {
+  const f = rowFilterCond(ctx, model, alias)
+  const w = compileWhere(ctx, model, alias, where)
+  return f && w ? sql`(${f}) AND (${w})` : (f ?? w)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -270,7 +319,7 @@ function relationFilter(ctx: Ctx, model: Model, alias: string, rel: Relation, va
     const cond = where === null ? null : compileWhere(ctx, target, r, where)
     if (condNotTrue && !cond) return null
     const c = cond ? (condNotTrue ? sql` AND (${cond}) IS NOT TRUE` : sql` AND (${cond})`) : raw('')
-    return sql`${negate ? 'NOT ' : ''}EXISTS (SELECT 1 FROM ${tableRef} AS ${r} WHERE ${joinCond(ctx, rel, model, alias, target, r)}${c})`
+    return sql`${negate ? 'NOT ' : ''}EXISTS (SELECT 1 FROM ${tableRef} AS ${r} WHERE ${andRowFilter(ctx, target, r, joinCond(ctx, rel, model, alias, target, r))}${c})`
   }
   const isNull = (): Frag =>
     rel.holdsKey ? raw(rel.fromFields.map((f) => `${col(ctx, alias, fieldOf(model, f))} IS NULL`).join(' OR ')) : exists(null, true)!
@@ -402,7 +451,7 @@ export function compileOrder(ctx: Ctx, model: Model, ob: ArgValue | undefined): 
             dir: nt.dir,
             build: (a) => {
               const r = newAlias(ctx)
-              return sql`(SELECT ${nt.build(r)} FROM ${tableRef} AS ${r} WHERE ${joinCond(ctx, rel, model, a, target, r)})`
+              return sql`(SELECT ${nt.build(r)} FROM ${tableRef} AS ${r} WHERE ${andRowFilter(ctx, target, r, joinCond(ctx, rel, model, a, target, r))})`
             },
           })
         }
@@ -413,7 +462,7 @@ export function compileOrder(ctx: Ctx, model: Model, ob: ArgValue | undefined): 
             dir,
             build: (a) => {
               const r = newAlias(ctx)
-              return raw(`(SELECT COUNT(*) FROM ${tableRef} AS ${r} WHERE ${joinCond(ctx, rel, model, a, target, r)})`)
+              return sql`(SELECT COUNT(*) FROM ${tableRef} AS ${r} WHERE ${andRowFilter(ctx, target, r, joinCond(ctx, rel, model, a, target, r))})`
             },
           })
         }
@@ -440,7 +489,7 @@ export function cursorCond(ctx: Ctx, model: Model, alias: string, cursor: ArgVal
   if (terms.length === 0) return compileUnique(ctx, model, alias, cursor)
   const cval = (t: Term): Frag => {
     const c = newAlias(ctx)
-    return sql`(SELECT ${t.build(c)} FROM ${tableRef} AS ${c} WHERE ${compileUnique(ctx, model, c, cursor)})`
+    return sql`(SELECT ${t.build(c)} FROM ${tableRef} AS ${c} WHERE ${andRowFilter(ctx, model, c, compileUnique(ctx, model, c, cursor))})`
   }
   const build = (i: number): Frag => {
     const t = terms[i]!
@@ -618,7 +667,7 @@ export function compileObject(ctx: Ctx, model: Model, type: GraphQLObjectType, a
     const correlate = (a: string): Frag => raw(joinCond(ctx, rel, model, alias, target, a))
     if (rel.kind === 'one') {
       const sub = compileObject(ctx, target, targetType, r, fnodes)
-      pairs.push([key, sql`(SELECT ${sub.json} FROM ${d.table(target.table)} AS ${r} WHERE ${correlate(r)}${d.dialect === 'postgres' ? '' : ' LIMIT 1'})`])
+      pairs.push([key, sql`(SELECT ${sub.json} FROM ${d.table(target.table)} AS ${r} WHERE ${andRowFilter(ctx, target, r, correlate(r))}${d.dialect === 'postgres' ? '' : ' LIMIT 1'})`])
       if (sub.post) rels.push([key, false, sub.post])
     } else {
       const args = readArgs(fnodes[0]!, def.args, ctx.vars)
@@ -649,7 +698,7 @@ export function compileCounts(ctx: Ctx, model: Model, alias: string, type: Graph
     const r = newAlias(ctx)
     const args = readArgs(fnodes[0]!, def.args, ctx.vars)
     const w = compileWhere(ctx, target, r, args['where'])
-    out.push([key, sql`(SELECT COUNT(*) FROM ${ctx.d.table(target.table)} AS ${r} WHERE ${joinCond(ctx, rel, model, alias, target, r)}${w ? sql` AND (${w})` : ''})`])
+    out.push([key, sql`(SELECT COUNT(*) FROM ${ctx.d.table(target.table)} AS ${r} WHERE ${andRowFilter(ctx, target, r, joinCond(ctx, rel, model, alias, target, r))}${w ? sql` AND (${w})` : ''})`])
   }
   return out
 }
@@ -727,6 +776,8 @@ export function compileList(
   const conds: Frag[] = []
   if (correlate) conds.push(correlate(r))
   if (opts.extraWhere) conds.push(opts.extraWhere(r))
+  const rf = rowFilterCond(ctx, model, r)
+  if (rf) conds.push(rf)
   const w = compileWhere(ctx, model, r, args['where'])
   if (w) conds.push(w)
   const terms = opts.unordered ? [] : withTiebreak(ctx, model, compileOrder(ctx, model, args['orderBy']))

@@ -3,6 +3,7 @@
  * relations, with their SQL names. Built once per schema by `buildSchema`; the compiler and the
  * resolvers use it through closures, never through public type names.
  */
+import type { RowFilter } from './row-filter.js'
 import type { ColumnInfo, DatabaseIntrospection, Dialect, FunctionInfo, ScalarKind, TableInfo } from '../model.js'
 import { DEFAULT_MAX_TAKE } from './input-limits.js'
 import { assignNames, camelCase, pascalCase, plural, stripIdSuffix, uniqueIn } from '../naming.js'
@@ -142,6 +143,8 @@ export interface Registry {
   maxTake: number
   /** Functions exposed as root fields, by root field name. */
   functions: Map<string, FunctionModel>
+  /** Row filters by model name (config `permissions.<Type>.filter`, row-filter.ts); installed after the schema is built. */
+  rowFilters: Map<string, RowFilter>
 }
 
 function scaleOf(col: ColumnInfo): number | undefined {
@@ -229,7 +232,7 @@ export function buildRegistry(doc: DatabaseIntrospection, maxTake = DEFAULT_MAX_
   addRelations(tables, byTable)
   addManyToMany(doc.tables, byTable)
   const functions = buildFunctions(doc.functions ?? [], byTable, enumByRaw, models)
-  return { dialect: doc.dialect, ...(doc.schema ? { schema: doc.schema } : {}), models, enums, maxTake, functions }
+  return { dialect: doc.dialect, ...(doc.schema ? { schema: doc.schema } : {}), models, enums, maxTake, functions, rowFilters: new Map() }
 }
 
 /**
