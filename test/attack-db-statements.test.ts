@@ -19,14 +19,11 @@ import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import pg from 'pg'
 import mysql from 'mysql2/promise'
-import { pino } from 'pino'
-import { database, resolveConfig } from '../gateway/config/index.js'
-import { createGateway } from '../gateway/runtime.js'
-import { buildApp } from '../gateway/http/app.js'
+import { database } from '../gateway/config/index.js'
+import { startLoggedGateway } from './helpers/db-gateway.js'
 import { createKnex } from '../gateway/connectors/database/connection.js'
 import type { Dialect } from '../gateway/connectors/database/model.js'
 import { freshDatabase, mysqlUrl, postgresUrl } from './helpers/chinook.js'
-import { sqlLog } from './helpers/sql-log.js'
 
 const BIG = 1_000_000_000
 /**
@@ -47,30 +44,15 @@ type Json = { data?: Record<string, unknown> | null; errors?: { message: string;
  * raw SQL left at its default, off).
  */
 async function start(t: Test, url: string, kind: 'short' | 'long') {
-  const { stream, statements } = sqlLog()
+  const statements: string[] = []
   const dir = mkdtempSync(join(tmpdir(), 'trb-attack-db-'))
   if (kind === 'short') {
     writeFileSync(join(dir, 'Heavy.graphql'), 'query Heavy($sql: String!) { short_queryRaw(query: $sql) }\n')
     writeFileSync(join(dir, 'SlowView.graphql'), 'query SlowView { short_findManySlow(take: 1, orderBy: [{ id: desc }]) { id } }\n')
     writeFileSync(join(dir, 'Items.graphql'), 'query Items { short_findManyItem { id name } }\n')
   }
-  const config = resolveConfig({
-    datasources: [kind === 'short' ? database({ namespace: 'short', url, rawSql: true, statementTimeoutMs: 400 }) : database({ namespace: 'long', url, statementTimeoutMs: 60_000 })],
-    operations: { dir },
-    generatedDir: join(dir, 'generated'),
-    server: { logLevel: 'debug' },
-  })
-  const gateway = await createGateway(config, { logger: pino({ level: 'debug' }, stream), cwd: dir })
-  t.teardown(() => gateway.close())
-  const app = await buildApp(gateway, { logger: false })
-  t.teardown(async () => {
-    // Keep-alive sockets of the aborted fetches would hold close() for fastify's keepAliveTimeout (72 s).
-    app.server.closeAllConnections()
-    await app.close()
-  })
-  await app.listen({ host: '127.0.0.1', port: 0 })
-  const a = app.server.address()
-  const base = `http://127.0.0.1:${typeof a === 'object' && a ? a.port : 0}`
+  const source = kind === 'short' ? database({ namespace: 'short', url, rawSql: true, statementTimeoutMs: 400 }) : database({ namespace: 'long', url, statementTimeoutMs: 60_000 })
+  const base = await startLoggedGateway(t, [source], dir, (s) => statements.push(s.sql))
   const graphql = async (query: string, signal?: AbortSignal) => {
     const res = await fetch(`${base}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json' }, body: JSON.stringify({ query }), ...(signal ? { signal } : {}) })
     return { status: res.status, body: (await res.json()) as Json }

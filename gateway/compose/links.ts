@@ -250,8 +250,12 @@ function conform(type: GraphQLInputType, value: unknown, separator: string): unk
   return value
 }
 
-/** Reads a leaf field of an object returned by a source: its property, else the field's own resolver (REST renames). */
-async function readField(type: GraphQLObjectType, obj: unknown, name: string, context: unknown, info: GraphQLResolveInfo): Promise<unknown> {
+/**
+ * Reads a leaf field of an object returned by a source: its property (returned as it is, without a
+ * promise: the common case), else the field's own resolver's value or promise (REST renames), else
+ * undefined.
+ */
+function readField(type: GraphQLObjectType, obj: unknown, name: string, context: unknown, info: GraphQLResolveInfo): unknown {
   if (obj === null || typeof obj !== 'object') return undefined
   const own = (obj as Record<string, unknown>)[name]
   if (own !== undefined) return own
@@ -322,14 +326,13 @@ function callTarget(link: CompiledLink, args: Record<string, unknown>, info: Gra
   })
 }
 
-interface Waiter {
-  resolve(v: unknown): void
-  reject(e: unknown): void
-}
 interface Entry {
   /** The key (batch) or the argument object. */
   value: unknown
-  waiters: Waiter[]
+  /** The value of every parent with this key or argument object (one promise, however many parents). */
+  promise: Promise<unknown>
+  resolve(v: unknown): void
+  reject(e: unknown): void
 }
 interface Pending {
   entries: Map<string, Entry>
@@ -371,11 +374,16 @@ function enqueue(link: CompiledLink, context: unknown, info: GraphQLResolveInfo,
     )
   }
   const entries = pending.entries
-  return new Promise((resolve, reject) => {
-    let e = entries.get(dedupKey)
-    if (!e) entries.set(dedupKey, (e = { value, waiters: [] }))
-    e.waiters.push({ resolve, reject })
+  const known = entries.get(dedupKey)
+  if (known) return known.promise
+  let resolve!: (v: unknown) => void
+  let reject!: (e: unknown) => void
+  const promise = new Promise<unknown>((ok, fail) => {
+    resolve = ok
+    reject = fail
   })
+  entries.set(dedupKey, { value, promise, resolve, reject })
+  return promise
 }
 
 function settle(entries: readonly Entry[], outcome: (e: Entry) => unknown): void {
@@ -384,10 +392,10 @@ function settle(entries: readonly Entry[], outcome: (e: Entry) => unknown): void
     try {
       value = outcome(e)
     } catch (err) {
-      for (const w of e.waiters) w.reject(err)
+      e.reject(err)
       continue
     }
-    for (const w of e.waiters) w.resolve(value)
+    e.resolve(value)
   }
 }
 
@@ -418,7 +426,8 @@ async function flush(link: CompiledLink, pending: Pending): Promise<void> {
       const result = await callTarget(link, args, info, context)
       const byKey = new Map<string, unknown[]>()
       for (const item of Array.isArray(result) ? result : []) {
-        const k = await readField(itemType, item, match, context, info)
+        let k = readField(itemType, item, match, context, info)
+        if (k instanceof Promise) k = await k
         if (k === null || k === undefined) continue
         const list = byKey.get(String(k))
         if (list) list.push(item)
@@ -438,21 +447,25 @@ async function flush(link: CompiledLink, pending: Pending): Promise<void> {
 
 function linkField(link: CompiledLink): GraphQLFieldConfig<unknown, unknown> {
   const { def } = link
-  const resolve = async (parent: unknown, _args: unknown, context: unknown, info: GraphQLResolveInfo): Promise<unknown> => {
-    const parentType = info.parentType
-    if (def.batch) {
-      const key = await readField(parentType, parent, def.batch.key, context, info)
-      if (key === null || key === undefined) return def.many ? [] : null
-      return enqueue(link, context, info, String(key), key)
-    }
+  const batched = (key: unknown, context: unknown, info: GraphQLResolveInfo): unknown => {
+    if (key === null || key === undefined) return def.many ? [] : null
+    return enqueue(link, context, info, String(key), key)
+  }
+  const unbatched = async (parent: unknown, context: unknown, info: GraphQLResolveInfo): Promise<unknown> => {
     const values = new Map<string, unknown>()
     for (const name of link.requires) {
-      const v = await readField(parentType, parent, name, context, info)
+      const v = await readField(info.parentType, parent, name, context, info)
       if (v === null || v === undefined) return null
       values.set(name, v)
     }
     const args = fill(def.args ?? {}, (name) => values.get(name)) as Record<string, unknown>
     return enqueue(link, context, info, JSON.stringify(args), args)
+  }
+  // Synchronous up to the batch's promise when the key is a plain property (one promise per distinct key, not per parent).
+  const resolve = (parent: unknown, _args: unknown, context: unknown, info: GraphQLResolveInfo): unknown => {
+    if (!def.batch) return unbatched(parent, context, info)
+    const key = readField(info.parentType, parent, def.batch.key, context, info)
+    return key instanceof Promise ? key.then((k) => batched(k, context, info)) : batched(key, context, info)
   }
   const extension: LinkFieldExtension = { requires: link.requires }
   return {

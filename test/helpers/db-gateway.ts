@@ -10,6 +10,7 @@ import { pino } from 'pino'
 import { resolveConfig, type database } from '../../gateway/config/index.js'
 import { createGateway } from '../../gateway/runtime.js'
 import { buildApp } from '../../gateway/http/app.js'
+import { sqlLog } from './sql-log.js'
 
 /** A GraphQL answer: HTTP status and JSON body. */
 export interface Answer {
@@ -44,4 +45,33 @@ export async function startDatabaseGateway(t: Test, datasources: ReturnType<type
       return { status: res.status, body: (await res.json()) as Answer['body'] }
     },
   }
+}
+
+/** One statement from a database source's debug `sql` log line. */
+export interface LoggedStatement {
+  sql: string
+  /** SQLite files only: true when it ran in a worker process, false on the gateway's own connection. */
+  worker?: boolean
+}
+
+/**
+ * Starts the gateway for `datasources` with the stored operations of `dir` (which also holds
+ * `generated/`), logging at debug level, and serves it on 127.0.0.1; closed at `t`'s teardown
+ * (open keep-alive sockets are cut, so that aborted fetches do not hold `close()`).
+ * @param onStatement called with every statement a database source logs (msg `sql`)
+ * @returns the base URL, `http://127.0.0.1:<port>`
+ */
+export async function startLoggedGateway(t: Test, datasources: ReturnType<typeof database>[], dir: string, onStatement: (s: LoggedStatement) => void): Promise<string> {
+  const { stream } = sqlLog(onStatement)
+  const config = resolveConfig({ datasources, operations: { dir }, generatedDir: join(dir, 'generated'), server: { logLevel: 'debug' } })
+  const gateway = await createGateway(config, { logger: pino({ level: 'debug' }, stream), cwd: dir })
+  t.teardown(() => gateway.close())
+  const app = await buildApp(gateway, { logger: false })
+  t.teardown(async () => {
+    app.server.closeAllConnections()
+    await app.close()
+  })
+  await app.listen({ host: '127.0.0.1', port: 0 })
+  const address = app.server.address()
+  return `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`
 }

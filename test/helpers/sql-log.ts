@@ -4,15 +4,20 @@
  */
 import { Writable } from 'node:stream'
 
-/** `stream` for `pino({ level: 'debug' }, stream)`; `statements` fills with each statement's SQL, in order. */
-export function sqlLog(): { stream: Writable; statements: string[] } {
+/**
+ * `stream` for `pino({ level: 'debug' }, stream)`; `statements` fills with each statement's SQL, in order, and
+ * `onStatement` (when given) gets each one with its `worker` field (SQLite files: true when it ran in a worker process).
+ */
+export function sqlLog(onStatement?: (s: { sql: string; worker?: boolean }) => void): { stream: Writable; statements: string[] } {
   const statements: string[] = []
   const stream = new Writable({
     write(chunk: Buffer, _enc, cb) {
       for (const line of chunk.toString().split('\n')) {
         if (!line) continue
-        const o = JSON.parse(line) as { msg?: string; sql?: string }
-        if (o.msg === 'sql' && o.sql) statements.push(o.sql)
+        const o = JSON.parse(line) as { msg?: string; sql?: string; worker?: boolean }
+        if (o.msg !== 'sql' || !o.sql) continue
+        statements.push(o.sql)
+        onStatement?.({ sql: o.sql, ...(o.worker !== undefined ? { worker: o.worker } : {}) })
       }
       cb()
     },

@@ -51,7 +51,7 @@ import type { Vars } from './compiler/frag.js'
 import { EXT, compileList, compileUnique, modelOfType, toPlan, type Ctx, type ReadPlan } from './compiler/read.js'
 import type { Model } from './compiler/registry.js'
 import { cancelWatchOf } from './compiler/db.js'
-import { bindAll, cheapPlans, markCheap, type Runtime } from './resolvers.js'
+import { bindAll, isCheap, markBounded, markCheap, type Runtime } from './resolvers.js'
 import { chargeResult, resultRoom, textLength } from '../../result-budget.js'
 
 /**
@@ -210,7 +210,7 @@ export function createDirectCompiler(rt: Runtime, model: Model, kind: DirectFiel
         }
         try {
           const db = rt.db()
-          const cheap = cheapPlans.has(plan)
+          const cheap = isCheap(db, plan, bindings)
           if (db.inProcess({ cheap })) {
             // SQLite, a cheap plan and an idle connection: no promise hops until the result.
             const now = db.valuesNow(plan.text, bindings)
@@ -320,5 +320,5 @@ function compileRoot(
   // A row filter binds the caller's identity, which a direct run does not carry: GraphQL execution instead.
   if (ctx.rowFiltered) throw new DirectUnsupported('a row filter applies')
   const plan = toPlan(ctx, l.frag, null)
-  return kind === 'findUnique' ? markCheap(ctx, plan) : plan
+  return kind === 'findUnique' ? markCheap(ctx, plan) : markBounded(ctx, model, l, plan)
 }

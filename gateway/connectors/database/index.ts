@@ -206,8 +206,9 @@ export async function createDatabaseSource(options: DatabaseSourceOptions, ctx: 
       return pool ? { used: pool.numUsed(), free: pool.numFree(), pending: pool.numPendingAcquires() } : { used: 0, free: 0, pending: 0 }
     },
   })
-  db.onQuery((sql, bindings) => {
-    if (log.isLevelEnabled('debug')) log.debug({ sql, bindings }, 'sql')
+  db.onQuery((sql, bindings, worker) => {
+    // `worker` (SQLite files only): the statement went to a worker process, not the gateway's own connection.
+    if (log.isLevelEnabled('debug')) log.debug(workers ? { sql, bindings, worker } : { sql, bindings }, 'sql')
   })
   if (log.isLevelEnabled('debug')) {
     // Statements knex sends itself (migrations, introspection).

@@ -13,7 +13,7 @@ import type { SqlDialect } from './compiler/dialect.js'
 import type { Getter, Vars } from './compiler/frag.js'
 import { PlanCache } from './compiler/plan-cache.js'
 import { withAuth } from './compiler/row-filter.js'
-import { compileList, compileUnique, toPlan, type Ctx, type Post, type ReadPlan } from './compiler/read.js'
+import { compileList, compileUnique, toPlan, type CompiledList, type Ctx, type Post, type ReadPlan } from './compiler/read.js'
 import type { Model, Registry } from './compiler/registry.js'
 import { mapDbError } from './db-errors.js'
 import { chargeResult, resultRoom, textLength } from '../../result-budget.js'
@@ -79,9 +79,46 @@ export function markCheap(ctx: Ctx, plan: ReadPlan): ReadPlan {
   return plan
 }
 
+/**
+ * The most rows a bounded read may ask for (its bound LIMIT) and still run in the gateway process
+ * (see {@link boundedReads}).
+ */
+export const MAX_IN_PROCESS_ROWS = 100
+
+/**
+ * Plans that may be cheap depending on their LIMIT: `findMany`/`findFirst` statements of the shape
+ * `SELECT <columns of t0> FROM <table> AS t0 [ORDER BY …] LIMIT ?` (one table alias: no relation
+ * field; no WHERE, cursor or OFFSET: see `CompiledList.limitOnly`), by the model's table name. Such
+ * a statement runs in the gateway process when, at run time, its LIMIT is at most
+ * {@link MAX_IN_PROCESS_ROWS} and SQLite's own query plan shows that it reads at most that many rows
+ * (`Db.boundedScan`: a table, scanned in the order asked, no sort); otherwise in a worker process.
+ */
+export const boundedReads = new WeakMap<ReadPlan, string>()
+
+/** Records `plan` in {@link boundedReads} when `list` is LIMIT-only and the compile context used a single table alias. */
+export function markBounded(ctx: Ctx, model: Model, list: CompiledList, plan: ReadPlan): ReadPlan {
+  if (list.limitOnly && ctx.n <= 1) boundedReads.set(plan, model.table)
+  return plan
+}
+
+/**
+ * True when `plan` bound to `bindings` may run in the gateway process: a {@link cheapPlans} plan, or
+ * a {@link boundedReads} plan whose LIMIT (its last binding) is an integer from 0 to
+ * {@link MAX_IN_PROCESS_ROWS} and whose SQLite query plan is one ordered scan of a table.
+ */
+export function isCheap(db: Db, plan: ReadPlan, bindings: readonly unknown[]): boolean {
+  if (cheapPlans.has(plan)) return true
+  const table = boundedReads.get(plan)
+  if (table === undefined) return false
+  const limit = bindings[bindings.length - 1]
+  if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 0 || limit > MAX_IN_PROCESS_ROWS) return false
+  return db.boundedScan(plan.text, bindings, table)
+}
+
 async function runRead(rt: Runtime, plan: ReadPlan, vars: Vars, context: unknown): Promise<Record<string, unknown>[]> {
-  const bound = rt.reg.rowFilters.size > 0 ? withAuth(vars, context) : vars
-  const rows = await rt.db().values(plan.text, bindAll(plan.params, bound), undefined, { cheap: cheapPlans.has(plan), cancel: cancelWatchOf(context), maxResultChars: resultRoom(context) })
+  const db = rt.db()
+  const bindings = bindAll(plan.params, rt.reg.rowFilters.size > 0 ? withAuth(vars, context) : vars)
+  const rows = await db.values(plan.text, bindings, undefined, { cheap: isCheap(db, plan, bindings), cancel: cancelWatchOf(context), maxResultChars: resultRoom(context) })
   chargeResult(context, textLength(rows))
   return finishRows(rows, plan.post)
 }
@@ -110,7 +147,7 @@ export function makeQueryResolvers(rt: Runtime, model: Model): Record<string, Re
       const plan = first.get(info, () => {
         const ctx = makeCtx(rt, info)
         const l = compileList(ctx, model, returnObject(info), info.fieldNodes, argsOf(ctx, info), null, 'rows', { first: true })
-        return toPlan(ctx, l.frag, l.post)
+        return markBounded(ctx, model, l, toPlan(ctx, l.frag, l.post))
       })
       return (await runRead(rt, plan, info.variableValues, context))[0] ?? null
     },
@@ -118,7 +155,7 @@ export function makeQueryResolvers(rt: Runtime, model: Model): Record<string, Re
       const plan = many.get(info, () => {
         const ctx = makeCtx(rt, info)
         const l = compileList(ctx, model, returnObject(info), info.fieldNodes, argsOf(ctx, info), null, 'rows')
-        return toPlan(ctx, l.frag, l.post)
+        return markBounded(ctx, model, l, toPlan(ctx, l.frag, l.post))
       })
       return runRead(rt, plan, info.variableValues, context)
     },

@@ -109,8 +109,12 @@ function onDisconnect(res: ResponseLike, fn: () => void): () => void {
   return () => void fns.delete(fn)
 }
 
-/** Called with every statement sent, before it is sent. */
-export type QueryListener = (sql: string, bindings: readonly unknown[]) => void
+/**
+ * Called with every statement sent, before it is sent. `worker` is true when the statement goes to a
+ * SQLite worker process, false when it runs on a connection of the gateway process (every statement
+ * of PostgreSQL and MySQL/MariaDB, in-memory SQLite, and SQLite's cheap reads).
+ */
+export type QueryListener = (sql: string, bindings: readonly unknown[], worker: boolean) => void
 
 /** The result of a statement run for its rows or its effect. */
 export interface ExecResult {
@@ -140,6 +144,12 @@ interface MysqlConnection {
 
 const MAX_CACHED_STATEMENTS = 1000
 
+/** How often {@link Db.boundedScan} reads `PRAGMA schema_version` (itself a statement: not on every call), in milliseconds. */
+const SCHEMA_RECHECK_MS = 1000
+
+/** The one line of SQLite's `EXPLAIN QUERY PLAN` of a read that stops after LIMIT rows (see {@link Db.boundedScan}). */
+const BOUNDED_SCAN = /^SCAN t0(?: USING (?:COVERING )?INDEX [^\s()]+)?$/
+
 /** The session's SQL mode plus `STRICT_ALL_TABLES` (MySQL/MariaDB), set on every pooled connection. */
 const MYSQL_STRICT_MODE = "CONCAT_WS(',', NULLIF(@@SESSION.sql_mode, ''), 'STRICT_ALL_TABLES')"
 
@@ -158,6 +168,11 @@ export class Db {
   private readonly pgNames = new Map<string, string>()
   /** Connections whose session is set up (statement timeout, MySQL's group_concat_max_len). */
   private readonly sessionReady = new WeakSet<object>()
+  /** SQLite: {@link boundedScan}'s verdicts by SQL text, valid for {@link scanSchemaVersion}. */
+  private readonly scanVerdicts = new Map<string, boolean>()
+  private scanSchemaVersion: unknown
+  /** When {@link scanSchemaVersion} was last read (`Date.now()`). */
+  private scanSchemaCheckedAt = 0
   /** SQLite: the pooled connection last used for a read without the pool (its statement cache is warm). */
   private sqliteIdle: SqliteConnection | undefined
 
@@ -211,8 +226,8 @@ export class Db {
     return () => this.listeners.delete(listener)
   }
 
-  private notify(sql: string, bindings: readonly unknown[]): void {
-    for (const l of this.listeners) l(sql, bindings)
+  private notify(sql: string, bindings: readonly unknown[], worker: boolean): void {
+    for (const l of this.listeners) l(sql, bindings, worker)
   }
 
   /**
@@ -320,7 +335,7 @@ export class Db {
    */
   async execute(sql: string, bindings: readonly unknown[], cancel?: CancelWatch): Promise<ExecResult> {
     if (this.workers) {
-      this.notify(sql, bindings)
+      this.notify(sql, bindings, true)
       return (await this.timed(sql, () => this.workers!.run({ mode: 'exec', sql, bindings }, cancel))) as SqliteExecResult
     }
     return this.withConnection((conn) => this.exec(conn, sql, bindings, cancel))
@@ -345,6 +360,49 @@ export class Db {
   }
 
   /**
+   * SQLite files (with worker processes) only: true when SQLite's query plan of `sql` (one of the
+   * compiler's LIMIT-only reads, see `boundedReads` in ../resolvers.ts) shows that it reads at most
+   * LIMIT rows of `table`, so that it may run in the gateway process. That is: `table` is an
+   * ordinary table (not a view, whose query could be anything), and `EXPLAIN QUERY PLAN` has one
+   * line, `SCAN t0` or `SCAN t0 USING [COVERING] INDEX <name>` — a scan in the order asked, which the
+   * LIMIT stops — and nothing else: no `USE TEMP B-TREE` (a sort of every row before the first is
+   * returned), no subquery, no virtual table, no other table. The verdict is cached by SQL text
+   * until the schema changes (`PRAGMA schema_version`, read at most once a second). False when no connection is idle (the
+   * statement then goes to a worker, as any other). Never reported to {@link onQuery} listeners.
+   */
+  boundedScan(sql: string, bindings: readonly unknown[], table: string): boolean {
+    if (this.dialect !== 'sqlite' || !this.workers) return false
+    const idle = this.idleSqliteConnection()
+    if (!idle) return false
+    const now = Date.now()
+    if (now - this.scanSchemaCheckedAt >= SCHEMA_RECHECK_MS) {
+      // A schema change (an index dropped, a table replaced by a view) may change the plans.
+      this.scanSchemaCheckedAt = now
+      const version = this.sqliteStatement(idle, 'PRAGMA schema_version', true).all()[0]
+      if (version !== this.scanSchemaVersion) {
+        this.scanVerdicts.clear()
+        this.scanSchemaVersion = version
+      }
+    }
+    let verdict = this.scanVerdicts.get(sql)
+    if (verdict === undefined) {
+      verdict = false
+      try {
+        const type = this.sqliteStatement(idle, 'SELECT type FROM sqlite_schema WHERE name = ? COLLATE NOCASE', true).all(table)
+        if (type.length === 1 && type[0] === 'table') {
+          const plan = idle.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...bindings) as { detail?: unknown }[]
+          verdict = plan.length === 1 && typeof plan[0]!.detail === 'string' && BOUNDED_SCAN.test(plan[0]!.detail)
+        }
+      } catch {
+        // Not explainable here: a worker runs it.
+      }
+      if (this.scanVerdicts.size >= MAX_CACHED_STATEMENTS) this.scanVerdicts.clear()
+      this.scanVerdicts.set(sql, verdict)
+    }
+    return verdict
+  }
+
+  /**
    * SQLite only: runs a one-column read synchronously on an idle pooled connection (see
    * {@link idleSqliteConnection}) and returns the column's values, or undefined when no connection is
    * idle (or the engine is not SQLite): then use {@link values}.
@@ -355,7 +413,7 @@ export class Db {
     // Only cheap statements may run here; the caller says which (see RunOptions.cheap).
     const idle = this.idleSqliteConnection()
     if (!idle) return undefined
-    this.notify(sql, bindings)
+    this.notify(sql, bindings, false)
     return this.timedSync(sql, () => this.sqliteStatement(idle, sql, true).all(...bindings))
   }
 
@@ -399,7 +457,7 @@ export class Db {
   async values(sql: string, bindings: unknown[], conn?: unknown, options?: RunOptions): Promise<unknown[]> {
     if (conn === undefined) {
       if (this.workers && options?.cheap !== true) {
-        this.notify(sql, bindings)
+        this.notify(sql, bindings, true)
         return (await this.timed(sql, () => this.workers!.run({ mode: 'values', sql, bindings, ...(options?.maxResultChars !== undefined ? { maxChars: options.maxResultChars } : {}) }, options?.cancel))) as unknown[]
       }
       if (this.dialect === 'sqlite') {
@@ -408,7 +466,7 @@ export class Db {
         // better-sqlite3 is synchronous: hold the connection only for the call.
         const c = await this.acquire()
         try {
-          this.notify(sql, bindings)
+          this.notify(sql, bindings, false)
           return this.timedSync(sql, () => this.sqliteStatement(c as SqliteConnection, sql, true).all(...bindings))
         } finally {
           await this.release(c)
@@ -416,7 +474,7 @@ export class Db {
       }
       return this.withConnection((c) => this.values(sql, bindings, c, options))
     }
-    this.notify(sql, bindings)
+    this.notify(sql, bindings, isHeldWorker(conn))
     switch (this.dialect) {
       case 'sqlite':
         if (isHeldWorker(conn)) return (await this.timed(sql, () => this.workers!.runOn(conn, { mode: 'values', sql, bindings }, options?.cancel))) as unknown[]
@@ -520,7 +578,7 @@ export class Db {
    * @throws `TRB_ERR_DB_TIMEOUT`, `TRB_ERR_DB_CANCELLED`, or the driver's error
    */
   async exec(conn: unknown, sql: string, bindings: readonly unknown[], cancel?: CancelWatch): Promise<ExecResult> {
-    this.notify(sql, bindings)
+    this.notify(sql, bindings, isHeldWorker(conn))
     switch (this.dialect) {
       case 'sqlite': {
         if (isHeldWorker(conn)) return (await this.timed(sql, () => this.workers!.runOn(conn, { mode: 'exec', sql, bindings }, cancel))) as SqliteExecResult

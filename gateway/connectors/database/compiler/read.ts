@@ -725,6 +725,20 @@ export interface ListEmitter {
   arrayAgg(expr: string, orderBy: readonly string[], limit?: string): string
 }
 
+/** The result of {@link compileList}. */
+export interface CompiledList {
+  frag: Frag
+  post: Post | null
+  /**
+   * `rows` mode only: the statement is `SELECT … FROM <the model's table> AS t0 [ORDER BY …] LIMIT ?`
+   * with no WHERE (no filter, cursor, correlation or unique condition), no OFFSET, no DISTINCT and
+   * no other FROM item, and its last parameter is the LIMIT. Relation fields may still add
+   * subqueries: the caller checks the plan's table aliases (`Ctx.n`). See `boundedReads` in
+   * ../resolvers.ts.
+   */
+  limitOnly?: true
+}
+
 /**
  * Compiles a list of rows of `model` with `where orderBy cursor take skip distinct`. Without `take`
  * (and without `first`/`unordered`) the list is limited to the source's `maxTake` rows.
@@ -740,7 +754,7 @@ export function compileList(
   correlate: ((alias: string) => Frag) | null,
   mode: 'rows' | 'agg',
   opts: ListOptions = {},
-): { frag: Frag; post: Post | null } {
+): CompiledList {
   const d = ctx.d
   const tableRef = d.table(model.table)
   if (opts.from && mode !== 'rows') throw new Error('compileList: `from` needs rows mode')
@@ -793,7 +807,9 @@ export function compileList(
     })
     if (mode === 'rows') {
       const ob = order.length ? sql` ORDER BY ${join(order, ', ')}` : raw('')
-      return { frag: sql`SELECT ${obj.json} AS j FROM ${fromRef} AS ${r}${whereSql}${ob}${limitSql()}`, post: obj.post }
+      const frag = sql`SELECT ${obj.json} AS j FROM ${fromRef} AS ${r}${whereSql}${ob}${limitSql()}`
+      const limitOnly = conds.length === 0 && take !== undefined && skip === undefined && opts.from === undefined
+      return limitOnly ? { frag, post: obj.post, limitOnly } : { frag, post: obj.post }
     }
     const aggLimit = needsLimit ? limitSql() : raw('')
     const agg = arrayAgg(obj.json.s, order.map((o) => o.s), aggLimit.s)
