@@ -214,7 +214,10 @@ export function createDirectCompiler(rt: Runtime, model: Model, kind: DirectFiel
           if (db.inProcess({ cheap })) {
             // SQLite, a cheap plan and an idle connection: no promise hops until the result.
             const now = db.valuesNow(plan.text, bindings)
-            if (now) return Promise.resolve(finish(now))
+            if (now) {
+              chargeResult(context, textLength(now))
+              return Promise.resolve(finish(now))
+            }
           }
           return db.values(plan.text, bindings, undefined, { cheap, cancel: cancelWatchOf(context), maxResultChars: resultRoom(context) }).then((rows) => {
             chargeResult(context, textLength(rows))
