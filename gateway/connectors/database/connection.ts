@@ -177,6 +177,21 @@ export function parsePgUtcTimestamp(text: string): Date | string {
 
 const asText = (value: string): string => value
 
+/** PostgreSQL type oids of `json` and `jsonb`. */
+const PG_JSON_OIDS: ReadonlySet<number> = new Set([114, 3802])
+
+/**
+ * pg `types` for the compiler's JSON reads (per query, see compiler/db.ts `values`): `json`/`jsonb`
+ * values stay text, as SQLite and MariaDB return them, so a direct plan sends the engine's JSON
+ * text as is and the resolvers parse it once (pg's parse followed by a re-serialisation measured a
+ * third of the gateway's busy time under large PostgreSQL results). Every other type as
+ * {@link pgTypes} reads it.
+ */
+export const pgJsonAsText: pg.CustomTypesConfig = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+    (format === undefined || format === 'text') && PG_JSON_OIDS.has(oid) ? asText : pgTypes.getTypeParser(oid as never, format as never)) as pg.CustomTypesConfig['getTypeParser'],
+}
+
 /** pg `types` for our connections only (the global pg type registry is left alone). */
 const pgTypes: pg.CustomTypesConfig = {
   getTypeParser: ((oid: number, format?: 'text' | 'binary') => {

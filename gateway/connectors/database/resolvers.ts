@@ -45,7 +45,7 @@ export function bindAll(params: readonly Getter[], vars: Vars, extra: readonly u
   return out
 }
 
-/** Parses JSON rows (strings from SQLite/MariaDB, values from pg/MySQL) and applies the plan's post-processing. */
+/** Parses JSON rows (strings from SQLite, MariaDB and PostgreSQL, values from MySQL) and applies the plan's post-processing. */
 export function finishRows(rows: unknown[], post: Post | null): Record<string, unknown>[] {
   let out: Record<string, unknown>[]
   if (rows.length > 0 && typeof rows[0] === 'string') {

@@ -22,6 +22,7 @@ import { DbCancelledError, DbTimeoutError, isTributaryError } from '../../../err
 import type { Dialect } from '../model.js'
 import { isHeldWorker, type CancelWatch, type SqliteExecResult, type SqliteWorkers } from '../sqlite-workers.js'
 import { startStatement } from '../../../observability/probes.js'
+import { pgJsonAsText } from '../connection.js'
 
 export type { CancelWatch } from '../sqlite-workers.js'
 
@@ -135,7 +136,7 @@ interface SqliteConnection {
 }
 interface PgConnection {
   processID?: number
-  query(config: { text: string; values?: unknown[]; name?: string; rowMode?: 'array' }): Promise<{ rows: unknown[]; rowCount: number | null }>
+  query(config: { text: string; values?: unknown[]; name?: string; rowMode?: 'array'; types?: typeof pgJsonAsText }): Promise<{ rows: unknown[]; rowCount: number | null }>
 }
 interface MysqlConnection {
   threadId?: number
@@ -480,7 +481,7 @@ export class Db {
         if (isHeldWorker(conn)) return (await this.timed(sql, () => this.workers!.runOn(conn, { mode: 'values', sql, bindings }, options?.cancel))) as unknown[]
         return this.timedSync(sql, () => this.sqliteStatement(conn as SqliteConnection, sql, true).all(...bindings))
       case 'postgres': {
-        const res = await this.timed(sql, () => this.guard(conn, options?.cancel, () => (conn as PgConnection).query({ text: sql, values: bindings, name: this.pgName(sql), rowMode: 'array' })))
+        const res = await this.timed(sql, () => this.guard(conn, options?.cancel, () => (conn as PgConnection).query({ text: sql, values: bindings, name: this.pgName(sql), rowMode: 'array', types: pgJsonAsText })))
         return (res.rows as unknown[][]).map((r) => r[0])
       }
       default: {
