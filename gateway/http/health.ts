@@ -6,7 +6,8 @@
  *   and Redis answer within `server.healthTimeoutMs` (80 ms by default, so the endpoint answers in about
  *   that long at worst); else 503 with `"status":"unready"` and what is down. Once shutdown began
  *   ({@link startDraining}), 503 `"status":"draining"` without probing.
- * - `GET /health` (kept as it was): 200 `{"status":"ok"|"degraded","sources":{...}}`.
+ * - `GET /health`: 200 `{"status":"ok"|"degraded","sources":{...}}`, each source probed within
+ *   `server.healthTimeoutMs` too (one that has not answered by then is `down`, and the status `degraded`).
  */
 import type { FastifyInstance } from 'fastify'
 import type { SourceHealth } from '../connectors/types.js'
@@ -25,12 +26,23 @@ function within<T>(promise: Promise<T>, ms: number, fallback: T): Promise<T> {
   return Promise.race([promise.catch(() => fallback), new Promise<T>((resolve) => (timer = setTimeout(() => resolve(fallback), ms)))]).finally(() => clearTimeout(timer))
 }
 
+/**
+ * Probes every source at once, each bounded by `timeoutMs`: a source that has not answered by then
+ * (a database busy with heavy statements, an upstream that hangs) counts as down.
+ * @returns `[source name, health]` pairs, in the sources' order.
+ */
+function probeSources(sources: GatewayHolder['current']['sources'], timeoutMs: number): Promise<(readonly [string, SourceHealth])[]> {
+  const down: SourceHealth = { status: 'down', message: `no answer within ${timeoutMs} ms` }
+  return Promise.all(sources.map(async (s) => [s.name, await within(s.subschema.health(), timeoutMs, down)] as const))
+}
+
 /** Registers `/health`, `/health/live` and `/health/ready` and decorates `app.readiness`. */
 export function registerHealthRoutes(app: FastifyInstance, holder: GatewayHolder): void {
   app.decorate('readiness', { draining: false })
 
   app.get('/health', async (_request, reply) => {
-    const sources = await holder.current.health()
+    const gateway = holder.current
+    const sources = Object.fromEntries(await probeSources(gateway.sources, gateway.config.server.healthTimeoutMs))
     const up = Object.values(sources).every((s) => s.status === 'up')
     return reply.code(200).send({ status: up ? 'ok' : 'degraded', sources })
   })
@@ -42,9 +54,8 @@ export function registerHealthRoutes(app: FastifyInstance, holder: GatewayHolder
     if (app.readiness.draining) return reply.code(503).send({ status: 'draining' })
     const timeout = holder.current.config.server.healthTimeoutMs
     const gateway = holder.current
-    const down: SourceHealth = { status: 'down', message: `no answer within ${timeout} ms` }
     const [entries, redis] = await Promise.all([
-      Promise.all(gateway.sources.map(async (s) => [s.name, await within(s.subschema.health(), timeout, down)] as const)),
+      probeSources(gateway.sources, timeout),
       holder.cluster.kind === 'memory' ? Promise.resolve('memory' as const) : within(holder.cluster.ping(timeout), timeout, false).then((ok) => (ok ? 'up' as const : 'down' as const)),
     ])
     const sources = Object.fromEntries(entries)
