@@ -25,10 +25,9 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
-import { pino } from 'pino'
 import { database, resolveConfig, type RunMode } from '../gateway/config/index.js'
-import { createGateway, type Gateway } from '../gateway/runtime.js'
-import { buildApp } from '../gateway/http/app.js'
+import type { Gateway } from '../gateway/runtime.js'
+import { serveGateway } from '../test/helpers/serve.js'
 import { startDemo } from '../test/helpers/demo.js'
 import { createDocumentFuzzer, createRandom, operationRequest, type GraphQLRequestBody, type Random } from './generate.js'
 
@@ -183,13 +182,8 @@ export async function startChinookTarget(t: Teardowns, mode: RunMode): Promise<F
     operations: { dir: join(root, 'examples/chinook/operations') },
     generatedDir: join(dir, 'generated'),
   })
-  const gateway = await createGateway(config, { logger: pino({ level: 'silent' }) })
-  t.teardown(() => gateway.close())
-  const app = await buildApp(gateway, { logger: false })
-  t.teardown(() => app.close())
-  await app.listen({ host: '127.0.0.1', port: 0 })
-  const a = app.server.address()
-  return { name: `chinook/${mode}`, mode, url: `http://127.0.0.1:${typeof a === 'object' && a ? a.port : 0}`, gateway }
+  const { url, gateway } = await serveGateway(t, config)
+  return { name: `chinook/${mode}`, mode, url, gateway }
 }
 
 /** Forces a full garbage collection (exposing `gc` on demand), then returns RSS in bytes. */

@@ -9,12 +9,10 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import WebSocket from 'ws'
-import { pino } from 'pino'
 import { GraphQLError } from 'graphql'
 import { createPubSub } from '@graphql-yoga/subscription'
 import { resolveConfig, schema, type TributaryConfigInput } from '../gateway/config/index.js'
-import { createGateway } from '../gateway/runtime.js'
-import { buildApp } from '../gateway/http/app.js'
+import { serveGateway } from './helpers/serve.js'
 import { mint } from './helpers/auth.js'
 import { SLOW_SOCKET_BYTES } from '../gateway/http/shared-subscriptions.js'
 
@@ -86,14 +84,8 @@ async function startGateway(t: Test, override: Partial<TributaryConfigInput> = {
     generatedDir: join(dir, 'generated'),
     ...override,
   })
-  const gateway = await createGateway(config, { logger: pino({ level: 'silent' }) })
-  t.teardown(() => gateway.close())
-  const app = await buildApp(gateway, { logger: false })
-  t.teardown(() => app.close())
-  await app.listen({ host: '127.0.0.1', port: 0 })
-  const a = app.server.address()
-  const url = `ws://127.0.0.1:${typeof a === 'object' && a ? a.port : 0}/graphql`
-  return { url, counters, publish: (room, n) => pubsub.publish(`tick:${room}`, { n }) }
+  const { url } = await serveGateway(t, config)
+  return { url: `${url.replace(/^http/, 'ws')}/graphql`, counters, publish: (room, n) => pubsub.publish(`tick:${room}`, { n }) }
 }
 
 /** A graphql-transport-ws message as received. */

@@ -8,11 +8,8 @@ import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { SignJWT, exportJWK, generateKeyPair, type CryptoKey, type JWK, type JWTPayload } from 'jose'
-import { pino } from 'pino'
-import type { FastifyInstance } from 'fastify'
 import { resolveConfig, schema, type TributaryConfigInput } from '../../gateway/config/index.js'
-import { createGateway, type Gateway } from '../../gateway/runtime.js'
-import { buildApp } from '../../gateway/http/app.js'
+import { serveGateway, type ServedGateway } from './serve.js'
 
 interface Teardown {
   teardown(fn: () => unknown): void
@@ -100,11 +97,7 @@ const resolvers = {
 }
 
 /** What {@link startAuthGateway} returns. */
-export interface AuthGateway {
-  app: FastifyInstance
-  gateway: Gateway
-  url: string
-}
+export type AuthGateway = ServedGateway
 
 /**
  * A listening gateway over {@link AUTH_TEST_TYPEDEFS} with the given `auth` config and stored
@@ -125,11 +118,6 @@ export async function startAuthGateway(t: Teardown, auth: TributaryConfigInput['
     ...(auth ? { auth } : {}),
     ...override,
   })
-  const gateway = await createGateway(config, { logger: pino({ level: 'silent' }) })
-  t.teardown(() => gateway.close())
-  const app = await buildApp(gateway, { logger: false })
-  t.teardown(() => app.close())
-  await app.listen({ host: '127.0.0.1', port: 0 })
-  const a = app.server.address()
-  return { app, gateway, url: `http://127.0.0.1:${typeof a === 'object' && a ? a.port : 0}` }
+  const { app, gateway, url } = await serveGateway(t, config)
+  return { app, gateway, url }
 }

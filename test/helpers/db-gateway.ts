@@ -8,8 +8,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { pino } from 'pino'
 import { resolveConfig, type database } from '../../gateway/config/index.js'
-import { createGateway } from '../../gateway/runtime.js'
-import { buildApp } from '../../gateway/http/app.js'
+import { serveGateway } from './serve.js'
 import { sqlLog } from './sql-log.js'
 
 /** A GraphQL answer: HTTP status and JSON body. */
@@ -32,13 +31,8 @@ export async function startDatabaseGateway(t: Test, datasources: ReturnType<type
     mode: 'production',
     graphql: { allowArbitraryOperationsInProduction: true },
   })
-  const gateway = await createGateway(config, { logger: pino({ level: 'silent' }) })
-  t.teardown(() => gateway.close())
-  const app = await buildApp(gateway, { logger: false })
-  t.teardown(() => app.close())
-  await app.listen({ host: '127.0.0.1', port: 0 })
-  const address = app.server.address()
-  const url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}/graphql`
+  const { url: base } = await serveGateway(t, config)
+  const url = `${base}/graphql`
   return {
     async gql(query, variables) {
       const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query, variables }) })
@@ -64,14 +58,5 @@ export interface LoggedStatement {
 export async function startLoggedGateway(t: Test, datasources: ReturnType<typeof database>[], dir: string, onStatement: (s: LoggedStatement) => void): Promise<string> {
   const { stream } = sqlLog(onStatement)
   const config = resolveConfig({ datasources, operations: { dir }, generatedDir: join(dir, 'generated'), server: { logLevel: 'debug' } })
-  const gateway = await createGateway(config, { logger: pino({ level: 'debug' }, stream), cwd: dir })
-  t.teardown(() => gateway.close())
-  const app = await buildApp(gateway, { logger: false })
-  t.teardown(async () => {
-    app.server.closeAllConnections()
-    await app.close()
-  })
-  await app.listen({ host: '127.0.0.1', port: 0 })
-  const address = app.server.address()
-  return `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`
+  return (await serveGateway(t, config, { logger: pino({ level: 'debug' }, stream), cwd: dir })).url
 }
