@@ -26,14 +26,32 @@ function within<T>(promise: Promise<T>, ms: number, fallback: T): Promise<T> {
   return Promise.race([promise.catch(() => fallback), new Promise<T>((resolve) => (timer = setTimeout(() => resolve(fallback), ms)))]).finally(() => clearTimeout(timer))
 }
 
+/** The probe of each source now in flight, shared by every health request that arrives meanwhile. */
+const inFlight = new WeakMap<object, Promise<SourceHealth>>()
+
+/**
+ * One source's health, from the probe already in flight for it when there is one: however many
+ * health requests arrive at once (a load balancer, or a client flooding `/health`), each source gets
+ * at most one probe at a time.
+ */
+function sharedProbe(subschema: GatewayHolder['current']['sources'][number]['subschema']): Promise<SourceHealth> {
+  let probe = inFlight.get(subschema)
+  if (!probe) {
+    probe = subschema.health().finally(() => inFlight.delete(subschema))
+    inFlight.set(subschema, probe)
+  }
+  return probe
+}
+
 /**
  * Probes every source at once, each bounded by `timeoutMs`: a source that has not answered by then
- * (a database busy with heavy statements, an upstream that hangs) counts as down.
+ * (a database busy with heavy statements, an upstream that hangs) counts as down. Concurrent callers
+ * share each source's probe ({@link sharedProbe}).
  * @returns `[source name, health]` pairs, in the sources' order.
  */
 function probeSources(sources: GatewayHolder['current']['sources'], timeoutMs: number): Promise<(readonly [string, SourceHealth])[]> {
   const down: SourceHealth = { status: 'down', message: `no answer within ${timeoutMs} ms` }
-  return Promise.all(sources.map(async (s) => [s.name, await within(s.subschema.health(), timeoutMs, down)] as const))
+  return Promise.all(sources.map(async (s) => [s.name, await within(sharedProbe(s.subschema), timeoutMs, down)] as const))
 }
 
 /** Registers `/health`, `/health/live` and `/health/ready` and decorates `app.readiness`. */
