@@ -11,6 +11,7 @@
  *   ONLY="CPU: " node bench/linked-path.mjs          # only the lines whose label contains the text
  *   VARIANTS=1 node bench/linked-path.mjs            # also the link with stubbed resolvers/targets
  *   CONC=1,5,50 ONLY=CONC node bench/linked-path.mjs # CPU per call at several concurrencies
+ *   PROFILE_SECONDS=10 node --cpu-prof bench/linked-path.mjs  # only the linked query (QUERY=… for another), 50 in flight
  *
  * Uses a temp copy of examples/chinook/chinook.sqlite; starts the countries API as its own process.
  */
@@ -55,6 +56,31 @@ const config = await loadConfigFile(join(root, 'examples/federation/config.ts'))
 
 const gateway = await createGateway(config, { logger })
 const op = gateway.operations.get('CustomersWithCountry')
+
+// PROFILE_SECONDS=<s>: only the linked query through graphql-jit, 50 in flight, for a CPU profile of that work.
+if (process.env.PROFILE_SECONDS) {
+  const { parse } = await import('graphql')
+  const { compileQuery } = await import('graphql-jit')
+  const source = process.env.QUERY ?? '{ chinook_findManyCustomer(take: 50, orderBy: [{ customerId: asc }]) { customerId firstName lastName countryInfo { capital currency } } }'
+  const compiled = compileQuery(gateway.schema, parse(source))
+  if (!('query' in compiled)) throw new Error(JSON.stringify(compiled))
+  let calls = 0
+  const c0 = process.cpuUsage()
+  const end = Date.now() + Number(process.env.PROFILE_SECONDS) * 1000
+  await Promise.all(Array.from({ length: 50 }, async () => {
+    while (Date.now() < end) {
+      const r = await compiled.query(undefined, { headers: {} }, {})
+      if (r.errors) throw new Error(JSON.stringify(r.errors))
+      calls++
+    }
+  }))
+  const c = process.cpuUsage(c0)
+  process.stdout.write(`${calls} calls in ${process.env.PROFILE_SECONDS} s: ${((c.user + c.system) / calls).toFixed(1)} µs CPU per call\n`)
+  await gateway.close()
+  await countries.stop()
+  rmSync(work, { recursive: true, force: true })
+  process.exit(0)
+}
 
 const only = process.env.ONLY
 async function time(label, fn, n = N) {

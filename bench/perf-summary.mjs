@@ -42,11 +42,13 @@ function leafKind(sym, dso) {
 /**
  * Parses `perf script -F comm,tid,ip,sym,dso` text (a header line `comm tid`, then one frame per
  * line, leaf first); `mainTid` keeps only that thread's samples (the JS thread).
- * @returns { samples, otherThreads, functions, groups, leaves }, each row { name, n, pct }
+ * @returns { samples, otherThreads, functions, inclusive, groups, leaves }, each row { name, n, pct }
+ *   (`inclusive`: samples with the function anywhere on the stack)
  */
 export function summarisePerfScript(text, { top = 40, mainTid } = {}) {
   let otherThreads = 0
   const fns = new Map()
+  const inclusive = new Map()
   const groups = new Map()
   const leaves = new Map()
   let samples = 0
@@ -68,10 +70,13 @@ export function summarisePerfScript(text, { top = 40, mainTid } = {}) {
     const js = frames.find((f) => f.sym.startsWith('JS:') || f.sym.startsWith('LazyCompile:'))
     const name = js ? js.sym.replace(/^(JS|LazyCompile):[*~^]?/, '').replace(/file:\/\/|\/work\/main\//g, '') : '(no JS frame: event loop, GC, native)'
     add(fns, name)
+    const onStack = new Set()
+    for (const f of frames) if (f.sym.startsWith('JS:') || f.sym.startsWith('LazyCompile:')) onStack.add(f.sym.replace(/^(JS|LazyCompile):[*~^]?/, '').replace(/file:\/\/|\/work\/main\//g, ''))
+    for (const n of onStack) add(inclusive, n)
     add(groups, js ? groupOfFrame(js.sym) : '(no JS frame: event loop, GC, native)')
   }
   const rows = (m) => [...m].sort((a, b) => b[1] - a[1]).slice(0, top).map(([name, n]) => ({ name, n, pct: +((100 * n) / samples).toFixed(1) }))
-  return { samples, otherThreads, functions: rows(fns), groups: rows(groups), leaves: rows(leaves) }
+  return { samples, otherThreads, functions: rows(fns), inclusive: rows(inclusive), groups: rows(groups), leaves: rows(leaves) }
 }
 
 /** Renders a summary as text. */
@@ -80,6 +85,10 @@ export function formatPerfSummary(s, title = '') {
   for (const g of s.groups) out.push(`  ${String(g.pct).padStart(5)}%  ${g.name}`)
   out.push('', 'By JS function (self + the builtins, GC, native and kernel work it caused):')
   for (const f of s.functions) out.push(`  ${String(f.pct).padStart(5)}%  ${f.name}`)
+  if (s.inclusive) {
+    out.push('', 'By JS function, inclusive (samples with the function anywhere on the stack):')
+    for (const f of s.inclusive) out.push(`  ${String(f.pct).padStart(5)}%  ${f.name}`)
+  }
   out.push('', 'Leaf frames by kind:')
   for (const f of s.leaves) out.push(`  ${String(f.pct).padStart(5)}%  ${f.name}`)
   return out.join('\n')

@@ -154,6 +154,7 @@ async function copySqlite(src, dest) {
 }
 
 const gatewayNodeArgs = (name) => [
+  ...(process.env.BENCH_GATEWAY_NODE_ARGS ? process.env.BENCH_GATEWAY_NODE_ARGS.split(' ').filter(Boolean) : []),
   ...(options.cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${join(profileDir, name)}`] : []),
   ...(options.perf ? ['--perf-basic-prof', '--interpreted-frames-native-stack'] : []),
 ]
@@ -177,7 +178,7 @@ async function recordPerf(name, pid, seconds) {
   }
   // Summarised by the caller once the load run has ended (perf script is CPU-heavy).
   return () => {
-    const summary = summarisePerfScript(perfScript(file), { top: 45, mainTid: pid })
+    const summary = summarisePerfScript(perfScript(file), { top: 70, mainTid: pid })
     writeFileSync(join(dir, `${name}.summary.json`), JSON.stringify(summary, null, 2))
     ;(results.perf ??= {})[name] = { file, seconds, ...summary }
     say(`\n${formatPerfSummary(summary, `[${name}] perf record of gateway pid ${pid}, ${seconds} s: ${file}\n`)}\n`)

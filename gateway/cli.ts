@@ -1,4 +1,4 @@
-#!/usr/bin/env -S node --disable-proto=throw
+#!/usr/bin/env -S node --disable-proto=throw --max-semi-space-size=32
 /**
  * The `tributary` command (`npx tributary <command> [options]`; `tributary --help` lists them):
  *

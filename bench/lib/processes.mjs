@@ -123,7 +123,18 @@ export function startNode({ name, args, env, ready, timeoutMs = 90_000, onLine }
 }
 
 /**
- * Starts the gateway as `npm start` does: `node dist/gateway/cli.js start [--config <file>]`, with
+ * The node flags that `npm start` runs the gateway with, read from package.json's `scripts.start`
+ * (`node <flags> dist/gateway/cli.js start`), e.g. `['--disable-proto=throw', '--max-semi-space-size=32']`.
+ */
+export const START_NODE_FLAGS = (() => {
+  const start = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).scripts.start
+  const m = /\bnode((?: --\S+)*) dist\/gateway\/cli\.js start/.exec(start)
+  if (!m) throw new Error(`package.json scripts.start does not run node … dist/gateway/cli.js start: ${start}`)
+  return m[1].trim().split(/\s+/).filter(Boolean)
+})()
+
+/**
+ * Starts the gateway as `npm start` does: `node <START_NODE_FLAGS> dist/gateway/cli.js start [--config <file>]`, with
  * the given environment on top of this process' (minus variables that would point it elsewhere).
  * `nodeArgs` go before the script (e.g. `--cpu-prof`), `args` after `start` (e.g. `--workers 2`). Resolves with `{ ...handle, url }` once the
  * startup summary printed its GraphQL URL.
@@ -134,7 +145,7 @@ export async function startGateway({ config, env = {}, nodeArgs = [], args = [],
   const port = await freePort()
   const handle = await startNode({
     name: `gateway${config ? ` (${config})` : ''}`,
-    args: [...nodeArgs, join(root, 'dist/gateway/cli.js'), 'start', ...(config ? ['--config', config] : []), ...args],
+    args: [...START_NODE_FLAGS, ...nodeArgs, join(root, 'dist/gateway/cli.js'), 'start', ...(config ? ['--config', config] : []), ...args],
     env: { ...base, HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'warn', ...env },
     ready: /GraphQL\s+(http:\/\/127\.0\.0\.1:\d+)\/graphql/,
     onLine,
