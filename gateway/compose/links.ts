@@ -314,8 +314,10 @@ function callTarget(link: CompiledLink, args: Record<string, unknown>, info: Gra
     } else if (a.defaultValue !== undefined) coerced[a.name] = a.defaultValue
   }
   const resolve = field.resolve ?? defaultFieldResolver
-  return resolve(info.rootValue ?? {}, coerced, context, {
-    ...pickInfo(info),
+  const targetInfo: GraphQLResolveInfo = {
+    schema: info.schema,
+    fragments: info.fragments,
+    rootValue: info.rootValue,
     operation,
     variableValues,
     fieldName: link.def.target,
@@ -323,7 +325,8 @@ function callTarget(link: CompiledLink, args: Record<string, unknown>, info: Gra
     returnType: field.type,
     parentType: query,
     path: info.path,
-  })
+  }
+  return resolve(info.rootValue ?? {}, coerced, context, targetInfo)
 }
 
 interface Entry {
@@ -415,34 +418,39 @@ async function flush(link: CompiledLink, pending: Pending): Promise<void> {
     })
     return
   }
-  const chunks: Entry[][] = []
-  for (let i = 0; i < entries.length; i += link.maxKeys) chunks.push(entries.slice(i, i + link.maxKeys))
   const query = info.schema.getQueryType()!
   const itemType = getNamedType(query.getFields()[link.def.target]!.type) as GraphQLObjectType
   const match = link.def.batch.match
-  await runLimited(chunks, link.concurrency, async (chunk) => {
+  const many = link.def.many === true
+  const serve = async (chunk: Entry[]): Promise<void> => {
     try {
       const args = fill(link.def.args ?? {}, () => undefined, chunk.map((e) => e.value)) as Record<string, unknown>
       const result = await callTarget(link, args, info, context)
-      const byKey = new Map<string, unknown[]>()
+      // Items by key: every item (many) or the first one.
+      const byKey = new Map<string, unknown>()
       for (const item of Array.isArray(result) ? result : []) {
         let k = readField(itemType, item, match, context, info)
         if (k instanceof Promise) k = await k
         if (k === null || k === undefined) continue
-        const list = byKey.get(String(k))
-        if (list) list.push(item)
-        else byKey.set(String(k), [item])
+        const key = String(k)
+        const known = byKey.get(key)
+        if (!many) {
+          if (known === undefined) byKey.set(key, item)
+        } else if (known) (known as unknown[]).push(item)
+        else byKey.set(key, [item])
       }
-      settle(chunk, (e) => {
-        const items = byKey.get(String(e.value)) ?? []
-        return link.def.many ? items : (items[0] ?? null)
-      })
+      settle(chunk, (e) => byKey.get(String(e.value)) ?? (many ? [] : null))
     } catch (err) {
       settle(chunk, () => {
         throw err
       })
     }
-  })
+  }
+  // One call serves the level (the common case): no chunking, no concurrency limiter.
+  if (entries.length <= link.maxKeys) return serve(entries)
+  const chunks: Entry[][] = []
+  for (let i = 0; i < entries.length; i += link.maxKeys) chunks.push(entries.slice(i, i + link.maxKeys))
+  await runLimited(chunks, link.concurrency, serve)
 }
 
 function linkField(link: CompiledLink): GraphQLFieldConfig<unknown, unknown> {
