@@ -7,13 +7,14 @@
  */
 import t from 'tap'
 import { buildSubgraphSchema } from '@apollo/subgraph'
-import { parse } from 'graphql'
+import { parse, type OperationDefinitionNode } from 'graphql'
 import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { getOperation, postGraphQL, startGateway, startGraphQLUpstream, type GraphQLUpstream } from './helpers/graphql-upstream.js'
 import { defineConfig, federation, resolveConfig } from '../gateway/config/index.js'
 import { sharedScalars } from '../gateway/scalars.js'
+import { isJitSafe } from '../gateway/operations/jit-safety.js'
 
 const LINK = 'extend schema @link(url: "https://specs.apollo.dev/federation/v2.3", import: ["@key", "@external", "@requires", "@shareable"])'
 const PRODUCTS = [
@@ -35,14 +36,16 @@ function productsSubgraph() {
   return subgraph(
     `scalar DateTime
      type Product @key(fields: "upc") { upc: String! name: String! price: Int! releasedAt: DateTime! }
-     type Query { topProducts(first: Int = 5): [Product!]! product(upc: String!): Product releasedSince(after: DateTime!): [Product!]! }`,
+     "A recursive input type: documents with a variable of it run on graphql-js, not graphql-jit (gateway/operations/jit-safety.ts)."
+     input ProductFilter { upcIn: [String!] not: ProductFilter }
+     type Query { topProducts(first: Int = 5, filter: ProductFilter): [Product!]! product(upc: String!): Product releasedSince(after: DateTime!): [Product!]! }`,
     {
       Query: {
         releasedSince: (_: unknown, a: { after: unknown }) => {
           if (typeof a.after !== 'string') throw new Error(`after arrived as ${JSON.stringify(a.after)}`)
           return PRODUCTS.filter((p) => p.releasedAt > (a.after as string))
         },
-        topProducts: (_: unknown, a: { first: number }) => PRODUCTS.slice(0, a.first),
+        topProducts: (_: unknown, a: { first: number; filter?: { upcIn?: string[] } }) => PRODUCTS.filter((p) => !a.filter?.upcIn || a.filter.upcIn.includes(p.upc)).slice(0, a.first),
         product: (_: unknown, a: { upc: string }) => PRODUCTS.find((p) => p.upc === a.upc) ?? null,
       },
       Product: { __resolveReference: (ref: { upc: string }) => PRODUCTS.find((p) => p.upc === ref.upc) },
@@ -191,6 +194,16 @@ t.test('a subgraph error lands at its path; siblings stay; masked in production,
   t.same(res.body.errors?.[0]?.path, ['shop_topProducts', 2, 'shippingEstimate'])
   t.equal(res.body.errors?.[0]?.extensions.code, 'TRB_ERR_UPSTREAM')
   t.match(res.body.errors?.[0]?.message, /no carrier serves chairs/, 'development keeps the subgraph message')
+
+  // The same error in a document that graphql-js executes (a variable of a recursive input type): the
+  // list index stays in the path there too.
+  const filtered = 'query ($f: shop_ProductFilter) { shop_topProducts(filter: $f) { upc name shippingEstimate } }'
+  const operation = parse(filtered).definitions[0] as OperationDefinitionNode
+  t.equal(isJitSafe(dev.gateway.schema, operation), false, 'the document runs on graphql-js')
+  const viaJs = await postGraphQL(dev.base, filtered, { f: { upcIn: ['1', '3'] } })
+  t.same(viaJs.body.data, { shop_topProducts: [{ upc: '1', name: 'Table', shippingEstimate: 9 }, { upc: '3', name: 'Chair', shippingEstimate: null }] })
+  t.same(viaJs.body.errors?.map((e: { path?: unknown }) => e.path), [['shop_topProducts', 1, 'shippingEstimate']], 'graphql-js keeps the index')
+  t.equal(viaJs.body.errors?.[0]?.extensions.code, 'TRB_ERR_UPSTREAM')
 
   const prod = await setup(t, { mode: 'production' })
   const stored = await getOperation(prod.base, 'Shipping')
