@@ -1,5 +1,6 @@
 /** GET/POST /operations/*: coercion, exact shapes, errors, ETag and Cache-Control. */
 import t from 'tap'
+import { weakEtag } from '../gateway/http/operations-routes.js'
 import { startDemo } from './helpers/demo.js'
 
 t.test('stored operations over HTTP', async (t) => {
@@ -131,4 +132,16 @@ t.test('stored operations over HTTP', async (t) => {
     t.same(Object.keys(body.sources).sort(), ['demo', 'system', 'todo'])
     t.equal(body.sources.todo.status, 'up')
   })
+})
+
+t.test('weakEtag: weak, deterministic, different for different bodies, short and long', async (t) => {
+  const short = '{"todo_findUniqueTodo":{"id":1}}'
+  const long = JSON.stringify({ rows: Array.from({ length: 100 }, (_, i) => ({ id: i, title: `row ${i}` })) })
+  t.ok(long.length >= 1024, 'the long body takes the native hash')
+  for (const body of [short, long]) {
+    t.match(weakEtag(body), /^W\/"[0-9a-z]+-[0-9A-Za-z_-]+"$/)
+    t.equal(weakEtag(body), weakEtag(body.slice(0)), 'the same body, the same tag')
+    t.not(weakEtag(body), weakEtag(body.replace('1', '2')), 'one character changed, another tag')
+  }
+  t.not(weakEtag(''), weakEtag(' '))
 })

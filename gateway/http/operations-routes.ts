@@ -34,13 +34,28 @@ function json(reply: FastifyReply, status: number, body: unknown) {
   return reply.code(status).header('cache-control', 'no-store').type('application/json; charset=utf-8').send(limitResponse(reply, JSON.stringify(body)))
 }
 
+/** Bodies from this many UTF-16 units on are hashed natively ({@link weakEtag}). */
+const NATIVE_HASH_FROM = 1024
+
 /**
- * A weak ETag of a body (RFC 9110 §8.8.3): `W/"<length in base 36>-<SHA-1 in base64url>"`. A weak
- * validator needs no cryptographic strength; `crypto.hash` is one native call without a Hash object,
- * about 30 % cheaper than the JS string hash (cyrb53) it replaced on a 6 KB body.
+ * A weak ETag of a body (RFC 9110 §8.8.3): `W/"<length in base 36>-<hash>"`, deterministic for a body.
+ * A weak validator needs no cryptographic strength. Short bodies take cyrb53 (a public-domain 53-bit
+ * string hash, in base 36), about 0.2 µs for 120 characters where a native call costs 1–2 µs under
+ * load; from {@link NATIVE_HASH_FROM} units on, SHA-1 through `crypto.hash` (base64url), one native
+ * call that beats the JS loop (7.1 µs against 10.3 µs on a 6 KB body).
  */
 export function weakEtag(body: string): string {
-  return `W/"${body.length.toString(36)}-${hash('sha1', body, 'base64url')}"`
+  if (body.length >= NATIVE_HASH_FROM) return `W/"${body.length.toString(36)}-${hash('sha1', body, 'base64url')}"`
+  let h1 = 0xdeadbeef
+  let h2 = 0x41c6ce57
+  for (let i = 0; i < body.length; i++) {
+    const ch = body.charCodeAt(i)
+    h1 = Math.imul(h1 ^ ch, 2654435761)
+    h2 = Math.imul(h2 ^ ch, 1597334677)
+  }
+  h1 = Math.imul(h1 ^ (h1 >>> 16), 2246822507) ^ Math.imul(h2 ^ (h2 >>> 13), 3266489909)
+  h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507) ^ Math.imul(h1 ^ (h1 >>> 13), 3266489909)
+  return `W/"${body.length.toString(36)}-${(4294967296 * (2097151 & h2) + (h1 >>> 0)).toString(36)}"`
 }
 
 function etagMatches(header: string | undefined, etag: string): boolean {
