@@ -23,7 +23,7 @@ import { copyFileSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { setFlagsFromString } from 'node:v8'
+import { getHeapSpaceStatistics, setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
 import { database, resolveConfig, type RunMode } from '../gateway/config/index.js'
 import type { Gateway } from '../gateway/runtime.js'
@@ -195,6 +195,13 @@ export function rssAfterGc(): number {
   return process.memoryUsage().rss
 }
 
+/** Each V8 heap space's committed and used bytes, by name. */
+function heapSpaces(): Record<string, { committed: number; used: number }> {
+  return Object.fromEntries(getHeapSpaceStatistics().map((s) => [s.space_name, { committed: s.physical_space_size, used: s.space_used_size }]))
+}
+
+const mb = (bytes: number) => (bytes / 1048576).toFixed(1)
+
 function parseArgs(argv: string[]): { count: number; seed: number } {
   const get = (name: string) => {
     const i = argv.indexOf(name)
@@ -229,6 +236,7 @@ async function main(): Promise<void> {
     const settle = () => new Promise((r) => setTimeout(r, Number(process.env.FUZZ_SETTLE_MS ?? 20_000)))
     await settle()
     const before = rssAfterGc()
+    const spacesBefore = heapSpaces()
     const heapBefore = process.memoryUsage().heapUsed
     const committedBefore = process.memoryUsage().heapTotal
     const random = createRandom(seed)
@@ -254,6 +262,7 @@ async function main(): Promise<void> {
     }
     await settle()
     const after = rssAfterGc()
+    const spacesAfter = heapSpaces()
     const heap = process.memoryUsage().heapUsed
     const committed = process.memoryUsage().heapTotal
     const seconds = (Date.now() - started) / 1000
@@ -262,6 +271,8 @@ async function main(): Promise<void> {
     console.log(`[fuzz] codes: ${Object.entries(all.codes).sort((a, b) => b[1] - a[1]).map(([k, v]) => `${k}×${v}`).join(' ')}`)
     const growth = (after - before) / 1024 / 1024
     console.log(`[fuzz] RSS after GC: ${(before / 1048576).toFixed(1)} MB before, ${(after / 1048576).toFixed(1)} MB after (${growth >= 0 ? '+' : ''}${growth.toFixed(1)} MB); heap used ${(heapBefore / 1048576).toFixed(1)} → ${(heap / 1048576).toFixed(1)} MB, committed ${(committedBefore / 1048576).toFixed(1)} → ${(committed / 1048576).toFixed(1)} MB`)
+    const changed = Object.keys(spacesAfter).filter((k) => Math.abs(spacesAfter[k]!.committed - (spacesBefore[k]?.committed ?? 0)) >= 1048576)
+    if (changed.length) console.log(`[fuzz] V8 spaces, committed (used) MB before → after: ${changed.map((k) => `${k} ${mb(spacesBefore[k]?.committed ?? 0)} (${mb(spacesBefore[k]?.used ?? 0)}) → ${mb(spacesAfter[k]!.committed)} (${mb(spacesAfter[k]!.used)})`).join(', ')}`)
     const byInvariant: Record<string, number> = {}
     for (const f of all.findings) byInvariant[f.invariant] = (byInvariant[f.invariant] ?? 0) + 1
     if (all.findings.length) {
