@@ -79,10 +79,21 @@ function nullable(schema: JsonSchema): JsonSchema {
 }
 
 /**
+ * How many input objects deep a variable's JSON Schema is expanded: the variable's own input type is
+ * level 1; an input object below level {@link MAX_EXPANDED_INPUT_DEPTH} is `{type: object}` (open;
+ * GraphQL's variable coercion still checks it, with a 400). Without the bound, the where-input of a
+ * table with relations expands every path through the relation filters: Chinook's
+ * `EmployeeWhereInput` was 4.1 MB of JSON Schema, compiled twice by ajv per operation and copied into
+ * the OpenAPI document.
+ */
+export const MAX_EXPANDED_INPUT_DEPTH = 3
+
+/**
  * The JSON Schema of a GraphQL input type. Nullable types accept `null`; input objects are closed
  * (`additionalProperties: false`).
  * @param seen input object names being expanded, to cut recursive input types (they become `{type: object}`,
- *   as do the database connector's nested-write inputs, marked `extensions.tributary.nestedWrite`).
+ *   as do the database connector's nested-write inputs, marked `extensions.tributary.nestedWrite`, and
+ *   input objects below {@link MAX_EXPANDED_INPUT_DEPTH}).
  */
 export function inputTypeSchema(type: GraphQLInputType, seen: Set<string> = new Set()): JsonSchema {
   if (isNonNullType(type)) return innerInput(type.ofType, seen)
@@ -95,7 +106,7 @@ function innerInput(type: GraphQLInputType, seen: Set<string>): JsonSchema {
   if (isInputObjectType(type)) {
     // Nested-write inputs of the database connector nest every related model in turn: expanded, one
     // `XCreateInput` of a dozen tables is tens of MB. They stay open here; GraphQL validates them.
-    if (seen.has(type.name) || (type.extensions?.['tributary'] as { nestedWrite?: boolean } | undefined)?.nestedWrite) return { type: 'object' }
+    if (seen.has(type.name) || seen.size >= MAX_EXPANDED_INPUT_DEPTH || (type.extensions?.['tributary'] as { nestedWrite?: boolean } | undefined)?.nestedWrite) return { type: 'object' }
     const next = new Set(seen).add(type.name)
     const properties: Record<string, JsonSchema> = {}
     const required: string[] = []
