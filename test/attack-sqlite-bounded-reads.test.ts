@@ -9,7 +9,8 @@
  * (inline or through a variable), a nested relation, `distinct`, a cursor, and a view whose own
  * query scans `big AS t0` with a filter (its plan line looks exactly like a cheap scan) — must run
  * in a worker: the debug `sql` log line says `"worker": true`, and the unindexed sort on 400,000
- * rows is stopped by the statement timeout, which only worker processes enforce.
+ * rows is stopped by the statement timeout, which only worker processes enforce. A bounded read whose
+ * rows turn out wide (100 rows of 20,000 characters) runs in process once, then in a worker.
  */
 import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -18,6 +19,7 @@ import t from 'tap'
 import Database from 'better-sqlite3'
 import { database } from '../gateway/config/index.js'
 import { startLoggedGateway, type LoggedStatement } from './helpers/db-gateway.js'
+import { IN_PROCESS_MAX_CHARS } from '../gateway/connectors/database/compiler/db.js'
 
 const ROWS = 400_000
 
@@ -37,6 +39,9 @@ const file = join(dir, 'big.sqlite')
     CREATE INDEX part_bigId ON part (bigId);
     INSERT INTO part (id, bigId) VALUES (1, 1), (2, 1), (3, 2);
     CREATE VIEW bigview AS SELECT t0.id AS id, t0.name AS name FROM big AS t0 WHERE t0.tag = 'none';
+    CREATE TABLE wide (id INTEGER PRIMARY KEY, body TEXT NOT NULL);
+    WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 100)
+      INSERT INTO wide (id, body) SELECT x, hex(randomblob(10000)) FROM c;
   `)
   db.close()
 }
@@ -52,7 +57,7 @@ async function run(query: string, variables?: Record<string, unknown>): Promise<
   statements.length = 0
   const res = await fetch(`${base}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query, variables }) })
   const body = (await res.json()) as Json
-  const own = statements.filter((s) => /"big"|"bigview"/.test(s.sql))
+  const own = statements.filter((s) => /"big"|"bigview"|"wide"/.test(s.sql))
   return { body, worker: own[0]?.worker, count: own.length }
 }
 
@@ -119,4 +124,23 @@ t.test('a stored operation: the LIMIT decides at run time, per request', async (
     t.equal(own.length, 1)
     t.equal(own[0]?.worker, worker, `take=${take}: ${worker ? 'worker' : 'in process'}`)
   }
+})
+
+t.test('a bounded read whose rows are wide runs in process once, then in a worker', async (t) => {
+  // 100 rows of 20,000 characters: 2 MB of JSON, over IN_PROCESS_MAX_CHARS (512 Ki).
+  t.ok(IN_PROCESS_MAX_CHARS < 2_000_000)
+  const query = '{ b_findManyWide(take: 100, orderBy: [{ id: asc }]) { id body } }'
+  const first = await run(query)
+  t.notOk(first.body.errors)
+  t.equal(first.worker, false, 'the first call: in process (nothing known about its rows yet)')
+  const rows = first.body.data?.['b_findManyWide'] as { id: number; body: string }[]
+  t.equal(rows.length, 100)
+  t.ok(rows.every((r) => r.body.length === 20_000))
+  for (let i = 0; i < 2; i++) {
+    const next = await run(query)
+    t.equal(next.worker, true, `call ${i + 2}: in a worker process`)
+    t.same(next.body, first.body, 'the same answer')
+  }
+  const narrow = await run('{ b_findManyWide(take: 100, orderBy: [{ id: asc }]) { id } }')
+  t.equal(narrow.worker, false, 'a narrow read of the same table (another SQL text) stays in process')
 })

@@ -145,6 +145,16 @@ interface MysqlConnection {
 
 const MAX_CACHED_STATEMENTS = 1000
 
+/**
+ * SQLite files (with worker processes): a read allowed in the gateway process (a primary-key lookup
+ * or a bounded scan, see `cheap`) whose JSON rows came to more than this many UTF-16 units runs in a
+ * worker process from then on (by SQL text): its rows were wider than a cheap read's (say 100 rows
+ * with large TEXT or BLOB values), so the event loop pays for it once. Measured in characters, not
+ * milliseconds, so that a GC pause or a busy machine never moves a small read out; 512 Ki
+ * characters take SQLite and `JSON.parse` about 1–2 ms.
+ */
+export const IN_PROCESS_MAX_CHARS = 512 * 1024
+
 /** How often {@link Db.boundedScan} reads `PRAGMA schema_version` (itself a statement: not on every call), in milliseconds. */
 const SCHEMA_RECHECK_MS = 1000
 
@@ -174,6 +184,8 @@ export class Db {
   private scanSchemaVersion: unknown
   /** When {@link scanSchemaVersion} was last read (`Date.now()`). */
   private scanSchemaCheckedAt = 0
+  /** SQLite files: SQL texts of cheap reads whose rows passed {@link IN_PROCESS_MAX_CHARS} in process; they run in a worker now. */
+  private readonly slowInProcess = new Set<string>()
   /** SQLite: the pooled connection last used for a read without the pool (its statement cache is warm). */
   private sqliteIdle: SqliteConnection | undefined
 
@@ -410,12 +422,21 @@ export class Db {
    * @throws the driver's error
    */
   valuesNow(sql: string, bindings: unknown[]): unknown[] | undefined {
-    if (this.dialect !== 'sqlite') return undefined
+    if (this.dialect !== 'sqlite' || (this.workers && this.slowInProcess.has(sql))) return undefined
     // Only cheap statements may run here; the caller says which (see RunOptions.cheap).
     const idle = this.idleSqliteConnection()
     if (!idle) return undefined
     this.notify(sql, bindings, false)
-    return this.timedSync(sql, () => this.sqliteStatement(idle, sql, true).all(...bindings))
+    const rows = this.timedSync(sql, () => this.sqliteStatement(idle, sql, true).all(...bindings))
+    if (this.workers) {
+      let chars = 0
+      for (let i = 0; i < rows.length; i++) chars += typeof rows[i] === 'string' ? (rows[i] as string).length : 0
+      if (chars > IN_PROCESS_MAX_CHARS) {
+        if (this.slowInProcess.size >= MAX_CACHED_STATEMENTS) this.slowInProcess.clear()
+        this.slowInProcess.add(sql)
+      }
+    }
+    return rows
   }
 
   /**
@@ -457,7 +478,7 @@ export class Db {
    */
   async values(sql: string, bindings: unknown[], conn?: unknown, options?: RunOptions): Promise<unknown[]> {
     if (conn === undefined) {
-      if (this.workers && options?.cheap !== true) {
+      if (this.workers && (options?.cheap !== true || this.slowInProcess.has(sql))) {
         this.notify(sql, bindings, true)
         return (await this.timed(sql, () => this.workers!.run({ mode: 'values', sql, bindings, ...(options?.maxResultChars !== undefined ? { maxChars: options.maxResultChars } : {}) }, options?.cancel))) as unknown[]
       }
