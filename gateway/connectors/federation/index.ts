@@ -156,7 +156,10 @@ function relocateFieldErrors(schema: GraphQLSchema): void {
         } catch (err) {
           throw unlocated(err)
         }
-        if (value instanceof Promise) return value.then((v) => (v instanceof GraphQLError ? unlocated(v) : v), (err: unknown) => Promise.reject(unlocated(err)))
+        // Any thenable (graphql-tools may return a non-native one), not only a native Promise.
+        if (value !== null && typeof value === 'object' && typeof (value as PromiseLike<unknown>).then === 'function') {
+          return Promise.resolve(value).then((v) => (v instanceof GraphQLError ? unlocated(v) : v), (err: unknown) => Promise.reject(unlocated(err)))
+        }
         return value instanceof GraphQLError ? unlocated(value) : value
       }
     }

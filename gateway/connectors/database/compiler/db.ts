@@ -23,6 +23,7 @@ import type { Dialect } from '../model.js'
 import { isHeldWorker, type CancelWatch, type SqliteExecResult, type SqliteWorkers } from '../sqlite-workers.js'
 import { startStatement } from '../../../observability/probes.js'
 import { pgJsonAsText } from '../connection.js'
+import { textLength } from '../../../result-budget.js'
 
 export type { CancelWatch } from '../sqlite-workers.js'
 
@@ -185,7 +186,7 @@ export class Db {
   /** When {@link scanSchemaVersion} was last read (`Date.now()`). */
   private scanSchemaCheckedAt = 0
   /** SQLite files: SQL texts of cheap reads whose rows passed {@link IN_PROCESS_MAX_CHARS} in process; they run in a worker now. */
-  private readonly slowInProcess = new Set<string>()
+  private readonly wideInProcess = new Set<string>()
   /** SQLite: the pooled connection last used for a read without the pool (its statement cache is warm). */
   private sqliteIdle: SqliteConnection | undefined
 
@@ -422,19 +423,15 @@ export class Db {
    * @throws the driver's error
    */
   valuesNow(sql: string, bindings: unknown[]): unknown[] | undefined {
-    if (this.dialect !== 'sqlite' || (this.workers && this.slowInProcess.has(sql))) return undefined
+    if (this.dialect !== 'sqlite' || (this.workers && this.wideInProcess.has(sql))) return undefined
     // Only cheap statements may run here; the caller says which (see RunOptions.cheap).
     const idle = this.idleSqliteConnection()
     if (!idle) return undefined
     this.notify(sql, bindings, false)
     const rows = this.timedSync(sql, () => this.sqliteStatement(idle, sql, true).all(...bindings))
-    if (this.workers) {
-      let chars = 0
-      for (let i = 0; i < rows.length; i++) chars += typeof rows[i] === 'string' ? (rows[i] as string).length : 0
-      if (chars > IN_PROCESS_MAX_CHARS) {
-        if (this.slowInProcess.size >= MAX_CACHED_STATEMENTS) this.slowInProcess.clear()
-        this.slowInProcess.add(sql)
-      }
+    if (this.workers && textLength(rows) > IN_PROCESS_MAX_CHARS) {
+      if (this.wideInProcess.size >= MAX_CACHED_STATEMENTS) this.wideInProcess.clear()
+      this.wideInProcess.add(sql)
     }
     return rows
   }
@@ -478,7 +475,7 @@ export class Db {
    */
   async values(sql: string, bindings: unknown[], conn?: unknown, options?: RunOptions): Promise<unknown[]> {
     if (conn === undefined) {
-      if (this.workers && (options?.cheap !== true || this.slowInProcess.has(sql))) {
+      if (this.workers && (options?.cheap !== true || this.wideInProcess.has(sql))) {
         this.notify(sql, bindings, true)
         return (await this.timed(sql, () => this.workers!.run({ mode: 'values', sql, bindings, ...(options?.maxResultChars !== undefined ? { maxChars: options.maxResultChars } : {}) }, options?.cancel))) as unknown[]
       }
