@@ -20,6 +20,7 @@ import { parseSelectionSet } from '@graphql-tools/utils'
 import type { ConnectorSubschema } from '../connectors/types.js'
 import { ComposeCollisionError, ConfigInvalidError } from '../errors.js'
 import { applyNamespace, foreignScalarNames, isGlobalTypeName, remoteRenames } from './namespace.js'
+import { relocateFieldErrors } from './field-errors.js'
 
 /** An object of the merged type, with (at least) the fields of its `selectionSet`. */
 export type MergedObject = Record<string, unknown>
@@ -119,6 +120,8 @@ export function composeMergedSources(sources: readonly MergingSource[]): GraphQL
     if (names.has(type)) throw new ComposeCollisionError(`type ${type} is merged by ${listedBy.get(type)!.join(', ')} and also defined, not merged, by ${names.get(type)}`)
   }
   const stitched = stitchSchemas({ subschemas })
+  // A batched call that failed fails each object's fields, each at its own path.
+  relocateFieldErrors(stitched)
   return applyNamespace(wrapSchema({ schema: stitched }), '')
 }
 

@@ -19,7 +19,7 @@
  * in the gateway process; `compose/` namespaces it like any remote source. Subscriptions of
  * subgraphs are not served (the Subscription root is left out, with a warning).
  */
-import { GraphQLError, GraphQLSchema, defaultFieldResolver, isObjectType, parse, type GraphQLFieldResolver } from 'graphql'
+import { GraphQLSchema, parse } from 'graphql'
 import { composeServices } from '@theguild/federation-composition'
 import { getStitchedSchemaFromSupergraphSdl } from '@graphql-tools/federation'
 import { createDefaultExecutor } from '@graphql-tools/delegate'
@@ -29,6 +29,7 @@ import type { ConnectorContext, RemoteSubschema, SourceHealth } from '../types.j
 import { SourceLoadError } from '../../errors.js'
 import { createGraphQLHttpClient, type GraphQLEndpoint } from '../graphql/http.js'
 import { compileHeaderTemplates } from '../../auth/header-templates.js'
+import { relocateFieldErrors } from '../../compose/field-errors.js'
 
 /** One subgraph of a federation source. */
 export interface SubgraphOptions {
@@ -129,42 +130,6 @@ export async function createFederationSource(options: FederationSourceOptions, c
 }
 
 type Send = ReturnType<typeof createGraphQLHttpClient>['send']
-
-/** `err` without its path when it is a GraphQLError that has one (else `err`), so that the executor locates it where it surfaced. */
-function unlocated(err: unknown): unknown {
-  if (!(err instanceof GraphQLError) || !err.path) return err
-  return new GraphQLError(err.message, { nodes: err.nodes, source: err.source, positions: err.positions, originalError: err.originalError ?? undefined, extensions: err.extensions })
-}
-
-/**
- * Makes every field resolver of the stitched schema hand its errors to the executor without a path.
- * `@graphql-tools/federation` relocates an error of a batched `_entities` call to the list field's path
- * plus the field's (`['topProducts', 'shippingEstimate']`, the item's index lost), and graphql-js keeps
- * the path of an error that already has one (`locatedError`); without it, graphql-js and graphql-jit
- * both report the error at the field that surfaced it: `['topProducts', 2, 'shippingEstimate']`
- * (GraphQL spec §7.1.2, "Errors": `path` names the response field). Mutates `schema`'s fields in place.
- */
-function relocateFieldErrors(schema: GraphQLSchema): void {
-  for (const type of Object.values(schema.getTypeMap())) {
-    if (!isObjectType(type) || type.name.startsWith('__')) continue
-    for (const field of Object.values(type.getFields())) {
-      const resolve: GraphQLFieldResolver<unknown, unknown> = field.resolve ?? defaultFieldResolver
-      field.resolve = (source, args, context, info) => {
-        let value: unknown
-        try {
-          value = resolve(source, args, context, info)
-        } catch (err) {
-          throw unlocated(err)
-        }
-        // Any thenable (graphql-tools may return a non-native one), not only a native Promise.
-        if (value !== null && typeof value === 'object' && typeof (value as PromiseLike<unknown>).then === 'function') {
-          return Promise.resolve(value).then((v) => (v instanceof GraphQLError ? unlocated(v) : v), (err: unknown) => Promise.reject(unlocated(err)))
-        }
-        return value instanceof GraphQLError ? unlocated(value) : value
-      }
-    }
-  }
-}
 
 /**
  * Each subgraph's SDL from `{ _service { sdl } }`, falling back to the cached one (with a warning)
