@@ -9,9 +9,9 @@
 import t from 'tap'
 import { createServer } from 'node:http'
 import { Writable } from 'node:stream'
-import { setTimeout as sleep } from 'node:timers/promises'
 import { startObservedGateway } from './helpers/observed-gateway.js'
 import { observers } from '../gateway/observability/probes.js'
+import { eventually } from './helpers/eventually.js'
 
 interface OtlpSpan {
   traceId: string
@@ -111,7 +111,13 @@ t.test('traces: request → operation → SQL and upstream calls, traceparent in
   t.equal(viaGraphql.statusCode, 200)
   // Closing the app flushes the spans to the receiver.
   await app.close()
-  for (let i = 0; i < 50 && receiver.spans.length < 10; i++) await sleep(100)
+  // Until the spans stop coming (the exporter may post them in more than one batch).
+  let seen = -1
+  await eventually(() => {
+    const settled = receiver.spans.length >= 10 && receiver.spans.length === seen
+    seen = receiver.spans.length
+    return settled
+  }, 10_000, 300)
 
   t.ok(receiver.services.has('tributary-test'), 'service.name')
   t.ok(receiver.contentTypes.every((c) => c.startsWith('application/json')), 'OTLP over HTTP, JSON encoding')

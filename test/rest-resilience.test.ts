@@ -6,6 +6,7 @@ import t from 'tap'
 import { performance } from 'node:perf_hooks'
 import { parseRetryAfter, retryDelay } from '../gateway/connectors/rest/request.js'
 import { itemsSource, memoryLogger, sendJson, startUpstream, testContext } from './helpers/rest-upstream.js'
+import { eventually } from './helpers/eventually.js'
 
 const fast = { baseDelayMs: 10, maxDelayMs: 2000 }
 const item = { id: 'a', name: 'A' }
@@ -155,7 +156,9 @@ t.test('200 concurrent calls use at most `connections` sockets; past the queue t
   const up = await startUpstream(t, (_req, res) => { held.push(() => sendJson(res, 200, [item])) })
   const source = await itemsSource(t, up, { connections: 4, maxQueue: 150 })
   const calls = Array.from({ length: 200 }, () => source.run('{ listItems { id } }'))
-  await new Promise((r) => setTimeout(r, 200))
+  // Every call is issued, 4 on sockets and 150 queued (the other 46 refused at once), once 4 sockets are up.
+  t.ok(await eventually(() => up.sockets() >= 4), 'the pool opened its sockets')
+  await new Promise((r) => setTimeout(r, 100))
   t.equal(up.sockets(), 4, 'four sockets')
   t.equal(up.maxConcurrent(), 4)
   const release = setInterval(() => { while (held.length) held.shift()!() }, 5)
