@@ -3,14 +3,15 @@
  * The hand-written baseline of the load benchmarks: a plain fastify + better-sqlite3 server, in its
  * own process, doing what a developer would write by hand for the same reads.
  *
- *   node bench/baseline-server.mjs --port <n> [--todo-db <file>] [--chinook-db <file> --chinook-sql <json file>] [--roles-url <url>]
+ *   node bench/baseline-server.mjs --port <n> [--todo-db <file> [--spin-us <µs>]] [--chinook-db <file> --chinook-sql <json file>] [--roles-url <url>]
  *
  * Routes:
  * - `GET /todo?id=1` (issue 4): `select completed, createdAt, id, title from Todo where id = ?` with a
  *   prepared statement, answered as `{"todo_findUniqueTodo":{completed,createdAt,id,title}}` (Boolean as
  *   boolean, DateTime as an ISO 8601 UTC string), the same body as `GET /operations/TodoById?id=1`. The
  *   route has a querystring schema (id: integer, coerced) and a response schema (fast-json-stringify),
- *   as an idiomatic fastify route does.
+ *   as an idiomatic fastify route does. With `--spin-us <n>` (the `calibration` scenario), each request
+ *   also busy-waits n µs of CPU after its statement: a hand-written route that does n µs more work.
  * - `GET /chinook` (issue 3): runs the single SQL statement the gateway sends for the nested
  *   artists → albums → tracks query (captured from the gateway's debug log; `--chinook-sql` is a JSON
  *   file `{ sql, bindings, rootField }`), and returns its JSON rows as they come from SQLite, joined
@@ -46,6 +47,7 @@ const rolesUrl = arg('roles-url')
 const linkedDb = arg('linked-db')
 const linkedSql = arg('linked-sql')
 const countriesUrl = arg('countries-url')
+const spinNs = BigInt(Math.round(Number(arg('spin-us') ?? 0) * 1000))
 
 const app = Fastify({ logger: false })
 
@@ -86,6 +88,7 @@ if (todoDb) {
     },
     async (request) => {
       const row = byId.get(request.query.id)
+      if (spinNs > 0n) for (const until = process.hrtime.bigint() + spinNs; process.hrtime.bigint() < until; );
       return {
         todo_findUniqueTodo: row ? { completed: row.completed === 1 || row.completed === true, createdAt: toIso(row.createdAt), id: row.id, title: row.title } : null,
       }
