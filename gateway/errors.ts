@@ -110,6 +110,8 @@ export const AuthInvalidError = createError('TRB_ERR_AUTH_INVALID', 'Invalid tok
 export const AuthRequiredError = createError('TRB_ERR_AUTH_REQUIRED', 'Authentication required: %s', 401) as Ctor
 /** A valid token lacks what the operation or field needs: a role (`@rbac`, `permissions`) or a claim (`@fromClaim`). */
 export const AuthForbiddenError = createError('TRB_ERR_AUTH_FORBIDDEN', 'Forbidden: %s', 403) as Ctor
+/** 503: the gateway holds as many event streams (SSE) as `server.maxEventStreams` allows; `Retry-After` says when to try again. */
+export const CapacityError = createError('TRB_ERR_CAPACITY', 'The gateway is at capacity: %s', 503) as Ctor
 /** More requests than `server.rateLimit.max` within `server.rateLimit.timeWindowMs`; `Retry-After` says when to retry. */
 export const RateLimitedError = createError('TRB_ERR_RATE_LIMITED', 'Rate limit exceeded: retry in %s seconds', 429) as Ctor
 
@@ -122,10 +124,10 @@ export const errorCodes: readonly string[] = [
   ConfigInvalidError, ConfigLoadError, ComposeCollisionError, ComposeNamespaceError, SourceLoadError,
   OperationInvalidError, OperationNotFoundError, OperationMethodError, OperationVariablesError, BadRequestError,
   GraphQLRequestError, GraphQLMethodError, GraphQLLimitError, GraphQLValidationError, GraphQLFieldError, PersistedNotFoundError, PersistedOnlyError,
-  UpstreamError, UpstreamTimeoutError,
+  UpstreamError, UpstreamTimeoutError, UpstreamUnavailableError, UpstreamTooLargeError,
   DbUniqueError, DbForeignKeyError, DbNotNullError, DbCheckError, DbValueError, DbNotFoundError, DbInputError, DbRawError, DbTimeoutError, DbCancelledError, DbRolledBackError,
   RouteNotFoundError, OriginForbiddenError, MisdirectedError, MetricsDeniedError,
-  AuthInvalidError, AuthRequiredError, AuthForbiddenError, RateLimitedError,
+  AuthInvalidError, AuthRequiredError, AuthForbiddenError, RateLimitedError, CapacityError,
   InternalError,
 ].map((E) => new E().code)
 

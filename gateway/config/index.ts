@@ -210,6 +210,11 @@ export interface TributaryConfigInput {
     maxResponseBytes?: number
     /** Most WebSocket connections open at once; one more is closed with 4503. Default 1000. */
     maxWebSockets?: number
+    /**
+     * Most Server-Sent Events streams open at once (subscriptions and `?live=true` queries on
+     * `/operations/*`); one more gets 503 `TRB_ERR_CAPACITY` with `Retry-After: 5`. Default 1000.
+     */
+    maxEventStreams?: number
     /** pino log level. Default `LOG_LEVEL` or `info`. */
     logLevel?: string
     /**
@@ -398,6 +403,7 @@ export function resolveConfig(input: unknown, env: NodeJS.ProcessEnv = process.e
       requestTimeoutMs: c.server?.requestTimeoutMs ?? 30_000,
       maxResponseBytes: c.server?.maxResponseBytes ?? 16 * 1024 * 1024,
       maxWebSockets: c.server?.maxWebSockets ?? 1000,
+      maxEventStreams: c.server?.maxEventStreams ?? 1000,
       logLevel: c.server?.logLevel ?? (env.LOG_LEVEL || 'info'),
       allowedOrigins: (c.server?.allowedOrigins ?? []).map(normaliseOrigin),
       allowedHosts: c.server?.allowedHosts ? c.server.allowedHosts.map((h) => h.toLowerCase()) : null,

@@ -13,7 +13,7 @@ import { codedGraphQLError, formatGraphQLErrors, sendError } from './format-erro
 import { identityOf } from './auth.js'
 import type { AuthInfo } from '../auth/jwt.js'
 import { authorize } from '../auth/directives.js'
-import { AuthInvalidError, BadRequestError, DbNotFoundError, OperationMethodError, OperationNotFoundError, recordErrorCode } from '../errors.js'
+import { AuthInvalidError, BadRequestError, CapacityError, DbNotFoundError, OperationMethodError, OperationNotFoundError, recordErrorCode } from '../errors.js'
 import { refuseNonJsonBody } from './json-body.js'
 import type { GatewayHolder } from './app.js'
 import { LivePollers } from './live.js'
@@ -219,8 +219,16 @@ interface SseStream {
  * Takes over the response and starts a `text/event-stream` (HTML Living Standard §9.2): a comment
  * line at once (so proxies and clients see the stream open), a `: ping` comment every 15 s, one
  * `data:` line per event. A client that disconnects closes the stream (socket `close`).
+ * @returns undefined when `open` already holds `server.maxEventStreams` streams: the request was then
+ *   answered 503 `TRB_ERR_CAPACITY` with `Retry-After: 5`, and nothing was started
  */
-function startSse(request: FastifyRequest, reply: FastifyReply, open: Set<SseStream>): SseStream {
+function startSse(request: FastifyRequest, reply: FastifyReply, open: Set<SseStream>, holder: GatewayHolder): SseStream | undefined {
+  const max = holder.current.config.server.maxEventStreams
+  if (open.size >= max) {
+    reply.header('retry-after', '5')
+    void sendError(reply, new CapacityError(`${max} event streams are open (server.maxEventStreams); retry later`))
+    return undefined
+  }
   reply.hijack()
   const res = reply.raw
   res.writeHead(200, {
@@ -283,7 +291,8 @@ function startSse(request: FastifyRequest, reply: FastifyReply, open: Set<SseStr
  * `context.signal` is aborted, so upstream resources are released.
  */
 async function streamSubscription(op: CompiledOperation, variables: Variables, request: FastifyRequest, reply: FastifyReply, holder: GatewayHolder, open: Set<SseStream>, auth: AuthInfo | null) {
-  const stream = startSse(request, reply, open)
+  const stream = startSse(request, reply, open, holder)
+  if (!stream) return
   closeAtExpiry(stream, auth, holder, request)
   activity.subscriptions++
   stream.onClose(() => activity.subscriptions--)
@@ -397,7 +406,8 @@ export function registerOperationRoutes(app: FastifyInstance, holder: GatewayHol
           if (op.kind !== 'query') return sendError(reply, new BadRequestError('live=true applies to queries only'))
           if (!wantsStream) return sendError(reply, new BadRequestError('Live queries need Accept: text/event-stream'), 406)
           variables = op.authorize(variables, auth)
-          const stream = startSse(request, reply, open)
+          const stream = startSse(request, reply, open, holder)
+          if (!stream) return reply
           closeAtExpiry(stream, auth, holder, request)
           stream.onClose(live.subscribe(op, variables, (body) => stream.send(body), { headers: request.headers, auth }))
           return reply
