@@ -8,6 +8,7 @@
  * export default defineConfig({ datasources: [todo], server: { port: 4000 } })
  * ```
  */
+import { readFileSync } from 'node:fs'
 import type { IExecutableSchemaDefinition } from '@graphql-tools/schema'
 import type { DatabaseSourceOptions } from '../connectors/database/index.js'
 import type { RestSourceOptions } from '../connectors/rest/index.js'
@@ -215,6 +216,13 @@ export interface TributaryConfigInput {
      * `/operations/*`); one more gets 503 `TRB_ERR_CAPACITY` with `Retry-After: 5`. Default 1000.
      */
     maxEventStreams?: number
+    /**
+     * Most TCP connections the server holds at once, of any kind (HTTP keep-alive, WebSocket, event
+     * stream); Node closes one more as soon as it is accepted (`net.Server#maxConnections`), so a
+     * flood of idle sockets cannot take every file descriptor of the process. Default 10000, or 80 %
+     * of the process's open-file limit when that is lower ({@link defaultMaxConnections}).
+     */
+    maxConnections?: number
     /** pino log level. Default `LOG_LEVEL` or `info`. */
     logLevel?: string
     /**
@@ -382,6 +390,21 @@ export function defineConfig(config: TributaryConfigInput): TributaryConfigInput
 }
 
 /**
+ * The default of `server.maxConnections`: 10000, or 80 % of the process's soft open-file limit when
+ * that is lower (`Max open files` of Linux's `/proc/self/limits`; 10000 where it cannot be read), so
+ * that connections leave descriptors for the database pools, upstream sockets and files.
+ */
+export function defaultMaxConnections(): number {
+  try {
+    const m = /^Max open files\s+(\d+)/m.exec(readFileSync('/proc/self/limits', 'utf8'))
+    if (m) return Math.max(1, Math.min(10_000, Math.floor(Number(m[1]) * 0.8)))
+  } catch {
+    // Not Linux: the fixed default.
+  }
+  return 10_000
+}
+
+/**
  * Validates a configuration and fills in its defaults, from `env` where docs/architecture.md §3 says so.
  * @returns a deep-frozen {@link TributaryConfig}.
  * @throws ConfigInvalidError (`TRB_ERR_CONFIG_INVALID`) naming the first bad path, e.g. `datasources[1].url: must be string`.
@@ -404,6 +427,7 @@ export function resolveConfig(input: unknown, env: NodeJS.ProcessEnv = process.e
       maxResponseBytes: c.server?.maxResponseBytes ?? 16 * 1024 * 1024,
       maxWebSockets: c.server?.maxWebSockets ?? 1000,
       maxEventStreams: c.server?.maxEventStreams ?? 1000,
+      maxConnections: c.server?.maxConnections ?? defaultMaxConnections(),
       logLevel: c.server?.logLevel ?? (env.LOG_LEVEL || 'info'),
       allowedOrigins: (c.server?.allowedOrigins ?? []).map(normaliseOrigin),
       allowedHosts: c.server?.allowedHosts ? c.server.allowedHosts.map((h) => h.toLowerCase()) : null,

@@ -217,6 +217,7 @@ const configSchema = {
         maxResponseBytes: { type: 'integer', minimum: 1 },
         maxWebSockets: { type: 'integer', minimum: 0 },
         maxEventStreams: { type: 'integer', minimum: 0 },
+        maxConnections: { type: 'integer', minimum: 1 },
         logLevel: { enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] },
         allowedOrigins: { type: 'array', items: { type: 'string', pattern: '^[Hh][Tt][Tt][Pp][Ss]?://[^/?#@\\s]+$' } },
         rateLimit: {

@@ -105,6 +105,8 @@ export async function buildApp(gateway: Gateway, options: BuildAppOptions = {}):
       socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\nCache-Control: no-store\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`)
     },
   })
+  // Node closes a connection past this at once (net.Server#maxConnections): idle sockets cannot take every file descriptor.
+  app.server.maxConnections = config.server.maxConnections
   const cluster = options.cluster ?? createCluster({ ...config.pubsub, maxEntries: config.pubsub.maxCacheEntries, logger: app.log })
   if (!options.cluster) app.addHook('onClose', () => cluster.close())
   const holder: GatewayHolder = { current: gateway, version: 0, logger: app.log, cluster }

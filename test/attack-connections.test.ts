@@ -1,0 +1,102 @@
+/**
+ * A flood of idle TCP connections cannot take every file descriptor: past `server.maxConnections`
+ * Node closes each new connection as soon as it is accepted (`net.Server#maxConnections`), while the
+ * connections already held keep working, and a closed one frees its place. Raw sockets against the
+ * demo on 127.0.0.1.
+ */
+import t from 'tap'
+import { spawnSync } from 'node:child_process'
+import { connect, type Socket } from 'node:net'
+import { fileURLToPath } from 'node:url'
+import { startDemo } from './helpers/demo.js'
+import { eventually } from './helpers/eventually.js'
+
+function open(port: number): Promise<Socket> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1', () => resolve(socket))
+    socket.once('error', reject)
+  })
+}
+
+/** Resolves true when the server ends `socket` within `ms`, false otherwise. */
+function endedByServer(socket: Socket, ms: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    if (socket.readableEnded || socket.destroyed) return resolve(true)
+    const timer = setTimeout(() => resolve(false), ms)
+    const done = () => {
+      clearTimeout(timer)
+      resolve(true)
+    }
+    socket.once('end', done)
+    socket.once('close', done)
+    socket.once('error', done)
+    socket.resume()
+  })
+}
+
+/** One keep-alive HTTP/1.1 GET on `socket`; resolves with the status code once the whole body arrived. */
+function exchange(socket: Socket, path: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    let data = Buffer.alloc(0)
+    const onData = (chunk: Buffer) => {
+      data = Buffer.concat([data, chunk])
+      const head = data.indexOf('\r\n\r\n')
+      if (head < 0) return
+      const headers = data.subarray(0, head).toString('latin1')
+      const length = Number(/\r\ncontent-length: (\d+)/i.exec(headers)?.[1] ?? 0)
+      if (data.length - head - 4 < length) return
+      socket.off('data', onData)
+      resolve(Number(headers.split(' ')[1]))
+    }
+    socket.on('data', onData)
+    socket.once('error', reject)
+    socket.write(`GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`)
+  })
+}
+
+t.test('past server.maxConnections a new connection is closed at once; the held ones are served', async (t) => {
+  const { url } = await startDemo(t, { listen: true, override: { server: { maxConnections: 3 } } })
+  const port = Number(new URL(url).port)
+  const held: Socket[] = []
+  t.teardown(() => held.forEach((s) => s.destroy()))
+  for (let i = 0; i < 3; i++) {
+    const socket = await open(port)
+    held.push(socket)
+    // A full exchange proves the server accepted it (and counts it).
+    t.equal(await exchange(socket, '/health'), 200, `connection ${i + 1} is served`)
+  }
+
+  const extra = await open(port)
+  held.push(extra)
+  t.ok(await endedByServer(extra, 5000), 'the fourth connection is closed by the server without an answer')
+
+  t.equal(await exchange(held[0]!, '/operations/TodoById?id=1'), 200, 'a held connection still gets answers')
+
+  // A client leaves: its place is free for a new connection.
+  held[1]!.destroy()
+  t.ok(
+    await eventually(async () => {
+      const socket = await open(port)
+      held.push(socket)
+      const ended = endedByServer(socket, 300)
+      const status = await Promise.race([exchange(socket, '/health').catch(() => 0), ended.then(() => 0)])
+      return status === 200
+    }, 5000, 50),
+    'a new connection is served once one closed',
+  )
+})
+
+t.test('server.maxConnections is validated: 0 or a fraction fails at startup', async (t) => {
+  for (const value of [0, 2.5]) {
+    await t.rejects(startDemo(t, { override: { server: { maxConnections: value } } }), { code: 'TRB_ERR_CONFIG_INVALID', message: /maxConnections/ }, String(value))
+  }
+})
+
+t.test('the default is 10000, or 80 % of the open-file limit when that is lower', async (t) => {
+  const script = "import('./gateway/config/index.ts').then((m) => console.log(m.defaultMaxConnections(), m.resolveConfig({ datasources: [m.database({ namespace: 'db', url: 'sqlite::memory:' })] }).server.maxConnections))"
+  const run = (limit: number) => spawnSync('bash', ['-c', `ulimit -n ${limit} && exec "${process.execPath}" --import tsx -e "${script}"`], { encoding: 'utf8', cwd: fileURLToPath(new URL('..', import.meta.url)) })
+  const low = run(500)
+  t.equal(low.stdout.trim(), '400 400', `ulimit -n 500: ${low.stderr.slice(0, 300)}`)
+  const high = run(20000)
+  t.equal(high.stdout.trim(), '10000 10000', `ulimit -n 20000: ${high.stderr.slice(0, 300)}`)
+})
