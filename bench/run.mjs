@@ -417,7 +417,7 @@ async function subscribersRound(shared) {
   const redisUrl = process.env.REDIS_URL || 'redis://127.0.0.1:6379'
   const prefix = `trb-bench:${process.pid}:${Date.now().toString(36)}:`
   const db = await prepareTodoDb()
-  const env = { TODO_DATABASE_URL: `sqlite:${db}`, REDIS_URL: redisUrl, REDIS_KEY_PREFIX: prefix, DEMO_MESSAGE_INTERVAL_MS: '1000', MAX_WEBSOCKETS: String(options.subscribers), CLUSTER_GENERATED_DIR: join(work, 'generated-cluster'), SHARE_SUBSCRIPTIONS: String(shared) }
+  const env = { TODO_DATABASE_URL: `sqlite:${db}`, REDIS_URL: redisUrl, REDIS_KEY_PREFIX: prefix, DEMO_MESSAGE_INTERVAL_MS: '1000', MAX_WEBSOCKETS: String(options.subscribers), MAX_CONNECTIONS: String(options.subscribers + 100), CLUSTER_GENERATED_DIR: join(work, 'generated-cluster'), SHARE_SUBSCRIPTIONS: String(shared) }
   const tag = `[subscribers ${shared ? 'shared' : 'unshared'}]`
   say(`\n${tag} two instances of examples/cluster/config.ts on Redis ${redisUrl} (prefix ${prefix}), graphql.shareSubscriptions ${shared}`)
   // LOG_LEVEL=debug: each instance logs `subscription event written` (pino `time` = when its last

@@ -21,6 +21,8 @@ export default defineConfig({
     shutdownDelayMs: Number(process.env.SHUTDOWN_DELAY_MS) || 0,
     // bench/run.mjs (subscribers scenario) opens thousands of WebSockets.
     maxWebSockets: Number(process.env.MAX_WEBSOCKETS) || 1000,
+    // …and as many TCP connections (the default, 10000 or 80 % of the open-file limit, otherwise).
+    ...(Number(process.env.MAX_CONNECTIONS) > 0 ? { maxConnections: Number(process.env.MAX_CONNECTIONS) } : {}),
   },
   // bench/run.mjs compares SHARE_SUBSCRIPTIONS=false (one stream per subscriber) with the default.
   graphql: { shareSubscriptions: process.env.SHARE_SUBSCRIPTIONS !== 'false' },
