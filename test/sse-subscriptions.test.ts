@@ -1,9 +1,9 @@
 /**
  * Subscriptions as Server-Sent Events on `GET /operations/<Name>`, read by a real EventSource client
- * (the `eventsource` package): JSON `data:` events with increasing ids, and the upstream released
- * when the client leaves.
+ * (the `eventsource` package): JSON `data:` events with increasing ids, the upstream released
+ * when the client leaves, and equal subscriptions sharing one execution (`graphql.shareSubscriptions`).
  */
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { EventSource } from 'eventsource'
 import { fileURLToPath } from 'node:url'
 import { mkdtempSync, rmSync } from 'node:fs'
@@ -78,7 +78,8 @@ t.test('the demo subscription MessageCreated over SSE', async (t) => {
   })
 })
 
-t.test('closing the EventSource releases the upstream subscription', async (t) => {
+/** A gateway over a local schema with `Subscription.tick(from)` (every 30 ms), counting its streams. */
+async function tickGateway(t: Test, override: Record<string, unknown> = {}) {
   const state = { started: 0, finished: 0, aborted: 0 }
   const typeDefs = /* GraphQL */ `
     type Tick { n: Int!, at: String! }
@@ -108,6 +109,7 @@ t.test('closing the EventSource releases the upstream subscription', async (t) =
     datasources: [schema({ typeDefs, resolvers })],
     operations: { dir: fileURLToPath(new URL('./fixtures/operations-sse', import.meta.url)) },
     generatedDir: mkdtempSync(join(tmpdir(), 'tributary-sse-')),
+    ...override,
   })
   const gateway = await createGateway(config, { logger: pino({ level: 'silent' }) })
   const app = await buildApp(gateway, { logger: false })
@@ -118,8 +120,11 @@ t.test('closing the EventSource releases the upstream subscription', async (t) =
     rmSync(config.generatedDir, { recursive: true, force: true })
   })
   const address = app.server.address()
-  const url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`
+  return { app, state, url: `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}` }
+}
 
+t.test('closing the EventSource releases the upstream subscription', async (t) => {
+  const { app, state, url } = await tickGateway(t)
   const { es, received } = await collect(`${url}/operations/Ticks?from=5`, 3)
   t.same(
     (received.events as { data: { tick: { n: number } } }[]).map((e) => e.data.tick.n),
@@ -148,4 +153,39 @@ t.test('closing the EventSource releases the upstream subscription', async (t) =
     t.ok(Date.now() - started < 2000, 'app.close() does not wait for the stream')
     t.ok(await waitFor(() => state.finished === before + 1), 'the generator finished')
   })
+})
+
+t.test('equal subscriptions share one execution; each client leaves on its own', async (t) => {
+  const { state, url } = await tickGateway(t)
+  const a = await collect(`${url}/operations/Ticks?from=5`, 2)
+  const b = await collect(`${url}/operations/Ticks?from=5`, 2)
+  const c = await collect(`${url}/operations/Ticks?from=5`, 2)
+  t.equal(state.started, 1, 'three clients of the same operation and variables: one source stream')
+  const last = (r: Received) => (r.events.at(-1) as { data: { tick: { n: number } } }).data.tick.n
+  t.ok(last(b.received) >= 6 && last(c.received) >= 6, 'a client that joins later gets the events from then on')
+  const other = await collect(`${url}/operations/Ticks?from=100`, 1)
+  t.equal(state.started, 2, 'other variables: a stream of their own')
+  t.equal((other.received.events[0] as { data: { tick: { n: number } } }).data.tick.n, 100)
+  other.es.close()
+  t.ok(await waitFor(() => state.finished === 1), 'its stream ended with its only client')
+
+  a.es.close()
+  b.es.close()
+  const seen = c.received.events.length
+  t.ok(await waitFor(() => c.received.events.length >= seen + 3), 'the remaining client still gets events')
+  t.equal(state.finished, 1, 'the shared stream runs while a client listens')
+  c.es.close()
+  t.ok(await waitFor(() => state.finished === 2), 'the shared stream ended with its last client')
+  t.equal(state.aborted, 2, 'context.signal was aborted once per stream')
+})
+
+t.test('graphql.shareSubscriptions: false gives every event stream its own execution', async (t) => {
+  const { state, url } = await tickGateway(t, { graphql: { shareSubscriptions: false } })
+  const a = await collect(`${url}/operations/Ticks?from=5`, 2)
+  const b = await collect(`${url}/operations/Ticks?from=5`, 2)
+  t.equal(state.started, 2)
+  t.same((b.received.events[0] as { data: { tick: { n: number } } }).data.tick.n, 5, 'each starts from its own first event')
+  a.es.close()
+  b.es.close()
+  t.ok(await waitFor(() => state.finished === 2))
 })

@@ -17,6 +17,8 @@ import { AuthInvalidError, BadRequestError, CapacityError, DbNotFoundError, Oper
 import { refuseNonJsonBody } from './json-body.js'
 import type { GatewayHolder } from './app.js'
 import { LivePollers } from './live.js'
+import { SharedEventStreams, type EventStreamSource } from './shared-event-streams.js'
+import { sharingKey } from './shared-subscriptions.js'
 import { resultBudget } from '../result-budget.js'
 import { ResponseCache, operationTags, type CacheLookup, type CachePolicy } from '../cluster/response-cache.js'
 import { activity, observeOperation } from '../observability/probes.js'
@@ -287,49 +289,30 @@ function startSse(request: FastifyRequest, reply: FastifyReply, open: Set<SseStr
 
 /**
  * Streams a subscription as Server-Sent Events: one `data:` event of JSON `{data, errors?}` per
- * result. When the client leaves, the source iterator is returned (its `finally` blocks run) and
- * `context.signal` is aborted, so upstream resources are released.
+ * result. Equal subscriptions share one execution (./shared-event-streams.ts) unless
+ * `graphql.shareSubscriptions` is off. When the last client of a stream leaves, the source iterator
+ * is returned (its `finally` blocks run) and `context.signal` is aborted, so upstream resources are
+ * released.
  */
-async function streamSubscription(op: CompiledOperation, variables: Variables, request: FastifyRequest, reply: FastifyReply, holder: GatewayHolder, open: Set<SseStream>, auth: AuthInfo | null) {
+async function streamSubscription(op: CompiledOperation, variables: Variables, request: FastifyRequest, reply: FastifyReply, holder: GatewayHolder, open: Set<SseStream>, auth: AuthInfo | null, shared: SharedEventStreams) {
   const stream = startSse(request, reply, open, holder)
   if (!stream) return
   closeAtExpiry(stream, auth, holder, request)
   activity.subscriptions++
   stream.onClose(() => activity.subscriptions--)
-  const format = (r: ExecutionResult) => {
-    const out: { data?: unknown; errors?: GraphQLFormattedError[] } = { data: r.data }
-    if (r.errors?.length) out.errors = formatGraphQLErrors(r.errors, { mode: holder.current.config.mode, logger: request.log }).errors
-    return out
+  const { mode, graphql } = holder.current.config
+  const source: EventStreamSource = {
+    start: (signal) => op.subscribe(variables, { request, headers: request.headers, signal, cluster: holder.cluster, auth }),
+    format(r) {
+      const out: { data?: unknown; errors?: GraphQLFormattedError[] } = { data: r.data }
+      if (r.errors?.length) out.errors = formatGraphQLErrors(r.errors, { mode, logger: request.log }).errors
+      return JSON.stringify(out)
+    },
+    formatError: (err) => JSON.stringify({ errors: formatGraphQLErrors([toGraphQLError(err)], { mode, logger: request.log }).errors }),
   }
-  let iterator: AsyncIterableIterator<ExecutionResult> | ExecutionResult
-  try {
-    iterator = await op.subscribe(variables, { request, headers: request.headers, signal: stream.signal, cluster: holder.cluster, auth })
-  } catch (err) {
-    const { errors } = formatGraphQLErrors([toGraphQLError(err)], { mode: holder.current.config.mode, logger: request.log })
-    stream.send(JSON.stringify({ errors }))
-    stream.close()
-    return
-  }
-  if (!(Symbol.asyncIterator in iterator)) {
-    stream.send(JSON.stringify(format(iterator)))
-    stream.close()
-    return
-  }
-  const source = iterator
-  stream.onClose(() => void source.return?.()?.catch(() => undefined))
-  try {
-    for await (const result of source) {
-      if (stream.signal.aborted) break
-      stream.send(JSON.stringify(format(result)))
-    }
-  } catch (err) {
-    if (!stream.signal.aborted) {
-      const { errors } = formatGraphQLErrors([toGraphQLError(err)], { mode: holder.current.config.mode, logger: request.log })
-      stream.send(JSON.stringify({ errors }))
-    }
-  } finally {
-    stream.close()
-  }
+  // Variables, claims and headers are what can change a result (header templates forward headers).
+  const key = graphql.shareSubscriptions ? JSON.stringify([holder.version, op.name, variables, sharingKey(auth?.claims ?? null, request.headers)]) : undefined
+  shared.join(key, stream, source)
 }
 
 /**
@@ -366,6 +349,7 @@ export function registerOperationRoutes(app: FastifyInstance, holder: GatewayHol
   }
   // Event streams are long-lived: end them before the server closes, or `close()` would wait for them.
   const open = new Set<SseStream>()
+  const sharedStreams = new SharedEventStreams()
   app.addHook('preClose', async () => {
     for (const stream of [...open]) stream.close()
   })
@@ -433,7 +417,7 @@ export function registerOperationRoutes(app: FastifyInstance, holder: GatewayHol
     variables = op.authorize(variables, auth)
     if (op.kind === 'subscription') {
       if (!wantsStream) return sendError(reply, new BadRequestError('Subscriptions need Accept: text/event-stream'), 406)
-      await streamSubscription(op, variables, request, reply, holder, open, auth)
+      await streamSubscription(op, variables, request, reply, holder, open, auth, sharedStreams)
       return reply
     }
     return observeOperation(op.name, () => respond(op, variables, request, reply, holder, viaCustomRoute, cacheState, auth))
