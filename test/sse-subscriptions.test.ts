@@ -84,11 +84,21 @@ async function tickGateway(t: Test, override: Record<string, unknown> = {}) {
   const typeDefs = /* GraphQL */ `
     type Tick { n: Int!, at: String! }
     type Query { now: String! }
-    type Subscription { tick(from: Int = 0): Tick }
+    type Subscription { tick(from: Int = 0): Tick, whoami: String }
   `
   const resolvers = {
     Query: { now: () => new Date().toISOString() },
     Subscription: {
+      // Who the context says the caller is: what a shared stream must never hand to another caller.
+      whoami: {
+        subscribe: async function* (_: unknown, _args: unknown, context: { headers?: Record<string, string | undefined> }) {
+          state.started++
+          for (;;) {
+            yield { whoami: context.headers?.['x-user'] ?? null }
+            await new Promise((r) => setTimeout(r, 30))
+          }
+        },
+      },
       tick: {
         subscribe: async function* (_: unknown, args: { from: number }, context: { signal?: AbortSignal }) {
           state.started++
@@ -188,4 +198,31 @@ t.test('graphql.shareSubscriptions: false gives every event stream its own execu
   a.es.close()
   b.es.close()
   t.ok(await waitFor(() => state.finished === 2))
+})
+
+t.test('clients with other headers (Authorization and cookies among them) never share a stream', async (t) => {
+  const { state, url } = await tickGateway(t)
+  /** The first `data:` event of an event stream opened with `headers`; the stream stays open until `abort()`. */
+  const firstEvent = async (headers: Record<string, string>) => {
+    const controller = new AbortController()
+    t.teardown(() => controller.abort())
+    const res = await fetch(`${url}/operations/Whoami`, { headers: { accept: 'text/event-stream', ...headers }, signal: controller.signal })
+    const reader = res.body!.getReader()
+    let text = ''
+    for (;;) {
+      const m = /^data: (.*)$/m.exec(text)
+      if (m) return JSON.parse(m[1]!) as { data: { whoami: string | null } }
+      const { value, done } = await reader.read()
+      if (done) throw new Error(`the stream ended without an event: ${text}`)
+      text += new TextDecoder().decode(value)
+    }
+  }
+  const alice = await firstEvent({ 'x-user': 'alice' })
+  const bob = await firstEvent({ 'x-user': 'bob' })
+  t.equal(alice.data.whoami, 'alice')
+  t.equal(bob.data.whoami, 'bob', 'bob sees his own context, not the stream alice started')
+  t.equal(state.started, 2, 'two streams')
+  const alice2 = await firstEvent({ 'x-user': 'alice' })
+  t.equal(alice2.data.whoami, 'alice')
+  t.equal(state.started, 2, 'the same headers share')
 })
