@@ -68,8 +68,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import { cpus, loadavg, tmpdir } from 'node:os'
 import { isDeepStrictEqual } from 'node:util'
 import { join } from 'node:path'
-import Database from 'better-sqlite3'
-import { cpuTimeOf, freePort, memoryOf, root, runLoad, startBaseline, startGateway, startNode } from './lib/processes.mjs'
+import { copySqlite, cpuTimeOf, freePort, memoryOf, root, runLoad, startBaseline, startGateway, startNode } from './lib/processes.mjs'
 import { formatSummary, summarise } from './profile-summary.mjs'
 import { formatPerfSummary, perfScript, summarisePerfScript } from './perf-summary.mjs'
 import { spawn } from 'node:child_process'
@@ -144,16 +143,6 @@ const results = {
   options,
   targets: TARGETS,
   scenarios: {},
-}
-
-/** A consistent copy of a SQLite file (WAL included) at `dest`, through better-sqlite3's online backup. */
-async function copySqlite(src, dest) {
-  const db = new Database(src, { readonly: true, fileMustExist: true })
-  try {
-    await db.backup(dest)
-  } finally {
-    db.close()
-  }
 }
 
 const gatewayNodeArgs = (name) => [

@@ -32,7 +32,6 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
-import Database from 'better-sqlite3'
 import { pino } from 'pino'
 import { database, resolveConfig, type RunMode } from '../gateway/config/index.js'
 import { createGateway, type Gateway } from '../gateway/runtime.js'
@@ -237,16 +236,6 @@ interface ProcessTarget extends FuzzTarget {
   pid: number
 }
 
-/** Copies a SQLite database with better-sqlite3's online backup (consistent even while it is open). */
-async function copySqlite(src: string, dest: string): Promise<void> {
-  const db = new Database(src, { readonly: true, fileMustExist: true })
-  try {
-    await db.backup(dest)
-  } finally {
-    db.close()
-  }
-}
-
 /**
  * Starts the demo (`config.ts`) or the Chinook example (`examples/chinook/config.ts`) in `mode` as
  * `npm start` does: `node <npm start's flags> dist/gateway/cli.js start`, its own process (the demo
@@ -256,7 +245,7 @@ async function copySqlite(src: string, dest: string): Promise<void> {
  * @throws when the gateway does not start within 90 s
  */
 async function spawnTarget(t: Teardowns, kind: 'demo' | 'chinook', mode: RunMode, schema: Gateway): Promise<ProcessTarget> {
-  const { freePort, startGateway } = await processes()
+  const { copySqlite, freePort, startGateway } = await processes()
   const dir = mkdtempSync(join(tmpdir(), `tributary-fuzz-${kind}-`))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   const env: Record<string, string> = { NODE_ENV: mode }
@@ -283,16 +272,19 @@ async function spawnTarget(t: Teardowns, kind: 'demo' | 'chinook', mode: RunMode
  * (`nodejs_heap_space_size_total_bytes` and `_used_bytes`; metrics are on by default and open to
  * 127.0.0.1); empty when metrics are off.
  */
-async function heapSpacesOf(url: string): Promise<Record<string, { committed: number; used: number }>> {
+async function heapSpacesOf(url: string): Promise<HeapSpaces> {
   const res = await fetch(`${url}/metrics`, { signal: AbortSignal.timeout(10_000) }).catch(() => undefined)
   if (!res?.ok) return {}
-  const out: Record<string, { committed: number; used: number }> = {}
+  const out: HeapSpaces = {}
   for (const m of (await res.text()).matchAll(/^nodejs_heap_space_size_(total|used)_bytes\{space="(\w+)"\} (\d+)/gm)) {
     const space = (out[m[2]!] ??= { committed: 0, used: 0 })
     space[m[1] === 'total' ? 'committed' : 'used'] = Number(m[3]) / 1048576
   }
   return out
 }
+
+/** A gateway's V8 heap spaces, committed and used MiB by space name. */
+type HeapSpaces = Record<string, { committed: number; used: number }>
 
 /** One memory reading of a gateway process, in MiB. */
 interface MemoryReading {
@@ -302,12 +294,15 @@ interface MemoryReading {
   young: number
   /** `rss − young`: what the check compares. */
   rest: number
+  /** Every V8 heap space at that moment. */
+  spaces: HeapSpaces
 }
 
 async function readMemory(target: ProcessTarget): Promise<MemoryReading> {
-  const young = (await heapSpacesOf(target.url)).new?.committed ?? 0
+  const spaces = await heapSpacesOf(target.url)
+  const young = spaces.new?.committed ?? 0
   const rss = (await processes()).memoryOf(target.pid).rssKb / 1024
-  return { rss, young, rest: rss - young }
+  return { rss, young, rest: rss - young, spaces }
 }
 
 /**
@@ -361,7 +356,6 @@ async function main(): Promise<void> {
     for (const target of targets) await fuzzTarget(target, warmup, createRandom(seed + 1000))
     const settleMs = Number(process.env.FUZZ_SETTLE_MS ?? 60_000)
     const before = await settle(targets, settleMs, 'idle after the warm-up')
-    const spacesBefore = await Promise.all(targets.map((x) => heapSpacesOf(x.url)))
     const random = createRandom(seed)
     const all: FuzzStats = { requests: 0, statuses: {}, codes: {}, findings: [] }
     const per = Math.ceil(count / targets.length)
@@ -390,7 +384,8 @@ async function main(): Promise<void> {
     // next request. It is bounded by that flag, not by the requests served, so it cannot hide a leak.
     const bound = Number(process.env.FUZZ_RSS_BOUND ?? 0.1)
     const within = (now: MemoryReading[]) => now.every((v, i) => v.rest <= before[i]!.rest * (1 + bound))
-    const after = await settle(targets, Number(process.env.FUZZ_SETTLE_MAX_MS ?? 3 * settleMs), 'idle after the run', within)
+    const settleMaxMs = Number(process.env.FUZZ_SETTLE_MAX_MS ?? 3 * settleMs)
+    const after = await settle(targets, settleMaxMs, 'idle after the run', within)
     console.log(`[fuzz] ${all.requests} requests in ${seconds.toFixed(1)} s (${(all.requests / seconds).toFixed(0)}/s)`)
     console.log(`[fuzz] statuses: ${Object.entries(all.statuses).map(([k, v]) => `${k}×${v}`).join(' ')}`)
     console.log(`[fuzz] codes: ${Object.entries(all.codes).sort((a, b) => b[1] - a[1]).map(([k, v]) => `${k}×${v}`).join(' ')}`)
@@ -399,10 +394,11 @@ async function main(): Promise<void> {
       const growth = a.rest - b.rest
       const signed = (x: number) => `${x >= 0 ? '+' : ''}${x.toFixed(1)}`
       console.log(`[fuzz] ${target.name.padEnd(20)} idle RSS ${b.rss.toFixed(1)} → ${a.rss.toFixed(1)} MB (peak ${(memoryOf(target.pid).hwmKb / 1024).toFixed(1)} MB), young generation ${b.young.toFixed(1)} → ${a.young.toFixed(1)} MB; RSS less the young generation ${b.rest.toFixed(1)} → ${a.rest.toFixed(1)} MB (${signed(growth)} MB, ${signed((100 * growth) / b.rest)} %)`)
-      // Which V8 spaces moved: a growing `used` is live data; `committed` alone is memory V8 keeps.
-      const now = await heapSpacesOf(target.url)
-      const moved = Object.keys(now).filter((k) => Math.abs(now[k]!.committed - (spacesBefore[i]![k]?.committed ?? 0)) >= 1 || Math.abs(now[k]!.used - (spacesBefore[i]![k]?.used ?? 0)) >= 1)
-      if (moved.length) console.log(`[fuzz]   V8 spaces, committed (used) MB before → after: ${moved.map((k) => `${k} ${spacesBefore[i]![k]?.committed.toFixed(1) ?? '?'} (${spacesBefore[i]![k]?.used.toFixed(1) ?? '?'}) → ${now[k]!.committed.toFixed(1)} (${now[k]!.used.toFixed(1)})`).join(', ')}`)
+      // Which V8 spaces moved between the two readings: a growing `used` is live data; `committed` alone is memory V8 keeps.
+      const was = b.spaces
+      const now = a.spaces
+      const moved = Object.keys(now).filter((k) => Math.abs(now[k]!.committed - (was[k]?.committed ?? 0)) >= 1 || Math.abs(now[k]!.used - (was[k]?.used ?? 0)) >= 1)
+      if (moved.length) console.log(`[fuzz]   V8 spaces, committed (used) MB before → after: ${moved.map((k) => `${k} ${was[k]?.committed.toFixed(1) ?? '?'} (${was[k]?.used.toFixed(1) ?? '?'}) → ${now[k]!.committed.toFixed(1)} (${now[k]!.used.toFixed(1)})`).join(', ')}`)
     }
     const byInvariant: Record<string, number> = {}
     for (const f of all.findings) byInvariant[f.invariant] = (byInvariant[f.invariant] ?? 0) + 1
@@ -416,7 +412,7 @@ async function main(): Promise<void> {
     }
     if (!within(after)) {
       exitCode = 1
-      console.log(`[fuzz] FAILED: RSS (less the young generation) did not come back within ${bound * 100} % of its baseline after ${Math.round(Number(process.env.FUZZ_SETTLE_MAX_MS ?? 3 * settleMs) / 1000)} s idle`)
+      console.log(`[fuzz] FAILED: RSS (less the young generation) did not come back within ${bound * 100} % of its baseline after ${Math.round(settleMaxMs / 1000)} s idle`)
     } else {
       console.log(`[fuzz] OK: every gateway's RSS (less the young generation) came back within ${bound * 100} % of its baseline`)
     }

@@ -18,6 +18,9 @@ export interface NodeHandle {
   stop(graceMs?: number): Promise<unknown>
 }
 
+/** A consistent copy of a SQLite file (WAL included) at `dest`, through better-sqlite3's online backup. */
+export function copySqlite(src: string, dest: string): Promise<void>
+
 /** A free TCP port on 127.0.0.1. */
 export function freePort(): Promise<number>
 

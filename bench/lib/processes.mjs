@@ -9,6 +9,7 @@ import { readFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import Database from 'better-sqlite3'
 
 /** The repository root. */
 export const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..')
@@ -36,6 +37,16 @@ for (const sig of ['SIGINT', 'SIGTERM']) {
     for (const c of children) killGroup(c, 'SIGTERM')
     setTimeout(() => process.exit(130), 2000).unref()
   })
+}
+
+/** A consistent copy of a SQLite file (WAL included) at `dest`, through better-sqlite3's online backup. */
+export async function copySqlite(src, dest) {
+  const db = new Database(src, { readonly: true, fileMustExist: true })
+  try {
+    await db.backup(dest)
+  } finally {
+    db.close()
+  }
 }
 
 /** A free TCP port on 127.0.0.1 (bound then released). */

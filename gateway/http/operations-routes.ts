@@ -7,7 +7,7 @@
 import { hash } from 'node:crypto'
 import { limitResponse } from './response-limit.js'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { GraphQLError, type ExecutionResult, type GraphQLFormattedError } from 'graphql'
+import { GraphQLError, type GraphQLFormattedError } from 'graphql'
 import type { CompiledOperation, Variables, VariablesError } from '../operations/compile.js'
 import { codedGraphQLError, formatGraphQLErrors, sendError } from './format-error.js'
 import { identityOf } from './auth.js'
@@ -17,7 +17,7 @@ import { AuthInvalidError, BadRequestError, CapacityError, DbNotFoundError, Oper
 import { refuseNonJsonBody } from './json-body.js'
 import type { GatewayHolder } from './app.js'
 import { LivePollers } from './live.js'
-import { SharedEventStreams, type EventStreamSource } from './shared-event-streams.js'
+import { SharedEventStreams, type EventStreamMember, type EventStreamSource } from './shared-event-streams.js'
 import { sharingKey } from './shared-subscriptions.js'
 import { resultBudget } from '../result-budget.js'
 import { ResponseCache, operationTags, type CacheLookup, type CachePolicy } from '../cluster/response-cache.js'
@@ -205,17 +205,8 @@ function sendData(op: CompiledOperation, body: string, request: FastifyRequest, 
   return reply.code(200).type('application/json; charset=utf-8').send(limitResponse(reply, body))
 }
 
-/** An open Server-Sent Events response. */
-interface SseStream {
-  /** Writes one `data:` event (a result object is serialised as JSON). No-op once closed. */
-  send(result: ExecutionResult | string): void
-  /** Ends the response (idempotent); runs the `onClose` callbacks. */
-  close(): void
-  /** Runs `fn` once when the stream closes, by the server or because the client left. */
-  onClose(fn: () => void): void
-  /** Aborted when the stream closes: handed to resolvers as `context.signal`. */
-  readonly signal: AbortSignal
-}
+/** An open Server-Sent Events response: `send` writes one `data:` event (no-op once closed). */
+type SseStream = EventStreamMember
 
 /**
  * Takes over the response and starts a `text/event-stream` (HTML Living Standard §9.2): a comment
@@ -245,14 +236,12 @@ function startSse(request: FastifyRequest, reply: FastifyReply, open: Set<SseStr
   const heartbeat = setInterval(() => res.write(': ping\n\n'), 15_000)
   heartbeat.unref()
   const closers: (() => void)[] = []
-  const controller = new AbortController()
   let closed = false
   const close = () => {
     if (closed) return
     closed = true
     open.delete(stream)
     clearInterval(heartbeat)
-    controller.abort()
     for (const fn of closers) {
       try {
         fn()
@@ -273,15 +262,14 @@ function startSse(request: FastifyRequest, reply: FastifyReply, open: Set<SseStr
   res.on('close', gone)
   res.on('error', gone)
   const stream: SseStream = {
-    send(result) {
-      if (!closed) res.write(`data: ${typeof result === 'string' ? result : JSON.stringify(result)}\n\n`)
+    send(payload) {
+      if (!closed) res.write(`data: ${payload}\n\n`)
     },
     close,
     onClose(fn) {
       if (closed) fn()
       else closers.push(fn)
     },
-    signal: controller.signal,
   }
   open.add(stream)
   return stream
@@ -294,7 +282,7 @@ function startSse(request: FastifyRequest, reply: FastifyReply, open: Set<SseStr
  * is returned (its `finally` blocks run) and `context.signal` is aborted, so upstream resources are
  * released.
  */
-async function streamSubscription(op: CompiledOperation, variables: Variables, request: FastifyRequest, reply: FastifyReply, holder: GatewayHolder, open: Set<SseStream>, auth: AuthInfo | null, shared: SharedEventStreams) {
+function streamSubscription(op: CompiledOperation, variables: Variables, request: FastifyRequest, reply: FastifyReply, holder: GatewayHolder, open: Set<SseStream>, auth: AuthInfo | null, shared: SharedEventStreams) {
   const stream = startSse(request, reply, open, holder)
   if (!stream) return
   closeAtExpiry(stream, auth, holder, request)
@@ -417,7 +405,7 @@ export function registerOperationRoutes(app: FastifyInstance, holder: GatewayHol
     variables = op.authorize(variables, auth)
     if (op.kind === 'subscription') {
       if (!wantsStream) return sendError(reply, new BadRequestError('Subscriptions need Accept: text/event-stream'), 406)
-      await streamSubscription(op, variables, request, reply, holder, open, auth, sharedStreams)
+      streamSubscription(op, variables, request, reply, holder, open, auth, sharedStreams)
       return reply
     }
     return observeOperation(op.name, () => respond(op, variables, request, reply, holder, viaCustomRoute, cacheState, auth))

@@ -49,11 +49,6 @@ interface Group {
 export class SharedEventStreams {
   private readonly groups = new Map<string, Group>()
 
-  /** Groups running now that members may join. */
-  get size(): number {
-    return this.groups.size
-  }
-
   /**
    * Adds `member` to the group of `key`, starting that group (with `source`) when there is none;
    * `key` undefined: a group of its own, never joined.
