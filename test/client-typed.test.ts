@@ -4,17 +4,13 @@
  * with tsx against a listening demo gateway.
  */
 import t from 'tap'
-import { spawnSync, spawn } from 'node:child_process'
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync, readFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { spawn } from 'node:child_process'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { startDemo } from './helpers/demo.js'
+import { clientProject, root } from './helpers/client-project.js'
 import { renderClient } from '../gateway/codegen/client.js'
 import { renderGenerated } from '../gateway/codegen/index.js'
 
-const root = fileURLToPath(new URL('..', import.meta.url))
-const tsc = join(root, 'node_modules/typescript/bin/tsc')
 const tsxCli = join(root, 'node_modules/tsx/dist/cli.mjs')
 
 const program = `
@@ -73,44 +69,20 @@ t.test('the generated client type-checks and calls the running gateway', async (
   const { gateway, url } = await startDemo(t, { listen: true })
   t.equal(renderGenerated(gateway)['client.ts'], renderClient(gateway), 'renderGenerated writes client.ts')
 
-  const dir = mkdtempSync(join(tmpdir(), 'tributary-client-'))
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
-  writeFileSync(join(dir, 'client.ts'), renderClient(gateway))
-  writeFileSync(join(dir, 'main.ts'), program)
-  writeFileSync(join(dir, 'package.json'), JSON.stringify({ type: 'module' }))
-  // The generated client imports its runtime from the package, as in a user's project.
-  mkdirSync(join(dir, 'node_modules'))
-  symlinkSync(root, join(dir, 'node_modules', 'tributary'), 'dir')
+  const project = clientProject(t, renderClient(gateway))
+  const dir = project.dir
   t.match(renderClient(gateway), /from 'tributary\/client'/, 'the client imports the runtime from tributary/client')
-  const projectConfig = JSON.parse(readFileSync(join(root, 'tsconfig.json'), 'utf8')) as { compilerOptions: Record<string, unknown> }
-  writeFileSync(
-    join(dir, 'tsconfig.json'),
-    JSON.stringify({
-      compilerOptions: {
-        ...projectConfig.compilerOptions,
-        noEmit: true,
-        incremental: false,
-        outDir: undefined,
-        rootDir: undefined,
-        tsBuildInfoFile: undefined,
-        types: ['node'],
-        typeRoots: [join(root, 'node_modules/@types')],
-      },
-      files: ['client.ts', 'main.ts'],
-    }),
-  )
 
-  const check = spawnSync(process.execPath, [tsc, '-p', join(dir, 'tsconfig.json')], { encoding: 'utf8' })
-  t.equal(check.status, 0, `tsc --noEmit passes:\n${check.stdout}${check.stderr}`)
+  const check = project.typecheck(program)
+  t.equal(check.status, 0, `tsc --noEmit passes:\n${check.output}`)
 
   // Without the @ts-expect-error comments the wrong calls must fail to compile: the types are real.
-  writeFileSync(join(dir, 'main.ts'), program.replace(/\/\/ @ts-expect-error.*\n/g, ''))
-  const strict = spawnSync(process.execPath, [tsc, '-p', join(dir, 'tsconfig.json')], { encoding: 'utf8' })
+  const strict = project.typecheck(program.replace(/\/\/ @ts-expect-error.*\n/g, ''))
   t.not(strict.status, 0, 'the wrong calls are type errors')
-  t.match(strict.stdout, /main\.ts\(\d+,\d+\): error TS2322: Type 'string' is not assignable to type 'number'/)
-  t.match(strict.stdout, /Property 'title' is missing/)
-  t.match(strict.stdout, /'nope' does not exist in type/)
-  writeFileSync(join(dir, 'main.ts'), program)
+  t.match(strict.output, /main\.ts\(\d+,\d+\): error TS2322: Type 'string' is not assignable to type 'number'/)
+  t.match(strict.output, /Property 'title' is missing/)
+  t.match(strict.output, /'nope' does not exist in type/)
+  project.typecheck(program)
 
   const child = spawn(process.execPath, [tsxCli, join(dir, 'main.ts'), url], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] })
   let stdout = ''

@@ -54,9 +54,16 @@ t.test('the OpenAPI document', async (t) => {
 
   const ajv = new Ajv2020({ strict: false, allErrors: true })
   addFormats.default(ajv)
-  ajv.addSchema(doc.components.schemas.Errors, 'Errors')
-  const resolveRefs = (schema: Json): Json => JSON.parse(JSON.stringify(schema).replaceAll('"#/components/schemas/Errors"', '"Errors"'))
+  // The document's components as one schema resource, so that a schema taken out of the document
+  // still resolves its references (`#/components/schemas/X` → `components#/$defs/X`).
+  const resolveRefs = (schema: Json): Json => JSON.parse(JSON.stringify(schema).replaceAll('"#/components/schemas/', '"components#/$defs/'))
+  ajv.addSchema({ $id: 'components', $defs: resolveRefs(doc.components.schemas) })
   const compile = (schema: Json) => ajv.compile(resolveRefs(schema))
+  /** An operation's variables schema as the document holds it: its $defs moved into the components. */
+  const inDocument = (schema: Json): Json => {
+    const { $defs: _defs, ...rest } = schema as { $defs?: unknown }
+    return JSON.parse(JSON.stringify(rest).replaceAll('"#/$defs/', '"#/components/schemas/'))
+  }
 
   const served = [...gateway.operations.values()].filter((op) => !op.stored.internal)
   t.ok(served.length >= 10, `${served.length} served operations`)
@@ -83,7 +90,10 @@ t.test('the OpenAPI document', async (t) => {
         t.ok(path.get.responses['200'] && path.get.responses['400'] && path.get.responses['500'])
       }
       if (path.post) {
-        t.same(path.post.requestBody?.content['application/json'].schema, JSON.parse(JSON.stringify(op.variablesSchema)), `${op.name}: POST body is the variables schema`)
+        t.same(path.post.requestBody?.content['application/json'].schema, inDocument(op.variablesSchema), `${op.name}: POST body is the variables schema`)
+        for (const [name, def] of Object.entries((op.variablesSchema.$defs ?? {}) as Record<string, Json>)) {
+          t.same(doc.components.schemas[name], inDocument(def), `${op.name}: input object ${name} is a component`)
+        }
         t.same(path.post.responses['200'].content?.['application/json'].schema, JSON.parse(JSON.stringify(op.responseSchema)))
       }
     }
@@ -110,7 +120,10 @@ t.test('the OpenAPI document', async (t) => {
           if (p.schema) compile(p.schema)
           for (const media of Object.values(p.content ?? {})) compile(media.schema)
         }
-        for (const media of Object.values(op.requestBody?.content ?? {})) compile(media.schema)
+        for (const media of Object.values(op.requestBody?.content ?? {})) {
+          compile(media.schema)
+          JSON.stringify(media.schema).replace(/"\$ref":"([^"]+)"/g, (_m, ref: string) => (refs.push(ref), ''))
+        }
         for (const [status, r] of Object.entries(op.responses)) {
           t.ok(/^[1-5]\d\d$/.test(status))
           t.type(r.description, 'string')
@@ -122,6 +135,9 @@ t.test('the OpenAPI document', async (t) => {
       }
     }
     t.ok(refs.length > 0)
+    t.ok(refs.some((r) => r !== '#/components/schemas/Errors'), 'request bodies refer to input-object components')
+    t.notOk(JSON.stringify(doc).includes('"#/$defs/') || JSON.stringify(doc).includes('"$defs"'), 'no reference is left relative to a schema of its own')
+    JSON.stringify(doc.components.schemas).replace(/"\$ref":"([^"]+)"/g, (_m, ref: string) => (refs.push(ref), ''))
     for (const ref of new Set(refs)) t.ok(ref.startsWith('#/components/schemas/') && doc.components.schemas[ref.split('/').pop()!], `${ref} resolves`)
   })
 

@@ -127,9 +127,11 @@ t.test('variables from the query string', async (t) => {
     t.equal(res.status, 400)
     const paths = (res.body.errors as ErrorItem[]).map((e) => [e.extensions.instancePath, e.extensions.schemaPath]).sort()
     t.same(paths, [
-      ['/where/completed/equals', '#/properties/where/properties/completed/properties/equals/type'],
-      ['/where/nope', '#/properties/where/additionalProperties'],
+      ['/where/completed/equals', '#/$defs/todo_BoolFilter/properties/equals/type'],
+      ['/where/nope', '#/$defs/todo_TodoWhereInput/additionalProperties'],
     ])
+    const nope = (res.body.errors as ErrorItem[]).find((e) => e.extensions.instancePath === '/where/nope')!
+    t.equal(nope.message, 'Variable "where.nope" is not a field of the input object todo_TodoWhereInput')
     const badJson = await get('/operations/FindTodos?where={oops')
     t.equal(badJson.status, 400)
     t.equal(badJson.body.errors[0].extensions.variable, 'where')

@@ -23,7 +23,7 @@
 import { describeAuthRules } from '../auth/directives.js'
 import type { Gateway } from '../runtime.js'
 import type { CompiledOperation } from '../operations/compile.js'
-import type { JsonSchema } from '../operations/json-schema.js'
+import { DEFS_REF_PREFIX, type JsonSchema } from '../operations/json-schema.js'
 
 const BIGINT_PATTERN = '^-?\\d+$'
 const DECIMAL_PATTERN = '^-?(\\d+(\\.\\d*)?|\\.\\d+)([eE][-+]?\\d+)?$'
@@ -75,16 +75,24 @@ function propertyKey(name: string): string {
   return IDENTIFIER.test(name) ? name : JSON.stringify(name)
 }
 
+/** The type name of a `#/$defs/<Name>` reference: `<Name>`. */
+function defName(ref: string): string {
+  return ref.startsWith(DEFS_REF_PREFIX) ? ref.slice(DEFS_REF_PREFIX.length) : ref
+}
+
 /**
  * The TypeScript type of a JSON Schema produced by `gateway/operations/json-schema.ts`.
  * @param indent the indentation of the line the type starts on.
+ * @param refName the type name of a `$ref` (an input object of `$defs`); default: the `$defs` key
  */
-export function jsonSchemaToTs(schema: JsonSchema, indent = ''): string {
-  if (schema.anyOf) return union(schema.anyOf.map((s) => jsonSchemaToTs(s, indent)))
+export function jsonSchemaToTs(schema: JsonSchema, indent = '', refName: (ref: string) => string = defName): string {
+  // An input object: `{$ref, type: "object"}`, or `["object", "null"]` when nullable.
+  if (typeof schema.$ref === 'string') return union([refName(schema.$ref), ...(Array.isArray(schema.type) && schema.type.includes('null') ? ['null'] : [])])
+  if (schema.anyOf) return union(schema.anyOf.map((s) => jsonSchemaToTs(s, indent, refName)))
   if (schema.enum) return union(schema.enum.map((v) => JSON.stringify(v)))
   const types = schema.type === undefined ? [] : Array.isArray(schema.type) ? schema.type : [schema.type]
   if (types.length === 0) return 'JSONValue'
-  return union(types.map((t) => single(t, schema, indent)))
+  return union(types.map((t) => single(t, schema, indent, refName)))
 }
 
 function union(parts: string[]): string {
@@ -94,7 +102,7 @@ function union(parts: string[]): string {
   return [...unique.filter((p) => p !== 'null'), ...unique.filter((p) => p === 'null')].join(' | ')
 }
 
-function single(type: string, schema: JsonSchema, indent: string): string {
+function single(type: string, schema: JsonSchema, indent: string, refName: (ref: string) => string): string {
   switch (type) {
     case 'null':
       return 'null'
@@ -111,25 +119,49 @@ function single(type: string, schema: JsonSchema, indent: string): string {
       return 'string'
     case 'array': {
       if (!schema.items) return 'JSONValue[]'
-      const item = jsonSchemaToTs(schema.items, indent)
+      const item = jsonSchemaToTs(schema.items, indent, refName)
       return /^[A-Za-z0-9_]+$/.test(item) ? `${item}[]` : `Array<${item}>`
     }
     case 'object':
-      return objectType(schema, indent)
+      return objectType(schema, indent, refName)
     default:
       return 'JSONValue'
   }
 }
 
-function objectType(schema: JsonSchema, indent: string): string {
+function objectType(schema: JsonSchema, indent: string, refName: (ref: string) => string): string {
   const props = schema.properties
   if (!props) return 'Record<string, JSONValue>'
   const entries = Object.entries(props)
   if (entries.length === 0) return schema.additionalProperties === false ? 'Record<string, never>' : 'Record<string, JSONValue>'
   const required = new Set(schema.required ?? [])
   const inner = `${indent}  `
-  const lines = entries.map(([name, s]) => `${comment(s.description, inner)}${inner}${propertyKey(name)}${required.has(name) ? '' : '?'}: ${jsonSchemaToTs(s, inner)}`)
+  const lines = entries.map(([name, s]) => `${comment(s.description, inner)}${inner}${propertyKey(name)}${required.has(name) ? '' : '?'}: ${jsonSchemaToTs(s, inner, refName)}`)
   return `{\n${lines.join('\n')}\n${indent}}`
+}
+
+/** Identifiers the generated file declares besides the input objects' types. */
+const FILE_IDENTIFIERS = ['Transport', 'CallOptions', 'ClientOptions', 'OperationInfo', 'Runtime', 'TributaryError', 'TributaryErrorItem', 'HeadersOption', 'DateTime', 'BigIntString', 'DecimalString', 'Base64String', 'JSONValue', 'TributaryClient', 'createClient', 'operations']
+
+/**
+ * The input objects the operations' variables refer to (their `$defs`, by GraphQL name, in name
+ * order: one schema per name) and the TypeScript name of each: its GraphQL name, with `_` appended
+ * while that is taken by another identifier of the file (`<Op>Variables`, `JSONValue`...).
+ */
+function inputTypes(ops: readonly CompiledOperation[], names: Map<CompiledOperation, Names>): { defs: Map<string, JsonSchema>; typeName: (ref: string) => string } {
+  const all = new Map<string, JsonSchema>()
+  for (const op of ops) for (const [name, schema] of Object.entries((op.variablesSchema.$defs ?? {}) as Record<string, JsonSchema>)) if (!all.has(name)) all.set(name, schema)
+  const defs = new Map([...all].sort(([a], [b]) => a.localeCompare(b)))
+  const taken = new Set<string>(FILE_IDENTIFIERS)
+  for (const n of names.values()) taken.add(`${n.type}Variables`).add(`${n.type}Response`)
+  const tsNames = new Map<string, string>()
+  for (const name of defs.keys()) {
+    let ts = name
+    while (taken.has(ts)) ts += '_'
+    taken.add(ts)
+    tsNames.set(name, ts)
+  }
+  return { defs, typeName: (ref) => tsNames.get(defName(ref)) ?? 'JSONValue' }
 }
 
 /** Variables sent as plain query params: scalars, enums and lists of them (never objects or JSON scalars). */
@@ -182,14 +214,22 @@ ${ops.find((o) => o.kind === 'query') ? ` * const data = await client.${names.ge
 /* eslint-disable */
 `)
   out.push(RUNTIME)
+  const inputs = inputTypes(ops, names)
+  if (inputs.defs.size > 0) {
+    out.push('// ----- input objects of the GraphQL schema (the variables\' $defs) -----\n')
+    for (const [name, schema] of inputs.defs) {
+      out.push(`/** ${schema.description ? `${schema.description.replace(/\*\//g, '*\\/')} ` : ''}The input object \`${name}\` of the GraphQL schema. */`)
+      out.push(`export type ${inputs.typeName(`${DEFS_REF_PREFIX}${name}`)} = ${jsonSchemaToTs({ ...schema, type: 'object' }, '', inputs.typeName)}\n`)
+    }
+  }
   out.push('// ----- operations -----\n')
   for (const op of ops) {
     const n = names.get(op)!
     const where = `\`${op.name}\` (operations/${op.name}.graphql)`
     out.push(`/** Variables of the stored ${op.kind} ${where}. */`)
-    out.push(`export type ${n.type}Variables = ${jsonSchemaToTs(op.variablesSchema)}\n`)
+    out.push(`export type ${n.type}Variables = ${jsonSchemaToTs(op.variablesSchema, '', inputs.typeName)}\n`)
     out.push(`/** ${op.kind === 'subscription' ? 'One event' : 'The data object'} of the stored ${op.kind} ${where}. */`)
-    out.push(`export type ${n.type}Response = ${jsonSchemaToTs(op.responseSchema)}\n`)
+    out.push(`export type ${n.type}Response = ${jsonSchemaToTs(op.responseSchema, '', inputs.typeName)}\n`)
   }
 
   out.push(`const operations = {`)

@@ -66,26 +66,55 @@ export interface CompiledOperation {
   stringifyData(data: unknown): string
 }
 
-const ajvOptions = { allErrors: true, strict: false, useDefaults: false } as const
+// verbose: errors carry their parentSchema, from which {@link schemaPaths} gives the full schemaPath.
+const ajvOptions = { allErrors: true, strict: false, useDefaults: false, verbose: true } as const
 const queryAjv = new Ajv({ ...ajvOptions, coerceTypes: 'array' })
 const bodyAjv = new Ajv({ ...ajvOptions })
 addFormats.default(queryAjv)
 addFormats.default(bodyAjv)
 
-function problemsOf(errors: ErrorObject[] | null | undefined): VariableProblem[] {
+/**
+ * The JSON Pointer (as a `#…` fragment) of every subschema of a variables schema, by identity. ajv
+ * reports a keyword inside a `$ref` target relative to that target (`#/properties/equals/type`);
+ * with this map the 400 names it from the root (`#/$defs/StringFilter/properties/equals/type`).
+ */
+function schemaPaths(schema: JsonSchema): WeakMap<object, string> {
+  const paths = new WeakMap<object, string>()
+  const escape = (key: string) => key.replace(/~/g, '~0').replace(/\//g, '~1')
+  const walk = (node: JsonSchema | undefined, path: string) => {
+    if (!node || typeof node !== 'object' || paths.has(node)) return
+    paths.set(node, path)
+    for (const [key, sub] of Object.entries(node.properties ?? {})) walk(sub, `${path}/properties/${escape(key)}`)
+    if (node.items) walk(node.items, `${path}/items`)
+    node.anyOf?.forEach((sub, i) => walk(sub, `${path}/anyOf/${i}`))
+    for (const [key, sub] of Object.entries((node.$defs ?? {}) as Record<string, JsonSchema>)) walk(sub, `#/$defs/${escape(key)}`)
+  }
+  walk(schema, '#')
+  return paths
+}
+
+/** The `$defs` name of a schema path (`#/$defs/X/...` → `X`), or undefined for the root. */
+function defOf(schemaPath: string): string | undefined {
+  return /^#\/\$defs\/([^/]+)/.exec(schemaPath)?.[1]?.replace(/~1/g, '/').replace(/~0/g, '~')
+}
+
+function problemsOf(errors: ErrorObject[] | null | undefined, paths: WeakMap<object, string>): VariableProblem[] {
   return (errors ?? []).map((e) => {
     let path = e.instancePath
     let message = e.message ?? 'is invalid'
+    const parent = e.parentSchema ? paths.get(e.parentSchema) : undefined
+    const schemaPath = parent === undefined ? e.schemaPath : `${parent}/${e.keyword}`
     if (e.keyword === 'required') {
       path = `${path}/${(e.params as { missingProperty: string }).missingProperty}`
       message = 'is required'
     } else if (e.keyword === 'additionalProperties') {
       path = `${path}/${(e.params as { additionalProperty: string }).additionalProperty}`
-      message = 'is not a variable of this operation'
+      const inputObject = defOf(schemaPath)
+      message = inputObject ? `is not a field of the input object ${inputObject}` : 'is not a variable of this operation'
     } else if (e.keyword === 'enum') {
       message = `must be one of ${(e.params as { allowedValues: unknown[] }).allowedValues.join(', ')}`
     }
-    return { variable: path.split('/')[1] ?? '', path, schemaPath: e.schemaPath, message }
+    return { variable: path.split('/')[1] ?? '', path, schemaPath, message }
   })
 }
 
@@ -140,6 +169,7 @@ function unflatten(query: Record<string, string | string[] | undefined>): Record
 
 function needsJson(schema: JsonSchema | undefined): boolean {
   if (!schema) return false
+  if (schema.$ref !== undefined) return true // input objects are references into $defs
   const types = Array.isArray(schema.type) ? schema.type : [schema.type]
   if (types.includes('object')) return true
   if (types.includes('array')) return needsJson(schema.items)
@@ -176,9 +206,11 @@ export function compileOperation(stored: StoredOperation, schema: GraphQLSchema,
   const fromClaim = stored.auth?.fromClaim ?? {}
   const claimVars = Object.keys(fromClaim)
   const vSchema = claimVars.length ? omitProperties(fullSchema, claimVars, true) : fullSchema
-  const claimChecks = claimVars.map((v) => [v, bodyAjv.compile(fullSchema.properties?.[v] ?? {})] as const)
+  // A claim variable's schema is checked on its own, with the $defs its references point into.
+  const claimChecks = claimVars.map((v) => [v, bodyAjv.compile({ ...(fullSchema.properties?.[v] ?? {}), ...(fullSchema.$defs ? { $defs: fullSchema.$defs } : {}) })] as const)
   const what = `operation ${stored.name}`
   const rSchema = responseSchema(schema, stored.document, stored.operation)
+  const paths = schemaPaths(vSchema)
   const validateQuery: ValidateFunction = queryAjv.compile(vSchema)
   const validateBody: ValidateFunction = bodyAjv.compile(vSchema)
   const properties = vSchema.properties ?? {}
@@ -269,7 +301,7 @@ export function compileOperation(stored: StoredOperation, schema: GraphQLSchema,
       }
       if (problems.length) throw variablesError(problems)
       checkDepth(vars)
-      if (!validateQuery(vars)) throw variablesError(problemsOf(validateQuery.errors))
+      if (!validateQuery(vars)) throw variablesError(problemsOf(validateQuery.errors, paths))
       return vars
     },
 
@@ -279,7 +311,7 @@ export function compileOperation(stored: StoredOperation, schema: GraphQLSchema,
         throw variablesError([{ variable: '', path: '', schemaPath: '#/type', message: 'the body must be a JSON object of variables' }])
       }
       checkDepth(vars as Record<string, unknown>)
-      if (!validateBody(vars)) throw variablesError(problemsOf(validateBody.errors))
+      if (!validateBody(vars)) throw variablesError(problemsOf(validateBody.errors, paths))
       return vars as Variables
     },
 

@@ -78,44 +78,49 @@ function nullable(schema: JsonSchema): JsonSchema {
   return { anyOf: [s, { type: 'null' }] }
 }
 
-/**
- * How many input objects deep a variable's JSON Schema is expanded: the variable's own input type is
- * level 1; an input object below level {@link MAX_EXPANDED_INPUT_DEPTH} is `{type: object}` (open;
- * GraphQL's variable coercion still checks it, with a 400). Without the bound, the where-input of a
- * table with relations expands every path through the relation filters: Chinook's
- * `EmployeeWhereInput` was 4.1 MB of JSON Schema, compiled twice by ajv per operation and copied into
- * the OpenAPI document.
- */
-export const MAX_EXPANDED_INPUT_DEPTH = 3
+/** The prefix of the references {@link inputTypeSchema} makes: `#/$defs/<input object name>`. */
+export const DEFS_REF_PREFIX = '#/$defs/'
 
 /**
- * The JSON Schema of a GraphQL input type. Nullable types accept `null`; input objects are closed
- * (`additionalProperties: false`).
- * @param seen input object names being expanded, to cut recursive input types (they become `{type: object}`,
- *   as do the database connector's nested-write inputs, marked `extensions.tributary.nestedWrite`, and
- *   input objects below {@link MAX_EXPANDED_INPUT_DEPTH}).
+ * The JSON Schema of a GraphQL input type. Nullable types accept `null`. Every input object is a
+ * reference with its type, `{$ref: "#/$defs/<TypeName>", type: "object"}` (`["object", "null"]`
+ * when nullable), and its schema is put once into `defs` under its GraphQL name, so recursive input
+ * types (`AND: [XWhereInput!]`) and the relation filters of a database's where-inputs are expanded in
+ * full at a size linear in the number of input types reached. A `$defs` entry holds the object's
+ * keywords (`properties`, `required`, `additionalProperties: false`) and no `type`: the reference
+ * says whether null is allowed, so a bad value gets one error at its own path, not the errors of
+ * every branch of an `anyOf`. (JSON Schema 2020-12 §8.2.3.1: `$ref` applies beside its siblings.)
+ *
+ * The database connector's nested-write inputs (`extensions.tributary.nestedWrite`) are the one
+ * exception: they stay `{type: object}` (open; GraphQL's variable coercion still checks them, with a
+ * 400). They reach every related model's create and connect inputs in turn, so one mutation's
+ * variables would carry most of the schema's input types, compiled by ajv twice per operation.
+ * @param defs the `$defs` being built (input object name → schema); filled in place
  */
-export function inputTypeSchema(type: GraphQLInputType, seen: Set<string> = new Set()): JsonSchema {
-  if (isNonNullType(type)) return innerInput(type.ofType, seen)
-  return nullable(innerInput(type, seen))
+export function inputTypeSchema(type: GraphQLInputType, defs: Record<string, JsonSchema> = {}): JsonSchema {
+  if (isNonNullType(type)) return innerInput(type.ofType, defs)
+  return nullable(innerInput(type, defs))
 }
 
-function innerInput(type: GraphQLInputType, seen: Set<string>): JsonSchema {
-  if (isListType(type)) return { type: 'array', items: inputTypeSchema(type.ofType, seen) }
+function innerInput(type: GraphQLInputType, defs: Record<string, JsonSchema>): JsonSchema {
+  if (isListType(type)) return { type: 'array', items: inputTypeSchema(type.ofType, defs) }
   if (isEnumType(type)) return { type: 'string', enum: type.getValues().map((v) => v.name) }
   if (isInputObjectType(type)) {
-    // Nested-write inputs of the database connector nest every related model in turn: expanded, one
-    // `XCreateInput` of a dozen tables is tens of MB. They stay open here; GraphQL validates them.
-    if (seen.has(type.name) || seen.size >= MAX_EXPANDED_INPUT_DEPTH || (type.extensions?.['tributary'] as { nestedWrite?: boolean } | undefined)?.nestedWrite) return { type: 'object' }
-    const next = new Set(seen).add(type.name)
-    const properties: Record<string, JsonSchema> = {}
-    const required: string[] = []
-    for (const field of Object.values(type.getFields())) {
-      properties[field.name] = inputTypeSchema(field.type, next)
-      if (field.description) properties[field.name].description = field.description
-      if (isNonNullType(field.type) && field.defaultValue === undefined) required.push(field.name)
+    if ((type.extensions?.['tributary'] as { nestedWrite?: boolean } | undefined)?.nestedWrite) return { type: 'object' }
+    if (!Object.hasOwn(defs, type.name)) {
+      const schema: JsonSchema = { properties: {}, additionalProperties: false }
+      // Registered before its fields, so that a field of its own type refers back to it.
+      defs[type.name] = schema
+      if (type.description) schema.description = type.description
+      const required: string[] = []
+      for (const field of Object.values(type.getFields())) {
+        const fieldSchema = inputTypeSchema(field.type, defs)
+        schema.properties![field.name] = field.description ? { ...fieldSchema, description: field.description } : fieldSchema
+        if (isNonNullType(field.type) && field.defaultValue === undefined) required.push(field.name)
+      }
+      if (required.length) schema.required = required
     }
-    return { type: 'object', properties, ...(required.length ? { required } : {}), additionalProperties: false }
+    return { $ref: `${DEFS_REF_PREFIX}${type.name}`, type: 'object' }
   }
   if (isScalarType(type)) return scalarSchema(type.name)
   return {}
@@ -153,25 +158,32 @@ function variableBounds(schema: GraphQLSchema, operation: OperationDefinitionNod
  * The variables JSON Schema of an operation: an object with one property per variable,
  * `required` for non-null variables without a default, `additionalProperties: false`. A variable
  * passed to a bounded argument (a database list's `take`, within `±maxTake`; `skip`, not negative)
- * gets that argument's `minimum`/`maximum`.
+ * gets that argument's `minimum`/`maximum`. Input objects are references into the schema's own
+ * `$defs` (one entry per input object type reached, by GraphQL name; see {@link inputTypeSchema}).
  * @param document the operation's document, for the arguments inside its fragments
  */
 export function variablesSchema(schema: GraphQLSchema, operation: OperationDefinitionNode, document?: DocumentNode): JsonSchema {
   const bounds = variableBounds(schema, operation, document)
   const properties: Record<string, JsonSchema> = {}
+  const defs: Record<string, JsonSchema> = {}
   const required: string[] = []
   for (const def of operation.variableDefinitions ?? []) {
     const name = def.variable.name.value
     const type = typeFromAST(schema, def.type) as GraphQLInputType | undefined
     if (!type) continue
-    properties[name] = inputTypeSchema(type)
+    properties[name] = inputTypeSchema(type, defs)
     const b = bounds.get(name)
     // Only Int variables carry minimum/maximum; a bounded argument never takes a list or an object.
     if (b && properties[name].minimum !== undefined) Object.assign(properties[name], b)
     if (def.defaultValue) properties[name].default = valueFromLiteral(def.defaultValue)
     if (def.type.kind === Kind.NON_NULL_TYPE && !def.defaultValue) required.push(name)
   }
-  return { type: 'object', properties, ...(required.length ? { required } : {}), additionalProperties: false }
+  return { type: 'object', properties, ...(required.length ? { required } : {}), additionalProperties: false, ...(Object.keys(defs).length ? { $defs: sortedDefs(defs) } : {}) }
+}
+
+/** `defs` with its keys in name order, so that generated files do not depend on the walk's order. */
+function sortedDefs(defs: Record<string, JsonSchema>): Record<string, JsonSchema> {
+  return Object.fromEntries(Object.keys(defs).sort().map((k) => [k, defs[k]]))
 }
 
 function valueFromLiteral(node: import('graphql').ValueNode): unknown {

@@ -1,0 +1,59 @@
+/**
+ * A throw-away TypeScript project for a generated client: `client.ts` and `main.ts` in a temp
+ * directory, with the package linked as `node_modules/tributary` (so `tributary/client` resolves as
+ * in a user's project) and the repository's compiler options under `strict`.
+ */
+import { spawnSync } from 'node:child_process'
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+/** The repository root. */
+export const root = fileURLToPath(new URL('../..', import.meta.url))
+const tsc = join(root, 'node_modules/typescript/bin/tsc')
+
+/** A client project: its directory, and `typecheck(main)` that writes `main.ts` and runs tsc on both files. */
+export interface ClientProject {
+  dir: string
+  /** Writes `main.ts` and runs `tsc --noEmit`; `status` 0 means it type-checks, `output` is tsc's stdout and stderr. */
+  typecheck(main: string): { status: number | null; output: string }
+}
+
+/**
+ * Creates the project with `clientSource` as `client.ts`; it is removed at teardown.
+ * @param t anything with `teardown` (a tap test)
+ */
+export function clientProject(t: { teardown(fn: () => void): void }, clientSource: string): ClientProject {
+  const dir = mkdtempSync(join(tmpdir(), 'tributary-client-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  writeFileSync(join(dir, 'client.ts'), clientSource)
+  writeFileSync(join(dir, 'package.json'), JSON.stringify({ type: 'module' }))
+  mkdirSync(join(dir, 'node_modules'))
+  symlinkSync(root, join(dir, 'node_modules', 'tributary'), 'dir')
+  const projectConfig = JSON.parse(readFileSync(join(root, 'tsconfig.json'), 'utf8')) as { compilerOptions: Record<string, unknown> }
+  writeFileSync(
+    join(dir, 'tsconfig.json'),
+    JSON.stringify({
+      compilerOptions: {
+        ...projectConfig.compilerOptions,
+        noEmit: true,
+        incremental: false,
+        outDir: undefined,
+        rootDir: undefined,
+        tsBuildInfoFile: undefined,
+        types: ['node'],
+        typeRoots: [join(root, 'node_modules/@types')],
+      },
+      files: ['client.ts', 'main.ts'],
+    }),
+  )
+  return {
+    dir,
+    typecheck(main) {
+      writeFileSync(join(dir, 'main.ts'), main)
+      const r = spawnSync(process.execPath, [tsc, '-p', join(dir, 'tsconfig.json')], { encoding: 'utf8' })
+      return { status: r.status, output: `${r.stdout}${r.stderr}` }
+    },
+  }
+}
