@@ -10,10 +10,10 @@ import type { Knex } from 'knex'
 import { database } from '../gateway/config/index.js'
 import { createKnex } from '../gateway/connectors/database/connection.js'
 import type { Dialect } from '../gateway/connectors/database/model.js'
-import type { GraphQLInputObjectType } from 'graphql'
+import { parse, type GraphQLInputObjectType, type OperationDefinitionNode } from 'graphql'
 import { createDatabaseSource } from '../gateway/connectors/database/index.js'
 import type { LocalSubschema } from '../gateway/connectors/types.js'
-import { inputTypeSchema } from '../gateway/operations/json-schema.js'
+import { variablesSchema, type JsonSchema } from '../gateway/operations/json-schema.js'
 import { testContext } from './helpers/database-source.js'
 import { chinookSqlite } from './helpers/chinook.js'
 import { realworldDatabase } from './helpers/realworld.js'
@@ -252,8 +252,10 @@ t.test('schema: nested-write input types', async (t) => {
   t.same(Object.keys(fields('NwAlbumCreateManyInput')), ['id', 'title', 'artistId'], 'createMany takes no nested writes')
   t.same(Object.keys(fields('NwAlbumUpdateInput')), ['id', 'title', 'artistId', 'artist', 'nwTracks'])
   t.same(Object.keys(fields('NwAlbumUpdateManyMutationInput')), ['id', 'title', 'artistId'], 'updateMany takes no nested writes')
-  const json = inputTypeSchema(source.schema.getType('NwArtistCreateInput') as GraphQLInputObjectType) as { properties: Record<string, unknown> }
-  t.same(json.properties['nwAlbums'], { type: ['object', 'null'] }, 'a stored operation\'s JSON Schema leaves nested-write inputs open (expanded, they nest every related model)')
+  const mutation = parse('mutation M($data: NwArtistCreateInput!) { __typename }').definitions[0] as OperationDefinitionNode
+  const json = variablesSchema(source.schema, mutation)
+  t.same(json.properties!['data'], { $ref: '#/$defs/NwArtistCreateInput', type: 'object' })
+  t.same((json.$defs as Record<string, JsonSchema>)['NwArtistCreateInput']!.properties!['nwAlbums'], { type: ['object', 'null'] }, 'a stored operation\'s JSON Schema leaves nested-write inputs open (expanded, they nest every related model)')
   t.ok(JSON.stringify(json).length < 2000, 'and stays small')
 })
 

@@ -13,7 +13,10 @@ import { buildOpenApiDocument } from '../gateway/codegen/openapi.js'
 import { renderClient } from '../gateway/codegen/client.js'
 import { getOperation, startGateway } from './helpers/graphql-upstream.js'
 import { chinookSqlite } from './helpers/chinook.js'
-import type { JsonSchema } from '../gateway/operations/json-schema.js'
+import { MAX_INPUT_OBJECTS, type JsonSchema } from '../gateway/operations/json-schema.js'
+import Database from 'better-sqlite3'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { clientProject, root } from './helpers/client-project.js'
 import { execFile } from 'node:child_process'
 import { promisify } from 'node:util'
@@ -112,4 +115,40 @@ void wrong
   // Asynchronous: the gateway answering the program runs in this process.
   const run = await promisify(execFile)(process.execPath, [join(root, 'node_modules/tsx/dist/cli.mjs'), join(project.dir, 'main.ts'), base], { cwd: project.dir, encoding: 'utf8' })
   t.same(JSON.parse(run.stdout.trim()), [3, 4, 5], 'the typed client sends the deep filter, and the gateway runs it')
+})
+
+t.test('a where-input that reaches 300 tables: the nearest MAX_INPUT_OBJECTS input objects are expanded, the rest left to GraphQL', async (t) => {
+  // A chain of foreign keys t0300 → … → t0001 (and every third table → t0001): t0001's where-input
+  // reaches over 600 input objects, a chain of references ajv's compiler cannot follow (stack overflow).
+  const dir = mkdtempSync(join(tmpdir(), 'tributary-chain-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const file = join(dir, 'chain.sqlite')
+  const db = new Database(file)
+  for (let i = 1; i <= 300; i++) {
+    const name = (n: number) => `t${String(n).padStart(4, '0')}`
+    const fks = i > 1 ? `, prev integer references ${name(i - 1)}(id)${i % 3 === 0 ? ', root integer references t0001(id)' : ''}` : ''
+    db.exec(`create table ${name(i)} (id integer primary key, code text not null${fks})`)
+  }
+  db.exec("insert into t0001 (id, code) values (1, 'a'); insert into t0002 (id, code, prev) values (1, 'b', 1)")
+  db.close()
+  const { base, gateway } = await startGateway(t, {
+    datasources: [database({ url: `sqlite:${file}`, namespace: 'db' })],
+    operations: { Chain: 'query Chain($where: db_T0001WhereInput) { db_findManyT0001(where: $where) { id } }\n' },
+  })
+  const defs = gateway.operations.get('Chain')!.variablesSchema.$defs as Record<string, JsonSchema>
+  const expanded = Object.values(defs).filter((d) => d.properties)
+  t.equal(expanded.length, MAX_INPUT_OBJECTS, `${MAX_INPUT_OBJECTS} of ${Object.keys(defs).length} input objects expanded`)
+  t.ok(defs['db_T0001WhereInput']!.properties && defs['db_T0002ListRelationFilter']!.properties, 'breadth-first: the variable\'s own input object and its relation filters first')
+  t.match(defs['db_T0002WhereInput']!.description, /Not expanded/, 'a farther one is open, and says why')
+
+  const get = (where: unknown) => getOperation(base, `Chain?where=${encodeURIComponent(JSON.stringify(where))}`)
+  const expandedLevel = await get({ t0002s: { nope: 1 } })
+  t.equal(expandedLevel.status, 400)
+  t.same(expandedLevel.body.errors!.map((e) => [e.extensions.code, e.extensions['instancePath']]), [['TRB_ERR_OPERATION_VARIABLES', '/where/t0002s/nope']], 'an expanded input object: ajv names the path')
+  const openLevel = await get({ t0002s: { some: { nope: 1 } } })
+  t.equal(openLevel.status, 400)
+  t.equal(openLevel.body.errors![0]!.extensions.code, 'TRB_ERR_GRAPHQL_VALIDATION', 'past the bound: GraphQL\'s coercion refuses it')
+  const ok = await get({ t0002s: { some: { code: { equals: 'b' } } } })
+  t.equal(ok.status, 200, JSON.stringify(ok.body))
+  t.same(ok.body['db_findManyT0001'], [{ id: 1 }])
 })

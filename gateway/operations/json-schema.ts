@@ -20,6 +20,7 @@ import {
   TypeInfo,
   type FragmentDefinitionNode,
   type GraphQLInputType,
+  type GraphQLInputObjectType,
   type GraphQLOutputType,
   type GraphQLSchema,
   type GraphQLCompositeType,
@@ -78,52 +79,83 @@ function nullable(schema: JsonSchema): JsonSchema {
   return { anyOf: [s, { type: 'null' }] }
 }
 
-/** The prefix of the references {@link inputTypeSchema} makes: `#/$defs/<input object name>`. */
+/** The prefix of the references to input objects in variables schemas: `#/$defs/<input object name>`. */
 export const DEFS_REF_PREFIX = '#/$defs/'
+
+/**
+ * How many input objects one variables schema expands into its `$defs`, breadth-first from the
+ * variables: the nearest levels (a where-input, its filters, the related tables' where-inputs...)
+ * are checked by ajv; an input object past the bound is `{}` in `$defs` (any object; GraphQL's
+ * variable coercion still checks it, with a 400 `TRB_ERR_GRAPHQL_VALIDATION`). Chinook's largest
+ * where-input reaches 32; a 300-table chain of foreign keys reaches over 600, which ajv cannot
+ * compile (its stack overflows on a chain of references that long) and which would be compiled
+ * twice per operation at startup.
+ */
+export const MAX_INPUT_OBJECTS = 100
+
+/** The `$defs` being built for one variables schema: the entries, and the input objects still to expand, in breadth-first order. */
+interface InputDefs {
+  defs: Record<string, JsonSchema>
+  queue: GraphQLInputObjectType[]
+}
 
 /**
  * The JSON Schema of a GraphQL input type. Nullable types accept `null`. Every input object is a
  * reference with its type, `{$ref: "#/$defs/<TypeName>", type: "object"}` (`["object", "null"]`
- * when nullable), and its schema is put once into `defs` under its GraphQL name, so recursive input
- * types (`AND: [XWhereInput!]`) and the relation filters of a database's where-inputs are expanded in
- * full at a size linear in the number of input types reached. A `$defs` entry holds the object's
- * keywords (`properties`, `required`, `additionalProperties: false`) and no `type`: the reference
- * says whether null is allowed, so a bad value gets one error at its own path, not the errors of
- * every branch of an `anyOf`. (JSON Schema 2020-12 §8.2.3.1: `$ref` applies beside its siblings.)
+ * when nullable), its schema put once into `$defs` under its GraphQL name by {@link expandDefs}, so
+ * recursive input types (`AND: [XWhereInput!]`) and the relation filters of a database's
+ * where-inputs are expanded at a size linear in the number of input types reached. A `$defs` entry
+ * holds the object's keywords (`properties`, `required`, `additionalProperties: false`) and no
+ * `type`: the reference says whether null is allowed, so a bad value gets one error at its own path,
+ * not the errors of every branch of an `anyOf`. (JSON Schema 2020-12 §10.3.2.1 / §8.2.3.1: `$ref`
+ * applies beside its siblings.)
  *
- * The database connector's nested-write inputs (`extensions.tributary.nestedWrite`) are the one
- * exception: they stay `{type: object}` (open; GraphQL's variable coercion still checks them, with a
- * 400). They reach every related model's create and connect inputs in turn, so one mutation's
- * variables would carry most of the schema's input types, compiled by ajv twice per operation.
- * @param defs the `$defs` being built (input object name → schema); filled in place
+ * The database connector's nested-write inputs (`extensions.tributary.nestedWrite`) stay
+ * `{type: object}` (open; GraphQL's variable coercion still checks them, with a 400): they reach
+ * every related model's create and connect inputs in turn, most of the schema's input types.
  */
-export function inputTypeSchema(type: GraphQLInputType, defs: Record<string, JsonSchema> = {}): JsonSchema {
-  if (isNonNullType(type)) return innerInput(type.ofType, defs)
-  return nullable(innerInput(type, defs))
+function inputTypeSchema(type: GraphQLInputType, state: InputDefs): JsonSchema {
+  if (isNonNullType(type)) return innerInput(type.ofType, state)
+  return nullable(innerInput(type, state))
 }
 
-function innerInput(type: GraphQLInputType, defs: Record<string, JsonSchema>): JsonSchema {
-  if (isListType(type)) return { type: 'array', items: inputTypeSchema(type.ofType, defs) }
+function innerInput(type: GraphQLInputType, state: InputDefs): JsonSchema {
+  if (isListType(type)) return { type: 'array', items: inputTypeSchema(type.ofType, state) }
   if (isEnumType(type)) return { type: 'string', enum: type.getValues().map((v) => v.name) }
   if (isInputObjectType(type)) {
     if ((type.extensions?.['tributary'] as { nestedWrite?: boolean } | undefined)?.nestedWrite) return { type: 'object' }
-    if (!Object.hasOwn(defs, type.name)) {
-      const schema: JsonSchema = { properties: {}, additionalProperties: false }
-      // Registered before its fields, so that a field of its own type refers back to it.
-      defs[type.name] = schema
-      if (type.description) schema.description = type.description
-      const required: string[] = []
-      for (const field of Object.values(type.getFields())) {
-        const fieldSchema = inputTypeSchema(field.type, defs)
-        schema.properties![field.name] = field.description ? { ...fieldSchema, description: field.description } : fieldSchema
-        if (isNonNullType(field.type) && field.defaultValue === undefined) required.push(field.name)
-      }
-      if (required.length) schema.required = required
+    if (!Object.hasOwn(state.defs, type.name)) {
+      state.defs[type.name] = {} // expanded by expandDefs (a field of its own type refers back to it)
+      state.queue.push(type)
     }
     return { $ref: `${DEFS_REF_PREFIX}${type.name}`, type: 'object' }
   }
   if (isScalarType(type)) return scalarSchema(type.name)
   return {}
+}
+
+/**
+ * Fills the `$defs` entries of the queued input objects, breadth-first, up to
+ * {@link MAX_INPUT_OBJECTS}; the entries past the bound stay `{}` with a description saying so.
+ */
+function expandDefs(state: InputDefs): void {
+  let expanded = 0
+  for (let type = state.queue.shift(); type; type = state.queue.shift()) {
+    const schema = state.defs[type.name]!
+    if (expanded++ >= MAX_INPUT_OBJECTS) {
+      schema.description = `${type.description ? `${type.description} ` : ''}(Not expanded: past the ${MAX_INPUT_OBJECTS} input objects of this schema; checked by GraphQL.)`
+      continue
+    }
+    if (type.description) schema.description = type.description
+    const properties: Record<string, JsonSchema> = {}
+    const required: string[] = []
+    for (const field of Object.values(type.getFields())) {
+      const fieldSchema = inputTypeSchema(field.type, state)
+      properties[field.name] = field.description ? { ...fieldSchema, description: field.description } : fieldSchema
+      if (isNonNullType(field.type) && field.defaultValue === undefined) required.push(field.name)
+    }
+    Object.assign(schema, { properties, ...(required.length ? { required } : {}), additionalProperties: false })
+  }
 }
 
 /**
@@ -159,25 +191,28 @@ function variableBounds(schema: GraphQLSchema, operation: OperationDefinitionNod
  * `required` for non-null variables without a default, `additionalProperties: false`. A variable
  * passed to a bounded argument (a database list's `take`, within `±maxTake`; `skip`, not negative)
  * gets that argument's `minimum`/`maximum`. Input objects are references into the schema's own
- * `$defs` (one entry per input object type reached, by GraphQL name; see {@link inputTypeSchema}).
+ * `$defs` (one entry per input object type reached, by GraphQL name, at most {@link MAX_INPUT_OBJECTS}
+ * of them expanded; see {@link inputTypeSchema}).
  * @param document the operation's document, for the arguments inside its fragments
  */
 export function variablesSchema(schema: GraphQLSchema, operation: OperationDefinitionNode, document?: DocumentNode): JsonSchema {
   const bounds = variableBounds(schema, operation, document)
   const properties: Record<string, JsonSchema> = {}
-  const defs: Record<string, JsonSchema> = {}
+  const inputs: InputDefs = { defs: {}, queue: [] }
   const required: string[] = []
   for (const def of operation.variableDefinitions ?? []) {
     const name = def.variable.name.value
     const type = typeFromAST(schema, def.type) as GraphQLInputType | undefined
     if (!type) continue
-    properties[name] = inputTypeSchema(type, defs)
+    properties[name] = inputTypeSchema(type, inputs)
     const b = bounds.get(name)
     // Only Int variables carry minimum/maximum; a bounded argument never takes a list or an object.
     if (b && properties[name].minimum !== undefined) Object.assign(properties[name], b)
     if (def.defaultValue) properties[name].default = valueFromLiteral(def.defaultValue)
     if (def.type.kind === Kind.NON_NULL_TYPE && !def.defaultValue) required.push(name)
   }
+  expandDefs(inputs)
+  const defs = inputs.defs
   return { type: 'object', properties, ...(required.length ? { required } : {}), additionalProperties: false, ...(Object.keys(defs).length ? { $defs: sortedDefs(defs) } : {}) }
 }
 
