@@ -164,12 +164,17 @@ export async function startGateway({ config, env = {}, nodeArgs = [], args = [],
   return { ...handle, url: handle.match[1] }
 }
 
-/** Starts bench/baseline-server.mjs with `args`; resolves with `{ ...handle, url }`. */
+/**
+ * Starts bench/baseline-server.mjs with `args`; resolves with `{ ...handle, url }`. Node runs it with
+ * its default flags, plus `BENCH_BASELINE_NODE_ARGS` (space-separated) when set: e.g. npm start's
+ * `--max-semi-space-size=32`, to price what the gateway's flags are worth to the baseline.
+ */
 export async function startBaseline(args) {
   const port = await freePort()
+  const nodeArgs = (process.env.BENCH_BASELINE_NODE_ARGS ?? '').split(' ').filter(Boolean)
   const handle = await startNode({
     name: 'baseline',
-    args: [join(root, 'bench/baseline-server.mjs'), '--port', String(port), ...args],
+    args: [...nodeArgs, join(root, 'bench/baseline-server.mjs'), '--port', String(port), ...args],
     env: { ...process.env },
     ready: /baseline listening (http:\/\/127\.0\.0\.1:\d+)/,
     timeoutMs: 30_000,
