@@ -1,8 +1,8 @@
 /**
  * A flood of idle TCP connections cannot take every file descriptor: past `server.maxConnections`
  * Node closes each new connection as soon as it is accepted (`net.Server#maxConnections`), while the
- * connections already held keep working, and a closed one frees its place. Raw sockets against the
- * demo on 127.0.0.1.
+ * connections already held keep working, and a closed one frees its place. Closing the server does
+ * not wait for connections that never sent a byte. Raw sockets against the demo on 127.0.0.1.
  */
 import t from 'tap'
 import { spawnSync } from 'node:child_process'
@@ -84,6 +84,35 @@ t.test('past server.maxConnections a new connection is closed at once; the held 
     }, 5000, 50),
     'a new connection is served once one closed',
   )
+})
+
+t.test('close() does not wait for connections that never sent a byte; a request in flight still finishes', async (t) => {
+  const { app, url } = await startDemo(t, { listen: true })
+  const port = Number(new URL(url).port)
+  const silent = await open(port)
+  const used = await open(port)
+  t.teardown(() => [silent, used].forEach((s) => s.destroy()))
+  t.equal(await exchange(used, '/health'), 200, 'a keep-alive connection, idle after one exchange')
+  // A slow request is in flight while the server closes: a GET whose headers end after close() began.
+  const serverSide = new Map<number, Socket>()
+  app.server.on('connection', (s: Socket) => serverSide.set(s.remotePort!, s))
+  const inFlight = await open(port)
+  t.teardown(() => inFlight.destroy())
+  inFlight.write('GET /operations/TodoById?id=1 HTTP/1.1\r\nHost: 127.0.0.1\r\n')
+  t.ok(await eventually(async () => (serverSide.get(inFlight.localPort!)?.bytesRead ?? 0) > 0, 5000, 10), 'the server has read the start of the request')
+
+  const started = Date.now()
+  const closed = app.close()
+  t.ok(await endedByServer(silent, 2000), 'the connection that never sent a byte is closed at once')
+  t.ok(await endedByServer(used, 2000), 'the idle keep-alive connection is closed at once')
+  let answer = ''
+  inFlight.on('data', (c: Buffer) => (answer += c.toString('latin1')))
+  inFlight.write('\r\n')
+  await closed
+  t.ok(Date.now() - started < 3000, `close() took ${Date.now() - started} ms (it waited for the silent connection until the headers timeout, 30 s)`)
+  t.ok(await endedByServer(inFlight, 5000), 'the connection of the request in flight ends after its answer')
+  t.match(answer, /^HTTP\/1\.1 (200|503) [^]*\r\n\r\n\{/, 'the request that had started got a whole answer (fastify answers 503 while closing), not a reset')
+  t.ok(await endedByServer(await open(port).catch(() => inFlight), 500), 'no new connection is served once closed')
 })
 
 t.test('server.maxConnections is validated: 0 or a fraction fails at startup', async (t) => {

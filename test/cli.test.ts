@@ -5,7 +5,7 @@
 import t from 'tap'
 import { spawn, spawnSync } from 'node:child_process'
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs'
-import { createServer } from 'node:net'
+import { connect, createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -56,8 +56,14 @@ t.test('start prints its sources, operations and URLs, and serves them', async (
   const roles = await fetch(`http://127.0.0.1:${rolePort}/api/v1/role/all`)
   t.equal(roles.status, 200)
 
+  // A client (a browser, a load balancer) holds a connection it has not used yet: shutdown does not wait for it.
+  const silent = connect(port, '127.0.0.1')
+  await new Promise((resolve) => silent.once('connect', resolve))
+  t.teardown(() => silent.destroy())
+  const stopping = Date.now()
   child.kill('SIGTERM')
   t.equal(await exited, 0, 'exits cleanly on SIGTERM')
+  t.ok(Date.now() - stopping < 8000, `stopped in ${Date.now() - stopping} ms, before close-with-grace's 10 s limit`)
   const after = await fetch(`http://127.0.0.1:${rolePort}/api/v1/role/all`).then(() => 'up', () => 'down')
   t.equal(after, 'down', 'the role service stopped with the gateway')
 })

@@ -8,6 +8,7 @@ import websocket from '@fastify/websocket'
 import mercurius from 'mercurius'
 import { randomUUID } from 'node:crypto'
 import { STATUS_CODES } from 'node:http'
+import type { Socket } from 'node:net'
 import { GraphQLError, NoSchemaIntrospectionCustomRule, subscribe as graphqlSubscribe } from 'graphql'
 import type { Gateway } from '../runtime.js'
 import type { AuthInfo } from '../auth/jwt.js'
@@ -107,6 +108,7 @@ export async function buildApp(gateway: Gateway, options: BuildAppOptions = {}):
   })
   // Node closes a connection past this at once (net.Server#maxConnections): idle sockets cannot take every file descriptor.
   app.server.maxConnections = config.server.maxConnections
+  closeSilentConnectionsOnClose(app)
   const cluster = options.cluster ?? createCluster({ ...config.pubsub, maxEntries: config.pubsub.maxCacheEntries, logger: app.log })
   if (!options.cluster) app.addHook('onClose', () => cluster.close())
   const holder: GatewayHolder = { current: gateway, version: 0, logger: app.log, cluster }
@@ -229,4 +231,30 @@ export async function buildApp(gateway: Gateway, options: BuildAppOptions = {}):
   })
 
   return app
+}
+
+/**
+ * Makes `app.close()` (SIGTERM, development reload) end the connections that have not sent a byte.
+ * Node's `server.close()` ends idle keep-alive connections, but not one that was opened and never
+ * used: its headers timer runs, so Node counts it as a request in progress, and close waited for it
+ * until `headersTimeout` (30 s by default here; a browser or a load balancer opens such connections
+ * ahead of use). At `preClose` every such connection is destroyed, and one accepted while the server
+ * closes too. A connection that has sent anything, even part of a request, is left to finish.
+ */
+function closeSilentConnectionsOnClose(app: FastifyInstance): void {
+  const open = new Set<Socket>()
+  let closing = false
+  app.server.on('connection', (socket: Socket) => {
+    if (closing) {
+      socket.destroy()
+      return
+    }
+    open.add(socket)
+    socket.once('close', () => open.delete(socket))
+  })
+  app.addHook('preClose', (done) => {
+    closing = true
+    for (const socket of open) if (socket.bytesRead === 0) socket.destroy()
+    done()
+  })
 }
