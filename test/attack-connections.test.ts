@@ -2,7 +2,8 @@
  * A flood of idle TCP connections cannot take every file descriptor: past `server.maxConnections`
  * Node closes each new connection as soon as it is accepted (`net.Server#maxConnections`), while the
  * connections already held keep working, and a closed one frees its place. Closing the server does
- * not wait for connections that never sent a byte. Raw sockets against the demo on 127.0.0.1.
+ * not wait for connections that never sent a byte, and ends WebSockets with 1001. Raw sockets and a
+ * `ws` client against the demo on 127.0.0.1.
  */
 import t from 'tap'
 import { spawnSync } from 'node:child_process'
@@ -10,6 +11,7 @@ import { connect, type Socket } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import { startDemo } from './helpers/demo.js'
 import { eventually } from './helpers/eventually.js'
+import { run, upgrade } from './helpers/ws.js'
 
 function open(port: number): Promise<Socket> {
   return new Promise((resolve, reject) => {
@@ -113,6 +115,19 @@ t.test('close() does not wait for connections that never sent a byte; a request 
   t.ok(await endedByServer(inFlight, 5000), 'the connection of the request in flight ends after its answer')
   t.match(answer, /^HTTP\/1\.1 (200|503) [^]*\r\n\r\n\{/, 'the request that had started got a whole answer (fastify answers 503 while closing), not a reset')
   t.ok(await endedByServer(await open(port).catch(() => inFlight), 500), 'no new connection is served once closed')
+})
+
+t.test('close() ends WebSockets with 1001 Going Away, so graphql-ws clients reconnect elsewhere', async (t) => {
+  const { app, url } = await startDemo(t, { listen: true })
+  const opened = await upgrade(url)
+  if (!opened.open) throw new Error(`the upgrade was refused: ${opened.status}`)
+  const socket = opened.socket
+  t.teardown(() => socket.terminate())
+  const first = await run(socket, 'subscription { messageCreated { id } }')
+  t.ok(first.data?.['messageCreated'], 'a subscription is running')
+  const closedWith = new Promise<[number, string]>((resolve) => socket.once('close', (code, reason) => resolve([code, reason.toString()])))
+  await app.close()
+  t.same(await closedWith, [1001, 'The server is shutting down'], 'RFC 6455 §7.4.1: the endpoint is going away')
 })
 
 t.test('server.maxConnections is validated: 0 or a fraction fails at startup', async (t) => {

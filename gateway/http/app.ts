@@ -208,6 +208,12 @@ export async function buildApp(gateway: Gateway, options: BuildAppOptions = {}):
   // @fastify/websocket adds onRequest/onResponse hooks to its scope: keep them off the other routes.
   let wsScope: FastifyInstance | undefined
   await app.register(async (scope) => {
+    // On close, before @fastify/websocket's own preClose (which closes sockets without a status):
+    // 1001 Going Away (RFC 6455 §7.4.1), so graphql-ws clients reconnect, e.g. to another instance.
+    scope.addHook('preClose', (done) => {
+      for (const client of scope.websocketServer?.clients ?? []) client.close(1001, 'The server is shutting down')
+      done()
+    })
     await scope.register(websocket, { options: { ...websocketServerOptions, maxPayload: config.server.bodyLimit } })
     registerUpgradeGuard(scope, config.server)
     wsScope = scope
