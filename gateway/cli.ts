@@ -84,7 +84,12 @@ function summary(gateway: Gateway, base: string, services: RunningService[], sou
   if (gateway.config.graphql.playground) lines.push(`  Playground      ${base}/graphql (open in a browser)`)
   lines.push(`  Subscriptions   ${base.replace(/^http/, 'ws')}/graphql (graphql-transport-ws)`)
   lines.push(`  OpenAPI         ${base}/openapi.json`)
-  lines.push(`  Health          ${base}/health`)
+  lines.push(`  Health          ${base}/health (also /health/live, /health/ready)`)
+  const { metrics } = gateway.config
+  if (metrics.enabled) {
+    const guard = [metrics.bearerToken !== null ? 'bearer token' : '', metrics.allowedIps !== null ? `from ${metrics.allowedIps.join(', ')}` : ''].filter(Boolean).join(', ')
+    lines.push(`  Metrics         ${base}${metrics.path} (Prometheus${guard ? `; ${guard}` : ''})`)
+  }
   for (const s of services) lines.push(`  ${s.name.padEnd(15)} ${s.url}${s.owned ? '' : ' (already running)'}`)
   return lines.join('\n') + '\n'
 }

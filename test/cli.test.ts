@@ -45,6 +45,8 @@ t.test('start prints its sources, operations and URLs, and serves them', async (
   t.match(out, new RegExp(`${base}/operations/TodoById`))
   t.match(out, new RegExp(`${base}/operations/TodoAndRoles`))
   t.match(out, new RegExp(`role service\\s+http://127.0.0.1:${rolePort}`))
+  t.match(out, new RegExp(`Health\\s+${base}/health \\(also /health/live, /health/ready\\)`))
+  t.match(out, new RegExp(`Metrics\\s+${base}/metrics \\(Prometheus; from 127.0.0.1, ::1\\)`), 'the metrics URL, and who may read it')
   t.match(out, /todo\s+database/)
   t.match(out, /system\s+rest/)
 
@@ -53,6 +55,7 @@ t.test('start prints its sources, operations and URLs, and serves them', async (
   t.same(await todo.json(), { todo_findUniqueTodo: { completed: true, createdAt: '2026-11-20T09:00:00.000Z', id: 1, title: 'Read docs/architecture.md' } })
   const both = await fetch(`${base}/operations/TodoAndRoles`)
   t.equal(((await both.json()) as any).system_getAllRoles[0].code, 'admin')
+  for (const path of ['/health/live', '/health/ready', '/metrics']) t.equal((await fetch(`${base}${path}`)).status, 200, `${path} as printed`)
   const roles = await fetch(`http://127.0.0.1:${rolePort}/api/v1/role/all`)
   t.equal(roles.status, 200)
 
