@@ -240,7 +240,7 @@ export async function buildApp(gateway: Gateway, options: BuildAppOptions = {}):
 }
 
 /**
- * Makes `app.close()` (SIGTERM, development reload) end the connections that have not sent a byte.
+ * Makes `app.close()` (SIGTERM, SIGINT, a test's teardown) end the connections that have not sent a byte.
  * Node's `server.close()` ends idle keep-alive connections, but not one that was opened and never
  * used: its headers timer runs, so Node counts it as a request in progress, and close waited for it
  * until `headersTimeout` (30 s by default here; a browser or a load balancer opens such connections
