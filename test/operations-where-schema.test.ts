@@ -22,14 +22,16 @@ import { execFile } from 'node:child_process'
 import { promisify } from 'node:util'
 import { join } from 'node:path'
 
-t.test('a where-input variable: every input object once in $defs, checked at any depth', async (t) => {
+/** A gateway over a copy of the Chinook SQLite database (namespace `chinook`) serving `operations`. */
+async function chinookGateway(t: Parameters<typeof startGateway>[0], operations: Record<string, string>) {
   const db = await chinookSqlite()
   t.teardown(db.cleanup)
-  const { base, gateway } = await startGateway(t, {
-    datasources: [database({ url: db.url, namespace: 'chinook' })],
-    operations: {
-      Employees: 'query Employees($where: chinook_EmployeeWhereInput) { chinook_findManyEmployee(where: $where, orderBy: [{ employeeId: asc }]) { employeeId lastName } }\n',
-    },
+  return startGateway(t, { datasources: [database({ url: db.url, namespace: 'chinook' })], operations })
+}
+
+t.test('a where-input variable: every input object once in $defs, checked at any depth', async (t) => {
+  const { base, gateway } = await chinookGateway(t, {
+    Employees: 'query Employees($where: chinook_EmployeeWhereInput) { chinook_findManyEmployee(where: $where, orderBy: [{ employeeId: asc }]) { employeeId lastName } }\n',
   })
   const op = gateway.operations.get('Employees')!
   const schema = op.variablesSchema
@@ -73,14 +75,9 @@ t.test('a where-input variable: every input object once in $defs, checked at any
 })
 
 t.test('the $defs become OpenAPI components and the typed client\'s input types', async (t) => {
-  const db = await chinookSqlite()
-  t.teardown(db.cleanup)
-  const { gateway, base } = await startGateway(t, {
-    datasources: [database({ url: db.url, namespace: 'chinook' })],
-    operations: {
-      Employees: 'query Employees($where: chinook_EmployeeWhereInput) { chinook_findManyEmployee(where: $where, orderBy: [{ employeeId: asc }]) { employeeId } }\n',
-      Tracks: 'query Tracks($where: chinook_TrackWhereInput, $take: Int) { chinook_findManyTrack(where: $where, take: $take) { trackId } }\n',
-    },
+  const { gateway, base } = await chinookGateway(t, {
+    Employees: 'query Employees($where: chinook_EmployeeWhereInput) { chinook_findManyEmployee(where: $where, orderBy: [{ employeeId: asc }]) { employeeId } }\n',
+    Tracks: 'query Tracks($where: chinook_TrackWhereInput, $take: Int) { chinook_findManyTrack(where: $where, take: $take) { trackId } }\n',
   })
   const doc = buildOpenApiDocument(gateway) as { paths: Record<string, Record<string, { requestBody: { content: Record<string, { schema: JsonSchema }> } }>>; components: { schemas: Record<string, JsonSchema> } }
   const text = JSON.stringify(doc)
@@ -133,7 +130,11 @@ t.test('a where-input that reaches 300 tables: the nearest MAX_INPUT_OBJECTS inp
   db.close()
   const { base, gateway } = await startGateway(t, {
     datasources: [database({ url: `sqlite:${file}`, namespace: 'db' })],
-    operations: { Chain: 'query Chain($where: db_T0001WhereInput) { db_findManyT0001(where: $where) { id } }\n' },
+    operations: {
+      Chain: 'query Chain($where: db_T0001WhereInput) { db_findManyT0001(where: $where) { id } }\n',
+      // Its own variable: T0002WhereInput is expanded here, while Chain (named first) leaves it open.
+      Near: 'query Near($where: db_T0002WhereInput) { db_findManyT0002(where: $where) { id } }\n',
+    },
   })
   const defs = gateway.operations.get('Chain')!.variablesSchema.$defs as Record<string, JsonSchema>
   const expanded = Object.values(defs).filter((d) => d.properties)
@@ -151,4 +152,10 @@ t.test('a where-input that reaches 300 tables: the nearest MAX_INPUT_OBJECTS inp
   const ok = await get({ t0002s: { some: { code: { equals: 'b' } } } })
   t.equal(ok.status, 200, JSON.stringify(ok.body))
   t.same(ok.body['db_findManyT0001'], [{ id: 1 }])
+
+  // One component and one client type per input object: the expanded entry, whichever operation has it.
+  t.ok((gateway.operations.get('Near')!.variablesSchema.$defs as Record<string, JsonSchema>)['db_T0002WhereInput']!.properties, 'Near expands T0002WhereInput')
+  const component = (buildOpenApiDocument(gateway) as { components: { schemas: Record<string, JsonSchema> } }).components.schemas['db_T0002WhereInput']!
+  t.same(Object.keys(component.properties ?? {}).slice(0, 4), ['AND', 'OR', 'NOT', 'id'], 'the OpenAPI component is the expanded entry, not Chain\'s open one')
+  t.match(renderClient(gateway), /^export type db_T0002WhereInput = \{\n {2}AND\?: db_T0002WhereInput\[\] \| null/m, 'so is the client type')
 })

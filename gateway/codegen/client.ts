@@ -23,7 +23,7 @@
 import { describeAuthRules } from '../auth/directives.js'
 import type { Gateway } from '../runtime.js'
 import type { CompiledOperation } from '../operations/compile.js'
-import { DEFS_REF_PREFIX, type JsonSchema } from '../operations/json-schema.js'
+import { defRefName, mergedDefs, type JsonSchema } from '../operations/json-schema.js'
 
 const BIGINT_PATTERN = '^-?\\d+$'
 const DECIMAL_PATTERN = '^-?(\\d+(\\.\\d*)?|\\.\\d+)([eE][-+]?\\d+)?$'
@@ -77,7 +77,7 @@ function propertyKey(name: string): string {
 
 /** The type name of a `#/$defs/<Name>` reference: `<Name>`. */
 function defName(ref: string): string {
-  return ref.startsWith(DEFS_REF_PREFIX) ? ref.slice(DEFS_REF_PREFIX.length) : ref
+  return defRefName(ref) ?? ref
 }
 
 /**
@@ -144,14 +144,12 @@ function objectType(schema: JsonSchema, indent: string, refName: (ref: string) =
 const FILE_IDENTIFIERS = ['Transport', 'CallOptions', 'ClientOptions', 'OperationInfo', 'Runtime', 'TributaryError', 'TributaryErrorItem', 'HeadersOption', 'DateTime', 'BigIntString', 'DecimalString', 'Base64String', 'JSONValue', 'TributaryClient', 'createClient', 'operations']
 
 /**
- * The input objects the operations' variables refer to (their `$defs`, by GraphQL name, in name
- * order: one schema per name) and the TypeScript name of each: its GraphQL name, with `_` appended
- * while that is taken by another identifier of the file (`<Op>Variables`, `JSONValue`...).
+ * The input objects the operations' variables refer to ({@link mergedDefs}) and the TypeScript name
+ * of each: its GraphQL name, with `_` appended while that is taken by another identifier of the file
+ * (`<Op>Variables`, `JSONValue`...).
  */
-function inputTypes(ops: readonly CompiledOperation[], names: Map<CompiledOperation, Names>): { defs: Map<string, JsonSchema>; typeName: (ref: string) => string } {
-  const all = new Map<string, JsonSchema>()
-  for (const op of ops) for (const [name, schema] of Object.entries((op.variablesSchema.$defs ?? {}) as Record<string, JsonSchema>)) if (!all.has(name)) all.set(name, schema)
-  const defs = new Map([...all].sort(([a], [b]) => a.localeCompare(b)))
+function inputTypes(ops: readonly CompiledOperation[], names: Map<CompiledOperation, Names>): { defs: Map<string, JsonSchema>; tsNames: Map<string, string>; typeName: (ref: string) => string } {
+  const defs = mergedDefs(ops.map((op) => op.variablesSchema))
   const taken = new Set<string>(FILE_IDENTIFIERS)
   for (const n of names.values()) taken.add(`${n.type}Variables`).add(`${n.type}Response`)
   const tsNames = new Map<string, string>()
@@ -161,7 +159,7 @@ function inputTypes(ops: readonly CompiledOperation[], names: Map<CompiledOperat
     taken.add(ts)
     tsNames.set(name, ts)
   }
-  return { defs, typeName: (ref) => tsNames.get(defName(ref)) ?? 'JSONValue' }
+  return { defs, tsNames, typeName: (ref) => tsNames.get(defName(ref)) ?? 'JSONValue' }
 }
 
 /** Variables sent as plain query params: scalars, enums and lists of them (never objects or JSON scalars). */
@@ -219,7 +217,7 @@ ${ops.find((o) => o.kind === 'query') ? ` * const data = await client.${names.ge
     out.push('// ----- input objects of the GraphQL schema (the variables\' $defs) -----\n')
     for (const [name, schema] of inputs.defs) {
       out.push(`/** ${schema.description ? `${schema.description.replace(/\*\//g, '*\\/')} ` : ''}The input object \`${name}\` of the GraphQL schema. */`)
-      out.push(`export type ${inputs.typeName(`${DEFS_REF_PREFIX}${name}`)} = ${jsonSchemaToTs({ ...schema, type: 'object' }, '', inputs.typeName)}\n`)
+      out.push(`export type ${inputs.tsNames.get(name)} = ${jsonSchemaToTs({ ...schema, type: 'object' }, '', inputs.typeName)}\n`)
     }
   }
   out.push('// ----- operations -----\n')

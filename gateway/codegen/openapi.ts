@@ -12,7 +12,7 @@
  */
 import type { Gateway } from '../runtime.js'
 import type { CompiledOperation } from '../operations/compile.js'
-import { DEFS_REF_PREFIX, omitProperties, type JsonSchema } from '../operations/json-schema.js'
+import { defRefName, mergedDefs, omitProperties, type JsonSchema } from '../operations/json-schema.js'
 import { describeAuthRules } from '../auth/directives.js'
 
 /** An OpenAPI 3.1 document (loosely typed: it is written out as JSON). */
@@ -85,53 +85,35 @@ function isComplex(schema: JsonSchema): boolean {
 const COMPONENT_REF_PREFIX = '#/components/schemas/'
 
 /**
- * The input objects of the variables schemas as OpenAPI components. A variables schema refers to its
- * input objects as `#/$defs/<Name>` inside itself; placed in the document, such a reference would
- * resolve against the document's root (OpenAPI 3.1 §4.8.24.2), so every `$defs` entry becomes
- * `#/components/schemas/<Name>` and the references are rewritten to it. All entries come from one
- * GraphQL schema, so a name means one schema across operations; a name taken by another component
- * (`Errors`) gets `_` appended.
+ * The input objects of the variables schemas ({@link mergedDefs}) as OpenAPI components. A variables
+ * schema refers to its input objects as `#/$defs/<Name>` inside itself; placed in the document, such
+ * a reference would resolve against the document's root (OpenAPI 3.1 §4.8.24.2), so every `$defs`
+ * entry becomes `#/components/schemas/<Name>` and `rewrite` points the references there. A name
+ * taken by another component (`reserved`: `Errors`) gets `_` appended.
  */
-class InputComponents {
-  readonly schemas: Record<string, JsonSchema> = {}
-  private readonly names = new Map<string, string>()
-  private readonly pending: [string, JsonSchema][] = []
-
-  constructor(private readonly reserved: ReadonlySet<string>) {}
-
-  /** Registers an operation's `$defs` (idempotent per name). */
-  add(defs: Record<string, JsonSchema> | undefined): void {
-    for (const [name, schema] of Object.entries(defs ?? {})) {
-      if (this.names.has(name)) continue
-      let component = name
-      while (this.reserved.has(component) || [...this.names.values()].includes(component)) component += '_'
-      this.names.set(name, component)
-      this.pending.push([component, schema]) // rewritten in finish(), once every name is known
-    }
+function inputComponents(defs: Map<string, JsonSchema>, reserved: ReadonlySet<string>): { schemas: Record<string, JsonSchema>; rewrite<T>(value: T): T } {
+  const names = new Map<string, string>()
+  const taken = new Set(reserved)
+  for (const name of defs.keys()) {
+    let component = name
+    while (taken.has(component)) component += '_'
+    taken.add(component)
+    names.set(name, component)
   }
-
   /** A copy of `value` with `#/$defs/` references pointed at the components and `$defs` keys left out. */
-  rewrite<T>(value: T): T {
-    if (Array.isArray(value)) return value.map((v) => this.rewrite(v)) as T
+  const rewrite = <T>(value: T): T => {
+    if (Array.isArray(value)) return value.map(rewrite) as T
     if (!value || typeof value !== 'object') return value
     const out: Record<string, unknown> = {}
     for (const [k, v] of Object.entries(value)) {
       if (k === '$defs') continue
-      if (k === '$ref' && typeof v === 'string' && v.startsWith(DEFS_REF_PREFIX)) {
-        const name = v.slice(DEFS_REF_PREFIX.length)
-        out[k] = `${COMPONENT_REF_PREFIX}${this.names.get(name) ?? name}`
-      } else {
-        out[k] = this.rewrite(v)
-      }
+      const name = k === '$ref' && typeof v === 'string' ? defRefName(v) : undefined
+      out[k] = name === undefined ? rewrite(v) : `${COMPONENT_REF_PREFIX}${names.get(name) ?? name}`
     }
     return out as T
   }
-
-  /** The components, rewritten; call after every `add`. */
-  finish(): Record<string, JsonSchema> {
-    for (const [component, schema] of this.pending.splice(0)) this.schemas[component] = this.rewrite(schema)
-    return this.schemas
-  }
+  const schemas = Object.fromEntries([...defs].map(([name, schema]) => [names.get(name)!, rewrite(schema)]))
+  return { schemas, rewrite }
 }
 
 function queryParameters(op: CompiledOperation, exclude: readonly string[] = []): Record<string, unknown>[] {
@@ -171,9 +153,8 @@ function operationId(op: CompiledOperation, suffix = ''): string {
 export function buildOpenApiDocument(gateway: Gateway, serverUrl?: string): OpenApiDocument {
   const paths: Record<string, Record<string, unknown>> = {}
   const ops = [...gateway.operations.values()].filter((op) => !op.stored.internal).sort((a, b) => a.name.localeCompare(b.name))
-  const inputs = new InputComponents(new Set(['Errors']))
+  const inputs = inputComponents(mergedDefs(ops.map((op) => op.variablesSchema)), new Set(['Errors']))
   for (const op of ops) {
-    inputs.add(op.variablesSchema.$defs as Record<string, JsonSchema> | undefined)
     const okJson = { 'application/json': { schema: op.responseSchema } }
     const entry: Record<string, unknown> = {}
     const authNote = describeAuthRules(op.stored.auth)
@@ -284,12 +265,8 @@ export function buildOpenApiDocument(gateway: Gateway, serverUrl?: string): Open
       { name: 'routes', description: 'Custom REST routes of the config' },
     ],
     paths: inputs.rewrite(paths),
-    components: { schemas: { Errors: errorSchema, ...sortedByName(inputs.finish()) }, ...securitySchemes(gateway) },
+    components: { schemas: { Errors: errorSchema, ...inputs.schemas }, ...securitySchemes(gateway) },
   }
-}
-
-function sortedByName<T>(record: Record<string, T>): Record<string, T> {
-  return Object.fromEntries(Object.entries(record).sort(([a], [b]) => a.localeCompare(b)))
 }
 
 /** The security schemes of `auth.jwt` (OpenAPI 3.1 §4.8.27): a bearer JWT, and the cookie when one is configured. */

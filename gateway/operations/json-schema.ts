@@ -80,7 +80,7 @@ function nullable(schema: JsonSchema): JsonSchema {
 }
 
 /** The prefix of the references to input objects in variables schemas: `#/$defs/<input object name>`. */
-export const DEFS_REF_PREFIX = '#/$defs/'
+const DEFS_REF_PREFIX = '#/$defs/'
 
 /**
  * How many input objects one variables schema expands into its `$defs`, breadth-first from the
@@ -213,12 +213,33 @@ export function variablesSchema(schema: GraphQLSchema, operation: OperationDefin
   }
   expandDefs(inputs)
   const defs = inputs.defs
-  return { type: 'object', properties, ...(required.length ? { required } : {}), additionalProperties: false, ...(Object.keys(defs).length ? { $defs: sortedDefs(defs) } : {}) }
+  return { type: 'object', properties, ...(required.length ? { required } : {}), additionalProperties: false, ...(Object.keys(defs).length ? { $defs: Object.fromEntries(byName(Object.entries(defs))) } : {}) }
 }
 
-/** `defs` with its keys in name order, so that generated files do not depend on the walk's order. */
-function sortedDefs(defs: Record<string, JsonSchema>): Record<string, JsonSchema> {
-  return Object.fromEntries(Object.keys(defs).sort().map((k) => [k, defs[k]]))
+/** Entries in name order, so that generated files do not depend on the order of a walk. */
+function byName<T>(entries: [string, T][]): [string, T][] {
+  return entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+}
+
+/** The `$defs` name a variables schema's reference points to (`#/$defs/X` → `X`), or undefined for any other reference. */
+export function defRefName(ref: string): string | undefined {
+  return ref.startsWith(DEFS_REF_PREFIX) ? ref.slice(DEFS_REF_PREFIX.length) : undefined
+}
+
+/**
+ * The input objects of several variables schemas (their `$defs`), in name order: one schema per
+ * GraphQL name. An input object may be expanded in one operation and left open (`{}`, past
+ * {@link MAX_INPUT_OBJECTS}) in another; both describe the same GraphQL type, and the expanded
+ * entry, which says more, is the one kept. For the OpenAPI document and the typed client.
+ */
+export function mergedDefs(schemas: readonly JsonSchema[]): Map<string, JsonSchema> {
+  const merged = new Map<string, JsonSchema>()
+  for (const schema of schemas) {
+    for (const [name, def] of Object.entries((schema.$defs ?? {}) as Record<string, JsonSchema>)) {
+      if (!merged.get(name)?.properties) merged.set(name, def)
+    }
+  }
+  return new Map(byName([...merged]))
 }
 
 function valueFromLiteral(node: import('graphql').ValueNode): unknown {
