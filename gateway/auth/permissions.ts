@@ -15,14 +15,20 @@
  *   hands it to the database source (connectors/database/compiler/row-filter.ts). A rule with both
  *   `roles` and `filter` gets both.
  *
+ * - Both also guard every other way to the values that a data source declares ({@link READS_EXT}):
+ *   aggregates, groupBy, and arguments (`where`, `orderBy`, `cursor`, `distinct`, `by`, `having`…)
+ *   that reach a protected field or type: see {@link applyPermissions}.
+ *
  * Names are the public, namespaced ones of the composed schema. The resolvers are wrapped once when
- * the gateway is built; operations that touch a protected field do not use direct SQL plans (which
- * skip resolvers), so the check cannot be bypassed.
+ * the gateway is built; operations that touch a protected field, or whose arguments may reach one,
+ * do not use direct SQL plans (which skip resolvers), so the check cannot be bypassed.
  */
 import { mapSchema, MapperKind } from '@graphql-tools/utils'
 import {
   defaultFieldResolver,
   getNamedType,
+  isEnumType,
+  isInputObjectType,
   isInterfaceType,
   isObjectType,
   TypeInfo,
@@ -30,6 +36,7 @@ import {
   visitWithTypeInfo,
   type DocumentNode,
   type GraphQLFieldConfig,
+  type GraphQLInputType,
   type GraphQLSchema,
 } from 'graphql'
 import type { AuthInfo } from './jwt.js'
@@ -56,13 +63,158 @@ export interface PermissionRule {
   bypassRoles?: string[]
 }
 
-/** `extensions` key marking a protected field: its value is the role groups that may read it. */
+/** `extensions` key marking a protected output field: its value is the {@link Need}s of a caller who reads it. */
 const MARK = 'tributaryRoles'
-/** Schemas made by {@link applyPermissions} that protect at least one field. */
-const protectedSchemas = new WeakSet<GraphQLSchema>()
 
 /**
- * Wraps the resolvers of the fields the rules protect.
+ * `extensions` key by which a data source tells which values of its types a schema element reaches
+ * (the database connector sets it: connectors/database/build-schema.ts), so that a rule on
+ * `'Type.field'` or `'Type'` also guards every other way to those values:
+ * - on an object type: `{ model }`, the type's own {@link ModelRef};
+ * - on an output field, an input field or an enum value: `{ model, field?, target? }`: the element
+ *   reaches the values of field `field` of `model` (a `'Type.field'` rule applies) and rows of
+ *   `model` and of `target` (their `'Type'` rules apply). E.g. `NoteWhereInput.secret` and
+ *   `NoteMinAggregateOutputType.secret` are `{ model: Note, field: 'secret' }`,
+ *   `CommentWhereInput.note` is `{ model: Comment, field: 'note', target: Note }`.
+ * Refs are compared by identity, so the tags hold after `compose/` renamed the types.
+ */
+export const READS_EXT = 'tributaryReads'
+
+/** Identifies one object type of a source across renames; `name` (its own name) is for messages only. */
+export interface ModelRef {
+  readonly name: string
+}
+
+/** The value of {@link READS_EXT} (see there). */
+export interface ReadsTag {
+  readonly model: ModelRef
+  readonly field?: string
+  readonly target?: ModelRef
+}
+
+/** One rule a caller must pass: its key (`'Type.field'` or `'Type'`) and its roles, of which the caller needs one. */
+interface Need {
+  readonly key: string
+  readonly roles: readonly string[]
+}
+
+/**
+ * A named input type (input object or enum) from which a guarded input field or enum value can be
+ * reached. `guards`: by input field name (input object) or internal value (enum), the needs of
+ * using it; `children`: the fields (of an input object) whose named type is itself such a node.
+ */
+interface InputNode {
+  readonly name: string
+  readonly guards: Map<unknown, readonly Need[]>
+  readonly children: Map<string, InputNode>
+}
+
+/** The input nodes of each schema made by {@link applyPermissions}, by input type name. */
+const guardedSchemas = new WeakMap<GraphQLSchema, ReadonlyMap<string, InputNode>>()
+
+const NO_NEEDS: readonly Need[] = []
+
+/** Adds the needs of `more` that `into` lacks (the same rule is one need); returns `into`, made when null. */
+function addNeeds(into: Need[] | null, more: readonly Need[]): Need[] | null {
+  for (const n of more) {
+    if (!into) into = [n]
+    else if (!into.includes(n)) into.push(n)
+  }
+  return into
+}
+
+/** The first need the caller (`context.auth`) does not meet, or undefined. */
+function unmet(needs: readonly Need[], context: unknown): Need | undefined {
+  const auth = (context as { auth?: AuthInfo | null } | null)?.auth ?? null
+  return needs.find((n) => !auth || !n.roles.some((r) => auth.roles.includes(r)))
+}
+
+/** Results of {@link reached} per argument value object and node: a variable's value used many times is walked once. */
+const reachedMemo = new WeakMap<object, Map<InputNode, readonly Need[]>>()
+
+/**
+ * The needs of every guarded input field and enum value that a coerced argument value uses (a key
+ * present, whatever its value, even null), at any depth. Time linear in the value's size (each
+ * object is walked once per node).
+ */
+function reached(value: unknown, node: InputNode): readonly Need[] {
+  if (value === null || value === undefined) return NO_NEEDS
+  if (typeof value !== 'object') return node.guards.get(value) ?? NO_NEEDS // an enum's internal value
+  let memo = reachedMemo.get(value)
+  const known = memo?.get(node)
+  if (known) return known
+  let out: Need[] | null = null
+  if (Array.isArray(value)) {
+    for (const item of value) out = addNeeds(out, reached(item, node))
+  } else {
+    for (const key of Object.keys(value)) {
+      const own = node.guards.get(key)
+      if (own) out = addNeeds(out, own)
+      const child = node.children.get(key)
+      if (child) out = addNeeds(out, reached((value as Record<string, unknown>)[key], child))
+    }
+  }
+  const result = out ?? NO_NEEDS
+  if (!memo) reachedMemo.set(value, (memo = new Map()))
+  memo.set(node, result)
+  return result
+}
+
+/**
+ * Finds the named input types from which a guarded input field or enum value is reachable
+ * (breadth-first from the guarded ones up their parents): time linear in the schema's input types.
+ */
+function inputNodes(schema: GraphQLSchema, needsOf: (tag: unknown) => readonly Need[]): Map<string, InputNode> {
+  const nodes = new Map<string, InputNode>()
+  const node = (name: string): InputNode => {
+    let n = nodes.get(name)
+    if (!n) nodes.set(name, (n = { name, guards: new Map(), children: new Map() }))
+    return n
+  }
+  const parents = new Map<string, [string, string][]>() // named input type → [input object, field] using it
+  for (const type of Object.values(schema.getTypeMap())) {
+    if (isInputObjectType(type)) {
+      for (const field of Object.values(type.getFields())) {
+        const needs = needsOf(field.extensions[READS_EXT])
+        if (needs.length) node(type.name).guards.set(field.name, needs)
+        const named = getNamedType(field.type)
+        if (isInputObjectType(named) || isEnumType(named)) {
+          let list = parents.get(named.name)
+          if (!list) parents.set(named.name, (list = []))
+          list.push([type.name, field.name])
+        }
+      }
+    } else if (isEnumType(type) && !type.name.startsWith('__')) {
+      for (const v of type.getValues()) {
+        const needs = needsOf(v.extensions[READS_EXT])
+        if (needs.length) node(type.name).guards.set(v.value, needs)
+      }
+    }
+  }
+  const queue = [...nodes.keys()]
+  for (let i = 0; i < queue.length; i++) {
+    const child = nodes.get(queue[i]!)!
+    for (const [parent, field] of parents.get(child.name) ?? []) {
+      if (!nodes.has(parent)) queue.push(parent)
+      node(parent).children.set(field, child)
+    }
+  }
+  return nodes
+}
+
+/**
+ * Wraps the resolvers of the fields the rules protect, and of the fields whose arguments can reach
+ * a protected value (README "Authentication"): a field protected by `'Type.field'` is guarded
+ * wherever its values are reached — selected, aggregated (`_min`, `_max`, `_avg`, `_sum`, `_count`
+ * of it), grouped by (`by`, `having`, groupBy's selection), filtered on (`where` at any depth,
+ * through relation filters and `AND`/`OR`/`NOT`), ordered by, used as `cursor` or `distinct`, or
+ * as a unique key (`findUnique`, `connect`) — and a type protected by `'Type'` wherever its rows are
+ * reached (root and relation fields, aggregates, relation filters, relation order terms, relation
+ * `_count`s, write results). Where a field's arguments reach a protected value, the coerced
+ * arguments (literals and variables alike) are checked before the resolver runs: a caller without
+ * the role gets `TRB_ERR_AUTH_FORBIDDEN` at the field's path and the field is never resolved.
+ * Which input fields and enum values are protected is computed once here, per input type; fields
+ * whose arguments cannot reach any are not wrapped (no cost).
  * @returns a new schema (the same one when `rules` is empty).
  * @throws ConfigInvalidError (`TRB_ERR_CONFIG_INVALID`, `permissions.<key>: …`) for a type or field
  *   the schema does not have.
@@ -70,68 +222,107 @@ const protectedSchemas = new WeakSet<GraphQLSchema>()
 export function applyPermissions(schema: GraphQLSchema, rules: Readonly<Record<string, PermissionRule>>): GraphQLSchema {
   const entries = Object.entries(rules)
   if (entries.length === 0) return schema
-  const byField = new Map<string, readonly string[]>() // `Type.field` -> roles (every applicable rule must pass)
-  const add = (key: string, roles: readonly string[]) => byField.set(key, [...(byField.get(key) ?? []), `\u0000`, ...roles])
+  const needs = new Map<string, Need[]>() // rule key ('Type.field' or 'Type') → its needs (one per rule)
   for (const [key, rule] of entries) {
     const [typeName, fieldName] = key.split('.')
     if (!rule.roles) continue // a row filter only: the database connector applies it (runtime.ts)
     const type = schema.getType(typeName!)
     if (!type || !(isObjectType(type) || isInterfaceType(type))) throw new ConfigInvalidError(`permissions.${key}: the schema has no object type ${typeName}`)
-    if (fieldName !== undefined) {
-      if (!type.getFields()[fieldName]) throw new ConfigInvalidError(`permissions.${key}: ${typeName} has no field ${fieldName}`)
-      add(key, rule.roles)
-      continue
-    }
-    for (const t of Object.values(schema.getTypeMap())) {
-      if (!isObjectType(t) || t.name.startsWith('__')) continue
-      for (const f of Object.values(t.getFields())) if (getNamedType(f.type).name === typeName) add(`${t.name}.${f.name}`, rule.roles)
-    }
+    if (fieldName !== undefined && !type.getFields()[fieldName]) throw new ConfigInvalidError(`permissions.${key}: ${typeName} has no field ${fieldName}`)
+    const k = fieldName === undefined ? typeName! : key
+    needs.set(k, [...(needs.get(k) ?? []), { key: k, roles: rule.roles }])
   }
+  // The public name of each model a source tagged (READS_EXT), and the needs of a tag.
+  const publicName = new Map<ModelRef, string>()
+  for (const t of Object.values(schema.getTypeMap())) {
+    const tag = isObjectType(t) ? (t.extensions[READS_EXT] as ReadsTag | undefined) : undefined
+    if (tag && tag.field === undefined && tag.target === undefined) publicName.set(tag.model, t.name)
+  }
+  const needsOf = (value: unknown): readonly Need[] => {
+    const tag = value as ReadsTag | undefined
+    const model = tag && publicName.get(tag.model)
+    if (!model) return NO_NEEDS
+    let out: Need[] | null = null
+    if (tag.field !== undefined) out = addNeeds(out, needs.get(`${model}.${tag.field}`) ?? NO_NEEDS)
+    out = addNeeds(out, needs.get(model) ?? NO_NEEDS)
+    const target = tag.target && publicName.get(tag.target)
+    if (target) out = addNeeds(out, needs.get(target) ?? NO_NEEDS)
+    return out ?? NO_NEEDS
+  }
+  const nodes = inputNodes(schema, needsOf)
   const protectedSchema = mapSchema(schema, {
     [MapperKind.OBJECT_FIELD]: (config: GraphQLFieldConfig<unknown, unknown>, fieldName, typeName) => {
-      const marked = byField.get(`${typeName}.${fieldName}`)
-      if (!marked) return config
-      // Each rule that applies is one group of roles (separated by NUL): the caller needs one role of every group.
-      const groups: string[][] = []
-      for (const r of marked) if (r === '\u0000') groups.push([]); else groups.at(-1)!.push(r)
-      const resolve = config.resolve ?? defaultFieldResolver
-      const subscribe = config.subscribe
-      const check = (context: unknown) => {
-        const auth = (context as { auth?: AuthInfo | null } | null)?.auth ?? null
-        for (const roles of groups) {
-          if (!auth || !roles.some((r) => auth.roles.includes(r))) throw new AuthForbiddenError(`${typeName}.${fieldName} needs one of the roles ${roles.join(', ')}`)
+      // Its own rule, the rules of the type it returns, and those of the values its tag says it reaches.
+      let own = addNeeds(null, needs.get(`${typeName}.${fieldName}`) ?? NO_NEEDS)
+      own = addNeeds(own, needs.get(getNamedType(config.type).name) ?? NO_NEEDS)
+      own = addNeeds(own, needsOf(config.extensions?.[READS_EXT]))
+      const args: [string, InputNode][] = []
+      for (const [name, arg] of Object.entries(config.args ?? {})) {
+        const n = nodes.get(getNamedType(arg.type).name)
+        if (n) args.push([name, n])
+      }
+      if (!own && args.length === 0) return config
+      const check = (context: unknown, argValues: Record<string, unknown>) => {
+        const missing = own && unmet(own, context)
+        if (missing) throw new AuthForbiddenError(`${typeName}.${fieldName} needs one of the roles ${missing.roles.join(', ')}`)
+        for (const [name, n] of args) {
+          const reach = reached(argValues[name], n)
+          const lacking = reach.length ? unmet(reach, context) : undefined
+          if (lacking) throw new AuthForbiddenError(`the argument ${name} of ${typeName}.${fieldName} reaches ${lacking.key}, which needs one of the roles ${lacking.roles.join(', ')}`)
         }
       }
+      const resolve = config.resolve ?? defaultFieldResolver
+      const subscribe = config.subscribe
       return {
         ...config,
-        extensions: { ...config.extensions, [MARK]: groups },
-        resolve: (source, args, context, info) => {
-          check(context)
-          return resolve(source, args, context, info)
+        extensions: { ...config.extensions, ...(own ? { [MARK]: own } : {}) },
+        resolve: (source, argValues, context, info) => {
+          check(context, argValues)
+          return resolve(source, argValues, context, info)
         },
         ...(subscribe
           ? {
-              subscribe: (source: unknown, args: Record<string, unknown>, context: unknown, info: Parameters<typeof resolve>[3]) => {
-                check(context)
-                return subscribe(source, args, context, info)
+              subscribe: (source: unknown, argValues: Record<string, unknown>, context: unknown, info: Parameters<typeof resolve>[3]) => {
+                check(context, argValues)
+                return subscribe(source, argValues, context, info)
               },
             }
           : {}),
       }
     },
   })
-  protectedSchemas.add(protectedSchema)
+  guardedSchemas.set(protectedSchema, nodes)
   return protectedSchema
 }
 
-/** True when the document selects a field that {@link applyPermissions} protects (so it must run through resolvers). */
+/**
+ * True when the document selects a field that {@link applyPermissions} protects, or may reach a
+ * protected value through an argument: a guarded input field or enum value written in a literal,
+ * or a variable (or a variable's default) of an input type that can reach one. Such a document
+ * must run through resolvers, which check the caller (a direct SQL plan skips them). Time linear in
+ * the document's size.
+ */
 export function selectsProtectedField(schema: GraphQLSchema, document: DocumentNode): boolean {
-  if (!protectedSchemas.has(schema)) return false
+  const nodes = guardedSchemas.get(schema)
+  if (!nodes) return false
   const typeInfo = new TypeInfo(schema)
   let found = false
+  const named = (t: GraphQLInputType | null | undefined) => (t ? getNamedType(t) : undefined)
   visit(document, visitWithTypeInfo(typeInfo, {
     Field() {
       if (typeInfo.getFieldDef()?.extensions?.[MARK]) found = true
+    },
+    ObjectField(node) {
+      const parent = named(typeInfo.getParentInputType())
+      if (parent && nodes.get(parent.name)?.guards.has(node.name.value)) found = true
+    },
+    EnumValue(node) {
+      const type = named(typeInfo.getInputType())
+      if (type && isEnumType(type) && nodes.get(type.name)?.guards.has(type.getValue(node.value)?.value)) found = true
+    },
+    Variable() {
+      const type = named(typeInfo.getInputType())
+      if (type && nodes.has(type.name)) found = true
     },
   }))
   return found

@@ -8,6 +8,12 @@
  * target }`, so that the compiler finds its tables after `compose/` renamed the types. The root
  * query fields `findUniqueX`, `findFirstX` and `findManyX` carry `extensions.tributary = { model,
  * direct }`: their direct-JSON compiler (direct.ts).
+ *
+ * For config `permissions` (auth/permissions.ts), every element that reaches a model's values carries
+ * `extensions.tributaryReads` (`READS_EXT`): model types `{ model }`, and the input fields of
+ * where/orderBy/unique/having inputs, the values of `XScalarFieldEnum` (`by`, `distinct`), the
+ * fields of aggregate and groupBy outputs and of `_count` outputs `{ model, field, target? }`; the
+ * aggregate, groupBy and mutation root fields `{ model }`.
  */
 import {
   GraphQLBoolean,
@@ -47,6 +53,7 @@ import { mapDbError } from './db-errors.js'
 import { makeMutationResolvers, type MutationKind } from './mutations.js'
 import { writeResolver, type WriteField } from './request-transaction.js'
 import { pascalCase } from './naming.js'
+import { READS_EXT, type ModelRef, type ReadsTag } from '../../auth/permissions.js'
 import { byResponseKey, makeQueryResolvers, makeRawResolvers, type Runtime } from './resolvers.js'
 
 /** Options of {@link buildSchema}. */
@@ -157,6 +164,8 @@ class SchemaBuilder {
   private readonly relationFilters = new Map<string, GraphQLInputObjectType>()
   private readonly listRelationFilters = new Map<string, GraphQLInputObjectType>()
   private readonly countOutputs = new Map<string, GraphQLObjectType | null>()
+  /** Each model's identity for `permissions` (READS_EXT), by model name. */
+  private readonly refs = new Map<string, ModelRef>()
   /** Create inputs with relation fields and the nested-write inputs, by name (they refer to each other). */
   private readonly nestedInputs = new Map<string, GraphQLInputObjectType>()
 
@@ -175,6 +184,24 @@ class SchemaBuilder {
 
   private model(name: string): Model {
     return this.reg.models.get(name)!
+  }
+
+  /**
+   * `extensions` of an element that reaches the values of `field` of `m` (or its rows), and the rows
+   * of `target` (auth/permissions.ts READS_EXT).
+   */
+  private reads(m: Model, field?: string, target?: Model): { [READS_EXT]: ReadsTag } {
+    const ref = (x: Model): ModelRef => {
+      let r = this.refs.get(x.name)
+      if (!r) this.refs.set(x.name, (r = Object.freeze({ name: x.name })))
+      return r
+    }
+    return { [READS_EXT]: { model: ref(m), ...(field !== undefined ? { field } : {}), ...(target ? { target: ref(target) } : {}) } }
+  }
+
+  /** The `extensions` of the input or output field of `m` named after a relation `r`: it reaches `r`'s target. */
+  private readsRelation(m: Model, r: Relation): { [READS_EXT]: ReadsTag } {
+    return this.reads(m, r.name, this.model(r.target))
   }
 
   /** The GraphQL type of a scalar field's values. */
@@ -315,7 +342,7 @@ class SchemaBuilder {
   private fieldEnum(m: Model): GraphQLEnumType {
     let t = this.fieldEnums.get(m.name)
     if (!t) {
-      t = new GraphQLEnumType({ name: `${m.name}ScalarFieldEnum`, values: Object.fromEntries(m.fields.map((f) => [f.name, { value: f.name }])) })
+      t = new GraphQLEnumType({ name: `${m.name}ScalarFieldEnum`, values: Object.fromEntries(m.fields.map((f) => [f.name, { value: f.name, extensions: this.reads(m, f.name) }])) })
       this.fieldEnums.set(m.name, t)
     }
     return t
@@ -333,9 +360,9 @@ class SchemaBuilder {
           OR: { type: list(nn(self)) },
           NOT: { type: list(nn(self)) },
         }
-        for (const f of m.fields) fields[f.name] = { type: f.list ? this.listFilter(f) : this.filter(f) }
+        for (const f of m.fields) fields[f.name] = { type: f.list ? this.listFilter(f) : this.filter(f), extensions: this.reads(m, f.name) }
         for (const r of m.relations.values()) {
-          fields[r.name] = { type: r.kind === 'one' ? this.relationFilter(this.model(r.target)) : this.listRelationFilter(this.model(r.target)) }
+          fields[r.name] = { type: r.kind === 'one' ? this.relationFilter(this.model(r.target)) : this.listRelationFilter(this.model(r.target)), extensions: this.readsRelation(m, r) }
         }
         return fields
       },
@@ -375,12 +402,12 @@ class SchemaBuilder {
     const fields: GraphQLInputFieldConfigMap = {}
     for (const k of m.uniqueKeys) {
       if (k.fields.length === 1) {
-        fields[k.name] = { type: this.scalarType(m.fieldMap.get(k.fields[0]!)!) }
+        fields[k.name] = { type: this.scalarType(m.fieldMap.get(k.fields[0]!)!), extensions: this.reads(m, k.fields[0]!) }
       } else {
         fields[k.name] = {
           type: new GraphQLInputObjectType({
             name: `${m.name}${pascalCase(k.name)}CompoundUniqueInput`,
-            fields: Object.fromEntries(k.fields.map((fname) => [fname, { type: nn(this.scalarType(m.fieldMap.get(fname)!)) }])),
+            fields: Object.fromEntries(k.fields.map((fname) => [fname, { type: nn(this.scalarType(m.fieldMap.get(fname)!)), extensions: this.reads(m, fname) }])),
           }),
         }
       }
@@ -401,9 +428,9 @@ class SchemaBuilder {
       name: `${m.name}OrderByWithRelationInput`,
       fields: () => {
         const fields: GraphQLInputFieldConfigMap = {}
-        for (const f of m.fields) fields[f.name] = { type: this.sortOrder }
+        for (const f of m.fields) fields[f.name] = { type: this.sortOrder, extensions: this.reads(m, f.name) }
         for (const r of m.relations.values()) {
-          fields[r.name] = { type: r.kind === 'one' ? this.orderBy(this.model(r.target)) : this.relationAggregateOrder }
+          fields[r.name] = { type: r.kind === 'one' ? this.orderBy(this.model(r.target)) : this.relationAggregateOrder, extensions: this.readsRelation(m, r) }
         }
         return fields
       },
@@ -454,7 +481,7 @@ class SchemaBuilder {
     t = new GraphQLObjectType({
       name: m.name,
       description: `${m.kind === 'view' ? 'View' : 'Table'} \`${m.table}\`.`,
-      extensions: { [EXT]: { model: m.name, table: m.table } },
+      extensions: { [EXT]: { model: m.name, table: m.table }, ...this.reads(m) },
       fields: () => {
         const fields: GraphQLFieldConfigMap<unknown, unknown> = {}
         for (const f of m.fields) {
@@ -490,7 +517,7 @@ class SchemaBuilder {
             name: `${m.name}CountOutputType`,
             fields: () =>
               Object.fromEntries(
-                rels.map((r) => [r.name, { type: nn(GraphQLInt), args: { where: { type: this.where(this.model(r.target)) } }, resolve: byResponseKey }]),
+                rels.map((r) => [r.name, { type: nn(GraphQLInt), args: { where: { type: this.where(this.model(r.target)) } }, resolve: byResponseKey, extensions: this.readsRelation(m, r) }]),
               ),
           })
     this.countOutputs.set(m.name, t)
@@ -503,7 +530,7 @@ class SchemaBuilder {
     for (const op of AGGREGATES) {
       const fs = m.fields.filter((f) => aggregateApplies(op, f))
       const fields: GraphQLFieldConfigMap<unknown, unknown> = {}
-      for (const f of fs) fields[f.name] = { type: op === '_count' ? nn(GraphQLInt) : op === '_avg' ? GraphQLFloat : this.scalarType(f) }
+      for (const f of fs) fields[f.name] = { type: op === '_count' ? nn(GraphQLInt) : op === '_avg' ? GraphQLFloat : this.scalarType(f), extensions: this.reads(m, f.name) }
       if (op === '_count') fields['_all'] = { type: nn(GraphQLInt) }
       if (Object.keys(fields).length === 0) continue
       outputs.set(op, new GraphQLObjectType({ name: `${m.name}${label[op]}AggregateOutputType`, fields }))
@@ -514,19 +541,19 @@ class SchemaBuilder {
       name: `${m.name}GroupBy`,
       fields: () => {
         const fields: GraphQLFieldConfigMap<unknown, unknown> = {}
-        for (const f of m.fields) fields[f.name] = { type: this.valueType(f) }
+        for (const f of m.fields) fields[f.name] = { type: this.valueType(f), extensions: this.reads(m, f.name) }
         return { ...fields, ...aggFields() }
       },
     })
     const orderAggInput = new GraphQLInputObjectType({
       name: `${m.name}OrderByAggregateInput`,
-      fields: Object.fromEntries(m.fields.map((f) => [f.name, { type: this.sortOrder }])),
+      fields: Object.fromEntries(m.fields.map((f) => [f.name, { type: this.sortOrder, extensions: this.reads(m, f.name) }])),
     })
     const orderAgg = new GraphQLInputObjectType({
       name: `${m.name}OrderByWithAggregationInput`,
       fields: () => {
         const fields: GraphQLInputFieldConfigMap = {}
-        for (const f of m.fields) fields[f.name] = { type: this.sortOrder }
+        for (const f of m.fields) fields[f.name] = { type: this.sortOrder, extensions: this.reads(m, f.name) }
         for (const op of AGGREGATES) fields[op] = { type: orderAggInput }
         return fields
       },
@@ -539,7 +566,7 @@ class SchemaBuilder {
           OR: { type: list(nn(having)) },
           NOT: { type: list(nn(having)) },
         }
-        for (const f of m.fields) if (f.scalar !== 'JSON' && f.scalar !== 'Bytes' && !f.list) fields[f.name] = { type: this.aggFilter(f) }
+        for (const f of m.fields) if (f.scalar !== 'JSON' && f.scalar !== 'Bytes' && !f.list) fields[f.name] = { type: this.aggFilter(f), extensions: this.reads(m, f.name) }
         return fields
       },
     })
@@ -650,7 +677,7 @@ class SchemaBuilder {
       const obj = this.object(m)
       const q = makeQueryResolvers(this.rt, m)
       const u = this.unique(m)
-      const ext = { [EXT]: { model: m.name } }
+      const ext = { [EXT]: { model: m.name }, ...this.reads(m) }
       const direct = (kind: DirectFieldKind): { [EXT]: DirectFieldExtension } => ({ [EXT]: { model: m.name, direct: createDirectCompiler(this.rt, m, kind) } })
       if (u) query[`findUnique${m.name}`] = { type: obj, args: { where: { type: nn(u) } }, resolve: q['findUnique'], extensions: direct('findUnique') }
       query[`findFirst${m.name}`] = { type: obj, args: this.listArgs(m), resolve: q['findFirst'], extensions: direct('findFirst') }
@@ -683,7 +710,7 @@ class SchemaBuilder {
         type,
         args,
         resolve: writeResolver(w[kind]),
-        extensions: { [EXT]: { model: m.name, write: w[kind] } },
+        extensions: { [EXT]: { model: m.name, write: w[kind] }, ...this.reads(m) },
       })
       const create = this.createInput(m, `${m.name}CreateInput`, true)
       const update = this.updateInput(m, `${m.name}UpdateInput`, true)
