@@ -86,6 +86,8 @@ const STORED: Record<string, string> = {
   CommentsByNoteSecret: 'query CommentsByNoteSecret($p: String!) { auth_findManyComment(where: { note: { is: { secret: { startsWith: $p } } } }) { id } }\n',
   MaxSecret: 'query MaxSecret { auth_aggregateNote { _max { secret } } }\n',
   CommentsPlain: 'query CommentsPlain { auth_findManyComment(orderBy: [{ id: asc }]) { id body } }\n',
+  GroupNotes: 'query GroupNotes($by: [auth_NoteScalarFieldEnum!]!) { auth_groupByNote(by: $by) { _count { _all } } }\n',
+  DistinctComments: 'query DistinctComments($d: [auth_CommentScalarFieldEnum!]) { auth_findManyComment(distinct: $d, orderBy: [{ id: asc }]) { id } }\n',
 }
 
 async function deploy(t: Test, url: string, permissions: TributaryConfigInput['permissions']) {
@@ -100,7 +102,7 @@ async function deploy(t: Test, url: string, permissions: TributaryConfigInput['p
     auth: { jwt: { secret: jwtSecret }, graphql: 'public' },
     permissions,
   })
-  const { url: base } = await serveGateway(t, config, { cwd: dir })
+  const { url: base, gateway } = await serveGateway(t, config, { cwd: dir })
   const gql = async (query: string, token: string, variables?: Record<string, unknown>) => {
     const res = await fetch(`${base}/graphql`, {
       method: 'POST',
@@ -115,7 +117,9 @@ async function deploy(t: Test, url: string, permissions: TributaryConfigInput['p
     const text = await res.text()
     return { status: res.status, text, body: JSON.parse(text) as Body }
   }
-  return { gql, op }
+  /** True when the stored operation runs as a direct SQL plan (which skips resolvers). */
+  const direct = (name: string) => gateway.operations.get(name)!.direct !== null
+  return { gql, op, direct }
 }
 
 const forbidden = (b: Body) => (b.errors ?? []).map((e) => [e.path, e.extensions?.code])
@@ -134,7 +138,7 @@ t.test('a field limited to a role is not reached by any other path', async (t) =
   const dir = mkdtempSync(join(tmpdir(), 'trb-permission-paths-db-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   const dbUrl = `sqlite:${join(dir, 'notes.sqlite')}`
-  const { gql, op } = await deploy(t, dbUrl, fieldRules)
+  const { gql, op, direct } = await deploy(t, dbUrl, fieldRules)
   const { knex } = createKnex(dbUrl, { cwd: dir })
   t.teardown(() => knex.destroy())
   const alice = await sign({ sub: 'alice', roles: ['user'] })
@@ -216,6 +220,8 @@ t.test('a field limited to a role is not reached by any other path', async (t) =
   })
 
   await t.test('stored operations: refused although they would run as direct SQL plans', async (t) => {
+    t.same(['CommentsByModeration', 'CommentsWhere', 'CommentsOrdered', 'DistinctComments'].filter(direct), [], 'operations that may reach a protected field run through resolvers')
+    t.ok(direct('CommentsPlain'), 'the others keep their direct SQL plan')
     const byMod = await op('CommentsByModeration', alice, '?m=spam')
     t.equal(byMod.status, 403)
     t.same(forbidden(byMod.body), [[['auth_findManyComment'], 'TRB_ERR_AUTH_FORBIDDEN']])
@@ -233,6 +239,12 @@ t.test('a field limited to a role is not reached by any other path', async (t) =
     t.equal(max.status, 403, 'an aggregate of the field')
     t.notOk(max.text.includes(SECRETS[2]!))
     t.same((await op('MaxSecret', admin)).body, { auth_aggregateNote: { _max: { secret: SECRETS[2] } } })
+    t.equal((await op('GroupNotes', alice, '?by=secret')).status, 403, 'groupBy by an enum variable')
+    t.same((await op('GroupNotes', alice, '?by=ownerId')).body, { auth_groupByNote: [{ _count: { _all: 2 } }] }, 'by another field: works')
+    t.equal((await op('GroupNotes', admin, '?by=secret')).status, 200)
+    t.equal((await op('DistinctComments', alice, '?d=moderation')).status, 403, 'distinct by an enum variable (a direct plan otherwise)')
+    t.same((await op('DistinctComments', admin, '?d=moderation')).body, { auth_findManyComment: [{ id: 1 }, { id: 2 }] })
+    t.same((await op('DistinctComments', alice, '?d=body')).body, { auth_findManyComment: [{ id: 1 }, { id: 2 }, { id: 3 }] })
     t.same((await op('CommentsPlain', alice)).body, { auth_findManyComment: [{ id: 1, body: 'c1' }, { id: 2, body: 'c2' }, { id: 3, body: 'c3' }] }, 'other operations are unaffected')
   })
 
