@@ -208,6 +208,12 @@ t.test('a field limited to a role is not reached by any other path', async (t) =
   await path('a variable inside a literal', 'query($inner: auth_NoteWhereInput!) { auth_findManyNote(where: { AND: [{ id: { gt: 0 } }, $inner] }) { id } }', ['auth_findManyNote'], (t, d) =>
     t.same(ids(d.auth_findManyNote), [1]), { inner: { secret: { startsWith: 'a' } } })
 
+  // Comments have no row filter: on /graphql too, these would otherwise run as direct SQL plans.
+  await path('/graphql, a direct SQL plan otherwise: where', '{ auth_findManyComment(where: { moderation: { equals: "spam" } }) { id } }', ['auth_findManyComment'], (t, d) =>
+    t.same(ids(d.auth_findManyComment), [1]))
+  await path('/graphql, a direct SQL plan otherwise: a where variable', 'query($w: auth_CommentWhereInput) { auth_findManyComment(where: $w) { id } }', ['auth_findManyComment'], (t, d) =>
+    t.same(ids(d.auth_findManyComment), [1]), { w: { moderation: { equals: 'spam' } } })
+
   await t.test('mutations: a where or a connect by the field is refused, nothing is written', async (t) => {
     const update = 'mutation { auth_updateManyNote(where: { secret: { startsWith: "a" } }, data: { title: { set: "pwned" } }) { count } }'
     refused(t, await gql(update, alice), ['auth_updateManyNote'], 'updateMany')
