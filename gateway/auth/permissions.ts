@@ -215,7 +215,7 @@ function inputNodes(schema: GraphQLSchema, needsOf: (tag: unknown) => readonly N
  * the role gets `TRB_ERR_AUTH_FORBIDDEN` at the field's path and the field is never resolved.
  * Which input fields and enum values are protected is computed once here, per input type; fields
  * whose arguments cannot reach any are not wrapped (no cost).
- * @returns a new schema (the same one when `rules` is empty).
+ * @returns a new schema (the same one when no rule has `roles`).
  * @throws ConfigInvalidError (`TRB_ERR_CONFIG_INVALID`, `permissions.<key>: …`) for a type or field
  *   the schema does not have.
  */
@@ -232,6 +232,7 @@ export function applyPermissions(schema: GraphQLSchema, rules: Readonly<Record<s
     const k = fieldName === undefined ? typeName! : key
     needs.set(k, [...(needs.get(k) ?? []), { key: k, roles: rule.roles }])
   }
+  if (needs.size === 0) return schema // row filters only
   // The public name of each model a source tagged (READS_EXT), and the needs of a tag.
   const publicName = new Map<ModelRef, string>()
   for (const t of Object.values(schema.getTypeMap())) {
