@@ -205,6 +205,8 @@ t.test('a field limited to a role is not reached by any other path', async (t) =
     t.same(ids(d.auth_findManyNote), [3, 2, 1]), { o: { secret: 'desc' } })
   await path('groupBy by in a variable', 'query($by: [auth_NoteScalarFieldEnum!]!) { auth_groupByNote(by: $by) { _count { _all } } }', ['auth_groupByNote'], (t, d) =>
     t.equal((d.auth_groupByNote as unknown[]).length, 3), { by: ['secret'] })
+  await path('the field last in a large where variable', 'query($w: auth_NoteWhereInput) { auth_findManyNote(where: $w) { id } }', ['auth_findManyNote'], (t, d) =>
+    t.same(ids(d.auth_findManyNote), [1]), { w: { OR: [...Array.from({ length: 5000 }, (_, i) => ({ title: { equals: `t${i}` } })), { AND: [{ NOT: [{ secret: { gt: 'b' } }] }] }] } })
   await path('a variable inside a literal', 'query($inner: auth_NoteWhereInput!) { auth_findManyNote(where: { AND: [{ id: { gt: 0 } }, $inner] }) { id } }', ['auth_findManyNote'], (t, d) =>
     t.same(ids(d.auth_findManyNote), [1]), { inner: { secret: { startsWith: 'a' } } })
 

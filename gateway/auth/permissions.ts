@@ -107,6 +107,8 @@ interface InputNode {
   readonly name: string
   readonly guards: Map<unknown, readonly Need[]>
   readonly children: Map<string, InputNode>
+  /** {@link reached}'s results by argument value (lists and objects with children walked). */
+  readonly seen: WeakMap<object, readonly Need[]>
 }
 
 /** The input nodes of each schema made by {@link applyPermissions}, by input type name. */
@@ -129,34 +131,35 @@ function unmet(needs: readonly Need[], context: unknown): Need | undefined {
   return needs.find((n) => !auth || !n.roles.some((r) => auth.roles.includes(r)))
 }
 
-/** Results of {@link reached} per argument value object and node: a variable's value used many times is walked once. */
-const reachedMemo = new WeakMap<object, Map<InputNode, readonly Need[]>>()
-
 /**
  * The needs of every guarded input field and enum value that a coerced argument value uses (a key
- * present, whatever its value, even null), at any depth. Time linear in the value's size (each
- * object is walked once per node).
+ * present, whatever its value, even null), at any depth. Time linear in the value's size: the result
+ * for a list or an object with walked children is remembered per node (`node.seen`), so a variable's
+ * value used by many fields (or by a field resolved once per row) is walked once; an object without
+ * such children costs its own keys, at most its input type's fields.
  */
 function reached(value: unknown, node: InputNode): readonly Need[] {
   if (value === null || value === undefined) return NO_NEEDS
   if (typeof value !== 'object') return node.guards.get(value) ?? NO_NEEDS // an enum's internal value
-  let memo = reachedMemo.get(value)
-  const known = memo?.get(node)
+  const known = node.seen.get(value)
   if (known) return known
   let out: Need[] | null = null
-  if (Array.isArray(value)) {
-    for (const item of value) out = addNeeds(out, reached(item, node))
+  let inner = Array.isArray(value)
+  if (inner) {
+    for (const item of value as unknown[]) out = addNeeds(out, reached(item, node))
   } else {
     for (const key of Object.keys(value)) {
       const own = node.guards.get(key)
       if (own) out = addNeeds(out, own)
       const child = node.children.get(key)
-      if (child) out = addNeeds(out, reached((value as Record<string, unknown>)[key], child))
+      if (!child) continue
+      const v = (value as Record<string, unknown>)[key]
+      if (v !== null && typeof v === 'object') inner = true
+      out = addNeeds(out, reached(v, child))
     }
   }
   const result = out ?? NO_NEEDS
-  if (!memo) reachedMemo.set(value, (memo = new Map()))
-  memo.set(node, result)
+  if (inner) node.seen.set(value, result)
   return result
 }
 
@@ -168,7 +171,7 @@ function inputNodes(schema: GraphQLSchema, needsOf: (tag: unknown) => readonly N
   const nodes = new Map<string, InputNode>()
   const node = (name: string): InputNode => {
     let n = nodes.get(name)
-    if (!n) nodes.set(name, (n = { name, guards: new Map(), children: new Map() }))
+    if (!n) nodes.set(name, (n = { name, guards: new Map(), children: new Map(), seen: new WeakMap() }))
     return n
   }
   const parents = new Map<string, [string, string][]>() // named input type → [input object, field] using it
