@@ -48,6 +48,7 @@ import { makeMutationResolvers, type MutationKind } from './mutations.js'
 import { writeResolver, type WriteField } from './request-transaction.js'
 import { pascalCase } from './naming.js'
 import { byResponseKey, makeQueryResolvers, makeRawResolvers, type Runtime } from './resolvers.js'
+import { RELATION_FILTER_EXTENSION } from '../types.js'
 
 /** Options of {@link buildSchema}. */
 export interface BuildSchemaOptions {
@@ -347,7 +348,11 @@ class SchemaBuilder {
   private relationFilter(m: Model): GraphQLInputObjectType {
     let t = this.relationFilters.get(m.name)
     if (!t) {
-      t = new GraphQLInputObjectType({ name: `${m.name}RelationFilter`, fields: () => ({ is: { type: this.where(m) }, isNot: { type: this.where(m) } }) })
+      t = new GraphQLInputObjectType({
+        name: `${m.name}RelationFilter`,
+        extensions: { [RELATION_FILTER_EXTENSION]: 'one' },
+        fields: () => ({ is: { type: this.where(m) }, isNot: { type: this.where(m) } }),
+      })
       this.relationFilters.set(m.name, t)
     }
     return t
@@ -358,6 +363,7 @@ class SchemaBuilder {
     if (!t) {
       t = new GraphQLInputObjectType({
         name: `${m.name}ListRelationFilter`,
+        extensions: { [RELATION_FILTER_EXTENSION]: 'many' },
         fields: () => ({ every: { type: this.where(m) }, some: { type: this.where(m) }, none: { type: this.where(m) } }),
       })
       this.listRelationFilters.set(m.name, t)

@@ -73,9 +73,19 @@ function returnObject(info: GraphQLResolveInfo): GraphQLObjectType {
  */
 export const cheapPlans = new WeakSet<ReadPlan>()
 
+/**
+ * Plans whose compile context used a single table alias: one table read, no join or subquery (no
+ * relation field, relation filter or row filter subquery). On SQLite they may use the light worker
+ * process when they run in a worker (`RunOptions.light`, sqlite-workers.ts).
+ */
+export const singleTablePlans = new WeakSet<ReadPlan>()
+
 /** Marks `plan` cheap when its compile context used a single table alias. */
 export function markCheap(ctx: Ctx, plan: ReadPlan): ReadPlan {
-  if (ctx.n <= 1) cheapPlans.add(plan)
+  if (ctx.n <= 1) {
+    cheapPlans.add(plan)
+    singleTablePlans.add(plan)
+  }
   return plan
 }
 
@@ -97,6 +107,7 @@ export const boundedReads = new WeakMap<ReadPlan, string>()
 
 /** Records `plan` in {@link boundedReads} when `list` is LIMIT-only and the compile context used a single table alias. */
 export function markBounded(ctx: Ctx, model: Model, list: CompiledList, plan: ReadPlan): ReadPlan {
+  if (ctx.n <= 1) singleTablePlans.add(plan)
   if (list.limitOnly && ctx.n <= 1) boundedReads.set(plan, model.table)
   return plan
 }
@@ -118,7 +129,7 @@ export function isCheap(db: Db, plan: ReadPlan, bindings: readonly unknown[]): b
 async function runRead(rt: Runtime, plan: ReadPlan, vars: Vars, context: unknown): Promise<Record<string, unknown>[]> {
   const db = rt.db()
   const bindings = bindAll(plan.params, rt.reg.rowFilters.size > 0 ? withAuth(vars, context) : vars)
-  const rows = await db.values(plan.text, bindings, undefined, { cheap: isCheap(db, plan, bindings), cancel: cancelWatchOf(context), maxResultChars: resultRoom(context) })
+  const rows = await db.values(plan.text, bindings, undefined, { cheap: isCheap(db, plan, bindings), light: singleTablePlans.has(plan), cancel: cancelWatchOf(context), maxResultChars: resultRoom(context) })
   chargeResult(context, textLength(rows))
   return finishRows(rows, plan.post)
 }

@@ -21,7 +21,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process'
 import { createRequire } from 'node:module'
-import { DbCancelledError, DbTimeoutError, GraphQLLimitError } from '../../errors.js'
+import { CapacityError, DbCancelledError, DbTimeoutError, GraphQLLimitError } from '../../errors.js'
 
 /**
  * Subscribes to the disconnect of a statement's client; returns the unsubscribe function. Calls
@@ -192,67 +192,158 @@ class Worker {
 /** A worker held for a transaction: run its statements with {@link SqliteWorkers.runOn}, then {@link SqliteWorkers.release}. */
 export interface HeldWorker {
   readonly worker: Worker
+  /** The class the worker was taken for (see {@link SqliteWorkers}). */
+  readonly light: boolean
+}
+
+/** Default of {@link SqliteWorkerLimits.maxQueue}. */
+export const DEFAULT_SQLITE_MAX_QUEUE = 32
+/** Default of {@link SqliteWorkerLimits.maxWaitMs}, in milliseconds. */
+export const DEFAULT_SQLITE_MAX_WAIT_MS = 2000
+
+/** The queue limits of a {@link SqliteWorkers} pool. */
+export interface SqliteWorkerLimits {
+  /** Statements (and transactions) waiting for a worker at most; one more is refused at once. Default {@link DEFAULT_SQLITE_MAX_QUEUE}. */
+  maxQueue?: number
+  /** Longest wait for a worker, in milliseconds; a statement that waited that long is refused. Default {@link DEFAULT_SQLITE_MAX_WAIT_MS}. */
+  maxWaitMs?: number
+}
+
+/** One statement or transaction waiting for a worker. */
+interface Waiting {
+  light: boolean
+  take(w: Worker): void
+  fail(err: Error): void
 }
 
 /**
  * A pool of SQLite worker processes on one database file.
  *
- * Statements queue (first come, first served) while every worker is busy; `timeoutMs` counts from
- * the moment a worker starts the statement.
+ * Two classes of work share it. *Light* statements are the caller's promise that the statement
+ * reads one table (no join, no subquery: its time is at most a scan of that table); everything
+ * else, transactions included, is *heavy*. Heavy work runs on at most `size` processes at once; the
+ * pool starts one more process, `size + 1`, that only light statements may take, so a few slow
+ * relation filters can hold every heavy slot but never delay a plain read by more than the light
+ * statements ahead of it. Waiting light statements go before waiting heavy ones; each class is
+ * first come, first served.
+ *
+ * The queue is bounded: past `maxQueue` waiting, or after `maxWaitMs` of waiting, a statement is
+ * refused with 503 `TRB_ERR_CAPACITY` (its `retryAfterSec` is the pool's timeout, in whole seconds:
+ * the longest a worker stays busy with one statement). `timeoutMs` counts from the moment a worker
+ * starts the statement.
  */
 export class SqliteWorkers {
   private readonly workers = new Set<Worker>()
   private readonly idle: Worker[] = []
-  private readonly waiting: { take(w: Worker): void; fail(err: Error): void }[] = []
+  private readonly waitingLight: Waiting[] = []
+  private readonly waitingHeavy: Waiting[] = []
+  /** Workers running heavy work (or held for a transaction). */
+  private heavyBusy = 0
   private closed = false
+  /** See {@link SqliteWorkerLimits.maxQueue}. */
+  readonly maxQueue: number
+  /** See {@link SqliteWorkerLimits.maxWaitMs}. */
+  readonly maxWaitMs: number
 
   /**
    * @param filename the database file (absolute path); it must exist
-   * @param size how many worker processes at most
+   * @param size how many worker processes heavy work may use at once (one more serves light statements)
    * @param timeoutMs the statement timeout, in milliseconds
+   * @param limits the queue's bounds (see {@link SqliteWorkerLimits})
    */
   constructor(
     readonly filename: string,
     readonly size: number,
     readonly timeoutMs: number,
-  ) {}
+    limits: SqliteWorkerLimits = {},
+  ) {
+    this.maxQueue = limits.maxQueue ?? DEFAULT_SQLITE_MAX_QUEUE
+    this.maxWaitMs = limits.maxWaitMs ?? DEFAULT_SQLITE_MAX_WAIT_MS
+  }
 
-  /** A free worker, started if the pool is not full, else the next one released (in order of asking). */
-  private take(cancel: CancelWatch | undefined): Promise<Worker> {
+  /** Statements and transactions waiting for a worker now. */
+  get queued(): number {
+    return this.waitingLight.length + this.waitingHeavy.length
+  }
+
+  private spawn(): Worker {
+    const fresh = new Worker(this.filename, (dead) => this.remove(dead))
+    this.workers.add(fresh)
+    return fresh
+  }
+
+  /** A worker for work of this class now, or undefined (see the class' rules). */
+  private free(light: boolean): Worker | undefined {
+    if (!light && this.heavyBusy >= this.size) return undefined
+    return this.idle.pop() ?? (this.workers.size < this.size + 1 ? this.spawn() : undefined)
+  }
+
+  private refuse(what: string): Error {
+    return Object.assign(new CapacityError(`${what}; retry later`), { retryAfterSec: Math.max(1, Math.ceil(this.timeoutMs / 1000)) })
+  }
+
+  /**
+   * A worker for work of this class: free now, else the next one released (light first, then in
+   * order of asking). Rejects with `TRB_ERR_CAPACITY` when the queue is full or the wait passes
+   * `maxWaitMs`, `TRB_ERR_DB_CANCELLED` when the client goes away while waiting.
+   */
+  private take(light: boolean, cancel: CancelWatch | undefined): Promise<Worker> {
     if (this.closed) return Promise.reject(new Error('the database source is closed'))
-    const w = this.idle.pop()
-    if (w) return Promise.resolve(w)
-    if (this.workers.size < this.size) {
-      const fresh = new Worker(this.filename, (dead) => this.remove(dead))
-      this.workers.add(fresh)
-      return Promise.resolve(fresh)
+    const w = this.free(light)
+    if (w) {
+      if (!light) this.heavyBusy++
+      return Promise.resolve(w)
     }
+    if (this.queued >= this.maxQueue) return Promise.reject(this.refuse(`${this.queued} database statements are waiting for this SQLite file (maxQueue)`))
+    const queue = light ? this.waitingLight : this.waitingHeavy
     return new Promise((resolve, reject) => {
-      const entry = {
-        take: (worker: Worker) => {
-          off?.()
+      const leave = (): void => {
+        clearTimeout(timer)
+        off?.()
+        const i = queue.indexOf(entry)
+        if (i >= 0) queue.splice(i, 1)
+      }
+      const entry: Waiting = {
+        light,
+        take: (worker) => {
+          leave()
+          if (!light) this.heavyBusy++
           resolve(worker)
         },
-        fail: (err: Error) => {
-          off?.()
+        fail: (err) => {
+          leave()
           reject(err)
         },
       }
-      const off = cancel?.(() => {
-        const i = this.waiting.indexOf(entry)
-        if (i >= 0) this.waiting.splice(i, 1)
-        reject(new DbCancelledError())
-      })
-      this.waiting.push(entry)
+      const timer = setTimeout(() => entry.fail(this.refuse(`no SQLite worker was free within ${this.maxWaitMs} ms (maxWaitMs)`)), this.maxWaitMs)
+      const off = cancel?.(() => entry.fail(new DbCancelledError()))
+      queue.push(entry)
     })
   }
 
-  private give(w: Worker): void {
-    if (w.dead) return
+  /** The next waiting entry a worker may serve now, light first. */
+  private next(): Waiting | undefined {
+    if (this.waitingLight.length > 0) return this.waitingLight[0]
+    if (this.waitingHeavy.length > 0 && this.heavyBusy < this.size) return this.waitingHeavy[0]
+    return undefined
+  }
+
+  private give(w: Worker, light: boolean): void {
+    if (!light) this.heavyBusy--
+    if (w.dead) return this.dispatch()
     w.held = false
-    const next = this.waiting.shift()
+    const next = this.next()
     if (next) next.take(w)
     else this.idle.push(w)
+  }
+
+  /** Starts replacements for waiting work while the pool has room (after a worker died). */
+  private dispatch(): void {
+    for (let next = this.next(); next && !this.closed; next = this.next()) {
+      const w = this.idle.pop() ?? (this.workers.size < this.size + 1 ? this.spawn() : undefined)
+      if (!w) return
+      next.take(w)
+    }
   }
 
   private remove(w: Worker): void {
@@ -260,28 +351,28 @@ export class SqliteWorkers {
     const i = this.idle.indexOf(w)
     if (i >= 0) this.idle.splice(i, 1)
     // A replacement for whoever waits.
-    if (!this.closed && this.waiting.length > 0 && this.workers.size < this.size) {
-      const fresh = new Worker(this.filename, (dead) => this.remove(dead))
-      this.workers.add(fresh)
-      this.waiting.shift()!.take(fresh)
-    }
+    if (!this.closed) this.dispatch()
   }
 
-  /** Runs one statement on any worker. Rejects with the driver's error, `TRB_ERR_DB_TIMEOUT` or `TRB_ERR_DB_CANCELLED`. */
-  async run(job: SqliteJob, cancel?: CancelWatch): Promise<unknown> {
-    const w = await this.take(cancel)
+  /**
+   * Runs one statement on any worker. Rejects with the driver's error, `TRB_ERR_DB_TIMEOUT`,
+   * `TRB_ERR_DB_CANCELLED` or `TRB_ERR_CAPACITY` (503: the queue is full, or no worker was free in time).
+   * @param light the statement reads one table (see the class): it may use the light worker
+   */
+  async run(job: SqliteJob, cancel?: CancelWatch, light = false): Promise<unknown> {
+    const w = await this.take(light, cancel)
     try {
-      return await this.runOn({ worker: w }, job, cancel)
+      return await this.runOn({ worker: w, light }, job, cancel)
     } finally {
-      this.give(w)
+      this.give(w, light)
     }
   }
 
-  /** Takes a worker for a transaction: nobody else uses it until {@link release}. */
+  /** Takes a worker for a transaction (heavy work): nobody else uses it until {@link release}. Rejects as {@link run} does. */
   async hold(cancel?: CancelWatch): Promise<HeldWorker> {
-    const worker = await this.take(cancel)
+    const worker = await this.take(false, cancel)
     worker.held = true
-    return { worker }
+    return { worker, light: false }
   }
 
   /** Runs one statement on a held worker. */
@@ -293,13 +384,13 @@ export class SqliteWorkers {
 
   /** Gives a held worker back. */
   release(held: HeldWorker): void {
-    this.give(held.worker)
+    this.give(held.worker, held.light)
   }
 
   /** Stops every worker process. */
   close(): void {
     this.closed = true
-    for (const entry of this.waiting.splice(0)) entry.fail(new Error('the database source is closed'))
+    for (const entry of [...this.waitingLight, ...this.waitingHeavy]) entry.fail(new Error('the database source is closed'))
     for (const w of [...this.workers]) w.kill(new Error('the database source is closed'))
   }
 }
