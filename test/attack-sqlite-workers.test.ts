@@ -10,9 +10,12 @@
  *   with 400 `TRB_ERR_GRAPHQL_LIMIT` before it runs, inline and in a variable (on /graphql and in a
  *   stored operation's variables).
  * - Filters under the limit can still be slow (three many-to-many levels: 10 s here). Sent eight at
- *   once, they take the heavy worker slots and the queue; those that wait past `maxWaitMs` (2 s)
- *   get 503 `TRB_ERR_CAPACITY` with `Retry-After`, long before the statement timeout; a plain
- *   single-table read sent meanwhile answers at once, on the worker kept for such reads.
+ *   once, they take the two heavy worker slots and the queue; those that wait past `maxWaitMs`
+ *   (2 s) get 503 `TRB_ERR_CAPACITY` with `Retry-After`, long before the statement timeout; a plain
+ *   read and a read with a nested relation sent meanwhile answer at once, on the process kept for
+ *   work without relation filters.
+ * - One request's statements share a budget of worker time (`sqliteWorkers.requestBudgetMs`):
+ *   three slow aliases under a 1.5 s budget answer `TRB_ERR_DB_TIMEOUT` in about 1.5 s.
  */
 import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -26,29 +29,38 @@ t.setTimeout(120_000)
 const dir = mkdtempSync(join(tmpdir(), 'trb-sqlite-workers-'))
 t.teardown(() => rmSync(dir, { recursive: true, force: true }))
 copyFileSync(join(repoRoot, 'examples/chinook/chinook.sqlite'), join(dir, 'chinook.sqlite'))
-writeFileSync(
-  join(dir, 'config.mjs'),
-  `import { database, defineConfig } from ${JSON.stringify(join(repoRoot, 'dist/gateway/index.js'))}
+/** A config of the Chinook file copy; `extra` goes into its database source's options. */
+const config = (name: string, extra: string): string => {
+  const file = join(dir, name)
+  writeFileSync(
+    file,
+    `import { database, defineConfig } from ${JSON.stringify(join(repoRoot, 'dist/gateway/index.js'))}
 export default defineConfig({
-  datasources: [database({ namespace: 'chinook', url: ${JSON.stringify(`sqlite:${join(dir, 'chinook.sqlite')}`)} })],
+  datasources: [database({ namespace: 'chinook', url: ${JSON.stringify(`sqlite:${join(dir, 'chinook.sqlite')}`)}${extra} })],
   operations: { dir: ${JSON.stringify(join(dir, 'operations'))} },
   generatedDir: ${JSON.stringify(join(dir, 'generated'))},
 })
 `,
-)
+  )
+  return file
+}
 const { mkdirSync } = await import('node:fs')
 mkdirSync(join(dir, 'operations'))
 writeFileSync(join(dir, 'operations/Artists.graphql'), 'query Artists($where: chinook_ArtistWhereInput) { chinook_findManyArtist(where: $where) { artistId } }\n')
 
-const port = await freePort()
-const cli = runCli(t, ['start', '--config', join(dir, 'config.mjs')], { PORT: String(port), LOG_LEVEL: 'warn', REDIS_URL: '' })
-await cli.waitFor('/health')
-const base = `http://127.0.0.1:${port}`
+/** Starts the CLI on `file` as npm start does; returns its base URL. */
+async function start(file: string): Promise<string> {
+  const port = await freePort()
+  const cli = runCli(t, ['start', '--config', file], { PORT: String(port), LOG_LEVEL: 'warn', REDIS_URL: '' })
+  await cli.waitFor('/health')
+  return `http://127.0.0.1:${port}`
+}
+const base = await start(config('config.mjs', ''))
 
 type Body = { data?: Record<string, unknown> | null; errors?: { message: string; extensions?: { code?: string } }[] }
 
-async function graphql(query: string, variables?: Record<string, unknown>, signal?: AbortSignal) {
-  const res = await fetch(`${base}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query, variables }), ...(signal ? { signal } : {}) })
+async function graphql(query: string, variables?: Record<string, unknown>, signal?: AbortSignal, url = base) {
+  const res = await fetch(`${url}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query, variables }), ...(signal ? { signal } : {}) })
   return { status: res.status, retryAfter: res.headers.get('retry-after'), body: (await res.json()) as Body, at: performance.now() }
 }
 
@@ -89,7 +101,10 @@ t.test('slow filters cannot hold the workers: the queued get 503, a plain read a
   t.equal(read.status, 200)
   t.equal((read.body.data?.['chinook_findManyArtist'] as unknown[] | undefined)?.length, 2, 'the plain read answers')
   const readMs = read.at - t0
-  t.ok(readMs < 2000, `the plain read answered ${Math.round(readMs)} ms after the slow ones were sent (it waited 30 s before)`)
+  t.ok(readMs < 5000, `the plain read answered ${Math.round(readMs)} ms after the slow ones were sent (it waited 30 s before)`)
+  t.equal(settled.length, 0, 'before any slow one')
+  const nested = await graphql('{ chinook_findManyArtist(take: 1) { name albums { title } } }')
+  t.same(nested.body, { data: { chinook_findManyArtist: [{ name: 'AC/DC', albums: [{ title: 'For Those About To Rock We Salute You' }, { title: 'Let There Be Rock' }] }] } }, 'a read with a nested relation (no relation filter) answers too')
   t.equal(settled.length, 0, 'before any slow one')
   // Two heavy slots run two slow filters (10 s each); the six queued ones are refused after maxWaitMs (2 s).
   const deadline = performance.now() + 8000
@@ -105,4 +120,20 @@ t.test('slow filters cannot hold the workers: the queued get 503, a plain read a
   await Promise.all(heavy)
   const after = await graphql(plain)
   t.equal(after.status, 200, 'the workers serve again')
+})
+
+t.test('one request cannot use more worker time than its budget', async (t) => {
+  // 1.5 s of worker time per request: three slow aliases (10 s each before) share it.
+  const url = await start(config('budget.mjs', ', sqliteWorkers: { requestBudgetMs: 1500 }'))
+  const t0 = performance.now()
+  // take: 1 keeps the three under the cost limit (1,111 each); with no match, each still runs 10 s.
+  const aliases = [0, 1, 2].map((i) => `a${i}: ${slow.slice(2, -2).replace('(where', '(take: 1, where')}`).join(' ')
+  const r = await graphql(`{ ${aliases} }`, undefined, undefined, url)
+  const ms = r.at - t0
+  t.equal(r.body.data, null)
+  const codes = r.body.errors?.map((e) => e.extensions?.code) ?? []
+  t.ok(codes.length >= 1 && codes.every((c) => c === 'TRB_ERR_DB_TIMEOUT'), `TRB_ERR_DB_TIMEOUT: ${codes.join(', ')}`)
+  t.ok(ms < 6000, `answered in ${Math.round(ms)} ms (three 10 s statements before)`)
+  const plainAfter = await graphql(plain, undefined, undefined, url)
+  t.equal(plainAfter.status, 200, 'the next request has a budget of its own')
 })

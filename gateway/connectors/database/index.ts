@@ -56,11 +56,13 @@ export interface DatabaseSourceOptions {
    */
   statementTimeoutMs?: number
   /**
-   * SQLite files: the queue of the worker processes (sqlite-workers.ts). `maxQueue` statements
+   * SQLite files: the limits of the worker processes (sqlite-workers.ts). `maxQueue` statements
    * (and transactions) wait for a worker at most (default 32), each at most `maxWaitMs` (default
    * 2000); past either, the statement is refused with 503 `TRB_ERR_CAPACITY` and `Retry-After`.
+   * `requestBudgetMs` (default `statementTimeoutMs`): the worker time one request's reads may use
+   * together; past it, `TRB_ERR_DB_TIMEOUT`.
    */
-  sqliteQueue?: SqliteWorkerLimits
+  sqliteWorkers?: SqliteWorkerLimits
   /**
    * PostgreSQL only: expose the schema's functions as root fields (`true`: every function that
    * qualifies; a list: those function names). Stable and immutable functions become Query fields,
@@ -201,7 +203,7 @@ export async function createDatabaseSource(options: DatabaseSourceOptions, ctx: 
   // SQLite files: statements that may be slow run in worker processes (sqlite-workers.ts). An
   // in-memory database exists in this process only.
   const parsed = parseDatabaseUrl(options.url, ctx.cwd)
-  const workers = parsed.dialect === 'sqlite' && parsed.filename !== ':memory:' ? new SqliteWorkers(parsed.filename, SQLITE_WORKER_PROCESSES, timeoutMs, options.sqliteQueue) : undefined
+  const workers = parsed.dialect === 'sqlite' && parsed.filename !== ':memory:' ? new SqliteWorkers(parsed.filename, SQLITE_WORKER_PROCESSES, timeoutMs, options.sqliteWorkers) : undefined
   const db = new Db(knex, dialect, { timeoutMs, sourceName: ctx.sourceName, ...(workers ? { sqliteWorkers: workers } : {}) })
   // The pool gauge (tributary_db_pool_connections): tarn's counts, read when metrics are scraped.
   const unregisterPool = registerPool({

@@ -101,6 +101,8 @@ interface Pending {
   resolve(value: unknown): void
   reject(err: unknown): void
   cancel: CancelWatch | undefined
+  /** Called when the worker starts the statement (after the process is ready). */
+  started?: () => void
   /** Unsubscribes from the client's disconnect. */
   off?: () => void
   timer?: NodeJS.Timeout
@@ -156,6 +158,7 @@ class Worker {
     const go = (): void => {
       if (this.current !== current) return
       current.timer = setTimeout(() => this.kill(new DbTimeoutError(timeoutMs)), timeoutMs)
+      p.started?.()
       this.child.send({ id, mode: p.job.mode, sql: p.job.sql, bindings: p.job.bindings, maxChars: p.job.maxChars })
     }
     if (this.ready) go()
@@ -207,6 +210,13 @@ export interface SqliteWorkerLimits {
   maxQueue?: number
   /** Longest wait for a worker, in milliseconds; a statement that waited that long is refused. Default {@link DEFAULT_SQLITE_MAX_WAIT_MS}. */
   maxWaitMs?: number
+  /**
+   * Worker time one request may use, in milliseconds, summed over its statements run with
+   * {@link SqliteWorkers.run} (a document of 30 aliases runs 30): each statement's timeout is what is
+   * left of it (at most the statement timeout); once spent, the next statement fails with
+   * `TRB_ERR_DB_TIMEOUT` without running. Default: the statement timeout.
+   */
+  requestBudgetMs?: number
 }
 
 /** One statement or transaction waiting for a worker. */
@@ -219,13 +229,14 @@ interface Waiting {
 /**
  * A pool of SQLite worker processes on one database file.
  *
- * Two classes of work share it. *Light* statements are the caller's promise that the statement
- * reads one table (no join, no subquery: its time is at most a scan of that table); everything
- * else, transactions included, is *heavy*. Heavy work runs on at most `size` processes at once; the
- * pool starts one more process, `size + 1`, that only light statements may take, so a few slow
+ * Two classes of work share it. *Heavy* statements are those the caller cannot bound by the rows
+ * they read (reads with a relation filter of the client: a correlated subquery per row filtered;
+ * raw SQL); everything else is *light*: other reads (the caller says so, `light`) and transactions,
+ * so that writes never wait behind slow reads. Heavy work runs on at most `size` processes at once;
+ * the pool starts one more process, `size + 1`, that only light work may take, so a few slow
  * relation filters can hold every heavy slot but never delay a plain read by more than the light
- * statements ahead of it. Waiting light statements go before waiting heavy ones; each class is
- * first come, first served.
+ * work ahead of it. Waiting light work goes before waiting heavy work; each class is first come,
+ * first served.
  *
  * The queue is bounded: past `maxQueue` waiting, or after `maxWaitMs` of waiting, a statement is
  * refused with 503 `TRB_ERR_CAPACITY` (its `retryAfterSec` is the pool's timeout, in whole seconds:
@@ -244,6 +255,10 @@ export class SqliteWorkers {
   readonly maxQueue: number
   /** See {@link SqliteWorkerLimits.maxWaitMs}. */
   readonly maxWaitMs: number
+  /** See {@link SqliteWorkerLimits.requestBudgetMs}. */
+  readonly requestBudgetMs: number
+  /** Worker milliseconds used so far, per request (its `owner` object). */
+  private readonly spent = new WeakMap<object, number>()
 
   /**
    * @param filename the database file (absolute path); it must exist
@@ -259,6 +274,12 @@ export class SqliteWorkers {
   ) {
     this.maxQueue = limits.maxQueue ?? DEFAULT_SQLITE_MAX_QUEUE
     this.maxWaitMs = limits.maxWaitMs ?? DEFAULT_SQLITE_MAX_WAIT_MS
+    this.requestBudgetMs = limits.requestBudgetMs ?? timeoutMs
+  }
+
+  /** What is left of `owner`'s {@link requestBudgetMs} (the statement timeout without an owner), capped at the statement timeout. */
+  private timeLeft(owner: object | undefined): number {
+    return owner ? Math.min(this.timeoutMs, this.requestBudgetMs - (this.spent.get(owner) ?? 0)) : this.timeoutMs
   }
 
   /** Statements and transactions waiting for a worker now. */
@@ -355,24 +376,37 @@ export class SqliteWorkers {
   }
 
   /**
-   * Runs one statement on any worker. Rejects with the driver's error, `TRB_ERR_DB_TIMEOUT`,
-   * `TRB_ERR_DB_CANCELLED` or `TRB_ERR_CAPACITY` (503: the queue is full, or no worker was free in time).
-   * @param light the statement reads one table (see the class): it may use the light worker
+   * Runs one statement on any worker. Rejects with the driver's error, `TRB_ERR_DB_TIMEOUT` (the
+   * statement timeout, or the request's budget spent), `TRB_ERR_DB_CANCELLED` or `TRB_ERR_CAPACITY`
+   * (503: the queue is full, or no worker was free in time).
+   * @param light light work (see the class): it may use the process kept for it
+   * @param owner the request (any object, e.g. its resolver context) charged with the worker time, see {@link SqliteWorkerLimits.requestBudgetMs}
    */
-  async run(job: SqliteJob, cancel?: CancelWatch, light = false): Promise<unknown> {
+  async run(job: SqliteJob, cancel?: CancelWatch, light = false, owner?: object): Promise<unknown> {
+    if (this.timeLeft(owner) <= 0) throw new DbTimeoutError(this.requestBudgetMs)
     const w = await this.take(light, cancel)
+    let start: number | undefined
     try {
-      return await this.runOn({ worker: w, light }, job, cancel)
+      const left = this.timeLeft(owner)
+      if (left <= 0) throw new DbTimeoutError(this.requestBudgetMs)
+      return await new Promise((resolve, reject) => {
+        if (w.dead) return reject(new Error('the SQLite worker process is gone'))
+        w.send({ job, resolve, reject, cancel, started: () => void (start = performance.now()) }, left)
+      })
     } finally {
+      if (owner && start !== undefined) this.spent.set(owner, (this.spent.get(owner) ?? 0) + performance.now() - start)
       this.give(w, light)
     }
   }
 
-  /** Takes a worker for a transaction (heavy work): nobody else uses it until {@link release}. Rejects as {@link run} does. */
+  /**
+   * Takes a worker for a transaction (light work: writes are not made to wait behind slow reads):
+   * nobody else uses it until {@link release}. Rejects as {@link run} does.
+   */
   async hold(cancel?: CancelWatch): Promise<HeldWorker> {
-    const worker = await this.take(false, cancel)
+    const worker = await this.take(true, cancel)
     worker.held = true
-    return { worker, light: false }
+    return { worker, light: true }
   }
 
   /** Runs one statement on a held worker. */
