@@ -57,7 +57,7 @@ export interface DatabaseSourceOptions {
   statementTimeoutMs?: number
   /**
    * SQLite files: the limits of the worker processes (sqlite-workers.ts). `maxQueue` statements
-   * (and transactions) wait for a worker at most (default 32), each at most `maxWaitMs` (default
+   * (and transactions) wait for a worker at most (default 256), each at most `maxWaitMs` (default
    * 2000); past either, the statement is refused with 503 `TRB_ERR_CAPACITY` and `Retry-After`.
    * `requestBudgetMs` (default `statementTimeoutMs`): the worker time one request's reads may use
    * together; past it, `TRB_ERR_DB_TIMEOUT`.

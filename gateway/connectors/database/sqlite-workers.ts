@@ -200,7 +200,7 @@ export interface HeldWorker {
 }
 
 /** Default of {@link SqliteWorkerLimits.maxQueue}. */
-export const DEFAULT_SQLITE_MAX_QUEUE = 32
+export const DEFAULT_SQLITE_MAX_QUEUE = 256
 /** Default of {@link SqliteWorkerLimits.maxWaitMs}, in milliseconds. */
 export const DEFAULT_SQLITE_MAX_WAIT_MS = 2000
 
