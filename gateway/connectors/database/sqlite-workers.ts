@@ -318,7 +318,10 @@ export class SqliteWorkers {
     if (this.queued >= this.maxQueue) return Promise.reject(this.refuse(`${this.queued} database statements are waiting for this SQLite file (maxQueue)`))
     const queue = light ? this.waitingLight : this.waitingHeavy
     return new Promise((resolve, reject) => {
+      let off: (() => void) | undefined
+      let left = false
       const leave = (): void => {
+        left = true
         clearTimeout(timer)
         off?.()
         const i = queue.indexOf(entry)
@@ -337,8 +340,10 @@ export class SqliteWorkers {
         },
       }
       const timer = setTimeout(() => entry.fail(this.refuse(`no SQLite worker was free within ${this.maxWaitMs} ms (maxWaitMs)`)), this.maxWaitMs)
-      const off = cancel?.(() => entry.fail(new DbCancelledError()))
       queue.push(entry)
+      // A client gone already is called back at once, from inside `cancel`.
+      off = cancel?.(() => entry.fail(new DbCancelledError()))
+      if (left) off?.()
     })
   }
 
