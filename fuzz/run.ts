@@ -3,7 +3,8 @@
  * random stored-operation requests to real gateways over HTTP on 127.0.0.1, and checks that:
  *
  * - no response is a 5xx other than 502/503/504 carrying an upstream code (`TRB_ERR_UPSTREAM*`: an
- *   upstream failed, its circuit is open, or it timed out);
+ *   upstream failed, its circuit is open, or it timed out) or 503 `TRB_ERR_CAPACITY` (a full SQLite
+ *   worker queue: a coded refusal with `Retry-After`);
  * - no body carries `TRB_ERR_INTERNAL`, a stack trace, SQL text or an unmasked runtime message
  *   (`Maximum call stack size exceeded`, `Cannot read properties of undefined`, network addresses);
  * - each gateway's RSS, less V8's young generation (bounded by `--max-semi-space-size`, kept at
@@ -94,7 +95,7 @@ export function checkResponse(target: string, request: string, status: number, b
   } catch {
     errorsText = status >= 400 ? body : ''
   }
-  if (status >= 500 && !((status === 502 || status === 503 || status === 504) && /TRB_ERR_UPSTREAM/.test(errorsText))) add('status')
+  if (status >= 500 && !((status === 502 || status === 503 || status === 504) && /TRB_ERR_UPSTREAM|TRB_ERR_CAPACITY/.test(errorsText))) add('status')
   if (body.includes('TRB_ERR_INTERNAL')) add('internal')
   if (STACK.test(errorsText)) add('stack')
   if (SQL.test(errorsText)) add('sql')

@@ -110,7 +110,7 @@ export const AuthInvalidError = createError('TRB_ERR_AUTH_INVALID', 'Invalid tok
 export const AuthRequiredError = createError('TRB_ERR_AUTH_REQUIRED', 'Authentication required: %s', 401) as Ctor
 /** A valid token lacks what the operation or field needs: a role (`@rbac`, `permissions`) or a claim (`@fromClaim`). */
 export const AuthForbiddenError = createError('TRB_ERR_AUTH_FORBIDDEN', 'Forbidden: %s', 403) as Ctor
-/** 503: the gateway holds as many event streams (SSE) as `server.maxEventStreams` allows; `Retry-After` says when to try again. */
+/** 503: the gateway holds as many event streams (SSE) as `server.maxEventStreams` allows, or a SQLite file's worker queue is full (`retryAfterSec` on the error); `Retry-After` says when to try again. */
 export const CapacityError = createError('TRB_ERR_CAPACITY', 'The gateway is at capacity: %s', 503) as Ctor
 /** More requests than `server.rateLimit.max` within `server.rateLimit.timeWindowMs`; `Retry-After` says when to retry. */
 export const RateLimitedError = createError('TRB_ERR_RATE_LIMITED', 'Rate limit exceeded: retry in %s seconds', 429) as Ctor

@@ -162,7 +162,7 @@ export async function createGateway(config: TributaryConfig, options: CreateGate
     if (withRules && !config.auth.jwt) {
       throw new OperationInvalidError(`${withRules.file}:1:1: @requireAuthentication, @rbac and @fromClaim need auth.jwt in the config`)
     }
-    const operations = new Map(stored.map((op) => [op.name, compileOperation(op, schema, { maxInputDepth: config.graphql.maxInputDepth })]))
+    const operations = new Map(stored.map((op) => [op.name, compileOperation(op, schema, { maxInputDepth: config.graphql.maxInputDepth, cost: { maxCost: config.graphql.maxCost, listSize: config.graphql.defaultListSize } })]))
     return {
       config,
       schema,

@@ -66,6 +66,7 @@ const sourceSchemas = {
       maxNestedWrites: { type: 'integer', minimum: 0 },
       rawSql: { type: 'boolean' },
       statementTimeoutMs: { type: 'integer', minimum: 1, maximum: 2147483647 },
+      sqliteWorkers: { type: 'object', additionalProperties: false, properties: { maxQueue: { type: 'integer', minimum: 0, maximum: 100000 }, maxWaitMs: { type: 'integer', minimum: 1, maximum: 2147483647 }, requestBudgetMs: { type: 'integer', minimum: 1, maximum: 2147483647 } } },
       columns: {
         type: 'object',
         propertyNames: { pattern: '^.+\\..+$' },

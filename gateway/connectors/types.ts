@@ -90,3 +90,10 @@ export interface LinkFieldExtension {
   /** Field names of the parent type (leaf fields). */
   requires: readonly string[]
 }
+
+/**
+ * The `extensions` key a connector sets on a relation filter input type (README "Query cost"):
+ * `'many'` for a to-many filter (`every`/`some`/`none`: each level reads a list of rows per row
+ * filtered), `'one'` for a to-one filter (`is`/`isNot`: one row). `http/filter-cost.ts` prices them.
+ */
+export const RELATION_FILTER_EXTENSION = 'tributaryRelationFilter'

@@ -137,6 +137,22 @@ export function formatGraphQLErrors(errors: readonly GraphQLError[], options: Fo
 }
 
 /**
+ * When one of `errors` asks the client to come back later (its original error carries
+ * `retryAfterSec`, e.g. `TRB_ERR_CAPACITY` from a full SQLite worker queue), sets `Retry-After`
+ * (the largest, in seconds) on `reply` and returns 503; otherwise returns `status` unchanged.
+ */
+export function withRetryAfter(reply: FastifyReply, errors: readonly GraphQLError[] | undefined, status: number): number {
+  let after = 0
+  for (const e of errors ?? []) {
+    const sec = (e.originalError as { retryAfterSec?: unknown } | undefined)?.retryAfterSec
+    if (typeof sec === 'number' && sec > after) after = sec
+  }
+  if (after === 0) return status
+  reply.header('retry-after', String(after))
+  return 503
+}
+
+/**
  * Sends an error of `gateway/errors.ts` as the JSON body of docs/architecture.md §5, never cacheable;
  * the auth errors carry their `WWW-Authenticate` challenge (RFC 6750 §3).
  * @param status overrides the error's own status (e.g. 406 or 415 for `TRB_ERR_BAD_REQUEST`).

@@ -30,9 +30,10 @@ import {
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit'
 import { buildCostPlan, checkCost, checkDocumentLimits, checkVariablesDepth, type CostPlan } from './limits.js'
+import { filterCost } from './filter-cost.js'
 import { isJitSafe } from '../operations/jit-safety.js'
 import { compileDirectOperation, type DirectOperation } from '../operations/direct-plan.js'
-import { codedGraphQLError, formatGraphQLErrors, sendError } from './format-error.js'
+import { codedGraphQLError, formatGraphQLErrors, sendError, withRetryAfter } from './format-error.js'
 import { AuthRequiredError, GraphQLMethodError, GraphQLRequestError, PersistedNotFoundError, PersistedOnlyError, RouteNotFoundError } from '../errors.js'
 import { refuseNonJsonBody } from './json-body.js'
 import { PLAYGROUND_ASSETS_PREFIX, playgroundContentSecurityPolicy, renderPlaygroundHtml } from './playground.js'
@@ -289,7 +290,7 @@ export function registerGraphQLEndpoint(
     const costKey = (operationName as string | null | undefined) ?? ''
     let costPlan = prepared.cost.get(costKey)
     if (!costPlan) prepared.cost.set(costKey, (costPlan = buildCostPlan(gateway.schema, prepared.document!, operation, limits.defaultListSize)))
-    const tooCostly = checkCost(costPlan.cost(variables as Record<string, unknown> | undefined), limits.maxCost)
+    const tooCostly = checkCost(costPlan.cost(variables as Record<string, unknown> | undefined) + filterCost(gateway.schema, prepared.document!, operation, limits.defaultListSize, variables as Record<string, unknown> | undefined), limits.maxCost)
     if (tooCostly) return requestError(reply, mediaType, [tooCostly])
 
     // Labelled by its stored operation's name when the text is one, else `(graphql)`: bounded.
@@ -310,7 +311,7 @@ export function registerGraphQLEndpoint(
         const data = await direct.run(variables as Record<string, unknown> | undefined, { reply, request, headers: request.headers, cluster: holder.cluster, resultBudget: resultBudget(gateway.config.server.maxResponseBytes), auth })
         if (typeof data === 'string') return reply.code(200).type(`${mediaType}; charset=utf-8`).send(limitResponse(reply, `{"data":${data}}`))
         // The statement failed once sent (a timeout, a cancellation...): reported, never run again.
-        if (data !== null) return send(reply, 200, mediaType, { errors: formatGraphQLErrors(data.errors, { mode: gateway.config.mode, logger: request.log }).errors, data: null })
+        if (data !== null) return send(reply, withRetryAfter(reply, data.errors, 200), mediaType, { errors: formatGraphQLErrors(data.errors, { mode: gateway.config.mode, logger: request.log }).errors, data: null })
       }
     }
 
@@ -340,7 +341,8 @@ export function registerGraphQLEndpoint(
     const body: { data?: unknown; errors?: GraphQLFormattedError[] } = {}
     if (result.errors?.length) body.errors = formatGraphQLErrors(result.errors, { mode: gateway.config.mode, logger: request.log }).errors
     body.data = result.data
-    return send(reply, 200, mediaType, body)
+    // Nothing answered because a source is at capacity: 503 with Retry-After, not a 200 to retry blindly.
+    return send(reply, result.data === null ? withRetryAfter(reply, result.errors, 200) : 200, mediaType, body)
   }
 
   wsScope.route({

@@ -9,7 +9,7 @@ import { limitResponse } from './response-limit.js'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { GraphQLError, type GraphQLFormattedError } from 'graphql'
 import type { CompiledOperation, Variables, VariablesError } from '../operations/compile.js'
-import { codedGraphQLError, formatGraphQLErrors, sendError } from './format-error.js'
+import { codedGraphQLError, formatGraphQLErrors, sendError, withRetryAfter } from './format-error.js'
 import { identityOf } from './auth.js'
 import type { AuthInfo } from '../auth/jwt.js'
 import { authorize } from '../auth/directives.js'
@@ -169,7 +169,7 @@ async function respond(op: CompiledOperation, variables: Variables, request: Fas
     if (body !== null) {
       // The statement failed once sent (a timeout, a cancellation...): reported, never run again.
       const { errors, status } = formatGraphQLErrors(body.errors, { mode: holder.current.config.mode, logger: request.log })
-      return json(reply, status, { errors, data: null })
+      return json(reply, withRetryAfter(reply, body.errors, status), { errors, data: null })
     }
   }
   const result = await op.execute(variables, context)
@@ -181,7 +181,7 @@ async function respond(op: CompiledOperation, variables: Variables, request: Fas
     const { errors, status } = formatGraphQLErrors(result.errors, { mode: holder.current.config.mode, logger: request.log })
     const body: { errors: GraphQLFormattedError[]; data?: unknown } = { errors }
     if (result.data) body.data = result.data
-    return json(reply, status, body)
+    return json(reply, result.data ? status : withRetryAfter(reply, result.errors, status), body)
   }
   const data = result.data ?? {}
   // A custom REST route whose every root field came back null found nothing: 404.

@@ -45,6 +45,7 @@ import {
 import { CloseCode, GRAPHQL_TRANSPORT_WS_PROTOCOL, makeServer, type Context, type SubscribePayload } from 'graphql-ws'
 import { GraphQLLimitError, InternalError, isTributaryError } from '../errors.js'
 import { DEFAULT_MAX_INTROSPECTION_DEPTH, buildCostPlan, checkCost, checkVariablesDepth, createDocumentLimitsRule } from './limits.js'
+import { filterCost } from './filter-cost.js'
 import { codedGraphQLError } from './format-error.js'
 import { extractAuthDirectives, type OperationAuthRules } from '../auth/directives.js'
 import { countSubscription } from '../observability/probes.js'
@@ -301,7 +302,7 @@ export function createSubscriptionHandler(options: SubscriptionHandlerOptions): 
           : 'Must provide an operation name when the document contains several operations')]
       }
       if (options.maxCost !== undefined) {
-        const cost = buildCostPlan(schema, document, operation, options.defaultListSize ?? 10).cost(payload.variables)
+        const cost = buildCostPlan(schema, document, operation, options.defaultListSize ?? 10).cost(payload.variables) + filterCost(schema, document, operation, options.defaultListSize ?? 10, payload.variables)
         const tooCostly = checkCost(cost, options.maxCost)
         if (tooCostly) return [tooCostly]
       }

@@ -15,6 +15,7 @@ import { BadRequestError, OperationInvalidError, OperationVariablesError } from 
 import { omitProperties, responseSchema, variablesSchema, type JsonSchema } from './json-schema.js'
 import type { StoredOperation } from './load.js'
 import { jsonDepth } from '../http/limits.js'
+import { filterCost } from '../http/filter-cost.js'
 import { authorize, claimVariables } from '../auth/directives.js'
 import type { AuthInfo } from '../auth/jwt.js'
 import { AuthForbiddenError } from '../errors.js'
@@ -194,6 +195,8 @@ function isBooleanSchema(schema: JsonSchema | undefined): boolean {
 export interface CompileOperationOptions {
   /** Deepest nesting of object/list variables (`graphql.maxInputDepth`); deeper ones are a 400 `TRB_ERR_OPERATION_VARIABLES`. Default 32. */
   maxInputDepth?: number
+  /** `graphql.maxCost` and `graphql.defaultListSize`: relation filters sent in variables that cost more (http/filter-cost.ts) are a 400 `TRB_ERR_OPERATION_VARIABLES`. Default: not priced. */
+  cost?: { maxCost: number; listSize: number }
 }
 
 /**
@@ -222,6 +225,12 @@ export function compileOperation(stored: StoredOperation, schema: GraphQLSchema,
   const checkDepth = (vars: Record<string, unknown>): void => {
     if (jsonVars.size === 0 || jsonDepth(vars, maxInputDepth + 1) <= maxInputDepth + 1) return
     throw variablesError([{ variable: '', path: '', schemaPath: '#', message: `must not be nested more than ${maxInputDepth} levels deep (maxInputDepth)` }])
+  }
+  /** Refuses relation filters in the variables that cost more than maxCost (only object or list variables can hold one; the operation's own literals are not priced). */
+  const checkFilterCost = (vars: Record<string, unknown>): void => {
+    if (jsonVars.size === 0 || !options.cost) return
+    const cost = filterCost(schema, stored.document, stored.operation, options.cost.listSize, vars, true)
+    if (cost > options.cost.maxCost) throw variablesError([{ variable: '', path: '', schemaPath: '#', message: `hold relation filters that cost ${cost}, more than the maximum of ${options.cost.maxCost} (maxCost)` }])
   }
 
   // graphql-jit when it can compile the operation; graphql-js (no parsing or validation either) when not.
@@ -301,6 +310,7 @@ export function compileOperation(stored: StoredOperation, schema: GraphQLSchema,
       }
       if (problems.length) throw variablesError(problems)
       checkDepth(vars)
+      checkFilterCost(vars)
       if (!validateQuery(vars)) throw variablesError(problemsOf(validateQuery.errors, paths))
       return vars
     },
@@ -311,6 +321,7 @@ export function compileOperation(stored: StoredOperation, schema: GraphQLSchema,
         throw variablesError([{ variable: '', path: '', schemaPath: '#/type', message: 'the body must be a JSON object of variables' }])
       }
       checkDepth(vars as Record<string, unknown>)
+      checkFilterCost(vars as Record<string, unknown>)
       if (!validateBody(vars)) throw variablesError(problemsOf(validateBody.errors, paths))
       return vars as Variables
     },

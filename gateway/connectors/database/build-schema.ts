@@ -55,6 +55,7 @@ import { writeResolver, type WriteField } from './request-transaction.js'
 import { pascalCase } from './naming.js'
 import { READS_EXT, type ModelRef, type ReadsTag } from '../../auth/permissions.js'
 import { byResponseKey, makeQueryResolvers, makeRawResolvers, type Runtime } from './resolvers.js'
+import { RELATION_FILTER_EXTENSION } from '../types.js'
 
 /** Options of {@link buildSchema}. */
 export interface BuildSchemaOptions {
@@ -374,7 +375,11 @@ class SchemaBuilder {
   private relationFilter(m: Model): GraphQLInputObjectType {
     let t = this.relationFilters.get(m.name)
     if (!t) {
-      t = new GraphQLInputObjectType({ name: `${m.name}RelationFilter`, fields: () => ({ is: { type: this.where(m) }, isNot: { type: this.where(m) } }) })
+      t = new GraphQLInputObjectType({
+        name: `${m.name}RelationFilter`,
+        extensions: { [RELATION_FILTER_EXTENSION]: 'one' },
+        fields: () => ({ is: { type: this.where(m) }, isNot: { type: this.where(m) } }),
+      })
       this.relationFilters.set(m.name, t)
     }
     return t
@@ -385,6 +390,7 @@ class SchemaBuilder {
     if (!t) {
       t = new GraphQLInputObjectType({
         name: `${m.name}ListRelationFilter`,
+        extensions: { [RELATION_FILTER_EXTENSION]: 'many' },
         fields: () => ({ every: { type: this.where(m) }, some: { type: this.where(m) }, none: { type: this.where(m) } }),
       })
       this.listRelationFilters.set(m.name, t)

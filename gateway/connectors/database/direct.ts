@@ -51,7 +51,7 @@ import type { Vars } from './compiler/frag.js'
 import { EXT, compileList, compileUnique, modelOfType, toPlan, type Ctx, type ReadPlan } from './compiler/read.js'
 import type { Model } from './compiler/registry.js'
 import { cancelWatchOf } from './compiler/db.js'
-import { bindAll, isCheap, markBounded, markCheap, type Runtime } from './resolvers.js'
+import { bindAll, isCheap, lightPlans, markBounded, markCheap, ownerOf, type Runtime } from './resolvers.js'
 import { chargeResult, resultRoom, textLength } from '../../result-budget.js'
 
 /**
@@ -219,7 +219,7 @@ export function createDirectCompiler(rt: Runtime, model: Model, kind: DirectFiel
               return Promise.resolve(finish(now))
             }
           }
-          return db.values(plan.text, bindings, undefined, { cheap, cancel: cancelWatchOf(context), maxResultChars: resultRoom(context) }).then((rows) => {
+          return db.values(plan.text, bindings, undefined, { cheap, light: lightPlans.has(plan), owner: ownerOf(context), cancel: cancelWatchOf(context), maxResultChars: resultRoom(context) }).then((rows) => {
             chargeResult(context, textLength(rows))
             return finish(rows)
           }, (err) => Promise.reject(refused(err)))

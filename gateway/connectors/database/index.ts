@@ -15,7 +15,7 @@ import { buildSchema, installRowFilters } from './build-schema.js'
 import { Db } from './compiler/db.js'
 import type { MysqlFlavor } from './compiler/dialect.js'
 import { createKnex, parseDatabaseUrl } from './connection.js'
-import { SqliteWorkers } from './sqlite-workers.js'
+import { SqliteWorkers, type SqliteWorkerLimits } from './sqlite-workers.js'
 import { introspect } from './introspect.js'
 import type { DatabaseIntrospection } from './model.js'
 import { registerPool } from '../../observability/probes.js'
@@ -55,6 +55,14 @@ export interface DatabaseSourceOptions {
    * `TRB_ERR_DB_TIMEOUT` (504) and is not run again. Default 10000.
    */
   statementTimeoutMs?: number
+  /**
+   * SQLite files: the limits of the worker processes (sqlite-workers.ts). `maxQueue` statements
+   * (and transactions) wait for a worker at most (default 256), each at most `maxWaitMs` (default
+   * 2000); past either, the statement is refused with 503 `TRB_ERR_CAPACITY` and `Retry-After`.
+   * `requestBudgetMs` (default `statementTimeoutMs`): the worker time one request's reads may use
+   * together; past it, `TRB_ERR_DB_TIMEOUT`.
+   */
+  sqliteWorkers?: SqliteWorkerLimits
   /**
    * PostgreSQL only: expose the schema's functions as root fields (`true`: every function that
    * qualifies; a list: those function names). Stable and immutable functions become Query fields,
@@ -120,7 +128,7 @@ function ownNames(names: ReadonlySet<string> | undefined, namespace: string): Se
 
 /** Default of {@link DatabaseSourceOptions.statementTimeoutMs}, in milliseconds. */
 export const DEFAULT_STATEMENT_TIMEOUT_MS = 10_000
-/** How many worker processes run the statements of one SQLite file source. */
+/** How many worker processes run the statements of one SQLite file source at once (one more serves single-table reads only: sqlite-workers.ts). */
 export const SQLITE_WORKER_PROCESSES = 2
 
 /**
@@ -195,7 +203,7 @@ export async function createDatabaseSource(options: DatabaseSourceOptions, ctx: 
   // SQLite files: statements that may be slow run in worker processes (sqlite-workers.ts). An
   // in-memory database exists in this process only.
   const parsed = parseDatabaseUrl(options.url, ctx.cwd)
-  const workers = parsed.dialect === 'sqlite' && parsed.filename !== ':memory:' ? new SqliteWorkers(parsed.filename, SQLITE_WORKER_PROCESSES, timeoutMs) : undefined
+  const workers = parsed.dialect === 'sqlite' && parsed.filename !== ':memory:' ? new SqliteWorkers(parsed.filename, SQLITE_WORKER_PROCESSES, timeoutMs, options.sqliteWorkers) : undefined
   const db = new Db(knex, dialect, { timeoutMs, sourceName: ctx.sourceName, ...(workers ? { sqliteWorkers: workers } : {}) })
   // The pool gauge (tributary_db_pool_connections): tarn's counts, read when metrics are scraped.
   const unregisterPool = registerPool({

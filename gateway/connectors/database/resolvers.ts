@@ -73,10 +73,24 @@ function returnObject(info: GraphQLResolveInfo): GraphQLObjectType {
  */
 export const cheapPlans = new WeakSet<ReadPlan>()
 
-/** Marks `plan` cheap when its compile context used a single table alias. */
+/**
+ * Read plans without a relation filter of the request (`Ctx.relationFiltered`): their work is bounded
+ * by the rows they read and return, which the cost limit prices, not multiplied by a correlated
+ * subquery per row filtered. On SQLite they may use the worker process kept for light work
+ * (`RunOptions.light`, sqlite-workers.ts).
+ */
+export const lightPlans = new WeakSet<ReadPlan>()
+
+/** Records `plan` in {@link lightPlans} when its compile context compiled no relation filter of the request. */
+export function markLight(ctx: Ctx, plan: ReadPlan): ReadPlan {
+  if (!ctx.relationFiltered) lightPlans.add(plan)
+  return plan
+}
+
+/** Marks `plan` cheap when its compile context used a single table alias (and light, see {@link markLight}). */
 export function markCheap(ctx: Ctx, plan: ReadPlan): ReadPlan {
   if (ctx.n <= 1) cheapPlans.add(plan)
-  return plan
+  return markLight(ctx, plan)
 }
 
 /**
@@ -98,7 +112,7 @@ export const boundedReads = new WeakMap<ReadPlan, string>()
 /** Records `plan` in {@link boundedReads} when `list` is LIMIT-only and the compile context used a single table alias. */
 export function markBounded(ctx: Ctx, model: Model, list: CompiledList, plan: ReadPlan): ReadPlan {
   if (list.limitOnly && ctx.n <= 1) boundedReads.set(plan, model.table)
-  return plan
+  return markLight(ctx, plan)
 }
 
 /**
@@ -115,10 +129,15 @@ export function isCheap(db: Db, plan: ReadPlan, bindings: readonly unknown[]): b
   return db.boundedScan(plan.text, bindings, table)
 }
 
+/** The request a resolver context stands for, charged with its SQLite worker time (`RunOptions.owner`); undefined for a context that is not an object. */
+export function ownerOf(context: unknown): object | undefined {
+  return typeof context === 'object' && context !== null ? context : undefined
+}
+
 async function runRead(rt: Runtime, plan: ReadPlan, vars: Vars, context: unknown): Promise<Record<string, unknown>[]> {
   const db = rt.db()
   const bindings = bindAll(plan.params, rt.reg.rowFilters.size > 0 ? withAuth(vars, context) : vars)
-  const rows = await db.values(plan.text, bindings, undefined, { cheap: isCheap(db, plan, bindings), cancel: cancelWatchOf(context), maxResultChars: resultRoom(context) })
+  const rows = await db.values(plan.text, bindings, undefined, { cheap: isCheap(db, plan, bindings), light: lightPlans.has(plan), owner: ownerOf(context), cancel: cancelWatchOf(context), maxResultChars: resultRoom(context) })
   chargeResult(context, textLength(rows))
   return finishRows(rows, plan.post)
 }
@@ -162,14 +181,14 @@ export function makeQueryResolvers(rt: Runtime, model: Model): Record<string, Re
     aggregate: async (_s, _a, context, info) => {
       const plan = aggregate.get(info, () => {
         const ctx = makeCtx(rt, info)
-        return compileAggregate(ctx, model, returnObject(info), info.fieldNodes, argsOf(ctx, info))
+        return markLight(ctx, compileAggregate(ctx, model, returnObject(info), info.fieldNodes, argsOf(ctx, info)))
       })
       return (await runRead(rt, plan, info.variableValues, context))[0] ?? {}
     },
     groupBy: async (_s, _a, context, info) => {
       const plan = groupBy.get(info, () => {
         const ctx = makeCtx(rt, info)
-        return compileGroupBy(ctx, model, returnObject(info), info.fieldNodes, argsOf(ctx, info))
+        return markLight(ctx, compileGroupBy(ctx, model, returnObject(info), info.fieldNodes, argsOf(ctx, info)))
       })
       return runRead(rt, plan, info.variableValues, context)
     },

@@ -21,7 +21,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process'
 import { createRequire } from 'node:module'
-import { DbCancelledError, DbTimeoutError, GraphQLLimitError } from '../../errors.js'
+import { CapacityError, DbCancelledError, DbTimeoutError, GraphQLLimitError } from '../../errors.js'
 
 /**
  * Subscribes to the disconnect of a statement's client; returns the unsubscribe function. Calls
@@ -101,6 +101,8 @@ interface Pending {
   resolve(value: unknown): void
   reject(err: unknown): void
   cancel: CancelWatch | undefined
+  /** Called when the worker starts the statement (after the process is ready). */
+  started?: () => void
   /** Unsubscribes from the client's disconnect. */
   off?: () => void
   timer?: NodeJS.Timeout
@@ -156,6 +158,7 @@ class Worker {
     const go = (): void => {
       if (this.current !== current) return
       current.timer = setTimeout(() => this.kill(new DbTimeoutError(timeoutMs)), timeoutMs)
+      p.started?.()
       this.child.send({ id, mode: p.job.mode, sql: p.job.sql, bindings: p.job.bindings, maxChars: p.job.maxChars })
     }
     if (this.ready) go()
@@ -192,67 +195,181 @@ class Worker {
 /** A worker held for a transaction: run its statements with {@link SqliteWorkers.runOn}, then {@link SqliteWorkers.release}. */
 export interface HeldWorker {
   readonly worker: Worker
+  /** The class the worker was taken for (see {@link SqliteWorkers}). */
+  readonly light: boolean
+}
+
+/** Default of {@link SqliteWorkerLimits.maxQueue}. */
+export const DEFAULT_SQLITE_MAX_QUEUE = 256
+/** Default of {@link SqliteWorkerLimits.maxWaitMs}, in milliseconds. */
+export const DEFAULT_SQLITE_MAX_WAIT_MS = 2000
+
+/** The queue limits of a {@link SqliteWorkers} pool. */
+export interface SqliteWorkerLimits {
+  /** Statements (and transactions) waiting for a worker at most; one more is refused at once. Default {@link DEFAULT_SQLITE_MAX_QUEUE}. */
+  maxQueue?: number
+  /** Longest wait for a worker, in milliseconds; a statement that waited that long is refused. Default {@link DEFAULT_SQLITE_MAX_WAIT_MS}. */
+  maxWaitMs?: number
+  /**
+   * Worker time one request may use, in milliseconds, summed over its statements run with
+   * {@link SqliteWorkers.run} (a document of 30 aliases runs 30): each statement's timeout is what is
+   * left of it (at most the statement timeout); once spent, the next statement fails with
+   * `TRB_ERR_DB_TIMEOUT` without running. Default: the statement timeout.
+   */
+  requestBudgetMs?: number
+}
+
+/** One statement or transaction waiting for a worker. */
+interface Waiting {
+  light: boolean
+  take(w: Worker): void
+  fail(err: Error): void
 }
 
 /**
  * A pool of SQLite worker processes on one database file.
  *
- * Statements queue (first come, first served) while every worker is busy; `timeoutMs` counts from
- * the moment a worker starts the statement.
+ * Two classes of work share it. *Heavy* statements are those the caller cannot bound by the rows
+ * they read (reads with a relation filter of the client: a correlated subquery per row filtered;
+ * raw SQL); everything else is *light*: other reads (the caller says so, `light`) and transactions,
+ * so that writes never wait behind slow reads. Heavy work runs on at most `size` processes at once;
+ * the pool starts one more process, `size + 1`, that only light work may take, so a few slow
+ * relation filters can hold every heavy slot but never delay a plain read by more than the light
+ * work ahead of it. Waiting light work goes before waiting heavy work; each class is first come,
+ * first served.
+ *
+ * The queue is bounded: past `maxQueue` waiting, or after `maxWaitMs` of waiting, a statement is
+ * refused with 503 `TRB_ERR_CAPACITY` (its `retryAfterSec` is the pool's timeout, in whole seconds:
+ * the longest a worker stays busy with one statement). `timeoutMs` counts from the moment a worker
+ * starts the statement.
  */
 export class SqliteWorkers {
   private readonly workers = new Set<Worker>()
   private readonly idle: Worker[] = []
-  private readonly waiting: { take(w: Worker): void; fail(err: Error): void }[] = []
+  private readonly waitingLight: Waiting[] = []
+  private readonly waitingHeavy: Waiting[] = []
+  /** Workers running heavy work (or held for a transaction). */
+  private heavyBusy = 0
   private closed = false
+  /** See {@link SqliteWorkerLimits.maxQueue}. */
+  readonly maxQueue: number
+  /** See {@link SqliteWorkerLimits.maxWaitMs}. */
+  readonly maxWaitMs: number
+  /** See {@link SqliteWorkerLimits.requestBudgetMs}. */
+  readonly requestBudgetMs: number
+  /** Worker milliseconds used so far, per request (its `owner` object). */
+  private readonly spent = new WeakMap<object, number>()
 
   /**
    * @param filename the database file (absolute path); it must exist
-   * @param size how many worker processes at most
+   * @param size how many worker processes heavy work may use at once (one more serves light statements)
    * @param timeoutMs the statement timeout, in milliseconds
+   * @param limits the queue's bounds (see {@link SqliteWorkerLimits})
    */
   constructor(
     readonly filename: string,
     readonly size: number,
     readonly timeoutMs: number,
-  ) {}
+    limits: SqliteWorkerLimits = {},
+  ) {
+    this.maxQueue = limits.maxQueue ?? DEFAULT_SQLITE_MAX_QUEUE
+    this.maxWaitMs = limits.maxWaitMs ?? DEFAULT_SQLITE_MAX_WAIT_MS
+    this.requestBudgetMs = limits.requestBudgetMs ?? timeoutMs
+  }
 
-  /** A free worker, started if the pool is not full, else the next one released (in order of asking). */
-  private take(cancel: CancelWatch | undefined): Promise<Worker> {
+  /** What is left of `owner`'s {@link requestBudgetMs} (the statement timeout without an owner), capped at the statement timeout. */
+  private timeLeft(owner: object | undefined): number {
+    return owner ? Math.min(this.timeoutMs, this.requestBudgetMs - (this.spent.get(owner) ?? 0)) : this.timeoutMs
+  }
+
+  /** Statements and transactions waiting for a worker now. */
+  get queued(): number {
+    return this.waitingLight.length + this.waitingHeavy.length
+  }
+
+  private spawn(): Worker {
+    const fresh = new Worker(this.filename, (dead) => this.remove(dead))
+    this.workers.add(fresh)
+    return fresh
+  }
+
+  /** A worker for work of this class now, or undefined (see the class' rules). */
+  private free(light: boolean): Worker | undefined {
+    if (!light && this.heavyBusy >= this.size) return undefined
+    return this.idle.pop() ?? (this.workers.size < this.size + 1 ? this.spawn() : undefined)
+  }
+
+  private refuse(what: string): Error {
+    return Object.assign(new CapacityError(`${what}; retry later`), { retryAfterSec: Math.max(1, Math.ceil(this.timeoutMs / 1000)) })
+  }
+
+  /**
+   * A worker for work of this class: free now, else the next one released (light first, then in
+   * order of asking). Rejects with `TRB_ERR_CAPACITY` when the queue is full or the wait passes
+   * `maxWaitMs`, `TRB_ERR_DB_CANCELLED` when the client goes away while waiting.
+   */
+  private take(light: boolean, cancel: CancelWatch | undefined): Promise<Worker> {
     if (this.closed) return Promise.reject(new Error('the database source is closed'))
-    const w = this.idle.pop()
-    if (w) return Promise.resolve(w)
-    if (this.workers.size < this.size) {
-      const fresh = new Worker(this.filename, (dead) => this.remove(dead))
-      this.workers.add(fresh)
-      return Promise.resolve(fresh)
+    const w = this.free(light)
+    if (w) {
+      if (!light) this.heavyBusy++
+      return Promise.resolve(w)
     }
+    if (this.queued >= this.maxQueue) return Promise.reject(this.refuse(`${this.queued} database statements are waiting for this SQLite file (maxQueue)`))
+    const queue = light ? this.waitingLight : this.waitingHeavy
     return new Promise((resolve, reject) => {
-      const entry = {
-        take: (worker: Worker) => {
-          off?.()
+      let off: (() => void) | undefined
+      let left = false
+      const leave = (): void => {
+        left = true
+        clearTimeout(timer)
+        off?.()
+        const i = queue.indexOf(entry)
+        if (i >= 0) queue.splice(i, 1)
+      }
+      const entry: Waiting = {
+        light,
+        take: (worker) => {
+          leave()
+          if (!light) this.heavyBusy++
           resolve(worker)
         },
-        fail: (err: Error) => {
-          off?.()
+        fail: (err) => {
+          leave()
           reject(err)
         },
       }
-      const off = cancel?.(() => {
-        const i = this.waiting.indexOf(entry)
-        if (i >= 0) this.waiting.splice(i, 1)
-        reject(new DbCancelledError())
-      })
-      this.waiting.push(entry)
+      const timer = setTimeout(() => entry.fail(this.refuse(`no SQLite worker was free within ${this.maxWaitMs} ms (maxWaitMs)`)), this.maxWaitMs)
+      queue.push(entry)
+      // A client gone already is called back at once, from inside `cancel`.
+      off = cancel?.(() => entry.fail(new DbCancelledError()))
+      if (left) off?.()
     })
   }
 
-  private give(w: Worker): void {
-    if (w.dead) return
+  /** The next waiting entry a worker may serve now, light first. */
+  private next(): Waiting | undefined {
+    if (this.waitingLight.length > 0) return this.waitingLight[0]
+    if (this.waitingHeavy.length > 0 && this.heavyBusy < this.size) return this.waitingHeavy[0]
+    return undefined
+  }
+
+  private give(w: Worker, light: boolean): void {
+    if (!light) this.heavyBusy--
+    if (w.dead) return this.dispatch()
     w.held = false
-    const next = this.waiting.shift()
+    const next = this.next()
     if (next) next.take(w)
     else this.idle.push(w)
+  }
+
+  /** Starts replacements for waiting work while the pool has room (after a worker died). */
+  private dispatch(): void {
+    for (let next = this.next(); next && !this.closed; next = this.next()) {
+      const w = this.idle.pop() ?? (this.workers.size < this.size + 1 ? this.spawn() : undefined)
+      if (!w) return
+      next.take(w)
+    }
   }
 
   private remove(w: Worker): void {
@@ -260,28 +377,41 @@ export class SqliteWorkers {
     const i = this.idle.indexOf(w)
     if (i >= 0) this.idle.splice(i, 1)
     // A replacement for whoever waits.
-    if (!this.closed && this.waiting.length > 0 && this.workers.size < this.size) {
-      const fresh = new Worker(this.filename, (dead) => this.remove(dead))
-      this.workers.add(fresh)
-      this.waiting.shift()!.take(fresh)
-    }
+    if (!this.closed) this.dispatch()
   }
 
-  /** Runs one statement on any worker. Rejects with the driver's error, `TRB_ERR_DB_TIMEOUT` or `TRB_ERR_DB_CANCELLED`. */
-  async run(job: SqliteJob, cancel?: CancelWatch): Promise<unknown> {
-    const w = await this.take(cancel)
+  /**
+   * Runs one statement on any worker. Rejects with the driver's error, `TRB_ERR_DB_TIMEOUT` (the
+   * statement timeout, or the request's budget spent), `TRB_ERR_DB_CANCELLED` or `TRB_ERR_CAPACITY`
+   * (503: the queue is full, or no worker was free in time).
+   * @param light light work (see the class): it may use the process kept for it
+   * @param owner the request (any object, e.g. its resolver context) charged with the worker time, see {@link SqliteWorkerLimits.requestBudgetMs}
+   */
+  async run(job: SqliteJob, cancel?: CancelWatch, light = false, owner?: object): Promise<unknown> {
+    if (this.timeLeft(owner) <= 0) throw new DbTimeoutError(this.requestBudgetMs)
+    const w = await this.take(light, cancel)
+    let start: number | undefined
     try {
-      return await this.runOn({ worker: w }, job, cancel)
+      const left = this.timeLeft(owner)
+      if (left <= 0) throw new DbTimeoutError(this.requestBudgetMs)
+      return await new Promise((resolve, reject) => {
+        if (w.dead) return reject(new Error('the SQLite worker process is gone'))
+        w.send({ job, resolve, reject, cancel, started: () => void (start = performance.now()) }, left)
+      })
     } finally {
-      this.give(w)
+      if (owner && start !== undefined) this.spent.set(owner, (this.spent.get(owner) ?? 0) + performance.now() - start)
+      this.give(w, light)
     }
   }
 
-  /** Takes a worker for a transaction: nobody else uses it until {@link release}. */
+  /**
+   * Takes a worker for a transaction (light work: writes are not made to wait behind slow reads):
+   * nobody else uses it until {@link release}. Rejects as {@link run} does.
+   */
   async hold(cancel?: CancelWatch): Promise<HeldWorker> {
-    const worker = await this.take(cancel)
+    const worker = await this.take(true, cancel)
     worker.held = true
-    return { worker }
+    return { worker, light: true }
   }
 
   /** Runs one statement on a held worker. */
@@ -293,13 +423,13 @@ export class SqliteWorkers {
 
   /** Gives a held worker back. */
   release(held: HeldWorker): void {
-    this.give(held.worker)
+    this.give(held.worker, held.light)
   }
 
   /** Stops every worker process. */
   close(): void {
     this.closed = true
-    for (const entry of this.waiting.splice(0)) entry.fail(new Error('the database source is closed'))
+    for (const entry of [...this.waitingLight, ...this.waitingHeavy]) entry.fail(new Error('the database source is closed'))
     for (const w of [...this.workers]) w.kill(new Error('the database source is closed'))
   }
 }

@@ -45,6 +45,10 @@ export interface RunOptions {
   cheap?: boolean
   /** SQLite worker processes: the most JSON text the result may hold (see gateway/result-budget.ts). */
   maxResultChars?: number | undefined
+  /** SQLite worker processes: light work (no relation filter of the request), which may use the process kept for it (sqlite-workers.ts). */
+  light?: boolean
+  /** SQLite worker processes: the request charged with the statement's worker time (`requestBudgetMs`, sqlite-workers.ts); its resolver context. */
+  owner?: object | undefined
 }
 
 interface ResponseLike {
@@ -477,7 +481,7 @@ export class Db {
     if (conn === undefined) {
       if (this.workers && (options?.cheap !== true || this.wideInProcess.has(sql))) {
         this.notify(sql, bindings, true)
-        return (await this.timed(sql, () => this.workers!.run({ mode: 'values', sql, bindings, ...(options?.maxResultChars !== undefined ? { maxChars: options.maxResultChars } : {}) }, options?.cancel))) as unknown[]
+        return (await this.timed(sql, () => this.workers!.run({ mode: 'values', sql, bindings, ...(options?.maxResultChars !== undefined ? { maxChars: options.maxResultChars } : {}) }, options?.cancel, options?.light === true, options?.owner))) as unknown[]
       }
       if (this.dialect === 'sqlite') {
         const now = this.valuesNow(sql, bindings)

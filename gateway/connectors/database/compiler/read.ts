@@ -42,6 +42,8 @@ export interface Ctx {
   rowFiltered?: boolean
   /** True while the row filter itself is compiled (its relation subqueries are not filtered again). */
   inRowFilter?: boolean
+  /** Set when a relation filter of the request (not of a row filter) was compiled into the plan: a correlated subquery per row filtered. */
+  relationFiltered?: boolean
 }
 
 /** Fixes the JSON values of one object level of a result in place (booleans, dates, bytes...). */
@@ -311,6 +313,7 @@ function listFilter(ctx: Ctx, colRef: string, f: ScalarField, val: ArgValue): Fr
 }
 
 function relationFilter(ctx: Ctx, model: Model, alias: string, rel: Relation, val: ArgValue): Frag | null {
+  if (!ctx.inRowFilter) ctx.relationFiltered = true
   const target = ctx.reg.models.get(rel.target)!
   const tableRef = ctx.d.table(target.table)
   /** `[NOT] EXISTS (SELECT 1 FROM target r WHERE join AND cond)`; `every` tests `(cond) IS NOT TRUE`. */
