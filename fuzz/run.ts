@@ -288,7 +288,7 @@ async function heapSpacesOf(url: string): Promise<HeapSpaces> {
 type HeapSpaces = Record<string, { committed: number; used: number }>
 
 /** One memory reading of a gateway process, in MiB. */
-interface MemoryReading {
+export interface MemoryReading {
   /** Resident set size (/proc/<pid>/status VmRSS). */
   rss: number
   /** V8's young generation, committed (`nodejs_heap_space_size_total_bytes{space="new"}`; 0 without metrics). */
@@ -299,7 +299,8 @@ interface MemoryReading {
   spaces: HeapSpaces
 }
 
-async function readMemory(target: ProcessTarget): Promise<MemoryReading> {
+/** Reads the memory of a gateway process listening at `url` (its `/metrics` must be open to 127.0.0.1, as by default). */
+export async function readMemory(target: Pick<ProcessTarget, 'url' | 'pid'>): Promise<MemoryReading> {
   const spaces = await heapSpacesOf(target.url)
   const young = spaces.new?.committed ?? 0
   const rss = (await processes()).memoryOf(target.pid).rssKb / 1024

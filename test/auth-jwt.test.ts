@@ -67,6 +67,7 @@ t.test('RS256 through a JWKS endpoint', async (t) => {
     ['wrong issuer', () => mint(key1, { sub: 'alice' }, { issuer: 'https://evil.test', audience: AUD, expiresIn: '1h' })],
     ['wrong audience', () => mint(key1, { sub: 'alice' }, { issuer: ISS, audience: 'someone-else', expiresIn: '1h' })],
     ['no issuer', () => mint(key1, { sub: 'alice' }, { audience: AUD, expiresIn: '1h' })],
+    ['no exp (auth.jwt.requireExp defaults to true)', () => mint(key1, { sub: 'alice' }, { issuer: ISS, audience: AUD })],
     ['alg none', async () => unsigned({ sub: 'alice', iss: ISS, aud: AUD, exp: Math.floor(Date.now() / 1000) + 3600 })],
     ['tampered payload', async () => {
       const [h, , s] = good.split('.')
@@ -255,6 +256,32 @@ t.test('SSE: a stored subscription ends with an error when its token expires', a
   const events = text.split('\n').filter((l) => l.startsWith('data: ')).map((l) => JSON.parse(l.slice(6)))
   t.ok(events.length > 2, 'ticks arrived')
   t.equal(events.at(-1).errors[0].extensions.code, 'TRB_ERR_AUTH_INVALID')
+})
+
+t.test('auth.jwt.requireExp: a token without exp is refused (HTTP and WebSocket) unless it is false', async (t) => {
+  const secret = 'a-test-secret-of-at-least-32-characters!'
+  const key = new TextEncoder().encode(secret)
+  const forever = await mint(key, { sub: 'forever' })
+  const bearer = (token: string) => ({ authorization: `Bearer ${token}` })
+  const strict = await startAuthGateway(t, { jwt: { secret } }, OPERATIONS)
+  const r = await get(`${strict.url}/operations/Me`, bearer(forever))
+  t.equal(r.status, 401)
+  t.equal(codeOf(r.body), 'TRB_ERR_AUTH_INVALID')
+  t.match(r.body.errors[0].message, /the token has no "exp" claim, so it would never expire \(auth\.jwt\.requireExp\)/)
+  const socket = new WebSocket(strict.url.replace(/^http/, 'ws') + '/graphql', 'graphql-transport-ws')
+  socket.once('open', () => socket.send(JSON.stringify({ type: 'connection_init', payload: { authorization: `Bearer ${forever}` } })))
+  const [code] = await new Promise<[number]>((resolve) => socket.once('close', (c: number) => resolve([c])))
+  t.equal(code, 4403, 'connection_init with such a token closes the socket with 4403')
+  t.equal((await get(`${strict.url}/operations/Me`, bearer(await mint(key, { sub: 'timed' }, { expiresIn: '1h' })))).status, 200, 'a token with exp passes')
+
+  const lax = await startAuthGateway(t, { jwt: { secret, requireExp: false } }, OPERATIONS)
+  const ok = await get(`${lax.url}/operations/Me`, bearer(forever))
+  t.equal(ok.status, 200, 'requireExp: false accepts it')
+  t.same(ok.body, { me: { sub: 'forever', roles: [] } })
+  const { resolveConfig, schema } = await import('../gateway/config/index.js')
+  const ds = [schema({ typeDefs: 'type Query { a: Int }' })]
+  t.equal(resolveConfig({ datasources: ds, auth: { jwt: { secret } } }).auth.jwt?.requireExp, true, 'default true')
+  t.throws(() => resolveConfig({ datasources: ds, auth: { jwt: { secret, requireExp: 'no' as never } } }), /auth\.jwt\.requireExp/)
 })
 
 t.test('config: auth.jwt is validated; directives need auth.jwt', async (t) => {

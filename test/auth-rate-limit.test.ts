@@ -7,9 +7,8 @@
  */
 import t from 'tap'
 import { randomUUID } from 'node:crypto'
-import { Redis } from 'ioredis'
 import { mint, startAuthGateway } from './helpers/auth.js'
-import { redisReason, redisUrl, uniquePrefix } from './helpers/redis.js'
+import { redisScratch, redisUrl } from './helpers/redis.js'
 
 const secret = 'rate-limit-test-secret-0123456789abcdef'
 const key = new TextEncoder().encode(secret)
@@ -46,18 +45,9 @@ t.test("key 'sub': each token subject has its own budget", async (t) => {
 })
 
 t.test('Redis: two instances share the counters', async (t) => {
-  const reason = await redisReason()
-  if (reason) {
-    t.comment(`skipped: ${reason}`)
-    return
-  }
-  const keyPrefix = uniquePrefix()
-  const probe = new Redis(redisUrl, { maxRetriesPerRequest: 1 })
-  t.teardown(async () => {
-    const keys = await probe.keys(`${keyPrefix}*`)
-    if (keys.length) await probe.del(...keys)
-    await probe.quit()
-  })
+  const scratch = await redisScratch(t)
+  if (!scratch) return
+  const { keyPrefix, redis: probe } = scratch
   const rateLimit = { max: 4, timeWindowMs: 60_000, redisUrl, keyPrefix }
   const one = await startAuthGateway(t, undefined, OPS, { server: { rateLimit } })
   const two = await startAuthGateway(t, undefined, OPS, { server: { rateLimit } })

@@ -3,6 +3,7 @@ import t from 'tap'
 import { createClient } from 'graphql-ws'
 import WebSocket from 'ws'
 import { startDemo } from './helpers/demo.js'
+import { redisScratch, redisUrl } from './helpers/redis.js'
 
 t.test('messageCreated emits messages with increasing numeric ids', async (t) => {
   const { url } = await startDemo(t, { listen: true })
@@ -96,9 +97,10 @@ t.test('createMessageStream: return() releases at once, an aborted signal ends t
   const controller = new AbortController()
   const two = stream.subscribe(controller.signal)
   t.equal(stream.listeners, 2)
+  const before = Date.now()
   const [r1, r2] = await Promise.all([one.next(), two.next()])
   t.same(r1, r2, 'both get the same first message')
-  t.same(r1.value?.messageCreated.id, '1')
+  t.ok(Number(r1.value?.messageCreated.id) > before, `a new counter starts at the time in milliseconds (${r1.value?.messageCreated.id} > ${before})`)
   const pending = one.next()
   await one.return!()
   t.same(await pending, { done: true, value: undefined }, 'a pending next() ends when the subscriber leaves')
@@ -109,4 +111,36 @@ t.test('createMessageStream: return() releases at once, an aborted signal ends t
   const id = stream.nextId
   await new Promise((r) => setTimeout(r, 100))
   t.equal(stream.nextId, id, 'the producer stopped')
+})
+
+t.test('messageCreated ids keep increasing when Redis restarts empty (the counter is lost)', async (t) => {
+  const scratch = await redisScratch(t)
+  if (!scratch) return
+  const { createMessageStream } = await import('../datasources/demo/message-stream.js')
+  const { createCluster } = await import('../gateway/cluster/index.js')
+  const cluster = createCluster({ redisUrl, keyPrefix: scratch.keyPrefix, commandTimeoutMs: 1000, lockTtlMs: 200 })
+  t.teardown(() => cluster.close())
+  const counter = `${scratch.keyPrefix}counter:demo:messageCreated`
+  /** The ids of the next `n` messages of a new subscription of `stream`. */
+  const ids = async (stream: ReturnType<typeof createMessageStream>, n: number): Promise<number[]> => {
+    const it = stream.subscribe(undefined, cluster)
+    const out: number[] = []
+    while (out.length < n) out.push(Number((await it.next()).value!.messageCreated.id))
+    await it.return!()
+    return out
+  }
+  const stream = createMessageStream({ intervalMs: 20 })
+  const first = await ids(stream, 3)
+  t.ok(Number(await scratch.redis.get(counter)) >= first.at(-1)!, 'the counter lives in Redis')
+
+  // Only this test's key is deleted (never FLUSHALL: other tests share the server).
+  await scratch.redis.del(counter)
+  const sameProcess = await ids(stream, 3)
+  t.ok(sameProcess[0]! > first.at(-1)!, `an instance that saw ${first.at(-1)} goes on above it: ${sameProcess.join(', ')}`)
+
+  await scratch.redis.del(counter)
+  const restarted = await ids(createMessageStream({ intervalMs: 20 }), 3)
+  t.ok(restarted[0]! > sameProcess.at(-1)!, `a new process on an empty Redis goes on above ${sameProcess.at(-1)}: ${restarted.join(', ')}`)
+  const all = [...first, ...sameProcess, ...restarted]
+  t.ok(all.every((id, i) => i === 0 || id > all[i - 1]!), `strictly increasing: ${all.join(', ')}`)
 })

@@ -4,7 +4,11 @@
  * - The producer publishes one message every `intervalMs` (1 s by default) on the cluster channel
  *   `demo:messageCreated`: `{ id: String(n), content: <ISO 8601 UTC date-time> }`, `n` taken from the
  *   cluster counter `demo:messageCreated`, so ids keep increasing for the life of the deployment (across
- *   producers, failovers and restarts when the cluster is Redis).
+ *   producers, failovers and restarts when the cluster is Redis). A counter that does not exist (a new
+ *   deployment, a Redis that restarted empty, a memory cluster after a process restart) starts at
+ *   the larger of the time in milliseconds since 1970 and the last id this process saw, so ids keep
+ *   increasing across such a loss too, as long as fewer than 1000 messages a second were produced
+ *   since the counter started (the demo produces one a second).
  * - It runs only while someone listens. Every instance with at least one subscriber competes for the
  *   expiring lock `demo:messageCreated` (renewed every quarter of the cluster's `lockTtlMs`); only its
  *   holder produces. The last subscriber of the holder releases the lock; a holder that dies stops
@@ -46,7 +50,7 @@ export interface MessageStream {
   subscribe(signal?: AbortSignal, cluster?: Cluster): AsyncIterableIterator<{ messageCreated: Message }>
   /** How many subscriptions are open in this process (it competes to produce while this is above 0). */
   readonly listeners: number
-  /** One more than the last id this process produced or received (1 before any). */
+  /** One more than the last id this process produced or received (1 before any; ids start near `Date.now()`). */
   readonly nextId: number
   /** Whether this process holds the producer lock of some cluster (and so produces). */
   readonly producing: boolean
@@ -105,7 +109,7 @@ export function createMessageStream(options: MessageStreamOptions = {}): Message
     local.produce = setInterval(() => {
       if (!local.held) return
       cluster
-        .incr(CHANNEL)
+        .incr(CHANNEL, Math.max(Date.now(), lastId))
         .then((n) => cluster.publish(CHANNEL, JSON.stringify({ id: String(n), content: new Date().toISOString() })))
         .catch(() => undefined)
     }, intervalMs)

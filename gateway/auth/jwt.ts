@@ -87,6 +87,7 @@ function cookieValue(header: string | undefined, name: string): string | undefin
 /** A short, safe reason for a jose failure (no token content). */
 function reasonOf(err: unknown): string {
   if (err instanceof joseErrors.JWTExpired) return 'the token has expired'
+  if (err instanceof joseErrors.JWTClaimValidationFailed && err.claim === 'exp' && err.reason === 'missing') return 'the token has no "exp" claim, so it would never expire (auth.jwt.requireExp)'
   if (err instanceof joseErrors.JWTClaimValidationFailed) return `the "${err.claim}" claim is not accepted`
   if (err instanceof joseErrors.JWKSNoMatchingKey) return 'no key of the key set matches the token'
   if (err instanceof joseErrors.JOSEAlgNotAllowed) return 'the signing algorithm is not accepted'
@@ -114,6 +115,8 @@ export function createJwtVerifier(jwt: NonNullable<AuthConfig['jwt']>): JwtVerif
     ...(jwt.issuer !== undefined ? { issuer: jwt.issuer } : {}),
     ...(jwt.audience !== undefined ? { audience: jwt.audience } : {}),
     clockTolerance: jwt.clockToleranceSec,
+    // A token without `exp` would be valid forever: refused unless requireExp is false.
+    ...(jwt.requireExp ? { requiredClaims: ['exp'] } : {}),
   }
   const verified = new Map<string, { info: AuthInfo; until: number }>()
 

@@ -49,8 +49,12 @@ export interface Cluster {
   acquire(name: string, ttlMs: number): Promise<boolean>
   /** Releases the lock `name` if this instance holds it (another holder's lock is left alone). */
   release(name: string): Promise<void>
-  /** Adds one to the counter `name` (starting at 0) and returns the new value. Counters never expire. */
-  incr(name: string): Promise<number>
+  /**
+   * Adds one to the counter `name` and returns the new value. A counter that does not exist (never
+   * used, or lost: a Redis restarted empty) first starts at `floor` (default 0), atomically (Redis:
+   * `SET NX` then `INCR` in one script), so its first value is `floor + 1`. Counters never expire.
+   */
+  incr(name: string, floor?: number): Promise<number>
   /** Adds one to each counter and returns nothing (tag invalidation). */
   incrAll(names: readonly string[]): Promise<void>
   /** Reads values (`kv:<key>`, set by {@link set}) and counters (`counter:<name>`) in one round trip; a missing one is null. */
@@ -75,6 +79,8 @@ if redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end
 return 0`
 const RELEASE = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end
 return 0`
+const INCR_FROM = `redis.call('set', KEYS[1], ARGV[1], 'NX')
+return redis.call('incr', KEYS[1])`
 
 class RedisCluster implements Cluster {
   readonly kind = 'redis' as const
@@ -114,6 +120,7 @@ class RedisCluster implements Cluster {
     })
     this.commands.defineCommand('trbAcquire', { numberOfKeys: 1, lua: ACQUIRE })
     this.commands.defineCommand('trbRelease', { numberOfKeys: 1, lua: RELEASE })
+    this.commands.defineCommand('trbIncrFrom', { numberOfKeys: 1, lua: INCR_FROM })
   }
 
   private key(kind: string, name: string): string {
@@ -150,8 +157,10 @@ class RedisCluster implements Cluster {
     await (this.commands as unknown as { trbRelease(k: string, t: string): Promise<number> }).trbRelease(this.key('lock', name), this.instanceId)
   }
 
-  incr(name: string): Promise<number> {
-    return this.commands.incr(this.key('counter', name))
+  incr(name: string, floor = 0): Promise<number> {
+    const key = this.key('counter', name)
+    if (floor === 0) return this.commands.incr(key)
+    return (this.commands as unknown as { trbIncrFrom(k: string, floor: number): Promise<number> }).trbIncrFrom(key, Math.trunc(floor))
   }
 
   async incrAll(names: readonly string[]): Promise<void> {
@@ -260,8 +269,8 @@ class MemoryCluster implements Cluster {
     if (this.read(key) === this.instanceId) this.store.delete(key)
   }
 
-  async incr(name: string): Promise<number> {
-    const n = (this.counters.get(name) ?? 0) + 1
+  async incr(name: string, floor = 0): Promise<number> {
+    const n = (this.counters.get(name) ?? Math.trunc(floor)) + 1
     this.counters.set(name, n)
     return n
   }

@@ -145,6 +145,11 @@ export interface JwtConfig {
   cookie?: string
   /** Clock skew allowed on `exp`/`nbf`, in seconds. Default 0. */
   clockToleranceSec?: number
+  /**
+   * Refuse tokens without an `exp` claim (`TRB_ERR_AUTH_INVALID`, 401: such a token never expires,
+   * so a leaked one works forever). Default true; false accepts them (an issuer that cannot set `exp`).
+   */
+  requireExp?: boolean
   /** Longest a fetched key set is used before it is fetched again, in milliseconds. Default 600000 (10 minutes). */
   jwksCacheMaxAgeMs?: number
   /** After a fetch, no new fetch for this many milliseconds, even for an unknown `kid` (bounds what a flood of made-up `kid`s costs the key server). Default 30000. */
@@ -512,6 +517,7 @@ function resolveAuth(input: AuthConfigInput | undefined, dev: boolean): AuthConf
         ...j,
         rolesClaim: j.rolesClaim ?? 'roles',
         clockToleranceSec: j.clockToleranceSec ?? 0,
+        requireExp: j.requireExp ?? true,
         jwksCacheMaxAgeMs: j.jwksCacheMaxAgeMs ?? 600_000,
         jwksCooldownMs: j.jwksCooldownMs ?? 30_000,
         jwksTimeoutMs: j.jwksTimeoutMs ?? 5000,

@@ -364,6 +364,7 @@ const configSchema = {
             rolesClaim: { type: 'string', minLength: 1 },
             cookie: { type: 'string', pattern: "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$" },
             clockToleranceSec: { type: 'integer', minimum: 0, maximum: 3600 },
+            requireExp: { type: 'boolean' },
             jwksCacheMaxAgeMs: { type: 'integer', minimum: 1000 },
             jwksCooldownMs: { type: 'integer', minimum: 0 },
             jwksTimeoutMs: { type: 'integer', minimum: 1 },

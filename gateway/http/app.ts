@@ -12,7 +12,7 @@ import type { Socket } from 'node:net'
 import { GraphQLError, NoSchemaIntrospectionCustomRule, subscribe as graphqlSubscribe } from 'graphql'
 import type { Gateway } from '../runtime.js'
 import type { AuthInfo } from '../auth/jwt.js'
-import { authenticateSocket, authorizeSocketOperation, endAtExpiry } from './auth.js'
+import { adoptSocketIdentity, authenticateSocket, authorizeSocketOperation, endAtExpiry } from './auth.js'
 import { BadRequestError, InternalError, PersistedOnlyError, RouteNotFoundError, isTributaryError, errorBody } from '../errors.js'
 import { registerGraphQLEndpoint } from './graphql-endpoint.js'
 import { registerOperationRoutes } from './operations-routes.js'
@@ -142,7 +142,8 @@ export async function buildApp(gateway: Gateway, options: BuildAppOptions = {}):
   await registerTracing(app, config.telemetry)
   if (config.metrics.enabled) registerMetrics(app, config.metrics)
   // 429 past server.rateLimit (when set), before any route runs; the metrics route is not counted.
-  await registerRateLimit(app, holder)
+  // Each WebSocket operation takes from the same budget (limitOperation).
+  const limitOperation = await registerRateLimit(app, holder)
 
   await app.register(mercurius, {
     schema: gateway.schema,
@@ -170,6 +171,7 @@ export async function buildApp(gateway: Gateway, options: BuildAppOptions = {}):
         const auth = await authenticateSocket(gateway, request, params)
         if (!auth && gateway.config.auth.graphql === 'authenticated') return false
         socketIdentity.set(request, auth)
+        adoptSocketIdentity(request, auth)
         return undefined
       } catch (err) {
         if (isTributaryError(err) && err.code === 'TRB_ERR_AUTH_INVALID') return false
@@ -199,6 +201,15 @@ export async function buildApp(gateway: Gateway, options: BuildAppOptions = {}):
     maxSockets: config.server.maxWebSockets,
     validationRules: config.graphql.introspection ? [] : [NoSchemaIntrospectionCustomRule],
     formatError: (err: GraphQLError) => formatGraphQLError(err, { mode: holder.current.config.mode, logger: app.log }).error,
+    ...(limitOperation
+      ? {
+          admitOperation: async (request: FastifyRequest) => {
+            const refused = await limitOperation(request)
+            // Not wrapping the error (codedGraphQLError): the formatter keeps extensions only of errors it does not wrap.
+            return refused ? [new GraphQLError(refused.message, { extensions: { code: refused.code, retryAfter: refused.retryAfter } })] : undefined
+          },
+        }
+      : {}),
     onOperation: (info) => {
       if (persisted.enforced && !persisted.allowsDocument(info.document)) return [codedGraphQLError(new PersistedOnlyError())]
       return authorizeSocketOperation(info, socketIdentity.get(info.request) ?? null)

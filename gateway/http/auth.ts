@@ -30,6 +30,15 @@ export function authenticateRequest(gateway: Gateway, request: FastifyRequest): 
 }
 
 /**
+ * Makes the identity a WebSocket proved on `connection_init` the identity of its upgrade request, so
+ * that whatever reads the request's identity afterwards (the rate limiter's `key: 'sub'`, counting
+ * each operation of the socket) sees the token the socket runs with, not only the upgrade's headers.
+ */
+export function adoptSocketIdentity(request: FastifyRequest, auth: AuthInfo | null): void {
+  identities.set(request, auth ? Promise.resolve(auth) : ANONYMOUS)
+}
+
+/**
  * The request's identity without waiting when it is already known (no token, or a token verified
  * recently): the hot path of a client repeating its token; else {@link authenticateRequest}.
  * @throws (as a rejected promise) what {@link authenticateRequest} throws.

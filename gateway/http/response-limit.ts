@@ -5,6 +5,8 @@
  * are not measured.
  */
 import type { FastifyReply } from 'fastify'
+import { setFlagsFromString } from 'node:v8'
+import { runInNewContext } from 'node:vm'
 import { GraphQLLimitError, errorBody } from '../errors.js'
 
 /**
@@ -30,6 +32,63 @@ export function limitResponse(reply: FastifyReply, body: string): string | Buffe
   const size = Buffer.byteLength(body)
   if (size <= maxBytes) return small ? body : Buffer.from(body)
   reply.log.warn({ size, maxBytes }, 'response larger than server.maxResponseBytes refused')
+  collectRefusedAnswers()
   reply.code(400).header('cache-control', 'no-store').removeHeader('etag')
   return JSON.stringify(errorBody(new GraphQLLimitError(`The response would be ${size} bytes, more than the maximum of ${maxBytes} (maxResponseBytes); ask for less`)))
+}
+
+/** Milliseconds between the last of a run of refused answers and the collection that frees them. */
+export const COLLECT_DELAY_MS = 1000
+/** Longest a collection waits for a run of refusals to end, in milliseconds: a steady stream of them is collected this often. */
+export const COLLECT_MAX_WAIT_MS = 10_000
+/** Fewest milliseconds between two such collections, so that refused answers cannot make the gateway spend its time collecting. */
+export const COLLECT_INTERVAL_MS = 5000
+
+type Collect = () => void
+let collect: Collect | null | undefined
+let scheduled: NodeJS.Timeout | undefined
+let firstPending = 0
+let lastCollection = -Infinity
+
+/** V8's `gc()`: the global one when node runs with `--expose-gc`, else exposed for a new context only; null if neither works. */
+function collector(): Collect | null {
+  if (collect !== undefined) return collect
+  try {
+    const global = (globalThis as { gc?: Collect }).gc
+    if (typeof global === 'function') return (collect = global)
+    setFlagsFromString('--expose-gc')
+    const exposed = runInNewContext('gc') as unknown
+    collect = typeof exposed === 'function' ? (exposed as Collect) : null
+  } catch {
+    collect = null
+  }
+  return collect
+}
+
+/**
+ * Frees the dead text of refused answers with one full V8 collection, {@link COLLECT_DELAY_MS} after
+ * the last refusal of a run (at most {@link COLLECT_MAX_WAIT_MS} after its first, and
+ * {@link COLLECT_INTERVAL_MS} after the previous collection). A refused answer leaves nothing alive
+ * (the heap after a full collection is the same before and after it), but its text — the execution
+ * result and its JSON, twice `maxResponseBytes` or more — lies dead in V8's old and large-object
+ * spaces, which an idle process does not collect: five refused 30 MB answers left the gateway's RSS
+ * 86 MB above its baseline for minutes (twenty: 205 MB), until later load ran a full collection.
+ * A full collection costs tens of milliseconds with the gateway's live heap (about 45 MB).
+ */
+function collectRefusedAnswers(): void {
+  const now = Date.now()
+  if (scheduled) {
+    // A steady stream of refusals keeps the collection already set rather than postponing it for ever.
+    if (now - firstPending >= COLLECT_MAX_WAIT_MS) return
+    clearTimeout(scheduled)
+  } else {
+    firstPending = now
+  }
+  const at = Math.max(now + COLLECT_DELAY_MS, lastCollection + COLLECT_INTERVAL_MS)
+  scheduled = setTimeout(() => {
+    scheduled = undefined
+    lastCollection = Date.now()
+    collector()?.()
+  }, at - now)
+  scheduled.unref()
 }

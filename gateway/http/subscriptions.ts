@@ -20,6 +20,8 @@
  * second `connection_init`, 4500 internal error, and this module's 4503: more sockets than
  * `maxSockets` (not fatal for the graphql-ws client, which retries later). An operation beyond
  * `maxSubscriptionsPerSocket` gets an `error` message (`TRB_ERR_GRAPHQL_LIMIT`); the socket stays open.
+ * Every `subscribe` message is first shown to `admitOperation` (the rate limit); one it refuses gets
+ * an `error` message with its errors and the socket stays open.
  */
 import { randomUUID } from 'node:crypto'
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify'
@@ -114,6 +116,14 @@ export interface SubscriptionHandlerOptions {
    * A throw refuses it with a masked error.
    */
   onOperation?(info: SubscriptionOperationInfo): MaybePromise<readonly GraphQLError[] | { variables: Record<string, unknown> } | void>
+  /**
+   * Called for every `subscribe` message (query, mutation or subscription) within
+   * `maxSubscriptionsPerSocket`, before anything else is done with it (parsing included): the
+   * gateway's rate limit counts it here. Return GraphQL errors
+   * to refuse it (sent as the operation's `error` message; the socket stays open), or nothing to go
+   * on. A throw refuses it with a masked error.
+   */
+  admitOperation?(request: FastifyRequest, connectionParams: ConnectionParams): MaybePromise<readonly GraphQLError[] | void>
   /**
    * Called on `connection_init` (authentication). Return `false` to close with 4403 Forbidden, an
    * object to send it as the `connection_ack` payload, or nothing to accept. A throw closes with 4500.
@@ -275,10 +285,19 @@ export function createSubscriptionHandler(options: SubscriptionHandlerOptions): 
       : undefined,
 
     async onSubscribe(ctx, id, payload: SubscribePayload): Promise<ExecutionArgs | readonly GraphQLError[]> {
-      // graphql-ws has already registered this id in ctx.subscriptions.
+      // graphql-ws has already registered this id in ctx.subscriptions. Checked before anything is
+      // awaited, so that the operations of a burst waiting below do not count as running.
       const running = Object.keys(ctx.subscriptions).length
       if (running > maxPerSocket) {
         return [codedGraphQLError(new GraphQLLimitError(`This socket already runs ${running - 1} operations; the maximum is ${maxPerSocket} (maxSubscriptionsPerSocket)`))]
+      }
+      if (options.admitOperation) {
+        try {
+          const refused = await options.admitOperation(ctx.extra.request, ctx.connectionParams ?? {})
+          if (refused && refused.length > 0) return refused
+        } catch (err) {
+          return [toGraphQLError(err)]
+        }
       }
       if (options.maxInputDepth !== undefined && payload.variables) {
         const tooDeep = checkVariablesDepth(payload.variables, options.maxInputDepth)

@@ -21,3 +21,32 @@ export async function redisReason(): Promise<string | undefined> {
 
 /** A key prefix no other test run uses. */
 export const uniquePrefix = (): string => `trb-test:${process.pid}:${Math.random().toString(36).slice(2, 10)}:`
+
+/** A Redis connection and a key prefix of one test, from {@link redisScratch}. */
+export interface RedisScratch {
+  /** A prefix no other test run uses (see {@link uniquePrefix}). */
+  keyPrefix: string
+  /** A connection to {@link redisUrl}, for the test's own reads and writes. */
+  redis: Redis
+}
+
+/**
+ * A unique key prefix on the test Redis, whose keys are deleted (only those: never FLUSHALL, other
+ * tests share the server) and whose connection is closed on teardown.
+ * @returns undefined, after a `skipped: <reason>` comment, when Redis does not answer.
+ */
+export async function redisScratch(t: { comment(message: string): void; teardown(fn: () => unknown): void }): Promise<RedisScratch | undefined> {
+  const reason = await redisReason()
+  if (reason) {
+    t.comment(`skipped: ${reason}`)
+    return undefined
+  }
+  const keyPrefix = uniquePrefix()
+  const redis = new Redis(redisUrl, { maxRetriesPerRequest: 1 })
+  t.teardown(async () => {
+    const keys = await redis.keys(`${keyPrefix}*`)
+    if (keys.length) await redis.del(...keys)
+    await redis.quit()
+  })
+  return { keyPrefix, redis }
+}
