@@ -13,7 +13,7 @@
  */
 import { DbCheckError, DbForeignKeyError, DbInputError, DbNotNullError, DbUniqueError, DbValueError, isTributaryError } from '../../errors.js'
 import type { Dialect } from './model.js'
-import type { Model, Registry } from './compiler/registry.js'
+import type { Model, Registry, Relation } from './compiler/registry.js'
 
 interface DriverError {
   code?: string | number
@@ -31,11 +31,16 @@ function fieldsOf(reg: Registry, table: string | undefined, columns: string[]): 
   return `${model.name} (${names.map((n) => `\`${n}\``).join(', ')})`
 }
 
+/** How a foreign-key error names a relation: `Comment.note (`noteId`)` (its model, field and key fields). */
+export function relationLabel(model: Model, rel: Relation): string {
+  return `${model.name}.${rel.name} (${rel.fromFields.map((f) => `\`${f}\``).join(', ')})`
+}
+
 function constraintLabel(reg: Registry, name: string): string {
   for (const m of reg.models.values()) {
     const uk = m.uniqueKeys.find((u) => u.constraint === name)
     if (uk) return `${m.name} (${uk.fields.map((f) => `\`${f}\``).join(', ')})`
-    for (const r of m.relations.values()) if (r.foreignKey === name && r.holdsKey) return `${m.name}.${r.name} (${r.fromFields.map((f) => `\`${f}\``).join(', ')})`
+    for (const r of m.relations.values()) if (r.foreignKey === name && r.holdsKey) return relationLabel(m, r)
   }
   return `constraint \`${name}\``
 }
