@@ -33,10 +33,14 @@ const migrations = {
         tb.integer('id').primary()
         tb.string('owner_id', 50).notNullable()
       })
+      await knex.schema.createTable('rfw_author', (tb) => {
+        tb.integer('id').primary()
+      })
       await knex.schema.createTable('rfw_comment', (tb) => {
         tb.integer('id').primary()
         tb.string('body', 100).notNullable()
         tb.integer('note_id').nullable().references('id').inTable('rfw_note')
+        tb.integer('author_id').nullable().references('id').inTable('rfw_author')
       })
       await knex.schema.createTable('rfw_doc', (tb) => {
         tb.string('org', 20).notNullable()
@@ -55,6 +59,7 @@ const migrations = {
         { id: 2, owner_id: 'alice' },
         { id: 4, owner_id: 'bob' },
       ])
+      await knex('rfw_author').insert([{ id: 1 }])
       await knex('rfw_comment').insert([{ id: 1, body: 'first', note_id: 1 }])
       await knex('rfw_doc').insert([
         { org: 'acme', num: 1, title: 'acme one' },
@@ -160,6 +165,11 @@ for (const dialect of ['sqlite', 'postgres', 'mysql'] as Dialect[]) {
       const absent = await gql(q(99), alice)
       t.same(answer(hidden).errors.map(([c]) => c), ['TRB_ERR_AUTH_FORBIDDEN'])
       t.same(answer(hidden), answer(absent))
+      // A nested row whose scalar key points at a filtered type: refused like a nested connect.
+      const under = (n: number) => `mutation { rw_updateOneRfwAuthor(where: { id: 1 }, data: { rfwComments: { create: [{ id: 41, body: "x", noteId: ${n} }] } }) { id } }`
+      const underHidden = await gql(under(4), alice)
+      t.same(answer(underHidden).errors.map(([c]) => c), ['TRB_ERR_AUTH_FORBIDDEN'], 'a nested create carrying noteId')
+      t.same(answer(underHidden), answer(await gql(under(99), alice)))
       t.same(await comments(), before)
     })
 
