@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto'
 import { GraphQLError, type ASTNode, type GraphQLFormattedError } from 'graphql'
 import type { FastifyBaseLogger, FastifyReply } from 'fastify'
-import { errorBody, isErrorCode, isTributaryError, recordErrorCode } from '../errors.js'
+import { DB_RETRY_AFTER_SECONDS, errorBody, isErrorCode, isTributaryError, recordErrorCode } from '../errors.js'
 import type { RunMode } from '../connectors/types.js'
 import { challengeOf } from './auth.js'
 import { publicUpstreamMessage, upstreamDetailsOf, type UpstreamDetails } from '../connectors/upstream-details.js'
@@ -31,6 +31,7 @@ const STATUS_BY_CODE: Readonly<Record<string, number>> = {
   TRB_ERR_UPSTREAM: 502,
   TRB_ERR_UPSTREAM_TIMEOUT: 504,
   TRB_ERR_DB_TIMEOUT: 504,
+  TRB_ERR_DB_UNAVAILABLE: 503,
   TRB_ERR_UPSTREAM_UNAVAILABLE: 503,
   TRB_ERR_UPSTREAM_TOO_LARGE: 502,
   TRB_ERR_INTERNAL: 500,
@@ -136,6 +137,25 @@ export function formatGraphQLErrors(errors: readonly GraphQLError[], options: Fo
   return { errors: formatted.map((f) => f.error), status }
 }
 
+/** `Retry-After` seconds of the codes a client should retry later. */
+const RETRY_AFTER_BY_CODE: Readonly<Record<string, number>> = { TRB_ERR_DB_UNAVAILABLE: DB_RETRY_AFTER_SECONDS }
+
+/**
+ * Sets `Retry-After` (RFC 9110 §10.2.3, seconds) when one of `codes` calls for it (the longest
+ * wins): a database that cannot be reached answers `TRB_ERR_DB_UNAVAILABLE` with it, on
+ * `/graphql` as on `/operations/*`.
+ */
+export function setRetryAfter(reply: FastifyReply, codes: Iterable<unknown>): void {
+  let seconds = 0
+  for (const code of codes) seconds = Math.max(seconds, typeof code === 'string' ? (RETRY_AFTER_BY_CODE[code] ?? 0) : 0)
+  if (seconds > 0) reply.header('retry-after', String(seconds))
+}
+
+/** The codes of formatted errors, for {@link setRetryAfter}. */
+export function codesOf(errors: readonly GraphQLFormattedError[] | undefined): unknown[] {
+  return (errors ?? []).map((e) => e.extensions?.['code'])
+}
+
 /**
  * Sends an error of `gateway/errors.ts` as the JSON body of docs/architecture.md §5, never cacheable;
  * the auth errors carry their `WWW-Authenticate` challenge (RFC 6750 §3).
@@ -144,6 +164,7 @@ export function formatGraphQLErrors(errors: readonly GraphQLError[], options: Fo
 export function sendError(reply: FastifyReply, err: Error & { code: string; statusCode?: number }, status = err.statusCode ?? 500, extensions?: Record<string, unknown>) {
   const challenge = challengeOf(err.code)
   if (challenge !== undefined) reply.header('www-authenticate', challenge)
+  setRetryAfter(reply, [err.code])
   return reply
     .code(status)
     .header('cache-control', 'no-store')

@@ -32,7 +32,7 @@ import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit'
 import { buildCostPlan, checkCost, checkDocumentLimits, checkVariablesDepth, type CostPlan } from './limits.js'
 import { isJitSafe } from '../operations/jit-safety.js'
 import { compileDirectOperation, type DirectOperation } from '../operations/direct-plan.js'
-import { codedGraphQLError, formatGraphQLErrors, sendError } from './format-error.js'
+import { codedGraphQLError, codesOf, formatGraphQLErrors, sendError, setRetryAfter } from './format-error.js'
 import { AuthRequiredError, GraphQLMethodError, GraphQLRequestError, PersistedNotFoundError, PersistedOnlyError, RouteNotFoundError } from '../errors.js'
 import { refuseNonJsonBody } from './json-body.js'
 import { PLAYGROUND_ASSETS_PREFIX, playgroundContentSecurityPolicy, renderPlaygroundHtml } from './playground.js'
@@ -204,6 +204,7 @@ export function registerGraphQLEndpoint(
   }
 
   function send(reply: FastifyReply, status: number, mediaType: string, body: { data?: unknown; errors?: GraphQLFormattedError[] }) {
+    setRetryAfter(reply, codesOf(body.errors))
     return reply.code(status).type(`${mediaType}; charset=utf-8`).send(limitResponse(reply, JSON.stringify(body)))
   }
 
