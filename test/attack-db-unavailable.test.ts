@@ -71,7 +71,9 @@ async function tcpProxy(t: Test, port: number) {
     })
   await open()
   t.teardown(close)
-  return { port: () => listenPort, open, close }
+  /** The local ports of the connections to the server: the server's view of the gateway's sessions. */
+  const upstreamPorts = () => [...sockets].filter((s) => s.remotePort === port).map((s) => s.localPort)
+  return { port: () => listenPort, open, close, upstreamPorts }
 }
 
 async function start(t: Test, url: string) {
@@ -164,6 +166,20 @@ for (const dialect of ['postgres', 'mysql'] as Dialect[]) {
     await proxy.open()
     t.ok(await eventually(async () => (await gw.gql(READ)).body.data !== null), 'answers again once the server is back')
     t.equal((await gw.call('/health/ready')).status, 200)
+
+    // The server ends the gateway's sessions (pg_terminate_backend / KILL, as a failover or an admin
+    // does): never an internal error; the pool replaces them.
+    const ports = proxy.upstreamPorts()
+    t.ok(ports.length > 0)
+    if (dialect === 'postgres') await knex.raw(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE client_port IN (${ports.map(Number).join(', ')})`)
+    else {
+      const ids = ((await knex.raw(`SELECT id FROM information_schema.processlist WHERE SUBSTRING_INDEX(host, ':', -1) IN (${ports.map((p) => `'${Number(p)}'`).join(', ')})`)) as { id: number }[][])[0]
+      t.ok(ids.length > 0, 'the sessions are found')
+      for (const r of ids) await knex.raw(`KILL ${Number(r.id)}`)
+    }
+    const afterKill = await gw.gql(READ)
+    t.ok(afterKill.body.data !== null || codes(afterKill.body)[0] === UNAVAILABLE, `a session ended by the server: ${JSON.stringify(afterKill.body)}`)
+    t.ok(await eventually(async () => (await gw.gql(READ)).body.data !== null), 'then answers again')
   })
 }
 

@@ -68,8 +68,8 @@ const MYSQL: Record<string, string> = {
  * - Every engine: socket errors (`ECONNREFUSED`, `ECONNRESET`, `ETIMEDOUT`, `EPIPE`, unreachable or
  *   unknown host) and knex's pool timeout (`KnexTimeoutError`: no connection within
  *   `acquireConnectionTimeout`).
- * - PostgreSQL (pg): SQLSTATE class 08 (connection exception), 57P01/57P02/57P03 (shutdown,
- *   crash, starting up), 53300 (too many connections), and pg's own "Connection terminated…" /
+ * - PostgreSQL (pg): SQLSTATE class 08 (connection exception), 57P01/57P02/57P03 (shutdown or
+ *   `pg_terminate_backend`, crash, starting up), 53300 (too many connections), and pg's own "Connection terminated…" /
  *   "Client has encountered a connection error" for a connection that died.
  * - MySQL/MariaDB (mysql2): `PROTOCOL_CONNECTION_LOST` and the other protocol codes of a closed
  *   connection, `ER_CON_COUNT_ERROR` (1040), `ER_TOO_MANY_USER_CONNECTIONS` (1203),
@@ -95,7 +95,8 @@ export function unavailableReason(err: unknown, dialect: Dialect): string | unde
   }
   if (dialect === 'postgres') {
     if (code.startsWith('08')) return 'connection failure'
-    if (code === '57P01' || code === '57P02') return 'the server is shutting down'
+    // 57P01 admin_shutdown: a server shutting down, or pg_terminate_backend; 57P02 crash_shutdown.
+    if (code === '57P01' || code === '57P02') return 'the server ended the connection'
     if (code === '57P03') return 'the server is starting up'
     if (code === '53300') return 'too many connections'
     if (code === '' && /^Connection terminated|^Client has encountered a connection error|^Connection ended/.test(msg)) return 'connection lost'
