@@ -25,7 +25,7 @@ import { DbForeignKeyError, DbInputError } from '../../errors.js'
 import { Leaf, NULL, isObj, type ArgValue } from './compiler/args.js'
 import { join, raw, sql, type Frag, type Getter, type Vars } from './compiler/frag.js'
 import { andRowFilter, newAlias, type Ctx } from './compiler/read.js'
-import type { Model, Relation, ScalarField } from './compiler/registry.js'
+import type { Model, Registry, Relation, ScalarField } from './compiler/registry.js'
 import { relationLabel } from './db-errors.js'
 import type { Runtime } from './resolvers.js'
 import { run, stmt, valueFrag, type Stmt } from './write-sql.js'
@@ -43,19 +43,19 @@ type KeyCheck =
 export type KeyChecks = readonly KeyCheck[]
 
 /** The to-one relations of `model` that hold a key to a row-filtered type. */
-function filteredRelations(ctx: Ctx, model: Model): [Relation, Model][] {
-  if (ctx.reg.rowFilters.size === 0) return []
+function filteredRelations(reg: Registry, model: Model): [Relation, Model][] {
+  if (reg.rowFilters.size === 0) return []
   const out: [Relation, Model][] = []
   for (const rel of model.relations.values()) {
-    const target = ctx.reg.models.get(rel.target)
-    if (rel.holdsKey && rel.kind === 'one' && !rel.via && target && ctx.reg.rowFilters.has(target.name)) out.push([rel, target])
+    const target = reg.models.get(rel.target)
+    if (rel.holdsKey && rel.kind === 'one' && !rel.via && target && reg.rowFilters.has(target.name)) out.push([rel, target])
   }
   return out
 }
 
-/** The names of the row-filtered types whose key a scalar field of `data` sets (nested-write guard). */
-export function keyTargets(ctx: Pick<Ctx, 'reg'>, model: Model, data: { [key: string]: ArgValue }): string[] {
-  return filteredRelations(ctx as Ctx, model).filter(([rel]) => rel.fromFields.some((f) => f in data)).map(([, t]) => t.name)
+/** The names of the row-filtered types whose key a scalar field of `data` (a create or update input of `model`) sets: the nested-write guard of mutations.ts. */
+export function keyTargets(reg: Registry, model: Model, data: { [key: string]: ArgValue }): string[] {
+  return filteredRelations(reg, model).filter(([rel]) => rel.fromFields.some((f) => f in data)).map(([, t]) => t.name)
 }
 
 /** `t.k_i = <value_i>` for each key column, and the target's row filter, as a subquery body. */
@@ -87,7 +87,7 @@ function valueGetter(ctx: Ctx, f: ScalarField, v: Leaf | typeof NULL): Getter {
  */
 export function compileCreateKeyChecks(ctx: Ctx, model: Model, rows: readonly (readonly [ScalarField, Leaf | typeof NULL])[][]): KeyChecks {
   const out: KeyCheck[] = []
-  for (const [rel, target] of filteredRelations(ctx, model)) {
+  for (const [rel, target] of filteredRelations(ctx.reg, model)) {
     const keyRows: Getter[][] = []
     let partial = false
     for (const pairs of rows) {
@@ -111,7 +111,7 @@ export function compileCreateKeyChecks(ctx: Ctx, model: Model, rows: readonly (r
 export function compileUpdateKeyChecks(ctx: Ctx, model: Model, data: ArgValue | undefined, rowsWhere: (alias: string) => Frag | null): KeyChecks {
   if (!isObj(data)) return []
   const out: KeyCheck[] = []
-  for (const [rel, target] of filteredRelations(ctx, model)) {
+  for (const [rel, target] of filteredRelations(ctx.reg, model)) {
     const ops = rel.fromFields.map((n) => data[n])
     if (ops.every((o) => o === undefined)) continue
     const label = relationLabel(model, rel)
@@ -144,6 +144,13 @@ export function compileUpdateKeyChecks(ctx: Ctx, model: Model, data: ArgValue | 
   return out
 }
 
+/** A bound key value as a string that tells distinct values apart (bytes in hex, dates to the millisecond). */
+function valueId(v: unknown): string {
+  if (v instanceof Uint8Array) return `bytes:${Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('hex')}`
+  if (v instanceof Date) return `date:${v.getTime()}`
+  return `${typeof v}:${String(v)}`
+}
+
 /**
  * Runs the checks of one write on its transaction connection, before the write.
  * @param extra the values the update's row condition reads (the row's identity), as for the UPDATE
@@ -164,7 +171,7 @@ export async function runKeyChecks(rt: Runtime, conn: unknown, checks: KeyChecks
     for (const getters of check.rows) {
       const key = getters.map((g) => g(vars, extra))
       if (key.some((v) => v == null)) continue
-      const id = key.map((v) => `${typeof v}:${String(v)}`).join('\u0000')
+      const id = key.map(valueId).join('\u0000')
       if (seen.has(id)) continue
       seen.add(id)
       if (!(await rt.db().exec(conn, check.stmt.text, run(check.stmt, vars, key))).rows[0]) throw new DbForeignKeyError(check.label)

@@ -156,7 +156,7 @@ function nestedModels(rt: Runtime, model: Model, data: ArgValue | undefined): st
   const walk = (m: Model, v: ArgValue | undefined, nested: boolean): void => {
     if (Array.isArray(v)) for (const x of v) walk(m, x, nested)
     else if (isObj(v)) {
-      if (nested) for (const name of keyTargets(rt, m, v)) out.add(name)
+      if (nested) for (const name of keyTargets(rt.reg, m, v)) out.add(name)
       for (const [k, x] of Object.entries(v)) {
         const rel = m.relations.get(k)
         const target = rel ? rt.reg.models.get(rel.target) : undefined
