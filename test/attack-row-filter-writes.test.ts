@@ -156,6 +156,16 @@ for (const dialect of ['sqlite', 'postgres', 'mysql'] as Dialect[]) {
       await refusedAlike(t, 'two fields', (n) => `mutation { a: rw_createOneRfwComment(data: { id: 32, body: "a", noteId: 1 }) { id } b: rw_updateOneRfwComment(where: { id: 1 }, data: { noteId: { set: ${n} } }) { id } }`)
       const many = await gql('mutation { rw_createManyRfwComment(data: [{ id: 30, body: "a", noteId: 1 }, { id: 31, body: "b", noteId: 2 }]) { count } }', alice)
       t.same(many.body, { data: { rw_createManyRfwComment: { count: 2 } } })
+      // More distinct keys than one lookup takes (KEYS_PER_LOOKUP, 500): the hidden one in the second batch.
+      await knex.batchInsert('rfw_note', Array.from({ length: 600 }, (_, i) => ({ id: 1000 + i, owner_id: 'alice' })), 100)
+      const rows = (last: number) => Array.from({ length: 601 }, (_, i) => ({ id: 2000 + i, body: 'bulk', noteId: i < 600 ? 1000 + i : last }))
+      const bulk = 'mutation($d: [rw_RfwCommentCreateManyInput!]!) { rw_createManyRfwComment(data: $d) { count } }'
+      const before = await comments()
+      const bulkHidden = await gql(bulk, alice, { d: rows(4) })
+      t.same(answer(bulkHidden).errors.map(([c]) => c), [FK], '601 keys, one hidden')
+      t.same(answer(bulkHidden), answer(await gql(bulk, alice, { d: rows(99) })), 'the same answer as an absent one')
+      t.same(await comments(), before, 'nothing written')
+      t.same((await gql(bulk, alice, { d: rows(1) })).body, { data: { rw_createManyRfwComment: { count: 601 } } }, '601 of her own notes')
     })
 
     await t.test('nested connect is refused alike for hidden and absent notes', async (t) => {

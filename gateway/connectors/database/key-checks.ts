@@ -6,7 +6,9 @@
  * is looked up with that filter before the write, on the write's transaction connection:
  *
  * - a create (or an update that sets every field of the key with `set`) looks the values up:
- *   `SELECT 1 FROM target t WHERE t.k = ? AND (filter on t) LIMIT 1`, once per distinct key;
+ *   `SELECT 1 FROM target t WHERE t.k = ? AND (filter on t) LIMIT 1`, once per distinct key, or for
+ *   the many keys of a `createMany` on a one-column key, `SELECT COUNT(DISTINCT t.k) … WHERE t.k IN
+ *   (…) AND (filter on t)` per {@link KEYS_PER_LOOKUP} keys;
  * - an update that sets only some fields of a compound key checks the rows it is about to change:
  *   `SELECT 1 FROM child c WHERE <the update's rows> AND c.other IS NOT NULL AND NOT EXISTS
  *   (SELECT 1 FROM target t WHERE t.k1 = ? AND t.k2 = c.other AND (filter on t)) LIMIT 1`;
@@ -32,8 +34,8 @@ import { run, stmt, valueFrag, type Stmt } from './write-sql.js'
 
 /** One relation to a row-filtered type whose key a write sets. */
 type KeyCheck =
-  /** `stmt` reads the key from `extra`; `rows` holds the key getters of each written row. */
-  | { kind: 'values'; label: string; bypass: Getter | null; stmt: Stmt; rows: Getter[][] }
+  /** `lookup` reads the keys from `extra`; `rows` holds the key getters of each written row. */
+  | { kind: 'values'; label: string; bypass: Getter | null; lookup: Lookup; rows: Getter[][] }
   /** `stmt` returns a row when a row to change would point at an invisible target; `keys` are its set values. */
   | { kind: 'rows'; label: string; bypass: Getter | null; stmt: Stmt; keys: Getter[] }
   /** Refused for callers the filter applies to (`TRB_ERR_DB_INPUT`, `why`). */
@@ -65,11 +67,41 @@ function visibleTarget(ctx: Ctx, rel: Relation, target: Model, values: Frag[]): 
   return { alias, cond: andRowFilter(ctx, target, alias, eq) }
 }
 
-/** The lookup of one key by value: its fields bound to `extra[0…]`. */
-function valuesStmt(ctx: Ctx, rel: Relation, target: Model): Stmt {
+/** Keys of a one-column relation looked up per statement when a write sets many (`createMany`). */
+export const KEYS_PER_LOOKUP = 500
+
+/** The statements that look keys up by value (bound to `extra`). */
+interface Lookup {
+  /** One key, its fields in `extra[0…]`: returns a row when the target is there and visible. */
+  one: Stmt
+  /**
+   * One-column keys: the statement counting the distinct visible targets of `n` keys in
+   * `extra[0…n-1]` (`COUNT(DISTINCT k) … WHERE k IN (…)`), made once per `n`; null for compound keys.
+   */
+  many: ((n: number) => Stmt) | null
+}
+
+function lookupOf(ctx: Ctx, rel: Relation, target: Model): Lookup {
   const fromExtra = rel.fromFields.map((_, i): Frag => ({ s: '?', p: [(_v, x) => x[i]] }))
   const { alias, cond } = visibleTarget(ctx, rel, target, fromExtra)
-  return stmt(ctx, sql`SELECT 1 AS x FROM ${ctx.d.table(target.table)} AS ${alias} WHERE ${cond} LIMIT 1`)
+  const table = ctx.d.table(target.table)
+  const one = stmt(ctx, sql`SELECT 1 AS x FROM ${table} AS ${alias} WHERE ${cond} LIMIT 1`)
+  if (rel.toFields.length !== 1) return { one, many: null }
+  const a = newAlias(ctx)
+  const col = `${a}.${ctx.d.q(target.fieldMap.get(rel.toFields[0]!)!.column)}`
+  const filter = andRowFilter(ctx, target, a, raw('1 = 1'))
+  const d = ctx.d
+  const made = new Map<number, Stmt>()
+  const many = (n: number): Stmt => {
+    let s = made.get(n)
+    if (!s) {
+      const keys = Array.from({ length: n }, (_, i): Getter => (_v, x) => x[i])
+      s = { text: d.native(`SELECT COUNT(DISTINCT ${col}) AS n FROM ${table} AS ${a} WHERE ${col} IN (${keys.map(() => '?').join(', ')}) AND ${filter.s}`), params: [...keys, ...filter.p] }
+      made.set(n, s)
+    }
+    return s
+  }
+  return { one, many }
 }
 
 function base(ctx: Ctx, model: Model, rel: Relation): { label: string; bypass: Getter | null } {
@@ -98,7 +130,7 @@ export function compileCreateKeyChecks(ctx: Ctx, model: Model, rows: readonly (r
       else keyRows.push(set.map((p) => valueGetter(ctx, p![0], p![1])))
     }
     if (partial) out.push({ kind: 'refuse', ...base(ctx, model, rel), why: `${relationLabel(model, rel)}: set every field of the key or none (${rel.target} has a row filter)` })
-    else if (keyRows.length > 0) out.push({ kind: 'values', ...base(ctx, model, rel), stmt: valuesStmt(ctx, rel, target), rows: keyRows })
+    else if (keyRows.length > 0) out.push({ kind: 'values', ...base(ctx, model, rel), lookup: lookupOf(ctx, rel, target), rows: keyRows })
   }
   return out
 }
@@ -123,7 +155,7 @@ export function compileUpdateKeyChecks(ctx: Ctx, model: Model, data: ArgValue | 
     }
     const fields = rel.fromFields.map((n) => model.fieldMap.get(n)!)
     if (sets.every((s) => s !== undefined)) {
-      out.push({ kind: 'values', ...base(ctx, model, rel), stmt: valuesStmt(ctx, rel, target), rows: [sets.map((s, i) => valueGetter(ctx, fields[i]!, s as Leaf | typeof NULL))] })
+      out.push({ kind: 'values', ...base(ctx, model, rel), lookup: lookupOf(ctx, rel, target), rows: [sets.map((s, i) => valueGetter(ctx, fields[i]!, s as Leaf | typeof NULL))] })
       continue
     }
     // Part of a compound key: the other fields come from each row the update changes.
@@ -167,14 +199,26 @@ export async function runKeyChecks(rt: Runtime, conn: unknown, checks: KeyChecks
       if ((await rt.db().exec(conn, check.stmt.text, run(check.stmt, vars, extra))).rows[0]) throw new DbForeignKeyError(check.label)
       continue
     }
-    const seen = new Set<string>()
+    const keys = new Map<string, unknown[]>()
     for (const getters of check.rows) {
       const key = getters.map((g) => g(vars, extra))
-      if (key.some((v) => v == null)) continue
-      const id = key.map(valueId).join('\u0000')
-      if (seen.has(id)) continue
-      seen.add(id)
-      if (!(await rt.db().exec(conn, check.stmt.text, run(check.stmt, vars, key))).rows[0]) throw new DbForeignKeyError(check.label)
+      if (!key.some((v) => v == null)) keys.set(key.map(valueId).join('\u0000'), key)
+    }
+    const { one, many } = check.lookup
+    if (many && keys.size > 1) {
+      // Every distinct key must find its row: a count below the keys' misses one (a key the engine's
+      // collation folds into another, `'A'` and `'a'`, is refused too: fails closed).
+      const values = [...keys.values()].map((k) => k[0])
+      for (let i = 0; i < values.length; i += KEYS_PER_LOOKUP) {
+        const chunk = values.slice(i, i + KEYS_PER_LOOKUP)
+        const s = many(chunk.length)
+        const found = Number((await rt.db().exec(conn, s.text, run(s, vars, chunk))).rows[0]?.['n'] ?? 0)
+        if (found < chunk.length) throw new DbForeignKeyError(check.label)
+      }
+      continue
+    }
+    for (const key of keys.values()) {
+      if (!(await rt.db().exec(conn, one.text, run(one, vars, key))).rows[0]) throw new DbForeignKeyError(check.label)
     }
   }
 }
