@@ -39,14 +39,24 @@ const migrations = {
   },
 }
 
-/** A TCP proxy on 127.0.0.1 to `port`: `close()` stops listening and cuts every connection; `open()` listens again on the same port. */
+/**
+ * A TCP proxy on 127.0.0.1 to `port`: `close()` stops listening and cuts every connection; `open()`
+ * listens again on the same port, forwarding, or with `'blackhole'` accepting connections and never
+ * answering (a server host gone from the network).
+ */
 async function tcpProxy(t: Test, port: number) {
   const sockets = new Set<Socket>()
   let server: Server | undefined
   let listenPort = 0
-  const open = () =>
+  const open = (mode: 'forward' | 'blackhole' = 'forward') =>
     new Promise<void>((resolve, reject) => {
       server = createServer((client) => {
+        if (mode === 'blackhole') {
+          sockets.add(client)
+          client.on('close', () => sockets.delete(client))
+          client.on('error', () => client.destroy())
+          return
+        }
         const upstream = connect(port, '127.0.0.1')
         for (const s of [client, upstream]) {
           sockets.add(s)
@@ -180,6 +190,16 @@ for (const dialect of ['postgres', 'mysql'] as Dialect[]) {
     const afterKill = await gw.gql(READ)
     t.ok(afterKill.body.data !== null || codes(afterKill.body)[0] === UNAVAILABLE, `a session ended by the server: ${JSON.stringify(afterKill.body)}`)
     t.ok(await eventually(async () => (await gw.gql(READ)).body.data !== null), 'then answers again')
+
+    // A server that accepts and never answers: MySQL's connect timeout (CONNECT_TIMEOUT_MS, 5 s),
+    // PostgreSQL's pool acquire timeout, ends the wait (not the OS's TCP timeout).
+    await proxy.close()
+    await proxy.open('blackhole')
+    // (A pooled connection cut by close() may answer "connection lost" first.)
+    let silent = await gw.gql(READ)
+    if (/connection lost/.test(silent.body.errors?.[0]?.message ?? '')) silent = await gw.gql(READ)
+    t.same(codes(silent.body), [UNAVAILABLE], `a server that never answers: ${JSON.stringify(silent.body)}`)
+    t.match(silent.body.errors?.[0]?.message ?? '', dialect === 'mysql' ? /connection timed out/ : /connection timed out|acquire timeout/)
   })
 }
 

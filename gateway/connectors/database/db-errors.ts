@@ -99,6 +99,9 @@ export function unavailableReason(err: unknown, dialect: Dialect): string | unde
     if (code === '57P01' || code === '57P02') return 'the server ended the connection'
     if (code === '57P03') return 'the server is starting up'
     if (code === '53300') return 'too many connections'
+    // pg's connectionTimeoutMillis: "timeout expired" before the socket connects, "Connection
+    // terminated due to connection timeout" during the handshake.
+    if (code === '' && /^timeout expired$|^Connection terminated due to connection timeout/.test(msg)) return 'connection timed out'
     if (code === '' && /^Connection terminated|^Client has encountered a connection error|^Connection ended/.test(msg)) return 'connection lost'
     return undefined
   }
