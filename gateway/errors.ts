@@ -92,6 +92,15 @@ export const DbTimeoutError = createError('TRB_ERR_DB_TIMEOUT', 'The database st
 export const DbRolledBackError = createError('TRB_ERR_DB_ROLLED_BACK', 'Not written: %s', 400) as Ctor
 /** A statement was cancelled because its client disconnected; no response is sent (the client is gone). */
 export const DbCancelledError = createError('TRB_ERR_DB_CANCELLED', 'The database statement was cancelled: the client went away', 499) as Ctor
+/**
+ * 503: the database of a source cannot be reached now (connection refused, reset or lost, server
+ * shutting down, too many connections, a SQLite file that cannot be opened or was removed, a lock
+ * held past the busy timeout); sent with `Retry-After: {@link DB_RETRY_AFTER_SECONDS}`.
+ * Arguments: the source's name, the reason (a fixed phrase, never the driver's message).
+ */
+export const DbUnavailableError = createError('TRB_ERR_DB_UNAVAILABLE', 'The database of source %s is unavailable: %s', 503) as Ctor
+/** The `Retry-After` (seconds) of an answer carrying `TRB_ERR_DB_UNAVAILABLE`. */
+export const DB_RETRY_AFTER_SECONDS = 5
 
 // ----- http -----
 /** No route at this method and path. */
@@ -125,7 +134,7 @@ export const errorCodes: readonly string[] = [
   OperationInvalidError, OperationNotFoundError, OperationMethodError, OperationVariablesError, BadRequestError,
   GraphQLRequestError, GraphQLMethodError, GraphQLLimitError, GraphQLValidationError, GraphQLFieldError, PersistedNotFoundError, PersistedOnlyError,
   UpstreamError, UpstreamTimeoutError, UpstreamUnavailableError, UpstreamTooLargeError,
-  DbUniqueError, DbForeignKeyError, DbNotNullError, DbCheckError, DbValueError, DbNotFoundError, DbInputError, DbRawError, DbTimeoutError, DbCancelledError, DbRolledBackError,
+  DbUniqueError, DbForeignKeyError, DbNotNullError, DbCheckError, DbValueError, DbNotFoundError, DbInputError, DbRawError, DbTimeoutError, DbCancelledError, DbRolledBackError, DbUnavailableError,
   RouteNotFoundError, OriginForbiddenError, MisdirectedError, MetricsDeniedError,
   AuthInvalidError, AuthRequiredError, AuthForbiddenError, RateLimitedError, CapacityError,
   InternalError,

@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto'
 import { GraphQLError, type ASTNode, type GraphQLFormattedError } from 'graphql'
 import type { FastifyBaseLogger, FastifyReply } from 'fastify'
-import { errorBody, isErrorCode, isTributaryError, recordErrorCode } from '../errors.js'
+import { DB_RETRY_AFTER_SECONDS, errorBody, isErrorCode, isTributaryError, recordErrorCode } from '../errors.js'
 import type { RunMode } from '../connectors/types.js'
 import { challengeOf } from './auth.js'
 import { publicUpstreamMessage, upstreamDetailsOf, type UpstreamDetails } from '../connectors/upstream-details.js'
@@ -31,6 +31,7 @@ const STATUS_BY_CODE: Readonly<Record<string, number>> = {
   TRB_ERR_UPSTREAM: 502,
   TRB_ERR_UPSTREAM_TIMEOUT: 504,
   TRB_ERR_DB_TIMEOUT: 504,
+  TRB_ERR_DB_UNAVAILABLE: 503,
   TRB_ERR_UPSTREAM_UNAVAILABLE: 503,
   TRB_ERR_UPSTREAM_TOO_LARGE: 502,
   TRB_ERR_INTERNAL: 500,
@@ -136,16 +137,40 @@ export function formatGraphQLErrors(errors: readonly GraphQLError[], options: Fo
   return { errors: formatted.map((f) => f.error), status }
 }
 
+/** `Retry-After` seconds of the codes a client should retry later. */
+const RETRY_AFTER_BY_CODE: Readonly<Record<string, number>> = { TRB_ERR_DB_UNAVAILABLE: DB_RETRY_AFTER_SECONDS }
+
 /**
- * When one of `errors` asks the client to come back later (its original error carries
- * `retryAfterSec`, e.g. `TRB_ERR_CAPACITY` from a full SQLite worker queue), sets `Retry-After`
- * (the largest, in seconds) on `reply` and returns 503; otherwise returns `status` unchanged.
+ * Sets `Retry-After` (RFC 9110 §10.2.3, seconds) when one of `codes` calls for it (the longest
+ * wins): a database that cannot be reached answers `TRB_ERR_DB_UNAVAILABLE` with it, on
+ * `/graphql` as on `/operations/*`.
+ */
+export function setRetryAfter(reply: FastifyReply, codes: Iterable<unknown>): void {
+  let seconds = 0
+  for (const code of codes) seconds = Math.max(seconds, typeof code === 'string' ? (RETRY_AFTER_BY_CODE[code] ?? 0) : 0)
+  // A longer wait already set (withRetryAfter, from an error's own retryAfterSec) is kept.
+  if (seconds > 0 && seconds > Number(reply.getHeader('retry-after') ?? 0)) reply.header('retry-after', String(seconds))
+}
+
+/** The codes of formatted errors, for {@link setRetryAfter}. */
+export function codesOf(errors: readonly GraphQLFormattedError[] | undefined): unknown[] {
+  return (errors ?? []).map((e) => e.extensions?.['code'])
+}
+
+/**
+ * For an answer in which nothing was answered (`data` null): when one of `errors` asks the client
+ * to come back later (its original error carries `retryAfterSec`, e.g. `TRB_ERR_CAPACITY` from a
+ * full SQLite worker queue, or its code is one of {@link RETRY_AFTER_BY_CODE}, e.g.
+ * `TRB_ERR_DB_UNAVAILABLE`), sets `Retry-After` (the largest, in seconds) on `reply` and returns
+ * 503; otherwise returns `status` unchanged.
  */
 export function withRetryAfter(reply: FastifyReply, errors: readonly GraphQLError[] | undefined, status: number): number {
   let after = 0
   for (const e of errors ?? []) {
-    const sec = (e.originalError as { retryAfterSec?: unknown } | undefined)?.retryAfterSec
-    if (typeof sec === 'number' && sec > after) after = sec
+    const original = e.originalError as { retryAfterSec?: unknown; code?: unknown } | undefined
+    const code = original?.code ?? e.extensions?.['code']
+    const sec = typeof original?.retryAfterSec === 'number' ? original.retryAfterSec : typeof code === 'string' ? (RETRY_AFTER_BY_CODE[code] ?? 0) : 0
+    if (sec > after) after = sec
   }
   if (after === 0) return status
   reply.header('retry-after', String(after))
@@ -160,6 +185,7 @@ export function withRetryAfter(reply: FastifyReply, errors: readonly GraphQLErro
 export function sendError(reply: FastifyReply, err: Error & { code: string; statusCode?: number }, status = err.statusCode ?? 500, extensions?: Record<string, unknown>) {
   const challenge = challengeOf(err.code)
   if (challenge !== undefined) reply.header('www-authenticate', challenge)
+  setRetryAfter(reply, [err.code])
   return reply
     .code(status)
     .header('cache-control', 'no-store')

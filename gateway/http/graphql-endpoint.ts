@@ -33,7 +33,7 @@ import { buildCostPlan, checkCost, checkDocumentLimits, checkVariablesDepth, typ
 import { filterCost } from './filter-cost.js'
 import { isJitSafe } from '../operations/jit-safety.js'
 import { compileDirectOperation, type DirectOperation } from '../operations/direct-plan.js'
-import { codedGraphQLError, formatGraphQLErrors, sendError, withRetryAfter } from './format-error.js'
+import { codedGraphQLError, codesOf, formatGraphQLErrors, sendError, setRetryAfter, withRetryAfter } from './format-error.js'
 import { AuthRequiredError, GraphQLMethodError, GraphQLRequestError, PersistedNotFoundError, PersistedOnlyError, RouteNotFoundError } from '../errors.js'
 import { refuseNonJsonBody } from './json-body.js'
 import { PLAYGROUND_ASSETS_PREFIX, playgroundContentSecurityPolicy, renderPlaygroundHtml } from './playground.js'
@@ -205,6 +205,7 @@ export function registerGraphQLEndpoint(
   }
 
   function send(reply: FastifyReply, status: number, mediaType: string, body: { data?: unknown; errors?: GraphQLFormattedError[] }) {
+    setRetryAfter(reply, codesOf(body.errors))
     return reply.code(status).type(`${mediaType}; charset=utf-8`).send(limitResponse(reply, JSON.stringify(body)))
   }
 
@@ -341,8 +342,10 @@ export function registerGraphQLEndpoint(
     const body: { data?: unknown; errors?: GraphQLFormattedError[] } = {}
     if (result.errors?.length) body.errors = formatGraphQLErrors(result.errors, { mode: gateway.config.mode, logger: request.log }).errors
     body.data = result.data
-    // Nothing answered because a source is at capacity: 503 with Retry-After, not a 200 to retry blindly.
-    return send(reply, result.data === null ? withRetryAfter(reply, result.errors, 200) : 200, mediaType, body)
+    // Nothing answered (data null, or every root field null) because a source is at capacity or
+    // unreachable: 503 with Retry-After, not a 200 to retry blindly.
+    const nothingAnswered = result.data == null || Object.values(result.data).every((v) => v === null)
+    return send(reply, nothingAnswered && result.errors?.length ? withRetryAfter(reply, result.errors, 200) : 200, mediaType, body)
   }
 
   wsScope.route({

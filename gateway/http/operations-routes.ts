@@ -9,7 +9,7 @@ import { limitResponse } from './response-limit.js'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { GraphQLError, type GraphQLFormattedError } from 'graphql'
 import type { CompiledOperation, Variables, VariablesError } from '../operations/compile.js'
-import { codedGraphQLError, formatGraphQLErrors, sendError, withRetryAfter } from './format-error.js'
+import { codedGraphQLError, codesOf, formatGraphQLErrors, sendError, setRetryAfter, withRetryAfter } from './format-error.js'
 import { identityOf } from './auth.js'
 import type { AuthInfo } from '../auth/jwt.js'
 import { authorize } from '../auth/directives.js'
@@ -32,7 +32,8 @@ declare module 'fastify' {
   }
 }
 
-function json(reply: FastifyReply, status: number, body: unknown) {
+function json(reply: FastifyReply, status: number, body: { errors?: GraphQLFormattedError[]; data?: unknown }) {
+  setRetryAfter(reply, codesOf(body.errors))
   return reply.code(status).header('cache-control', 'no-store').type('application/json; charset=utf-8').send(limitResponse(reply, JSON.stringify(body)))
 }
 

@@ -17,6 +17,12 @@
  * - MySQL: session `time_zone` is `+00:00`; the driver reads and writes DATETIME/TIMESTAMP as UTC
  *   (`timezone: 'Z'`); BIGINT and DECIMAL come back as strings (`bigNumberStrings`, `decimalNumbers: false`).
  *
+ * - MySQL: opening a connection (TCP and handshake) fails after {@link CONNECT_TIMEOUT_MS}, so a
+ *   server that does not answer at all (a host gone from the network) is reported as unavailable
+ *   within seconds. PostgreSQL waits for knex's pool acquire timeout instead: pg's
+ *   `connectionTimeoutMillis` (pg 8.23) made a request hang for good after the server ended the
+ *   pool's sessions (2 runs of 5 of test/attack-db-unavailable.test.ts).
+ *
  * Passwords never appear in errors or logs: messages use {@link ParsedDatabaseUrl.redacted}.
  */
 import fs from 'node:fs'
@@ -241,6 +247,9 @@ function serverConnection(parsed: Exclude<ParsedDatabaseUrl, { dialect: 'sqlite'
   }
 }
 
+/** Longest wait for a new MySQL connection to be ready (mysql2 `connectTimeout`, whose default is 10000), in milliseconds. */
+export const CONNECT_TIMEOUT_MS = 5000
+
 /** Pool bounds (default 0–10) and a statement run on every new connection (session time zone). */
 function sessionPool(pool: { min?: number; max?: number }, sessionSql: string): Knex.PoolConfig {
   return {
@@ -310,6 +319,7 @@ export function createKnex(url: string, options: CreateKnexOptions = {}): KnexCo
         connection: {
           ...serverConnection(parsed),
           charset: 'utf8mb4',
+          connectTimeout: CONNECT_TIMEOUT_MS,
           supportBigNumbers: true,
           bigNumberStrings: true,
           decimalNumbers: false,

@@ -10,10 +10,13 @@
  * 4025 (MariaDB check). Limits of one statement reached by client input become `TRB_ERR_DB_INPUT`:
  * SQLite "too many SQL variables" / "Expression tree is too large", PostgreSQL 22021 (NUL byte) and
  * 54001 (stack depth), MySQL 1390 (too many placeholders) and 1436 (thread stack overrun).
+ *
+ * {@link unavailableReason} tells a database that cannot be reached (`TRB_ERR_DB_UNAVAILABLE`, 503)
+ * from every other failure; compiler/db.ts applies it to every connection and statement.
  */
 import { DbCheckError, DbForeignKeyError, DbInputError, DbNotNullError, DbUniqueError, DbValueError, isTributaryError } from '../../errors.js'
 import type { Dialect } from './model.js'
-import type { Model, Registry } from './compiler/registry.js'
+import type { Model, Registry, Relation } from './compiler/registry.js'
 
 interface DriverError {
   code?: string | number
@@ -31,11 +34,96 @@ function fieldsOf(reg: Registry, table: string | undefined, columns: string[]): 
   return `${model.name} (${names.map((n) => `\`${n}\``).join(', ')})`
 }
 
+/** Socket errors of every driver: the server is not there, or went away. */
+const NETWORK: Record<string, string> = {
+  ECONNREFUSED: 'connection refused',
+  ECONNRESET: 'connection reset',
+  ECONNABORTED: 'connection aborted',
+  EPIPE: 'connection lost',
+  ETIMEDOUT: 'connection timed out',
+  EHOSTUNREACH: 'host unreachable',
+  ENETUNREACH: 'network unreachable',
+  ENOTFOUND: 'host not found',
+  EAI_AGAIN: 'host not found',
+}
+
+/** mysql2's own codes (and MySQL/MariaDB server errors) of a connection that is gone or refused. */
+const MYSQL: Record<string, string> = {
+  PROTOCOL_CONNECTION_LOST: 'connection lost',
+  PROTOCOL_ENQUEUE_AFTER_FATAL_ERROR: 'connection lost',
+  PROTOCOL_ENQUEUE_AFTER_QUIT: 'connection lost',
+  PROTOCOL_SEQUENCE_TIMEOUT: 'connection timed out',
+  ER_CON_COUNT_ERROR: 'too many connections',
+  ER_TOO_MANY_USER_CONNECTIONS: 'too many connections',
+  ER_SERVER_SHUTDOWN: 'the server is shutting down',
+  ER_CONNECTION_KILLED: 'connection killed',
+  CR_SERVER_GONE_ERROR: 'connection lost',
+  CR_SERVER_LOST: 'connection lost',
+}
+
+/**
+ * Why the database cannot be reached, when `err` says so; undefined for any other error (a
+ * constraint, a syntax error, bad credentials: those are not passing conditions).
+ *
+ * - Every engine: socket errors (`ECONNREFUSED`, `ECONNRESET`, `ETIMEDOUT`, `EPIPE`, unreachable or
+ *   unknown host) and knex's pool timeout (`KnexTimeoutError`: no connection within
+ *   `acquireConnectionTimeout`).
+ * - PostgreSQL (pg): SQLSTATE class 08 (connection exception), 57P01/57P02/57P03 (shutdown or
+ *   `pg_terminate_backend`, crash, starting up), 53300 (too many connections), and pg's own "Connection terminated…" /
+ *   "Client has encountered a connection error" for a connection that died.
+ * - MySQL/MariaDB (mysql2): `PROTOCOL_CONNECTION_LOST` and the other protocol codes of a closed
+ *   connection, `ER_CON_COUNT_ERROR` (1040), `ER_TOO_MANY_USER_CONNECTIONS` (1203),
+ *   `ER_SERVER_SHUTDOWN` (1053), `ER_CONNECTION_KILLED` (1927), client errors 2006/2013.
+ * - SQLite (better-sqlite3): `SQLITE_CANTOPEN*` (the file is missing or unreadable),
+ *   `SQLITE_IOERR*`, `SQLITE_NOTADB`, `SQLITE_READONLY_DBMOVED`, and `SQLITE_BUSY*`/`SQLITE_LOCKED*`
+ *   (another connection held the lock past `busy_timeout`, 5 s): retrying later can succeed.
+ * @returns a fixed phrase for clients (never the driver's message, which may name hosts or paths)
+ */
+export function unavailableReason(err: unknown, dialect: Dialect): string | undefined {
+  if (typeof err !== 'object' || err === null || isTributaryError(err)) return undefined
+  const e = err as DriverError & { name?: string }
+  const code = typeof e.code === 'string' ? e.code : ''
+  if (e.name === 'KnexTimeoutError') return 'no connection within the pool\'s acquire timeout'
+  if (NETWORK[code]) return NETWORK[code]
+  const msg = e.message ?? ''
+  if (dialect === 'sqlite') {
+    if (code.startsWith('SQLITE_CANTOPEN')) return 'the database file cannot be opened'
+    if (code.startsWith('SQLITE_IOERR')) return 'the database file cannot be read or written'
+    if (code === 'SQLITE_NOTADB' || code === 'SQLITE_READONLY_DBMOVED') return 'the database file was removed or replaced'
+    if (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED')) return 'the database is locked by another writer'
+    return undefined
+  }
+  if (dialect === 'postgres') {
+    if (code.startsWith('08')) return 'connection failure'
+    // 57P01 admin_shutdown: a server shutting down, or pg_terminate_backend; 57P02 crash_shutdown.
+    if (code === '57P01' || code === '57P02') return 'the server ended the connection'
+    if (code === '57P03') return 'the server is starting up'
+    if (code === '53300') return 'too many connections'
+    // pg's connectionTimeoutMillis: "timeout expired" before the socket connects, "Connection
+    // terminated due to connection timeout" during the handshake.
+    if (code === '' && /^timeout expired$|^Connection terminated due to connection timeout/.test(msg)) return 'connection timed out'
+    if (code === '' && /^Connection terminated|^Client has encountered a connection error|^Connection ended/.test(msg)) return 'connection lost'
+    return undefined
+  }
+  if (MYSQL[code]) return MYSQL[code]
+  if (e.errno === 1040 || e.errno === 1203) return 'too many connections'
+  if (e.errno === 1053) return 'the server is shutting down'
+  if (e.errno === 1927) return 'connection killed'
+  if (e.errno === 2006 || e.errno === 2013) return 'connection lost'
+  if (/^Can't add new command when connection is in closed state/.test(msg)) return 'connection lost'
+  return undefined
+}
+
+/** How a foreign-key error names a relation: `Comment.note (`noteId`)` (its model, field and key fields). */
+export function relationLabel(model: Model, rel: Relation): string {
+  return `${model.name}.${rel.name} (${rel.fromFields.map((f) => `\`${f}\``).join(', ')})`
+}
+
 function constraintLabel(reg: Registry, name: string): string {
   for (const m of reg.models.values()) {
     const uk = m.uniqueKeys.find((u) => u.constraint === name)
     if (uk) return `${m.name} (${uk.fields.map((f) => `\`${f}\``).join(', ')})`
-    for (const r of m.relations.values()) if (r.foreignKey === name && r.holdsKey) return `${m.name}.${r.name} (${r.fromFields.map((f) => `\`${f}\``).join(', ')})`
+    for (const r of m.relations.values()) if (r.foreignKey === name && r.holdsKey) return relationLabel(m, r)
   }
   return `constraint \`${name}\``
 }

@@ -204,7 +204,7 @@ export async function createDatabaseSource(options: DatabaseSourceOptions, ctx: 
   // in-memory database exists in this process only.
   const parsed = parseDatabaseUrl(options.url, ctx.cwd)
   const workers = parsed.dialect === 'sqlite' && parsed.filename !== ':memory:' ? new SqliteWorkers(parsed.filename, SQLITE_WORKER_PROCESSES, timeoutMs, options.sqliteWorkers) : undefined
-  const db = new Db(knex, dialect, { timeoutMs, sourceName: ctx.sourceName, ...(workers ? { sqliteWorkers: workers } : {}) })
+  const db = new Db(knex, dialect, { timeoutMs, sourceName: ctx.sourceName, ...(workers ? { sqliteWorkers: workers, sqliteFile: workers.filename } : {}) })
   // The pool gauge (tributary_db_pool_connections): tarn's counts, read when metrics are scraped.
   const unregisterPool = registerPool({
     kind: 'db',
@@ -315,6 +315,9 @@ export async function createDatabaseSource(options: DatabaseSourceOptions, ctx: 
     },
     async health(): Promise<SourceHealth> {
       const start = performance.now()
+      // A SQLite file removed or replaced under the gateway still answers on the connections open.
+      const fileProblem = db.fileProblem()
+      if (fileProblem) return { status: 'down', message: fileProblem }
       try {
         await knex.raw('select 1')
         return { status: 'up', latencyMs: Math.round((performance.now() - start) * 100) / 100 }

@@ -26,6 +26,7 @@ import {
   type NestedBudget,
   type UpdateRelationsPlan,
 } from './nested-writes.js'
+import { compileCreateKeyChecks, compileUpdateKeyChecks, keyTargets, runKeyChecks, type KeyChecks } from './key-checks.js'
 import { createPairs, identityOf, identitySelect, identityWhere, insertFrag, run, stmt, whereLabel, type Stmt } from './write-sql.js'
 import { bindAll, finishRows, makeCtx, type Runtime } from './resolvers.js'
 import type { WriteBody } from './request-transaction.js'
@@ -145,27 +146,29 @@ function requireUnfiltered(rt: Runtime, model: Model, vars: Vars, what: string):
 
 /**
  * The row-filtered models that the relation fields of a create or update `data` write to (nested
- * creates, connects, connectOrCreates, at any depth). Over-approximates: every key naming a
+ * creates, connects, connectOrCreates, at any depth), and those whose key a nested row's scalar
+ * field sets (key-checks.ts checks the root row's own keys). Over-approximates: every key naming a
  * relation counts.
  */
 function nestedModels(rt: Runtime, model: Model, data: ArgValue | undefined): string[] {
   if (rt.reg.rowFilters.size === 0) return []
   const out = new Set<string>()
-  const walk = (m: Model, v: ArgValue | undefined): void => {
-    if (Array.isArray(v)) for (const x of v) walk(m, x)
+  const walk = (m: Model, v: ArgValue | undefined, nested: boolean): void => {
+    if (Array.isArray(v)) for (const x of v) walk(m, x, nested)
     else if (isObj(v)) {
+      if (nested) for (const name of keyTargets(rt.reg, m, v)) out.add(name)
       for (const [k, x] of Object.entries(v)) {
         const rel = m.relations.get(k)
         const target = rel ? rt.reg.models.get(rel.target) : undefined
-        if (!target) walk(m, x)
+        if (!target) walk(m, x, nested)
         else {
           if (rt.reg.rowFilters.has(target.name)) out.add(target.name)
-          walk(target, x)
+          walk(target, x, true)
         }
       }
     }
   }
-  walk(model, data)
+  walk(model, data, false)
   return [...out]
 }
 
@@ -193,24 +196,28 @@ export function makeMutationResolvers(rt: Runtime, model: Model): Record<Mutatio
     nested: number
     /** Row-filtered models its nested writes reach (see {@link nestedModels}). */
     nestedModels: string[]
+    /** The root row's keys to row-filtered types (key-checks.ts). */
+    keys: KeyChecks
     back: ReadPlan | null
   }
   const compileCreate = (ctx: Ctx, info: GraphQLResolveInfo, data: ArgValue | undefined): CreatePlan => {
     const budget: NestedBudget = { rows: 0, max: rt.maxNestedWrites }
     const row = compileCreateRow(ctx, model, data, [], [], 0, budget)
-    return { row, nested: budget.rows, nestedModels: nestedModels(rt, model, data), back: model.identity.length ? readBack(ctx, model, info) : null }
+    const keys = compileCreateKeyChecks(ctx, model, [createPairs(model, data)])
+    return { row, nested: budget.rows, nestedModels: nestedModels(rt, model, data), keys, back: model.identity.length ? readBack(ctx, model, info) : null }
   }
   const runCreate = async (conn: unknown, plan: CreatePlan, vars: Vars): Promise<unknown> => {
     if (!plan.back) requireUnfiltered(rt, model, vars, 'a create of a row without a primary key')
+    await runKeyChecks(rt, conn, plan.keys, vars)
     const values = await runCreateRow(rt, conn, plan.row, vars, [])
     if (!plan.back) return null
     return readWritten(rt, model, conn, plan.back, vars, model.identity.map((n) => values[n]))
   }
 
   const createOne = new PlanCache<CreatePlan>()
-  const createMany = new PlanCache<{ plain: { s: Stmt; rows: number }[]; skipping: { s: Stmt; rows: number }[] | null; skip: Leaf | null }>()
+  const createMany = new PlanCache<{ plain: { s: Stmt; rows: number }[]; skipping: { s: Stmt; rows: number }[] | null; skip: Leaf | null; keys: KeyChecks }>()
   const updateOne = new PlanCache<{ find: Stmt; update: UpdatePlan; back: ReadPlan; label: string }>()
-  const updateMany = new PlanCache<Stmt>()
+  const updateMany = new PlanCache<{ update: Stmt; keys: KeyChecks }>()
   const upsertOne = new PlanCache<{ find: Stmt; update: UpdatePlan; create: CreatePlan; back: ReadPlan }>()
   const deleteOne = new PlanCache<{ read: ReadPlan; del: Stmt; label: string }>()
   const deleteMany = new PlanCache<Stmt>()
@@ -225,6 +232,8 @@ export function makeMutationResolvers(rt: Runtime, model: Model): Record<Mutatio
     nested: number
     /** Row-filtered models its nested writes reach (see {@link nestedModels}). */
     nestedModels: string[]
+    /** Keys to row-filtered types that `data` sets (key-checks.ts); `extra` = the row's identity. */
+    keys: KeyChecks
   }
   const compileUpdate = (ctx: Ctx, data: ArgValue | undefined): UpdatePlan => {
     const { frag, setsIdentity } = setFrag(ctx, model, data)
@@ -232,11 +241,13 @@ export function makeMutationResolvers(rt: Runtime, model: Model): Record<Mutatio
     const rel = compileUpdateRelations(ctx, model, data, budget)
     const sets = [frag, rel.set].filter((f): f is Frag => f !== null)
     const update = sets.length ? stmt(ctx, sql`UPDATE ${tableRef} SET ${join(sets, ', ')} WHERE ${andRowFilter(ctx, model, tableRef, identityWhere(ctx, model, tableRef))}`) : null
-    return { update, setsIdentity, rel, nested: budget.rows, nestedModels: nestedModels(rt, model, data) }
+    const keys = compileUpdateKeyChecks(ctx, model, data, (a) => identityWhere(ctx, model, a))
+    return { update, setsIdentity, rel, nested: budget.rows, nestedModels: nestedModels(rt, model, data), keys }
   }
   /** Updates the row whose identity is `id`; returns its identity after the update. */
   const runUpdate = async (conn: unknown, plan: UpdatePlan, vars: Vars, id: unknown[]): Promise<unknown[]> => {
     chargeNested(rt, vars, plan.nested)
+    await runKeyChecks(rt, conn, plan.keys, vars, id)
     const keys = await runUpdateToOnes(rt, conn, plan.rel, vars)
     if (plan.update) await rt.db().exec(conn, plan.update.text, run(plan.update, vars, [...id, ...keys]))
     const next = [...id]
@@ -263,8 +274,8 @@ export function makeMutationResolvers(rt: Runtime, model: Model): Record<Mutatio
         const groups = new Map<string, [ScalarField, Leaf | typeof NULL][][]>()
         const data = listOf(args['data'])
         if (data.length > ctx.reg.maxTake) throw new DbInputError(`${model.name}: createMany takes at most ${ctx.reg.maxTake} rows per call (maxTake); got ${data.length}`)
-        for (const row of data) {
-          const pairs = createPairs(model, row)
+        const rows = data.map((row) => createPairs(model, row))
+        for (const pairs of rows) {
           const key = pairs.map(([f]) => f.name).join(',')
           groups.set(key, [...(groups.get(key) ?? []), pairs])
         }
@@ -274,7 +285,7 @@ export function makeMutationResolvers(rt: Runtime, model: Model): Record<Mutatio
         // one row): each is a statement of its own.
         const batches = [...groups.values()].flatMap((rows) => (rows[0]!.length === 0 ? rows.map((r) => [r]) : [rows]))
         const compileRows = (skipDuplicates: boolean) => batches.map((rows) => ({ s: stmt(ctx, insertFrag(ctx, model, rows, { skipDuplicates })), rows: rows.length }))
-        return { plain: compileRows(false), skipping: model.insertsRedirected ? null : compileRows(true), skip }
+        return { plain: compileRows(false), skipping: model.insertsRedirected ? null : compileRows(true), skip, keys: compileCreateKeyChecks(ctx, model, rows) }
       })
       const vars = bindVars(rt, info, context)
       requireUnfiltered(rt, model, vars, 'createMany')
@@ -282,6 +293,7 @@ export function makeMutationResolvers(rt: Runtime, model: Model): Record<Mutatio
       if (skipDuplicates && !plan.skipping) {
         throw new DbInputError(`${model.name}: skipDuplicates is not available on a table whose inserts a rule or inheritance redirects (PostgreSQL refuses ON CONFLICT there)`)
       }
+      await runKeyChecks(rt, conn, plan.keys, vars)
       let count = 0
       const db = rt.db()
       for (const { s, rows } of skipDuplicates ? plan.skipping! : plan.plain) {
@@ -318,9 +330,12 @@ export function makeMutationResolvers(rt: Runtime, model: Model): Record<Mutatio
         const { frag } = setFrag(ctx, model, args['data'])
         const w = filteredWhere(ctx, model, tableRef, args['where'])
         const where = w ? sql` WHERE ${w}` : raw('')
-        return stmt(ctx, frag ? sql`UPDATE ${tableRef} SET ${frag}${where}` : sql`SELECT COUNT(*) AS n FROM ${tableRef}${where}`)
+        const keys = compileUpdateKeyChecks(ctx, model, args['data'], (a) => filteredWhere(ctx, model, a, args['where']))
+        return { update: stmt(ctx, frag ? sql`UPDATE ${tableRef} SET ${frag}${where}` : sql`SELECT COUNT(*) AS n FROM ${tableRef}${where}`), keys }
       })
-      const res = await rt.db().exec(conn, plan.text, run(plan, bindVars(rt, info, context)))
+      const vars = bindVars(rt, info, context)
+      await runKeyChecks(rt, conn, plan.keys, vars)
+      const res = await rt.db().exec(conn, plan.update.text, run(plan.update, vars))
       return { count: res.rows[0] && 'n' in res.rows[0] ? Number(res.rows[0]['n']) : res.affected }
     },
     upsertOne: async (conn, info, _args, context) => {

@@ -52,9 +52,15 @@ export interface SqliteExecResult {
 const WORKER_CODE = `
 'use strict'
 const Database = require(process.env.TRB_SQLITE_MODULE)
-const db = new Database(process.env.TRB_SQLITE_FILE, { fileMustExist: true })
-db.pragma('foreign_keys = ON')
-db.pragma('busy_timeout = 5000')
+let db
+try {
+  db = new Database(process.env.TRB_SQLITE_FILE, { fileMustExist: true })
+  db.pragma('foreign_keys = ON')
+  db.pragma('busy_timeout = 5000')
+} catch (err) {
+  // The file cannot be opened (SQLITE_CANTOPEN…): reported with its code, then the process ends.
+  process.send({ ready: false, error: { message: String(err && err.message), code: err && err.code } }, () => process.exit(1))
+}
 const caches = { values: new Map(), exec: new Map() }
 const buf = (v) => (v instanceof Uint8Array && !Buffer.isBuffer(v) ? Buffer.from(v.buffer, v.byteOffset, v.byteLength) : v)
 function statement(mode, sql) {
@@ -91,7 +97,7 @@ process.on('message', (m) => {
   process.send(reply)
 })
 process.on('disconnect', () => process.exit(0))
-process.send({ ready: true })
+if (db) process.send({ ready: true })
 `
 
 const sqliteModule = createRequire(import.meta.url).resolve('better-sqlite3')
@@ -132,6 +138,8 @@ class Worker {
     })
     this.bootTimer = setTimeout(() => this.kill(new Error('the SQLite worker process did not start within 10 s')), 10_000)
     this.child.on('message', (m: { ready?: boolean; id: number; ok: boolean; result?: unknown; error?: { message: string; code?: string } }) => {
+      // The database could not be opened: the statement waiting for this process fails with the driver's code.
+      if (m.ready === false) return this.die(Object.assign(new Error(m.error?.message ?? 'the SQLite worker cannot open the database'), { code: m.error?.code }))
       if (m.ready) {
         clearTimeout(this.bootTimer)
         this.ready = true

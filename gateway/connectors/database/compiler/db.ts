@@ -16,9 +16,17 @@
  *   (see `Db.idleSqliteConnection`). `sqlite::memory:` databases cannot be shared with another
  *   process: everything runs in the gateway process, without a time limit.
  * - No statement is ever retried here.
+ *
+ * A database that cannot be reached (db-errors.ts `unavailableReason`: connection refused or lost,
+ * pool timeout, server shutting down, a SQLite file that cannot be opened) fails the connection or
+ * statement with `TRB_ERR_DB_UNAVAILABLE` (503). A SQLite file removed or replaced under the running
+ * gateway does not fail the connections already open (they keep the old file), so the file's
+ * identity is checked at most once per {@link SQLITE_FILE_CHECK_MS} before a statement.
  */
+import { statSync } from 'node:fs'
 import type { Knex } from 'knex'
-import { DbCancelledError, DbTimeoutError, isTributaryError } from '../../../errors.js'
+import { DbCancelledError, DbTimeoutError, DbUnavailableError, isTributaryError } from '../../../errors.js'
+import { unavailableReason } from '../db-errors.js'
 import type { Dialect } from '../model.js'
 import { isHeldWorker, type CancelWatch, type SqliteExecResult, type SqliteWorkers } from '../sqlite-workers.js'
 import { startStatement } from '../../../observability/probes.js'
@@ -35,7 +43,12 @@ export interface DbOptions {
   sqliteWorkers?: SqliteWorkers
   /** The data source's name: the `source` label of `tributary_sql_duration_seconds` and of SQL spans. Default `db`. */
   sourceName?: string
+  /** SQLite files: the file's path, whose removal or replacement makes the source unavailable. */
+  sqliteFile?: string
 }
+
+/** How often (at most, in milliseconds) statements check that the SQLite file is still the one opened. */
+export const SQLITE_FILE_CHECK_MS = 1000
 
 /** Per-statement options. */
 export interface RunOptions {
@@ -208,33 +221,69 @@ export class Db {
     this.timeoutMs = options.timeoutMs ?? 10_000
     this.workers = options.sqliteWorkers
     this.sourceName = options.sourceName ?? 'db'
+    this.sqliteFile = options.sqliteFile ? { path: options.sqliteFile, id: undefined, checkedAt: 0 } : undefined
+  }
+
+  /** The SQLite file: the identity (`dev:ino`) first seen, and when it was last checked. */
+  private readonly sqliteFile: { path: string; id: string | undefined; checkedAt: number } | undefined
+
+  /** A driver or pool error as `TRB_ERR_DB_UNAVAILABLE` when the database cannot be reached; any other error unchanged. */
+  private readonly unavailable = (err: unknown): never => {
+    const why = unavailableReason(err, this.dialect)
+    throw why ? new DbUnavailableError(this.sourceName, why, { cause: err }) : err
+  }
+
+  /**
+   * SQLite files: why the file is not the one the connections opened (removed, or replaced by
+   * another file), else undefined; PostgreSQL and MySQL: always undefined. Stats the file.
+   */
+  fileProblem(): string | undefined {
+    const f = this.sqliteFile
+    if (!f) return undefined
+    const st = statSync(f.path, { throwIfNoEntry: false })
+    const id = st ? `${st.dev}:${st.ino}` : undefined
+    f.id ??= id
+    if (id === undefined || id !== f.id) return 'the database file was removed or replaced'
+    return undefined
+  }
+
+  /** {@link fileProblem} at most once per {@link SQLITE_FILE_CHECK_MS} (every time once it failed). @throws DbUnavailableError */
+  private checkFile(): void {
+    const f = this.sqliteFile
+    if (!f) return
+    const now = Date.now()
+    if (now - f.checkedAt < SQLITE_FILE_CHECK_MS) return
+    const problem = this.fileProblem()
+    if (problem) throw new DbUnavailableError(this.sourceName, problem)
+    f.checkedAt = now
   }
 
   /** Runs one statement timed (metrics, a span) when observability is on (observability/probes.ts). */
   private async timed<T>(sql: string, run: () => Promise<T>): Promise<T> {
+    this.checkFile()
     const end = startStatement(this.sourceName, this.dialect, sql)
-    if (!end) return run()
+    if (!end) return run().catch(this.unavailable)
     try {
       const result = await run()
       end()
       return result
     } catch (err) {
       end(err)
-      throw err
+      return this.unavailable(err)
     }
   }
 
   /** {@link timed} for a synchronous (better-sqlite3) statement. */
   private timedSync<T>(sql: string, run: () => T): T {
+    this.checkFile()
     const end = startStatement(this.sourceName, this.dialect, sql)
-    if (!end) return run()
     try {
       const result = run()
-      end()
+      end?.()
       return result
     } catch (err) {
-      end(err)
-      throw err
+      end?.(err)
+      return this.unavailable(err)
     }
   }
 
@@ -257,7 +306,7 @@ export class Db {
    * introspection at startup) have no time limit.
    */
   async acquire(): Promise<unknown> {
-    const conn = (await this.knex.client.acquireConnection()) as object
+    const conn = (await this.knex.client.acquireConnection().catch(this.unavailable)) as object
     if (this.dialect !== 'sqlite' && !this.sessionReady.has(conn)) {
       this.sessionReady.add(conn)
       try {
@@ -275,7 +324,7 @@ export class Db {
       } catch (err) {
         this.sessionReady.delete(conn)
         await this.release(conn)
-        throw err
+        return this.unavailable(err)
       }
     }
     return conn
