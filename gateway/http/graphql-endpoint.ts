@@ -174,7 +174,7 @@ export function registerGraphQLEndpoint(
         : {
             document: slimLocations(document),
             ...(extracted.rules.size ? { rules: extracted.rules } : {}),
-            jitSafe: document.definitions.every((d) => d.kind !== 'OperationDefinition' || isJitSafe(schema, d)),
+            jitSafe: document.definitions.every((d) => d.kind !== 'OperationDefinition' || isJitSafe(schema, document, d)),
           }
     } catch (err) {
       prepared = { errors: [err instanceof GraphQLError ? err : new GraphQLError((err as Error).message)] }
