@@ -11,17 +11,14 @@
  */
 import t, { type Test } from 'tap'
 import { createServer } from 'node:http'
-import { Writable } from 'node:stream'
 import { buildSubgraphSchema } from '@apollo/subgraph'
 import { graphql, parse } from 'graphql'
-import { pino } from 'pino'
 import { federation, resolveConfig, type RunMode } from '../gateway/config/index.js'
-import { createGateway } from '../gateway/runtime.js'
-import { buildApp } from '../gateway/http/app.js'
-import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, mkdirSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { run, upgrade } from './helpers/ws.js'
+import { serveLoggedGateway } from './helpers/logged-gateway.js'
 
 const LINK = 'extend schema @link(url: "https://specs.apollo.dev/federation/v2.3", import: ["@key"])'
 const TYPE_ERROR = 'Object.defineProperties called on non-object'
@@ -58,23 +55,7 @@ async function startGateway(t: Test, mode: RunMode) {
     operations: { dir: join(dir, 'operations') },
     generatedDir: join(dir, 'generated'),
   })
-  const logs: Record<string, unknown>[] = []
-  const stream = new Writable({
-    write(chunk: Buffer, _enc, done) {
-      for (const line of chunk.toString().split('\n').filter(Boolean)) logs.push(JSON.parse(line) as Record<string, unknown>)
-      done()
-    },
-  })
-  const logger = pino({ level: 'info' }, stream)
-  const gateway = await createGateway(config, { logger })
-  const app = await buildApp(gateway, { logger })
-  await app.listen({ host: '127.0.0.1', port: 0 })
-  t.teardown(async () => {
-    await app.close()
-    await gateway.close()
-    rmSync(dir, { recursive: true, force: true })
-  })
-  const base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`
+  const { url: base, logs } = await serveLoggedGateway(t, config, dir)
   return { base, logs }
 }
 
