@@ -15,7 +15,7 @@
 import t, { type Test } from 'tap'
 import { fork, type ChildProcess } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
-import { DEMO_BOMBS, fragmentBomb, type BombShape } from './helpers/fragment-bomb.js'
+import { DEMO_BOMBS, fragmentBomb, wideSpreads, type BombShape } from './helpers/fragment-bomb.js'
 import { upgrade } from './helpers/ws.js'
 import type WebSocket from 'ws'
 
@@ -171,6 +171,19 @@ t.test('fragment bombs are answered or refused in linear time', async (t) => {
       })
     }
   }
+
+  t.test('300 fragments spread side by side: refused before validation, which compares them pairwise', async (t) => {
+    const { result, ms } = await measured(gw.cpuMs, () => post(gw.url, wideSpreads(300)))
+    t.equal(result.status, 400)
+    t.equal(result.body.errors?.[0].extensions.code, 'TRB_ERR_GRAPHQL_LIMIT')
+    t.equal(result.body.errors?.[0].message, 'The document has 300 fragment spreads, more than the maximum of 100 (maxFragmentSpreads)')
+    t.ok(ms < MAX_CPU_MS, `${ms.toFixed(1)} ms of the gateway's CPU (< ${MAX_CPU_MS})`)
+    const ws = await measured(gw.cpuMs, () => overWebSocket(gw.url, wideSpreads(300, 'WideWs')))
+    t.equal(ws.result.errors?.[0].extensions.code, 'TRB_ERR_GRAPHQL_LIMIT', 'the same over WebSocket')
+    t.ok(ws.ms < MAX_CPU_MS, `${ws.ms.toFixed(1)} ms of the gateway's CPU over WebSocket (< ${MAX_CPU_MS})`)
+    const within = await post(gw.url, wideSpreads(100, 'Wide100'))
+    t.same(within.body, { data: { todo_findManyTodo: (await post(gw.url, '{ todo_findManyTodo { id title } }')).body.data!.todo_findManyTodo } }, '100 spreads are answered')
+  })
 
   t.test('/health/live answers while bombs are sent', async (t) => {
     const bombs = Array.from({ length: 6 }, (_, i) => post(gw.url, fragmentBomb(40, i % 2 ? DEMO_BOMBS.todo : DEMO_BOMBS.query, `Live${i}`)))

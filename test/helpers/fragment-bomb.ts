@@ -33,3 +33,13 @@ export const DEMO_BOMBS = {
   message: { on: 'Message', root: 'messages', leaf: 'id' },
   query: { on: 'Query', leaf: 'todo_findManyTodo { id }' },
 } satisfies Record<string, BombShape>
+
+/**
+ * A document of `spreads` fragments spread side by side in one selection set (`{ todo_findManyTodo {
+ * ...F0 ...F1 … } }`), each its own fragment: no copy, but graphql-js' OverlappingFieldsCanBeMergedRule
+ * compares them pairwise.
+ */
+export function wideSpreads(spreads: number, name = 'Wide'): string {
+  const names = Array.from({ length: spreads }, (_, i) => `F${i}`)
+  return `query ${name} { todo_findManyTodo { ${names.map((n) => `...${n}`).join(' ')} } }\n${names.map((n) => `fragment ${n} on todo_Todo { id title }`).join('\n')}`
+}
