@@ -29,7 +29,7 @@ import {
 } from 'graphql'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit'
-import { buildCostPlan, checkCost, checkDocumentLimits, checkFragmentSpreads, checkVariablesDepth, type CostPlan } from './limits.js'
+import { buildCostPlan, checkCost, checkDocumentLimits, checkFragmentLimits, checkVariablesDepth, type CostPlan } from './limits.js'
 import { isJitSafe } from '../operations/jit-safety.js'
 import { compileDirectOperation, type DirectOperation } from '../operations/direct-plan.js'
 import { codedGraphQLError, formatGraphQLErrors, sendError } from './format-error.js'
@@ -167,8 +167,8 @@ export function registerGraphQLEndpoint(
       const extracted = extractAuthDirectives(parse(query, { maxTokens: config.graphql.maxTokens }))
       const document = extracted.document
       // Before validation, which is quadratic in the fragment spreads (OverlappingFieldsCanBeMergedRule).
-      const tooManySpreads = checkFragmentSpreads(document, config.graphql.maxFragmentSpreads)
-      if (tooManySpreads) throw tooManySpreads
+      const fragmentLimit = checkFragmentLimits(document, config.graphql)
+      if (fragmentLimit) throw fragmentLimit
       const rules = config.graphql.introspection ? specifiedRules : [...specifiedRules, NoSchemaIntrospectionCustomRule]
       const errors = [...extracted.errors, ...validate(schema, document, rules, { maxErrors: 20 })]
       const limitErrors = errors.length ? [] : checkDocumentLimits(document, config.graphql)

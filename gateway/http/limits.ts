@@ -28,7 +28,7 @@ import {
   type ValidationRule,
 } from 'graphql'
 import { GraphQLLimitError } from '../errors.js'
-import { fragmentsInDependencyOrder } from '../operations/fragments.js'
+import { expandedSelections, fragmentsInDependencyOrder } from '../operations/fragments.js'
 import { codedGraphQLError } from './format-error.js'
 
 /** Default limit for the subtree of a root introspection field. */
@@ -133,14 +133,31 @@ export function createDocumentLimitsRule(limits: DocumentLimits): ValidationRule
 }
 
 /**
- * Counts the fragment spreads (`...Name`) written in a document, without recursion, and refuses
- * more than `max`: graphql-js' OverlappingFieldsCanBeMergedRule compares the fragments of a
- * selection set pairwise and follows spread chains, so its time grows with the square of the spreads
- * (300: about 90 ms; 100: about 10 ms). Run before validation. Spreads are counted as written:
- * each fragment's own cost is computed once (`fragmentsInDependencyOrder`).
- * @returns a `TRB_ERR_GRAPHQL_LIMIT` GraphQLError, or null when there are at most `max`
+ * The fragment limits, checked before validation, in time linear in the document's size:
+ * - `maxFragmentSpreads`: the spreads (`...Name`) written in the document. graphql-js'
+ *   OverlappingFieldsCanBeMergedRule compares the fragments of a selection set pairwise and follows
+ *   spread chains, so its time grows with the square of the spreads (300: about 90 ms; 100: about 10 ms).
+ * - `maxSelections`: the field selections of each operation with every spread counted as a copy of
+ *   its fragment (`expandedSelections`, computed once per fragment), which is what graphql-tools'
+ *   delegation (prepareGatewayDocument) and graphql-jit's compilation walk: a fragment that spreads
+ *   the next one twice, 22 levels deep, is 4 million selections in 1 KB.
+ * @returns a `TRB_ERR_GRAPHQL_LIMIT` GraphQLError naming the limit, or null when within both
  */
-export function checkFragmentSpreads(document: DocumentNode, max: number): GraphQLError | null {
+export function checkFragmentLimits(document: DocumentNode, limits: { maxFragmentSpreads: number; maxSelections: number }): GraphQLError | null {
+  const tooMany = checkFragmentSpreads(document, limits.maxFragmentSpreads)
+  if (tooMany) return tooMany
+  for (const d of document.definitions) {
+    if (d.kind !== Kind.OPERATION_DEFINITION) continue
+    const selections = expandedSelections(document, d)
+    if (selections > limits.maxSelections) {
+      const count = selections > Number.MAX_SAFE_INTEGER ? `more than ${Number.MAX_SAFE_INTEGER}` : String(selections)
+      return codedGraphQLError(new GraphQLLimitError(`Operation${d.name ? ` "${d.name.value}"` : ''} has ${count} selections once its fragments are expanded, more than the maximum of ${limits.maxSelections} (maxSelections)`), d)
+    }
+  }
+  return null
+}
+
+function checkFragmentSpreads(document: DocumentNode, max: number): GraphQLError | null {
   let spreads = 0
   const sets: SelectionSetNode[] = []
   for (const d of document.definitions) if (d.kind === Kind.OPERATION_DEFINITION || d.kind === Kind.FRAGMENT_DEFINITION) sets.push(d.selectionSet)
