@@ -15,8 +15,13 @@ import {
   isLeafType,
   isListType,
   isNonNullType,
+  isObjectType,
   isUnionType,
+  parse,
   print,
+  visit,
+  visitWithTypeInfo,
+  TypeInfo,
   type GraphQLArgument,
   type GraphQLEnumType,
   type GraphQLInputObjectType,
@@ -27,6 +32,7 @@ import {
   type GraphQLObjectType,
   type GraphQLOutputType,
   type GraphQLSchema,
+  type SelectionSetNode,
   type ValueNode,
 } from 'graphql'
 import type { JsonSchema } from '../gateway/operations/json-schema.js'
@@ -274,10 +280,73 @@ export function createDocumentFuzzer(schema: GraphQLSchema, random: Random, opti
     return document()
   }
 
+  const objectRoots = queries.filter((f) => isObjectType(getNamedType(f.type)) && !f.args.some((a) => isNonNullType(a.type)))
+  const queryType = schema.getQueryType()?.name ?? 'Query'
+
+  /**
+   * A random document rewritten with named fragments (what clients such as Relay send): selection
+   * sets become fragments on their type, spread once or twice, fragments spread fragments (nesting
+   * as deep as the selections), and the root selection sometimes a fragment on the root type.
+   */
+  function fragmented(): GraphQLRequestBody {
+    const base = document()
+    let ast
+    try {
+      ast = parse(base.query)
+    } catch {
+      return base
+    }
+    const definitions: string[] = []
+    const typeInfo = new TypeInfo(schema)
+    const rewritten = visit(
+      ast,
+      visitWithTypeInfo(typeInfo, {
+        SelectionSet: {
+          leave(node: SelectionSetNode) {
+            const type = typeInfo.getParentType()
+            if (!type || !random.chance(0.6)) return undefined
+            const name = `F${definitions.length}`
+            definitions.push(`fragment ${name} on ${type.name} ${print(node)}`)
+            const spread = { kind: Kind.FRAGMENT_SPREAD, name: { kind: Kind.NAME, value: name } } as const
+            return { ...node, selections: random.chance(0.3) ? [spread, spread] : [spread] }
+          },
+        },
+      }),
+    )
+    return { ...base, query: [print(rewritten), ...definitions].join('\n') }
+  }
+
+  /**
+   * A hostile fragment structure: the doubling bomb (each fragment spreads the next one twice, 2^levels
+   * copies) on an object type or on the root type, a cycle, a spread of an unknown fragment, or a
+   * fragment on a type its spread cannot be.
+   */
+  function fragmentAttack(): GraphQLRequestBody {
+    const kind = random.int(5)
+    const f = objectRoots.length ? random.pick(objectRoots) : undefined
+    if (kind <= 1 || !f) {
+      const levels = random.pick([8, 16, 22, 40, 300])
+      const onRoot = kind === 1 || !f
+      const on = onRoot ? queryType : getNamedType(f!.type).name
+      // The last fragment selects a leaf (free in the cost) or a costed object field.
+      const leaf = onRoot ? (f ? `${f.name} ${leafOf(f)}` : '__typename') : random.chance(0.5) ? '__typename' : leafOf(f!).slice(2, -2)
+      const fragments = Array.from({ length: levels }, (_, i) => `fragment T${i} on ${on} { ...T${i + 1} ...T${i + 1} }`)
+      fragments.push(`fragment T${levels} on ${on} { ${leaf} }`)
+      const root = onRoot ? '...T0' : `${f!.name} { ...T0 }`
+      return { query: `query Fuzz { ${root} }\n${fragments.join('\n')}`, operationName: 'Fuzz' }
+    }
+    const type = getNamedType(f.type).name
+    if (kind === 2) return { query: `query Fuzz { ${f.name} { ...C0 } }\nfragment C0 on ${type} { ...C1 __typename }\nfragment C1 on ${type} { ...C0 }`, operationName: 'Fuzz' }
+    if (kind === 3) return { query: `query Fuzz { ${f.name} { ...Missing } }`, operationName: 'Fuzz' }
+    return { query: `query Fuzz { ${f.name} { ...W } }\nfragment W on ${queryType} { __typename }`, operationName: 'Fuzz' }
+  }
+
   return {
     /** A random schema-valid document with edge-value arguments. */
     document,
     attack,
+    fragmented,
+    fragmentAttack,
     /** A random document with a random textual mutation, or with its variables swapped for wrong ones. */
     mutated(): GraphQLRequestBody {
       const base = document()

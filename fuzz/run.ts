@@ -60,7 +60,7 @@ export interface FuzzTarget {
 /** One broken invariant: what was sent and what came back. */
 export interface FuzzFinding {
   target: string
-  invariant: 'status' | 'internal' | 'stack' | 'sql' | 'unmasked' | 'network'
+  invariant: 'status' | 'internal' | 'stack' | 'sql' | 'unmasked' | 'network' | 'stall'
   request: string
   status: number
   body: string
@@ -74,6 +74,14 @@ export interface FuzzStats {
   /** Error codes seen, with counts. */
   codes: Record<string, number>
   findings: FuzzFinding[]
+  /**
+   * The gateway's longest event-loop delay during the run, in ms (its `/metrics`
+   * `nodejs_eventloop_lag_max_seconds`: prom-client's monitorEventLoopDelay, reset at each scrape,
+   * read every 250 ms); undefined when its metrics cannot be read.
+   */
+  maxEventLoopDelayMs?: number
+  /** Scrapes whose delay passed `stallMs` (see {@link fuzzTarget}). */
+  stalls: number
 }
 
 const STACK = /\n\s+at \S|\bat [\w.<>]+ \(\/|node:internal|\.(?:ts|js|mjs):\d+:\d+/
@@ -107,12 +115,23 @@ function codesOf(body: string): string[] {
   return [...body.matchAll(/"code":"([A-Z_]+)"/g)].map((m) => m[1])
 }
 
+/** The gateway's event-loop delay since its last `/metrics` scrape, in ms; undefined when unreadable. */
+async function eventLoopDelayMs(url: string): Promise<number | undefined> {
+  const res = await fetch(`${url}/metrics`, { signal: AbortSignal.timeout(30_000) }).catch(() => undefined)
+  if (!res?.ok) return undefined
+  const m = /^nodejs_eventloop_lag_max_seconds (\S+)/m.exec(await res.text())
+  return m ? Number(m[1]) * 1000 : undefined
+}
+
 /**
- * Sends `count` random requests to one target, `concurrency` at a time.
+ * Sends `count` random requests to one target, `concurrency` at a time, and meanwhile reads the
+ * gateway's event-loop delay from its `/metrics` every 250 ms. With `stallMs`, a delay past it is a
+ * finding (`stall`); meant for gateways in their own process (`npm run fuzz`): in-process targets
+ * share their event loop with the fuzzer and the test runner.
  * @returns the counts and every broken invariant.
  */
-export async function fuzzTarget(target: FuzzTarget, count: number, random: Random, options: { concurrency?: number; onProgress?: (done: number) => void } = {}): Promise<FuzzStats> {
-  const stats: FuzzStats = { requests: 0, statuses: {}, codes: {}, findings: [] }
+export async function fuzzTarget(target: FuzzTarget, count: number, random: Random, options: { concurrency?: number; onProgress?: (done: number) => void; stallMs?: number } = {}): Promise<FuzzStats> {
+  const stats: FuzzStats = { requests: 0, statuses: {}, codes: {}, findings: [], stalls: 0 }
   const { gateway, url, mode } = target
   const docs = createDocumentFuzzer(gateway.schema, random)
   const ops = [...gateway.operations.values()].filter((op) => !op.stored.internal && op.kind !== 'subscription')
@@ -137,7 +156,7 @@ export async function fuzzTarget(target: FuzzTarget, count: number, random: Rand
       const base = docs.document()
       body = { query: random.pick(persisted), variables: base.variables }
     } else {
-      body = roll < 0.77 ? docs.document() : roll < 0.8 ? docs.attack() : docs.mutated()
+      body = roll < 0.62 ? docs.document() : roll < 0.72 ? docs.fragmented() : roll < 0.77 ? docs.fragmentAttack() : roll < 0.8 ? docs.attack() : docs.mutated()
     }
     const text = JSON.stringify(body)
     if (random.chance(0.1) && !/^\s*mutation/.test(body.query)) {
@@ -174,7 +193,24 @@ export async function fuzzTarget(target: FuzzTarget, count: number, random: Rand
       options.onProgress?.(stats.requests)
     }
   }
+  let running = true
+  async function watchEventLoop() {
+    await eventLoopDelayMs(target.url) // resets the histogram: the delays before the run are not counted
+    while (running) {
+      await new Promise((r) => setTimeout(r, 250))
+      const ms = await eventLoopDelayMs(target.url)
+      if (ms === undefined) continue
+      stats.maxEventLoopDelayMs = Math.max(stats.maxEventLoopDelayMs ?? 0, ms)
+      if (options.stallMs !== undefined && ms > options.stallMs) {
+        stats.stalls++
+        stats.findings.push({ target: target.name, invariant: 'stall', request: `the event loop was blocked ${ms.toFixed(0)} ms (more than ${options.stallMs}) within the 250 ms before this scrape`, status: 0, body: '' })
+      }
+    }
+  }
+  const watcher = watchEventLoop()
   await Promise.all(Array.from({ length: options.concurrency ?? 4 }, worker))
+  running = false
+  await watcher
   return stats
 }
 
@@ -359,12 +395,16 @@ async function main(): Promise<void> {
     const settleMs = Number(process.env.FUZZ_SETTLE_MS ?? 60_000)
     const before = await settle(targets, settleMs, 'idle after the warm-up')
     const random = createRandom(seed)
-    const all: FuzzStats = { requests: 0, statuses: {}, codes: {}, findings: [] }
+    const all: FuzzStats = { requests: 0, statuses: {}, codes: {}, findings: [], stalls: 0 }
     const per = Math.ceil(count / targets.length)
+    // An event-loop delay past FUZZ_STALL_MS (default 200) in a gateway is a finding.
+    const stallMs = Number(process.env.FUZZ_STALL_MS ?? 200)
+    const delays: string[] = []
     const started = Date.now()
     for (const target of targets) {
       let last = 0
       const stats = await fuzzTarget(target, per, random, {
+        stallMs,
         onProgress: (done) => {
           if (done - last >= 250 || done === per) {
             last = done
@@ -373,7 +413,8 @@ async function main(): Promise<void> {
         },
       })
       const m = memoryOf(target.pid)
-      process.stdout.write(`  (gateway RSS ${(m.rssKb / 1024).toFixed(0)} MB, peak ${(m.hwmKb / 1024).toFixed(0)} MB)\n`)
+      process.stdout.write(`  (gateway RSS ${(m.rssKb / 1024).toFixed(0)} MB, peak ${(m.hwmKb / 1024).toFixed(0)} MB, longest event-loop delay ${stats.maxEventLoopDelayMs?.toFixed(0) ?? '?'} ms)\n`)
+      delays.push(`${target.name} ${stats.maxEventLoopDelayMs?.toFixed(0) ?? '?'} ms (${stats.stalls} over ${stallMs} ms)`)
       all.requests += stats.requests
       for (const [k, v] of Object.entries(stats.statuses)) all.statuses[Number(k)] = (all.statuses[Number(k)] ?? 0) + v
       for (const [k, v] of Object.entries(stats.codes)) all.codes[k] = (all.codes[k] ?? 0) + v
@@ -390,6 +431,7 @@ async function main(): Promise<void> {
     const after = await settle(targets, settleMaxMs, 'idle after the run', within)
     console.log(`[fuzz] ${all.requests} requests in ${seconds.toFixed(1)} s (${(all.requests / seconds).toFixed(0)}/s)`)
     console.log(`[fuzz] statuses: ${Object.entries(all.statuses).map(([k, v]) => `${k}×${v}`).join(' ')}`)
+    console.log(`[fuzz] longest event-loop delay: ${delays.join(', ')}`)
     console.log(`[fuzz] codes: ${Object.entries(all.codes).sort((a, b) => b[1] - a[1]).map(([k, v]) => `${k}×${v}`).join(' ')}`)
     for (const [i, target] of targets.entries()) {
       const [b, a] = [before[i]!, after[i]!]
@@ -410,7 +452,7 @@ async function main(): Promise<void> {
       for (const f of all.findings.slice(0, 10)) console.log(JSON.stringify({ ...f, request: f.request.slice(0, 300), body: f.body.slice(0, 300) }))
       console.log(`[fuzz] replay with: npm run fuzz -- --count ${count} --seed ${seed}`)
     } else {
-      console.log('[fuzz] OK: no 5xx but upstream 502/504, no TRB_ERR_INTERNAL, no stack trace, no SQL text')
+      console.log(`[fuzz] OK: no 5xx but upstream 502/504, no TRB_ERR_INTERNAL, no stack trace, no SQL text, no event-loop delay over ${stallMs} ms`)
     }
     if (!within(after)) {
       exitCode = 1

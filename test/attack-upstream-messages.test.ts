@@ -8,15 +8,12 @@
 import t, { type Test } from 'tap'
 import Fastify from 'fastify'
 import mercurius from 'mercurius'
-import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, mkdirSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { Writable } from 'node:stream'
-import { pino } from 'pino'
 import { resolveConfig, type RunMode } from '../gateway/config/index.js'
-import { createGateway } from '../gateway/runtime.js'
-import { buildApp } from '../gateway/http/app.js'
 import { run, upgrade } from './helpers/ws.js'
+import { serveLoggedGateway } from './helpers/logged-gateway.js'
 
 const SECRET = 'db timeout at 10.1.2.3:5432'
 const STACK = 'at Pool.connect (/srv/app/db.js:10:5)'
@@ -88,23 +85,7 @@ async function startGateway(t: Test, mode: RunMode) {
     operations: { dir: join(dir, 'operations') },
     generatedDir: join(dir, 'generated'),
   })
-  const logs: Record<string, unknown>[] = []
-  const stream = new Writable({
-    write(chunk: Buffer, _enc, done) {
-      for (const line of chunk.toString().split('\n').filter(Boolean)) logs.push(JSON.parse(line) as Record<string, unknown>)
-      done()
-    },
-  })
-  const logger = pino({ level: 'info' }, stream)
-  const gateway = await createGateway(config, { logger })
-  const app = await buildApp(gateway, { logger })
-  await app.listen({ host: '127.0.0.1', port: 0 })
-  t.teardown(async () => {
-    await app.close()
-    await gateway.close()
-    rmSync(dir, { recursive: true, force: true })
-  })
-  const url = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`
+  const { url, logs } = await serveLoggedGateway(t, config, dir)
   const post = async (query: string, headers: Record<string, string> = {}) => {
     const res = await fetch(`${url}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify({ query }) })
     const text = await res.text()

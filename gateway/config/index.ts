@@ -284,6 +284,18 @@ export interface TributaryConfigInput {
     maxDepth?: number
     /** Most aliases in one document. Default 30. */
     maxAliases?: number
+    /**
+     * Most fragment spreads (`...Name`) in one document, checked before validation: graphql-js'
+     * OverlappingFieldsCanBeMergedRule compares fragments pairwise (300 spreads: about 90 ms).
+     * Default 100.
+     */
+    maxFragmentSpreads?: number
+    /**
+     * Most field selections of one operation with every fragment spread counted as a copy of its
+     * fragment, checked before validation (graphql-tools' delegation and graphql-jit walk that many:
+     * a federation source spends about 30 ms on 4,000). Default 5000.
+     */
+    maxSelections?: number
     /** Most lexical tokens in one document (parser limit). Default 5000. */
     maxTokens?: number
     /** Largest cost of one operation, computed before it runs (README "Query cost"). Default 20000. */
@@ -461,6 +473,8 @@ export function resolveConfig(input: unknown, env: NodeJS.ProcessEnv = process.e
       playground: c.graphql?.playground ?? dev,
       maxDepth: c.graphql?.maxDepth ?? 12,
       maxAliases: c.graphql?.maxAliases ?? 30,
+      maxFragmentSpreads: c.graphql?.maxFragmentSpreads ?? 100,
+      maxSelections: c.graphql?.maxSelections ?? 5000,
       maxTokens: c.graphql?.maxTokens ?? 5000,
       maxCost: c.graphql?.maxCost ?? 20_000,
       defaultListSize: c.graphql?.defaultListSize ?? 10,

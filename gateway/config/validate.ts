@@ -261,6 +261,8 @@ const configSchema = {
         playground: { type: 'boolean' },
         maxDepth: { type: 'integer', minimum: 1 },
         maxAliases: { type: 'integer', minimum: 0 },
+        maxFragmentSpreads: { type: 'integer', minimum: 0 },
+        maxSelections: { type: 'integer', minimum: 1 },
         maxTokens: { type: 'integer', minimum: 1 },
         maxCost: { type: 'integer', minimum: 1 },
         defaultListSize: { type: 'integer', minimum: 0 },

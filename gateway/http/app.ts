@@ -193,6 +193,8 @@ export async function buildApp(gateway: Gateway, options: BuildAppOptions = {}):
     },
     maxDepth: config.graphql.maxDepth,
     maxAliases: config.graphql.maxAliases,
+    maxFragmentSpreads: config.graphql.maxFragmentSpreads,
+    maxSelections: config.graphql.maxSelections,
     maxTokens: config.graphql.maxTokens,
     maxInputDepth: config.graphql.maxInputDepth,
     maxCost: config.graphql.maxCost,

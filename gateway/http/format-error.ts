@@ -72,6 +72,41 @@ function firstOfAggregate(original: Error | undefined): Error | undefined {
 }
 
 /**
+ * The error a gateway-side failure hides behind GraphQL errors, or undefined. graphql-tools
+ * delegation wraps what a stitched schema executed in-process reported (the federation connector's
+ * supergraph, merged types, links) into new GraphQL errors whose `originalError` is the inner one
+ * (relocatedError), so a `TypeError` thrown inside the gateway arrives as a GraphQLError wrapping a
+ * GraphQLError wrapping the `TypeError`. Followed down the `originalError` chain: an error that is
+ * neither a GraphQLError nor one of gateway/errors.ts, reached without passing a level that carries
+ * a code of ours or an upstream's details (`extensions.upstream`, the upstream-message contract),
+ * is returned; a chain that ends in a GraphQLError (written by graphql-js, a resolver or an
+ * upstream) or a TributaryError gives undefined.
+ */
+function hiddenInternalError(err: GraphQLError): Error | undefined {
+  let current: Error | undefined = err
+  for (let level = 0; current instanceof GraphQLError && level < 32; level++) {
+    if (isErrorCode(current.extensions.code) || upstreamDetailsOf(current.extensions)) return undefined
+    current = firstOfAggregate(current.originalError ?? undefined)
+  }
+  return current && !(current instanceof GraphQLError) && !isTributaryError(current) ? current : undefined
+}
+
+/** Logs `original` with a new error id and returns the `TRB_ERR_INTERNAL` error a client gets instead. */
+function maskedError(original: Error, base: Pick<GraphQLFormattedError, 'locations' | 'path'>, options: FormatErrorOptions): FormattedErrorWithStatus {
+  const id = randomUUID()
+  options.logger.error({ err: original, errorId: id, path: base.path }, 'masked error')
+  recordErrorCode('TRB_ERR_INTERNAL')
+  return {
+    error: {
+      message: `Internal error (id ${id})`,
+      ...base,
+      extensions: { code: 'TRB_ERR_INTERNAL', errorId: id, ...(options.mode === 'development' ? { debug: original.message } : {}) },
+    },
+    status: 500,
+  }
+}
+
+/**
  * Formats one GraphQL error for a client (GraphQL spec §7.1.2: message, locations, path, extensions).
  * In production, field suggestions ("Did you mean ...?") are removed, and upstream-provided messages
  * are masked (see {@link formatUpstreamError}). `extensions.code` is always a code of
@@ -79,13 +114,18 @@ function firstOfAggregate(original: Error | undefined): Error | undefined {
  * carries one of ours; any other GraphQL error without one becomes `TRB_ERR_GRAPHQL_VALIDATION` when
  * it has no `path` (syntax, validation, variable coercion: raised before execution) and
  * `TRB_ERR_GRAPHQL_FIELD` when it has one (raised by a resolver); a foreign code it carried
- * (`BAD_USER_INPUT`, a remote API's code) moves to `extensions.originalCode`.
+ * (`BAD_USER_INPUT`, a remote API's code) moves to `extensions.originalCode`. An error that is none
+ * of these (a `TypeError` of the gateway's, also when graphql-tools wrapped it in GraphQL errors: see
+ * {@link hiddenInternalError}) is logged (msg `"masked error"`, with its `errorId`) and becomes
+ * `TRB_ERR_INTERNAL` with that id, its message shown only in development (`extensions.debug`).
  */
 export function formatGraphQLError(err: GraphQLError, options: FormatErrorOptions): FormattedErrorWithStatus {
   const original = firstOfAggregate(err.originalError)
   const base = { locations: err.locations, path: err.path }
   const strip = (m: string) => (options.mode === 'production' ? m.replace(SUGGESTION, '') : m)
   if (!original || original instanceof GraphQLError) {
+    const hidden = original && hiddenInternalError(err)
+    if (hidden) return maskedError(hidden, base, options)
     const source = (original as GraphQLError | undefined) ?? err
     const extensions: Record<string, unknown> = { ...source.extensions }
     const own = extensions.code
@@ -115,17 +155,7 @@ export function formatGraphQLError(err: GraphQLError, options: FormatErrorOption
       status: original.statusCode ?? 500,
     }
   }
-  const id = randomUUID()
-  options.logger.error({ err: original, errorId: id, path: err.path }, 'masked error')
-  recordErrorCode('TRB_ERR_INTERNAL')
-  return {
-    error: {
-      message: `Internal error (id ${id})`,
-      ...base,
-      extensions: { code: 'TRB_ERR_INTERNAL', errorId: id, ...(options.mode === 'development' ? { debug: original.message } : {}) },
-    },
-    status: 500,
-  }
+  return maskedError(original, base, options)
 }
 
 /** Formats a list of errors; `status` is the most severe one (5xx over 4xx; 504 over 502). */

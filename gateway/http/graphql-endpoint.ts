@@ -29,7 +29,7 @@ import {
 } from 'graphql'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit'
-import { buildCostPlan, checkCost, checkDocumentLimits, checkVariablesDepth, type CostPlan } from './limits.js'
+import { buildCostPlan, checkCost, checkDocumentLimits, checkFragmentLimits, checkVariablesDepth, type CostPlan } from './limits.js'
 import { filterCost } from './filter-cost.js'
 import { isJitSafe } from '../operations/jit-safety.js'
 import { compileDirectOperation, type DirectOperation } from '../operations/direct-plan.js'
@@ -167,6 +167,9 @@ export function registerGraphQLEndpoint(
       // The auth directives (gateway/auth/directives.ts) are not in the schema: read and removed first.
       const extracted = extractAuthDirectives(parse(query, { maxTokens: config.graphql.maxTokens }))
       const document = extracted.document
+      // Before validation, which is quadratic in the fragment spreads (OverlappingFieldsCanBeMergedRule).
+      const fragmentLimit = checkFragmentLimits(document, config.graphql)
+      if (fragmentLimit) throw fragmentLimit
       const rules = config.graphql.introspection ? specifiedRules : [...specifiedRules, NoSchemaIntrospectionCustomRule]
       const errors = [...extracted.errors, ...validate(schema, document, rules, { maxErrors: 20 })]
       const limitErrors = errors.length ? [] : checkDocumentLimits(document, config.graphql)
@@ -175,7 +178,7 @@ export function registerGraphQLEndpoint(
         : {
             document: slimLocations(document),
             ...(extracted.rules.size ? { rules: extracted.rules } : {}),
-            jitSafe: document.definitions.every((d) => d.kind !== 'OperationDefinition' || isJitSafe(schema, d)),
+            jitSafe: document.definitions.every((d) => d.kind !== 'OperationDefinition' || isJitSafe(schema, document, d)),
           }
     } catch (err) {
       prepared = { errors: [err instanceof GraphQLError ? err : new GraphQLError((err as Error).message)] }

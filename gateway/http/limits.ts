@@ -21,7 +21,6 @@ import {
   type GraphQLSchema,
   type ValueNode,
   type DocumentNode,
-  type FragmentDefinitionNode,
   type GraphQLError,
   type OperationDefinitionNode,
   type SelectionSetNode,
@@ -29,6 +28,7 @@ import {
   type ValidationRule,
 } from 'graphql'
 import { GraphQLLimitError } from '../errors.js'
+import { expandedSelections, fragmentsInDependencyOrder } from '../operations/fragments.js'
 import { codedGraphQLError } from './format-error.js'
 
 /** Default limit for the subtree of a root introspection field. */
@@ -46,58 +46,48 @@ export interface DocumentLimits {
   maxInputDepth?: number
 }
 
-function depths(operation: OperationDefinitionNode, fragments: Map<string, FragmentDefinitionNode>, memo: Map<string, number>) {
-  const visiting = new Set<string>()
+/**
+ * Depth of each operation (and of its root introspection fields), each fragment measured once, in
+ * dependency order: a spread counts its fragment's depth, read from the memo (0 for a fragment in a
+ * cycle, or unknown). Recursion follows only the nesting written in one definition, which the parser
+ * already went through.
+ */
+function depths(document: DocumentNode): Map<OperationDefinitionNode, { depth: number; introspection: number }> {
+  /** Plain depth of each fragment, and its depth split as at the root (fragments spread on the root type). */
+  const plain = new Map<string, number>()
+  const rooted = new Map<string, { depth: number; introspection: number }>()
   const depthOf = (set: SelectionSetNode): number => {
     let max = 0
     for (const sel of set.selections) {
-      let d = 0
-      if (sel.kind === Kind.FIELD) d = 1 + (sel.selectionSet ? depthOf(sel.selectionSet) : 0)
-      else if (sel.kind === Kind.INLINE_FRAGMENT) d = depthOf(sel.selectionSet)
-      else {
-        const name = sel.name.value
-        const cached = memo.get(name)
-        if (cached !== undefined) d = cached
-        else {
-          const frag = fragments.get(name)
-          if (frag && !visiting.has(name)) {
-            visiting.add(name)
-            d = depthOf(frag.selectionSet)
-            visiting.delete(name)
-            memo.set(name, d)
-          }
-        }
-      }
+      const d =
+        sel.kind === Kind.FIELD ? 1 + (sel.selectionSet ? depthOf(sel.selectionSet) : 0) : sel.kind === Kind.INLINE_FRAGMENT ? depthOf(sel.selectionSet) : (plain.get(sel.name.value) ?? 0)
       if (d > max) max = d
     }
     return max
   }
-  /** Depth of the root selection set, with root introspection fields set aside. */
-  const root = (set: SelectionSetNode, seen: Set<string>): { depth: number; introspection: number } => {
+  /** Depth of a root selection set, with root introspection fields set aside. */
+  const root = (set: SelectionSetNode): { depth: number; introspection: number } => {
     let depth = 0
     let introspection = 0
     for (const sel of set.selections) {
+      let r: { depth: number; introspection: number } | undefined
       if (sel.kind === Kind.FIELD) {
         const d = 1 + (sel.selectionSet ? depthOf(sel.selectionSet) : 0)
-        if (sel.name.value === '__schema' || sel.name.value === '__type') introspection = Math.max(introspection, d)
-        else depth = Math.max(depth, d)
-        continue
-      }
-      let inner: SelectionSetNode | undefined
-      if (sel.kind === Kind.INLINE_FRAGMENT) inner = sel.selectionSet
-      else if (!seen.has(sel.name.value)) {
-        seen.add(sel.name.value)
-        inner = fragments.get(sel.name.value)?.selectionSet
-      }
-      if (inner) {
-        const r = root(inner, seen)
-        depth = Math.max(depth, r.depth)
-        introspection = Math.max(introspection, r.introspection)
-      }
+        r = sel.name.value === '__schema' || sel.name.value === '__type' ? { depth: 0, introspection: d } : { depth: d, introspection: 0 }
+      } else r = sel.kind === Kind.INLINE_FRAGMENT ? root(sel.selectionSet) : rooted.get(sel.name.value)
+      if (!r) continue
+      depth = Math.max(depth, r.depth)
+      introspection = Math.max(introspection, r.introspection)
     }
     return { depth, introspection }
   }
-  return root(operation.selectionSet, new Set())
+  for (const frag of fragmentsInDependencyOrder(document)) {
+    plain.set(frag.name.value, depthOf(frag.selectionSet))
+    rooted.set(frag.name.value, root(frag.selectionSet))
+  }
+  const out = new Map<OperationDefinitionNode, { depth: number; introspection: number }>()
+  for (const d of document.definitions) if (d.kind === Kind.OPERATION_DEFINITION) out.set(d, root(d.selectionSet))
+  return out
 }
 
 /**
@@ -106,9 +96,7 @@ function depths(operation: OperationDefinitionNode, fragments: Map<string, Fragm
  */
 export function checkDocumentLimits(document: DocumentNode, limits: DocumentLimits): GraphQLError[] {
   const maxIntrospectionDepth = limits.maxIntrospectionDepth ?? DEFAULT_MAX_INTROSPECTION_DEPTH
-  const fragments = new Map<string, FragmentDefinitionNode>()
-  for (const d of document.definitions) if (d.kind === Kind.FRAGMENT_DEFINITION) fragments.set(d.name.value, d)
-  const memo = new Map<string, number>()
+  const operationDepths = depths(document)
   const errors: GraphQLError[] = []
   const fail = (message: string, node?: OperationDefinitionNode) => errors.push(codedGraphQLError(new GraphQLLimitError(message), node))
   let aliases = 0
@@ -122,7 +110,7 @@ export function checkDocumentLimits(document: DocumentNode, limits: DocumentLimi
     if (d.kind === Kind.FRAGMENT_DEFINITION) countAliases(d.selectionSet)
     if (d.kind !== Kind.OPERATION_DEFINITION) continue
     countAliases(d.selectionSet)
-    const { depth, introspection } = depths(d, fragments, memo)
+    const { depth, introspection } = operationDepths.get(d)!
     const name = d.name ? ` "${d.name.value}"` : ''
     if (depth > limits.maxDepth) fail(`Operation${name} has depth ${depth}, more than the maximum of ${limits.maxDepth}`, d)
     else if (introspection > maxIntrospectionDepth) fail(`Operation${name} has introspection depth ${introspection}, more than the maximum of ${maxIntrospectionDepth}`, d)
@@ -142,6 +130,44 @@ export function createDocumentLimitsRule(limits: DocumentLimits): ValidationRule
       for (const err of checkDocumentLimits(node, limits)) context.reportError(err)
     },
   })
+}
+
+/**
+ * The fragment limits, checked before validation, in time linear in the document's size:
+ * - `maxFragmentSpreads`: the spreads (`...Name`) written in the document. graphql-js'
+ *   OverlappingFieldsCanBeMergedRule compares the fragments of a selection set pairwise and follows
+ *   spread chains, so its time grows with the square of the spreads (300: about 90 ms; 100: about 10 ms).
+ * - `maxSelections`: the field selections of each operation with every spread counted as a copy of
+ *   its fragment (`expandedSelections`, computed once per fragment), which is what graphql-tools'
+ *   delegation (prepareGatewayDocument) and graphql-jit's compilation walk: a fragment that spreads
+ *   the next one twice, 22 levels deep, is 4 million selections in 1 KB.
+ * @returns a `TRB_ERR_GRAPHQL_LIMIT` GraphQLError naming the limit, or null when within both
+ */
+export function checkFragmentLimits(document: DocumentNode, limits: { maxFragmentSpreads: number; maxSelections: number }): GraphQLError | null {
+  const tooMany = checkFragmentSpreads(document, limits.maxFragmentSpreads)
+  if (tooMany) return tooMany
+  for (const d of document.definitions) {
+    if (d.kind !== Kind.OPERATION_DEFINITION) continue
+    const selections = expandedSelections(document, d)
+    if (selections > limits.maxSelections) {
+      const count = selections > Number.MAX_SAFE_INTEGER ? `more than ${Number.MAX_SAFE_INTEGER}` : String(selections)
+      return codedGraphQLError(new GraphQLLimitError(`Operation${d.name ? ` "${d.name.value}"` : ''} has ${count} selections once its fragments are expanded, more than the maximum of ${limits.maxSelections} (maxSelections)`), d)
+    }
+  }
+  return null
+}
+
+function checkFragmentSpreads(document: DocumentNode, max: number): GraphQLError | null {
+  let spreads = 0
+  const sets: SelectionSetNode[] = []
+  for (const d of document.definitions) if (d.kind === Kind.OPERATION_DEFINITION || d.kind === Kind.FRAGMENT_DEFINITION) sets.push(d.selectionSet)
+  while (sets.length) {
+    for (const sel of sets.pop()!.selections) {
+      if (sel.kind === Kind.FRAGMENT_SPREAD) spreads++
+      else if (sel.selectionSet) sets.push(sel.selectionSet)
+    }
+  }
+  return spreads > max ? codedGraphQLError(new GraphQLLimitError(`The document has ${spreads} fragment spreads, more than the maximum of ${max} (maxFragmentSpreads)`)) : null
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -208,8 +234,11 @@ interface CostNode {
   size: number | string | null
   /** True for list fields (their size multiplies), false for single objects (size 1). */
   list: boolean
-  children: CostNode[]
+  children: CostItem[]
 }
+
+/** A field, or a fragment spread: a reference to the fragment's shared items, never a copy of them. */
+type CostItem = CostNode | { fragment: string }
 
 /** The cost of one operation: constant, or computed from the variables that feed `take`. */
 export interface CostPlan {
@@ -224,30 +253,30 @@ export interface CostPlan {
  * limit). Every field with a sub-selection costs 1 per object it returns, plus the cost of its
  * sub-selection per object; leaf fields cost nothing. A list field returns as many objects as its
  * `take` argument (absolute value; a literal, or the variable's value at request time, or its
- * default), else `listSize`. Fragments count where they are spread; root fields and aliases add up.
+ * default), else `listSize`. Fragments count where they are spread, each spread its fragment's
+ * whole cost (spreading one twice counts twice); root fields and aliases add up.
+ *
+ * Linear in the document's size: each fragment's items are built once and shared by its spreads,
+ * and each computation of the cost computes each fragment's cost once, in dependency order
+ * (`fragmentsInDependencyOrder`), so a fragment that spreads the next one twice, 40 levels
+ * deep, costs 2^40 times its last one's cost without being expanded. A fragment in a cycle counts 0
+ * where it closes the cycle (NoFragmentCyclesRule reports it).
  */
 export function buildCostPlan(schema: GraphQLSchema, document: DocumentNode, operation: OperationDefinitionNode, listSize: number): CostPlan {
-  const fragments = new Map<string, FragmentDefinitionNode>()
-  for (const d of document.definitions) if (d.kind === Kind.FRAGMENT_DEFINITION) fragments.set(d.name.value, d)
   const defaults = new Map<string, number>()
   for (const v of operation.variableDefinitions ?? []) {
     if (v.defaultValue?.kind === Kind.INT) defaults.set(v.variable.name.value, Math.abs(Number(v.defaultValue.value)))
   }
   let dynamic = false
-  const nodesOf = (set: SelectionSetNode, type: GraphQLNamedType | undefined, visiting: Set<string>): CostNode[] => {
-    const out: CostNode[] = []
+  const itemsOf = (set: SelectionSetNode, type: GraphQLNamedType | undefined, out: CostItem[]): CostItem[] => {
     for (const sel of set.selections) {
       if (sel.kind === Kind.INLINE_FRAGMENT) {
         const t = sel.typeCondition ? schema.getType(sel.typeCondition.name.value) : type
-        out.push(...nodesOf(sel.selectionSet, t ?? undefined, visiting))
+        itemsOf(sel.selectionSet, t ?? undefined, out)
         continue
       }
       if (sel.kind === Kind.FRAGMENT_SPREAD) {
-        const frag = fragments.get(sel.name.value)
-        if (!frag || visiting.has(sel.name.value)) continue
-        visiting.add(sel.name.value)
-        out.push(...nodesOf(frag.selectionSet, schema.getType(frag.typeCondition.name.value) ?? undefined, visiting))
-        visiting.delete(sel.name.value)
+        out.push({ fragment: sel.name.value })
         continue
       }
       if (!sel.selectionSet) continue
@@ -260,28 +289,38 @@ export function buildCostPlan(schema: GraphQLSchema, document: DocumentNode, ope
         size = take.value.name.value
         dynamic = true
       }
-      out.push({ size, list, children: nodesOf(sel.selectionSet, field ? getNamedType(field.type) : undefined, visiting) })
+      out.push({ size, list, children: itemsOf(sel.selectionSet, field ? getNamedType(field.type) : undefined, []) })
     }
     return out
   }
-  const root = nodesOf(operation.selectionSet, schema.getRootType(operation.operation) ?? undefined, new Set())
-  const evaluate = (nodes: CostNode[], vars: Record<string, unknown> | null | undefined): number => {
-    let total = 0
-    for (const n of nodes) {
-      let size = 1
-      if (n.list) {
-        if (typeof n.size === 'number') size = n.size
-        else if (typeof n.size === 'string') {
-          const v = vars?.[n.size]
-          size = typeof v === 'number' ? Math.abs(v) : (defaults.get(n.size) ?? listSize)
-        } else size = listSize
+  const fragments = fragmentsInDependencyOrder(document).map((frag) => ({ name: frag.name.value, items: itemsOf(frag.selectionSet, schema.getType(frag.typeCondition.name.value) ?? undefined, []) }))
+  const root = itemsOf(operation.selectionSet, schema.getRootType(operation.operation) ?? undefined, [])
+  const evaluate = (vars: Record<string, unknown> | null | undefined): number => {
+    const fragmentCost = new Map<string, number>()
+    const sum = (items: CostItem[]): number => {
+      let total = 0
+      for (const n of items) {
+        if ('fragment' in n) {
+          total += fragmentCost.get(n.fragment) ?? 0
+          continue
+        }
+        let size = 1
+        if (n.list) {
+          if (typeof n.size === 'number') size = n.size
+          else if (typeof n.size === 'string') {
+            const v = vars?.[n.size]
+            size = typeof v === 'number' ? Math.abs(v) : (defaults.get(n.size) ?? listSize)
+          } else size = listSize
+        }
+        total += size * (1 + sum(n.children))
       }
-      total += size * (1 + evaluate(n.children, vars))
+      return total
     }
-    return total
+    for (const f of fragments) fragmentCost.set(f.name, sum(f.items))
+    return sum(root)
   }
-  const constant = dynamic ? undefined : evaluate(root, undefined)
-  return { constant, cost: (vars) => constant ?? evaluate(root, vars) }
+  const constant = dynamic ? undefined : evaluate(undefined)
+  return { constant, cost: (vars) => constant ?? evaluate(vars) }
 }
 
 /**
@@ -289,5 +328,5 @@ export function buildCostPlan(schema: GraphQLSchema, document: DocumentNode, ope
  * @returns a `TRB_ERR_GRAPHQL_LIMIT` GraphQLError naming both, or null
  */
 export function checkCost(cost: number, maxCost: number): GraphQLError | null {
-  return cost > maxCost ? codedGraphQLError(new GraphQLLimitError(`The operation costs ${cost}, more than the maximum of ${maxCost} (maxCost); ask for fewer or smaller lists (take)`)) : null
+  return cost > maxCost ? codedGraphQLError(new GraphQLLimitError(`The operation costs ${cost > Number.MAX_SAFE_INTEGER ? `more than ${Number.MAX_SAFE_INTEGER}` : cost}, more than the maximum of ${maxCost} (maxCost); ask for fewer or smaller lists (take)`)) : null
 }

@@ -46,7 +46,7 @@ import {
 } from 'graphql'
 import { CloseCode, GRAPHQL_TRANSPORT_WS_PROTOCOL, makeServer, type Context, type SubscribePayload } from 'graphql-ws'
 import { GraphQLLimitError, InternalError, isTributaryError } from '../errors.js'
-import { DEFAULT_MAX_INTROSPECTION_DEPTH, buildCostPlan, checkCost, checkVariablesDepth, createDocumentLimitsRule } from './limits.js'
+import { DEFAULT_MAX_INTROSPECTION_DEPTH, buildCostPlan, checkCost, checkFragmentLimits, checkVariablesDepth, createDocumentLimitsRule } from './limits.js'
 import { filterCost } from './filter-cost.js'
 import { codedGraphQLError } from './format-error.js'
 import { extractAuthDirectives, type OperationAuthRules } from '../auth/directives.js'
@@ -107,6 +107,10 @@ export interface SubscriptionHandlerOptions {
   maxDepth?: number
   /** Most aliases in one document. Default: unlimited. */
   maxAliases?: number
+  /** Most fragment spreads in one document, checked before validation (see limits.ts `checkFragmentLimits`). Default: unlimited. */
+  maxFragmentSpreads?: number
+  /** Most selections of an operation, its fragments expanded, checked before validation (see limits.ts `checkFragmentLimits`). Default: unlimited. */
+  maxSelections?: number
   /** Maximum lexical tokens of a document, enforced by the parser. Default 15000 (Apollo Router's limit). */
   maxTokens?: number
   /**
@@ -312,6 +316,8 @@ export function createSubscriptionHandler(options: SubscriptionHandlerOptions): 
       } catch (err) {
         return [toGraphQLError(err)]
       }
+      const fragmentLimit = checkFragmentLimits(document, { maxFragmentSpreads: options.maxFragmentSpreads ?? Infinity, maxSelections: options.maxSelections ?? Infinity })
+      if (fragmentLimit) return [fragmentLimit]
       const errors = [...directiveErrors, ...validate(schema, document, rules)]
       if (errors.length > 0) return errors
       const operation = getOperationAST(document, payload.operationName)

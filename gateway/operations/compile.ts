@@ -236,7 +236,7 @@ export function compileOperation(stored: StoredOperation, schema: GraphQLSchema,
   // graphql-jit when it can compile the operation; graphql-js (no parsing or validation either) when not.
   let run: { query(vars: Variables, ctx: unknown): Promise<ExecutionResult> | ExecutionResult; subscribe(vars: Variables, ctx: unknown): Promise<AsyncIterableIterator<ExecutionResult> | ExecutionResult> }
   const operationName = stored.operation.name!.value
-  if (isJitSafe(schema, stored.operation)) {
+  if (isJitSafe(schema, stored.document, stored.operation)) {
     const compiled = compileQuery(schema, stored.document, operationName, { disablingCapturingStackErrors: true })
     if (!isCompiledQuery(compiled)) {
       throw new OperationInvalidError(`${stored.file}: ${compiled.errors?.map((e) => e.message).join('; ')}`)

@@ -287,6 +287,9 @@ function innerOutput(type: GraphQLOutputType, selectionSet: SelectionSetNode | u
 function selectionSchema(parent: GraphQLCompositeType, selectionSet: SelectionSetNode, walk: Walk): JsonSchema {
   const properties: Record<string, JsonSchema> = {}
   const required = new Set<string>()
+  // Each fragment is visited once per selection set (twice when first reached only conditionally),
+  // however often it is spread: a fragment that spreads the next one twice is not expanded.
+  const visited = new Map<string, boolean>()
   const visit = (typeCondition: GraphQLCompositeType, set: SelectionSetNode, conditional: boolean) => {
     for (const sel of set.selections) {
       if (sel.kind === Kind.FIELD) {
@@ -308,7 +311,13 @@ function selectionSchema(parent: GraphQLCompositeType, selectionSet: SelectionSe
         if (!set2) continue
         const cond = (condName ? walk.schema.getType(condName) : typeCondition) as GraphQLCompositeType
         const skippable = (sel.directives ?? []).some((d) => d.name.value === 'skip' || d.name.value === 'include')
-        visit(cond, set2, conditional || skippable || cond.name !== parent.name)
+        const conditionally = conditional || skippable || cond.name !== parent.name
+        if (sel.kind === Kind.FRAGMENT_SPREAD) {
+          const before = visited.get(sel.name.value)
+          if (before !== undefined && (before === false || conditionally)) continue
+          visited.set(sel.name.value, conditionally)
+        }
+        visit(cond, set2, conditionally)
       }
     }
   }

@@ -72,7 +72,7 @@ export async function run(schema: GraphQLSchema, mode: ExecMode, source: string,
   if (compiled === undefined) {
     // graphql-jit 0.8 cannot compile variables of recursive input types (a whole `where: $w`): the
     // gateway runs those with graphql-js (gateway/operations/jit-safety.ts); so does this helper.
-    const safe = document.definitions.every((d) => d.kind !== Kind.OPERATION_DEFINITION || isJitSafe(schema, d))
+    const safe = document.definitions.every((d) => d.kind !== Kind.OPERATION_DEFINITION || isJitSafe(schema, document, d))
     const c = safe ? compileQuery(schema, document) : null
     compiled = c && isCompiledQuery(c) ? c : null
     bySchema.set(source, compiled)

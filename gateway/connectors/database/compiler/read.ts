@@ -528,7 +528,11 @@ export function collectFields(ctx: Ctx, type: GraphQLObjectType, nodes: readonly
     if (t === type) return true
     return model !== undefined && modelOfType(ctx.reg, t) === model
   }
-  const visit = (set: SelectionSetNode | undefined, seen: Set<string>): void => {
+  // A fragment is collected once per call, however often it is spread (graphql-js' CollectFields,
+  // spec §6.3.2 visitedFragments): spreading the same fragment twice adds nothing, and a fragment
+  // that spreads the next one twice, 30 levels deep, is not expanded 2^30 times.
+  const seen = new Set<string>()
+  const visit = (set: SelectionSetNode | undefined): void => {
     if (!set) return
     for (const sel of set.selections) {
       if (skipped(sel.directives)) continue
@@ -538,15 +542,16 @@ export function collectFields(ctx: Ctx, type: GraphQLObjectType, nodes: readonly
         if (list) list.push(sel)
         else out.set(key, [sel])
       } else if (sel.kind === Kind.INLINE_FRAGMENT) {
-        if (applies(sel.typeCondition?.name.value)) visit(sel.selectionSet, seen)
+        if (applies(sel.typeCondition?.name.value)) visit(sel.selectionSet)
       } else {
         const frag = ctx.fragments[sel.name.value]
         if (!frag || seen.has(sel.name.value)) continue
-        if (applies(frag.typeCondition.name.value)) visit(frag.selectionSet, new Set([...seen, sel.name.value]))
+        seen.add(sel.name.value)
+        if (applies(frag.typeCondition.name.value)) visit(frag.selectionSet)
       }
     }
   }
-  for (const n of nodes) visit(n.selectionSet, new Set())
+  for (const n of nodes) visit(n.selectionSet)
   return out
 }
 
