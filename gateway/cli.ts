@@ -11,7 +11,7 @@
  * - `init`: scaffolds a project (gateway/scaffold.ts).
  *
  * The config is `--config <file>`, else `TRIBUTARY_CONFIG`, else `./tributary.config.ts` (`.js`,
- * `.mjs`), else `./config.ts`; `--database <url>` serves one database with no config file at all.
+ * `.mjs`, `.cjs`), else `./config.ts`; `--database <url>` serves one database with no config file at all.
  * Paths (`operations/`, `generated/`) are relative to the working directory.
  */
 import cluster from 'node:cluster'
@@ -232,7 +232,7 @@ Commands:
   init        scaffold tributary.config.ts, operations/, a .gitignore entry and package.json scripts
 
 Options:
-  --config <file>       the config file (default: TRIBUTARY_CONFIG, ./tributary.config.ts|.js|.mjs, ./config.ts)
+  --config <file>       the config file (default: TRIBUTARY_CONFIG, ./tributary.config.ts|.js|.mjs|.cjs, ./config.ts)
   --database <url>      serve this database with no config file (sqlite:./app.db, postgres://..., mysql://...);
                         with init: the example operation reads a table of it
   --namespace <name>    the namespace of the --database source (default: from the database name)
