@@ -23,6 +23,7 @@ import { pino, type Logger } from 'pino'
 import { configPathFrom, loadConfigFile, projectRoot } from './config/load.js'
 import { database, resolveConfig, type TributaryConfig } from './config/index.js'
 import { namespaceFromUrl, scaffold } from './scaffold.js'
+import { checkDatabase } from './database-check.js'
 import { createGateway, type Gateway } from './runtime.js'
 import { writeGenerated } from './codegen/index.js'
 import { buildApp } from './http/app.js'
@@ -234,7 +235,10 @@ Commands:
 Options:
   --config <file>       the config file (default: TRIBUTARY_CONFIG, ./tributary.config.ts|.js|.mjs|.cjs, ./config.ts)
   --database <url>      serve this database with no config file (sqlite:./app.db, postgres://..., mysql://...);
-                        with init: the example operation reads a table of it
+                        with init: the config serves it and the example operation reads a table of it.
+                        It must exist and have tables (a missing SQLite file is not created).
+                        PostgreSQL reads one schema: public, or the one ?schema=<name> names
+                        (postgres://user:pass@host/db?schema=chinook)
   --namespace <name>    the namespace of the --database source (default: from the database name)
   --host <host>         listening host (default: HOST or 127.0.0.1)
   --port <port>         listening port (default: PORT or 4000)
@@ -253,7 +257,10 @@ function databaseSource(url: string, namespace: string | undefined): ConfigSourc
   const ns = namespace ?? namespaceFromUrl(url)
   return {
     label: `--database ${url.replace(/\/\/([^:@/]+):[^@/]*@/, '//$1:***@')} (namespace ${ns})`,
-    load: async () => resolveConfig({ datasources: [database({ namespace: ns, url })] }),
+    load: async () => {
+      await checkDatabase(url, ns)
+      return resolveConfig({ datasources: [database({ namespace: ns, url })] })
+    },
   }
 }
 
