@@ -66,7 +66,8 @@ function summary(gateway: Gateway, base: string, services: RunningService[], sou
     return `${count(gateway.schema.getQueryType())} queries, ${count(gateway.schema.getMutationType())} mutations, ${count(gateway.schema.getSubscriptionType())} subscriptions`
   }
   for (const s of gateway.sources) lines.push(`  ${(s.namespace ? s.name : `${s.name} (no namespace)`).padEnd(22)} ${s.kind.padEnd(9)} ${s.namespace ? rootCounts(s.namespace) : ''}`)
-  lines.push('', 'Operations:')
+  // No header over an empty list: a deployment without stored operations or routes prints none.
+  if (gateway.operations.size || gateway.config.routes.length) lines.push('', 'Operations:')
   for (const op of gateway.operations.values()) {
     if (op.stored.internal) {
       lines.push(`  (internal)      ${op.name}`)
