@@ -131,7 +131,7 @@ t.test('installed into a project npm init -y made', async (t) => {
   t.test('--help and --version', async (t) => {
     const help = run(bin(), ['--help'], project)
     t.equal(help.status, 0)
-    for (const word of ['start', 'dev', 'generate', 'init', '--config', '--database']) t.match(help.stdout, word)
+    for (const word of ['start', 'dev', 'generate', 'init', '--config', '--database', '?schema=<name>']) t.match(help.stdout, word)
     const version = run(bin(), ['--version'], project)
     t.equal(version.stdout.trim(), (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string }).version)
     const missing = run(bin(), ['start'], work)

@@ -85,8 +85,9 @@ function registerHooks(): Promise<void> {
 }
 
 /**
- * Imports the module at `file` as an ES module (whatever the `type` of its package), so that its
- * imports of `tributary` are the instance this process already runs.
+ * Imports the module at `file`: TypeScript with `import`/`export` as an ES module whatever the `type`
+ * of its package ({@link LOADER_HOOKS}), so that its imports of `tributary` are the instance this
+ * process already runs; `.js`, `.mjs` and `.cjs` by Node's own rules.
  * @param fresh load a new copy of the file and of the user's files it imports (development reload).
  */
 export async function importModule(file: string, fresh = false): Promise<Record<string, unknown>> {
