@@ -11,7 +11,7 @@
  * - `init`: scaffolds a project (gateway/scaffold.ts).
  *
  * The config is `--config <file>`, else `TRIBUTARY_CONFIG`, else `./tributary.config.ts` (`.js`,
- * `.mjs`), else `./config.ts`; `--database <url>` serves one database with no config file at all.
+ * `.mjs`, `.cjs`), else `./config.ts`; `--database <url>` serves one database with no config file at all.
  * Paths (`operations/`, `generated/`) are relative to the working directory.
  */
 import cluster from 'node:cluster'
@@ -23,6 +23,7 @@ import { pino, type Logger } from 'pino'
 import { configPathFrom, loadConfigFile, projectRoot } from './config/load.js'
 import { database, resolveConfig, type TributaryConfig } from './config/index.js'
 import { namespaceFromUrl, scaffold } from './scaffold.js'
+import { checkDatabase } from './database-check.js'
 import { createGateway, type Gateway } from './runtime.js'
 import { writeGenerated } from './codegen/index.js'
 import { buildApp } from './http/app.js'
@@ -65,7 +66,8 @@ function summary(gateway: Gateway, base: string, services: RunningService[], sou
     return `${count(gateway.schema.getQueryType())} queries, ${count(gateway.schema.getMutationType())} mutations, ${count(gateway.schema.getSubscriptionType())} subscriptions`
   }
   for (const s of gateway.sources) lines.push(`  ${(s.namespace ? s.name : `${s.name} (no namespace)`).padEnd(22)} ${s.kind.padEnd(9)} ${s.namespace ? rootCounts(s.namespace) : ''}`)
-  lines.push('', 'Operations:')
+  // No header over an empty list: a deployment without stored operations or routes prints none.
+  if (gateway.operations.size || gateway.config.routes.length) lines.push('', 'Operations:')
   for (const op of gateway.operations.values()) {
     if (op.stored.internal) {
       lines.push(`  (internal)      ${op.name}`)
@@ -232,9 +234,12 @@ Commands:
   init        scaffold tributary.config.ts, operations/, a .gitignore entry and package.json scripts
 
 Options:
-  --config <file>       the config file (default: TRIBUTARY_CONFIG, ./tributary.config.ts|.js|.mjs, ./config.ts)
+  --config <file>       the config file (default: TRIBUTARY_CONFIG, ./tributary.config.ts|.js|.mjs|.cjs, ./config.ts)
   --database <url>      serve this database with no config file (sqlite:./app.db, postgres://..., mysql://...);
-                        with init: the example operation reads a table of it
+                        with init: the config serves it and the example operation reads a table of it.
+                        It must exist and have tables (a missing SQLite file is not created).
+                        PostgreSQL reads one schema: public, or the one ?schema=<name> names
+                        (postgres://user:pass@host/db?schema=chinook)
   --namespace <name>    the namespace of the --database source (default: from the database name)
   --host <host>         listening host (default: HOST or 127.0.0.1)
   --port <port>         listening port (default: PORT or 4000)
@@ -253,7 +258,10 @@ function databaseSource(url: string, namespace: string | undefined): ConfigSourc
   const ns = namespace ?? namespaceFromUrl(url)
   return {
     label: `--database ${url.replace(/\/\/([^:@/]+):[^@/]*@/, '//$1:***@')} (namespace ${ns})`,
-    load: async () => resolveConfig({ datasources: [database({ namespace: ns, url })] }),
+    load: async () => {
+      await checkDatabase(url, ns)
+      return resolveConfig({ datasources: [database({ namespace: ns, url })] })
+    },
   }
 }
 

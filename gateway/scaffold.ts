@@ -15,6 +15,7 @@ import { getNamedType, isLeafType, isObjectType, type GraphQLField } from 'graph
 import { pino } from 'pino'
 import { database, resolveConfig } from './config/index.js'
 import { createGateway } from './runtime.js'
+import { checkDatabase } from './database-check.js'
 
 /** Options of {@link scaffold}. */
 export interface ScaffoldOptions {
@@ -126,13 +127,15 @@ function writeUnlessPresent(file: string, text: string, options: ScaffoldOptions
 
 /**
  * Scaffolds a project in `options.cwd` (see the module comment).
- * @throws Error (TRB_ERR_SOURCE_LOAD…) when `--database` cannot be reached or introspected; nothing is written then.
+ * @throws Error (TRB_ERR_SOURCE_LOAD…) when `--database` cannot be reached or introspected, or has no tables
+ *   (database-check.ts); nothing is written then.
  */
 export async function scaffold(options: ScaffoldOptions): Promise<void> {
   const { cwd, log } = options
   const namespace = options.namespace ?? (options.database ? namespaceFromUrl(options.database) : 'hello')
+  // Read the database first: a bad URL, a missing file or a database without tables fails before anything is written.
+  if (options.database) await checkDatabase(options.database, namespace, cwd)
   log(`Scaffolding a Tributary project in ${cwd}`)
-  // Read the database first: a bad URL fails before anything is written.
   const operation = options.database
     ? await databaseOperation(cwd, options.database, namespace, log)
     : `# An example stored operation: GET /operations/Example?name=you\nquery Example($name: String = "world") {\n  hello_greeting(name: $name)\n}\n`

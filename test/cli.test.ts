@@ -82,3 +82,24 @@ t.test('generate fails on an invalid operation, naming file, line and column', a
   t.match(res.stderr, /TRB_ERR_OPERATION_INVALID/)
   t.match(res.stderr, /operations\/Bad\.graphql:3:3: Cannot query field "goodbye" on type "Query"/)
 })
+
+t.test('the startup summary of a deployment without operations has no empty Operations: header', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'tributary-cli-noops-'))
+  writeFileSync(join(dir, 'tributary.config.mjs'), `export default { datasources: [{ kind: 'schema', namespace: 'meta', typeDefs: 'type Query { hello: String }' }] }\n`)
+  const child = spawn(process.execPath, [cli, 'start'], { cwd: dir, env: { ...process.env, PORT: '0', LOG_LEVEL: 'warn', TRIBUTARY_CONFIG: '' }, stdio: ['ignore', 'pipe', 'pipe'] })
+  t.teardown(() => {
+    if (child.exitCode === null) child.kill('SIGKILL')
+  })
+  let out = ''
+  await new Promise<void>((resolve, reject) => {
+    child.stdout.on('data', (c: Buffer) => {
+      out += c.toString()
+      if (/Health\s+http/.test(out)) resolve()
+    })
+    child.stderr.on('data', (c: Buffer) => (out += c.toString()))
+    child.once('exit', (code) => reject(new Error(`start exited with ${code}:\n${out}`)))
+  })
+  t.match(out, /Data sources:\n\s+meta\s+schema/)
+  t.notMatch(out, /Operations:/, 'no header over an empty list')
+  t.match(out, /URLs:\n\s+GraphQL/)
+})

@@ -1,14 +1,17 @@
 /**
- * Tributary as a package, the way a user gets it: `npm pack`, then `npm install <tarball>` into a
- * fresh project outside the repository, then the `tributary` binary — `--help`, `--version`, `init
- * --database`, `start`, a hand-written `tributary.config.ts` type-checked with tsc, `generate` and
- * its typed client, and the zero-config `start --database`.
+ * Tributary as a package, the way a user gets it: `npm pack`, then the README's "Use it in your
+ * project" commands word for word, read from the README, in a folder outside the repository: `npm init
+ * -y` (a CommonJS project, kept as npm writes it), `npm install <tarball>`, `init --database`, `dev`
+ * and the first answer. Then the `tributary` binary in that project — `--help`, `--version`, `start`,
+ * the same config in a `"type": "module"` project and in one without `type`, a hand-written
+ * `tributary.config.ts` type-checked with tsc, `generate` and its typed client, and the zero-config
+ * `start --database`.
  *
  * Slow (the install compiles better-sqlite3 when npm's cache has no prebuilt binary): minutes.
  */
 import t, { type Test } from 'tap'
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -30,13 +33,13 @@ function run(cmd: string, args: string[], cwd: string, timeout = 600_000) {
 }
 const bin = () => join(project, 'node_modules/.bin/tributary')
 
-/** Starts `tributary start …` in the project and resolves with its base URL once it prints it. */
-async function start(t: Test, args: string[], cwd = project): Promise<string> {
-  const child: ChildProcess = spawn(bin(), ['start', '--port', '0', ...args], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] })
+/** Runs `command` (a serving one) in `cwd` on a free port and resolves with its base URL once it prints it. */
+async function serveCommand(t: Test, command: string[], cwd = project): Promise<string> {
+  const child: ChildProcess = spawn(command[0], command.slice(1), { cwd, env: { ...env, PORT: '0' }, stdio: ['ignore', 'pipe', 'pipe'], detached: true })
   let output = ''
   t.teardown(async () => {
     if (child.exitCode === null) {
-      child.kill('SIGTERM')
+      process.kill(-child.pid!, 'SIGTERM')
       await new Promise((resolve) => child.once('exit', resolve))
     }
   })
@@ -52,9 +55,12 @@ async function start(t: Test, args: string[], cwd = project): Promise<string> {
     }
     child.stdout!.on('data', onData)
     child.stderr!.on('data', onData)
-    child.once('exit', (code) => reject(new Error(`tributary start exited with ${code}:\n${output}`)))
+    child.once('exit', (code) => reject(new Error(`${command.join(' ')} exited with ${code}:\n${output}`)))
   })
 }
+
+/** Starts `tributary start …` in `cwd` and resolves with its base URL. */
+const start = (t: Test, args: string[], cwd = project) => serveCommand(t, [bin(), 'start', '--port', '0', ...args], cwd)
 
 async function graphql(base: string, query: string): Promise<{ data?: Record<string, unknown>; errors?: unknown[] }> {
   const res = await fetch(`${base}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query }) })
@@ -75,37 +81,70 @@ t.test('npm pack: compiled JavaScript, types and README; no tests, bench or data
   writeFileSync(join(work, 'tarball'), info[0].filename)
 })
 
-t.test('installed into a fresh project outside the repository', async (t) => {
+/**
+ * The commands of the README's "Use it in your project" block, in order. `npm install tributary` installs
+ * the tarball instead; `dev` listens on a free port (PORT), and `curl` is a fetch of its URL there.
+ */
+function readmeCommands(): string[] {
+  const readme = readFileSync(join(root, 'README.md'), 'utf8')
+  const section = readme.slice(readme.indexOf('## Use it in your project'))
+  const block = /```sh\n([\s\S]*?)```/.exec(section)?.[1] ?? ''
+  return block.split('\n').map((line) => line.replace(/\s+#.*$/, '').trim()).filter(Boolean)
+}
+
+t.test('the README path, word for word, in a project `npm init -y` made outside the repository', async (t) => {
   const tarball = join(work, readFileSync(join(work, 'tarball'), 'utf8'))
   mkdirSync(project)
-  writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'app', version: '1.0.0', private: true, type: 'module' }, null, 2))
-  const install = run('npm', ['install', tarball, '--no-audit', '--no-fund', '--prefer-offline'], project, 1_200_000)
-  t.equal(install.status, 0, `npm install <tarball>:\n${install.out.slice(-3000)}`)
-  t.ok(existsSync(bin()), 'node_modules/.bin/tributary exists')
+  const commands = readmeCommands()
+  t.same(commands.map((c) => c.split(' ').slice(0, 3).join(' ')), ['npm init -y', 'npm install tributary', 'npx tributary init', 'npx tributary dev', "curl 'http://127.0.0.1:4000/operations/Example?take=5'"])
+  let dev = ''
+  for (const command of commands) {
+    if (command === 'npm init -y') {
+      const r = run('sh', ['-c', command], project)
+      t.equal(r.status, 0, r.out)
+      const pkg = JSON.parse(readFileSync(join(project, 'package.json'), 'utf8')) as { type?: string }
+      t.not(pkg.type, 'module', `npm init -y leaves a CommonJS project ("type": ${JSON.stringify(pkg.type)}); the test keeps it`)
+    } else if (command.startsWith('npm install ')) {
+      const install = run('npm', ['install', tarball, '--no-audit', '--no-fund', '--prefer-offline'], project, 1_200_000)
+      t.equal(install.status, 0, `npm install <tarball>:\n${install.out.slice(-3000)}`)
+      t.ok(existsSync(bin()), 'node_modules/.bin/tributary exists')
+    } else if (command.startsWith('npx tributary init --database sqlite:./app.db')) {
+      // The user's existing database.
+      const db = new Database(join(project, 'app.db'))
+      db.exec("create table Book (id integer primary key, title text not null, pages integer); insert into Book (title, pages) values ('Dune', 412), ('Emma', 474)")
+      db.close()
+      const init = run('sh', ['-c', command], project)
+      t.equal(init.status, 0, init.out)
+    } else if (command === 'npx tributary dev') {
+      dev = await serveCommand(t, ['sh', '-c', command])
+    } else if (command.startsWith('curl ')) {
+      const url = /'(http:\/\/[^']+)'/.exec(command)![1].replace('http://127.0.0.1:4000', dev)
+      const res = await fetch(url)
+      t.equal(res.status, 200, url)
+      t.same(await res.json(), { app_findManyBook: [{ id: 1, title: 'Dune', pages: 412 }, { id: 2, title: 'Emma', pages: 474 }] }, 'the first answer')
+    } else t.fail(`a README command this test does not run: ${command}`)
+  }
+  t.end()
+})
 
+t.test('installed into a project npm init -y made', async (t) => {
   t.test('--help and --version', async (t) => {
     const help = run(bin(), ['--help'], project)
     t.equal(help.status, 0)
-    for (const word of ['start', 'dev', 'generate', 'init', '--config', '--database']) t.match(help.stdout, word)
+    for (const word of ['start', 'dev', 'generate', 'init', '--config', '--database', '?schema=<name>']) t.match(help.stdout, word)
     const version = run(bin(), ['--version'], project)
     t.equal(version.stdout.trim(), (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string }).version)
-    const missing = run(bin(), ['start'], project)
+    const missing = run(bin(), ['start'], work)
     t.not(missing.status, 0, 'start without a config fails')
     t.match(missing.out, /TRB_ERR_CONFIG_LOAD: Cannot load config tributary\.config\.ts: no such file/, 'the error names the file the user should write')
   })
 
-  const db = new Database(join(project, 'app.db'))
-  db.exec("create table Book (id integer primary key, title text not null, pages integer); insert into Book (title, pages) values ('Dune', 412), ('Emma', 474)")
-  db.close()
-
-  t.test('init --database scaffolds a project whose example operation reads the table', async (t) => {
-    const init = run(bin(), ['init', '--database', 'sqlite:./app.db'], project)
-    t.equal(init.status, 0, init.out)
+  t.test('init --database scaffolded a project whose example operation reads the table', async (t) => {
     t.match(readFileSync(join(project, 'tributary.config.ts'), 'utf8'), /from 'tributary'/)
     t.match(readFileSync(join(project, 'operations/Example.graphql'), 'utf8'), /app_findManyBook\(take: \$take\)/)
     t.match(readFileSync(join(project, '.gitignore'), 'utf8'), /^generated\/sources$/m)
     const pkg = JSON.parse(readFileSync(join(project, 'package.json'), 'utf8')) as { scripts: Record<string, string> }
-    t.same(pkg.scripts, { start: 'tributary start', dev: 'tributary dev', generate: 'tributary generate' })
+    t.match(pkg.scripts, { start: 'tributary start', dev: 'tributary dev', generate: 'tributary generate' })
     const again = run(bin(), ['init', '--database', 'sqlite:./app.db'], project)
     t.match(again.out, /kept tributary\.config\.ts/, 'a second init keeps existing files')
 
@@ -116,6 +155,23 @@ t.test('installed into a fresh project outside the repository', async (t) => {
     const gql = await graphql(base, '{ app_findManyBook(orderBy: [{ id: desc }]) { title } }')
     t.same(gql, { data: { app_findManyBook: [{ title: 'Emma' }, { title: 'Dune' }] } })
     t.ok(existsSync(join(project, 'generated/client.ts')), 'start wrote generated/ in the project')
+  })
+
+  t.test('the same project as "type": "module" and with no "type" (node_modules linked)', async (t) => {
+    for (const kind of ['module', 'none']) {
+      const dir = join(work, kind)
+      mkdirSync(join(dir, 'operations'), { recursive: true })
+      t.equal(run('npm', ['init', '-y'], dir).status, 0)
+      const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { type?: string }
+      if (kind === 'module') pkg.type = 'module'
+      else delete pkg.type
+      writeFileSync(join(dir, 'package.json'), JSON.stringify(pkg, null, 2))
+      symlinkSync(join(project, 'node_modules'), join(dir, 'node_modules'))
+      for (const f of ['app.db', 'tributary.config.ts', 'operations/Example.graphql']) copyFileSync(join(project, f), join(dir, f))
+      const base = await start(t, [], dir)
+      const res = await fetch(`${base}/operations/Example?take=1`)
+      t.same(await res.json(), { app_findManyBook: [{ id: 1, title: 'Dune', pages: 412 }] }, `a "${kind}" project serves the config`)
+    }
   })
 
   t.test('a hand-written tributary.config.ts importing tributary type-checks, generates and serves', async (t) => {
@@ -143,11 +199,14 @@ export default config
       join(project, 'main.ts'),
       `import { createClient, TributaryError, type ExampleResponse } from './generated/client.js'
 const client = createClient({ baseUrl: process.argv[2] ?? 'http://127.0.0.1:4000' })
-const data: ExampleResponse = await client.Example()
-const titles: string[] = data.shelf_findManyBook.map((b) => b.title)
-// @ts-expect-error Example takes no variables
-void (() => client.Example({ nope: 1 }))
-console.log(JSON.stringify({ titles, isError: new TributaryError(400, []) instanceof Error }))
+async function main(): Promise<void> {
+  const data: ExampleResponse = await client.Example()
+  const titles: string[] = data.shelf_findManyBook.map((b) => b.title)
+  // @ts-expect-error Example takes no variables
+  void (() => client.Example({ nope: 1 }))
+  console.log(JSON.stringify({ titles, isError: new TributaryError(400, []) instanceof Error }))
+}
+void main()
 `,
     )
     writeFileSync(

@@ -10,9 +10,9 @@ import t, { type Test } from 'tap'
 import Fastify, { type FastifyInstance } from 'fastify'
 import fastifyWebsocket from '@fastify/websocket'
 import { makeExecutableSchema } from '@graphql-tools/schema'
-import { graphql } from 'graphql'
+import { graphql, parse, print } from 'graphql'
 import {
-  PLAYGROUND_ASSETS_PREFIX, playgroundContentSecurityPolicy, playgroundPlugin, renderPlaygroundHtml,
+  PLAYGROUND_ASSETS_PREFIX, playgroundContentSecurityPolicy, playgroundPlugin, playgroundQuery, renderPlaygroundHtml,
 } from '../gateway/http/playground.js'
 import { createSubscriptionHandler, websocketServerOptions } from '../gateway/http/subscriptions.js'
 
@@ -64,7 +64,7 @@ async function startApp(t: Test, listen: boolean): Promise<{ app: FastifyInstanc
         return reply
           .type('text/html; charset=utf-8')
           .header('content-security-policy', `${playgroundContentSecurityPolicy({ endpoint: '/graphql' })}; frame-ancestors 'none'`)
-          .send(renderPlaygroundHtml({ endpoint: '/graphql', assetsPrefix: PLAYGROUND_ASSETS_PREFIX, title: 'Test <playground>' }))
+          .send(renderPlaygroundHtml({ endpoint: '/graphql', assetsPrefix: PLAYGROUND_ASSETS_PREFIX, title: 'Test <playground>', defaultQuery: playgroundQuery(schema, new Map()) }))
       }
       return reply.code(400).send({ errors: [{ message: 'no query' }] })
     },
@@ -177,7 +177,34 @@ t.test('renderPlaygroundHtml escapes its settings and derives the CSP', async (t
   t.match(html, /href="\/assets\/graphiql\.min\.css\?v=[0-9a-f]{12}"/, 'prefix without a double slash')
   t.match(playgroundContentSecurityPolicy({ endpoint: 'https://api.example.test/graphql' }),
     "connect-src 'self' https://api.example.test wss://api.example.test")
-  t.equal(renderPlaygroundHtml({ endpoint: '/graphql', assetsPrefix: '/p' }).includes('messages'), true, 'default query shows an example')
+  t.equal(renderPlaygroundHtml({ endpoint: '/graphql', assetsPrefix: '/p' }).includes('__typename'), true, 'the default query runs on any schema')
+  t.equal(renderPlaygroundHtml({ endpoint: '/graphql', assetsPrefix: '/p' }).includes('messages'), false, "no other deployment's field")
+})
+
+t.test('playgroundQuery: the first stored query of the deployment, else its first root field', async (t) => {
+  const schema = makeExecutableSchema({
+    typeDefs: /* GraphQL */ `
+      type Book { id: Int!, title: String!, author: Author, excerpt(words: Int!): String }
+      type Author { name: String }
+      type Query { greet(name: String!): String, shelf_findManyBook(take: Int, skip: Int = 0): [Book!]!, count: Int }
+      type Mutation { addBook(title: String!): Book }
+    `,
+  })
+  const op = (name: string, kind: 'query' | 'mutation', text: string, internal = false) => [name, { name, kind, stored: { internal, document: parse(text) } }] as const
+  t.equal(playgroundQuery(schema, new Map()).replace(/^#.*\n/gm, '').trim(), '{\n  shelf_findManyBook {\n    id\n    title\n  }\n}', 'no operation: the first root field callable without arguments, with its scalar fields')
+  const ops = new Map([
+    op('AddBook', 'mutation', 'mutation AddBook($t: String!) { addBook(title: $t) { id } }'),
+    op('internal/Audit', 'query', 'query Audit { count }', true),
+    op('Shelf', 'query', 'query Shelf { shelf_findManyBook(take: 3) { title } }'),
+    op('Books', 'query', 'query Books { shelf_findManyBook { id } }'),
+  ])
+  const text = playgroundQuery(schema, ops)
+  t.match(text, /# The stored operation Books \(operations\/Books\.graphql\), also GET\/POST \/operations\/Books\./)
+  t.equal(text.replace(/^#.*\n/gm, '').trim(), print(parse('query Books { shelf_findManyBook { id } }')), 'the first query by name, as served')
+  t.equal(playgroundQuery(schema, ops), text, 'remembered per schema and operations')
+  t.match(playgroundQuery(schema, new Map([op('AddBook', 'mutation', 'mutation AddBook($t: String!) { addBook(title: $t) { id } }'), op('internal/Audit', 'query', 'query Audit { count }', true)])), /mutation AddBook/, 'only a mutation: that one; internal operations never')
+  const bare = makeExecutableSchema({ typeDefs: 'type Query { greet(name: String!): String }' })
+  t.equal(playgroundQuery(bare, new Map()).replace(/^#.*\n/gm, '').trim(), '{\n  __typename\n}', 'no root field callable without arguments: __typename')
 })
 
 t.test('the plugin refuses an endpoint that is not a path or URL', async (t) => {
@@ -243,7 +270,7 @@ t.test('GraphiQL runs in headless Chromium: renders, queries, subscribes, stays 
     }
   }
 
-  t.match(await editorValue(QUERY_EDITOR), /messages \{/, 'the default query is in the editor')
+  t.match(await editorValue(QUERY_EDITOR), /messages \{\s+id\s+content\s+\}/, 'the query built from the first root field is in the editor')
   await page.waitForFunction(() => !(globalThis as unknown as BrowserGlobals).document.querySelector('.graphiql-spinner'), undefined, { timeout: 10_000 })
   t.ok(introspected, 'GraphiQL introspected the schema over POST')
 

@@ -1,9 +1,11 @@
 /**
- * Finds and imports a deployment's config file (`.ts` or `.js`). A `.ts` file inside this project is
- * loaded from its compiled twin under `dist/` when that is up to date (so the gateway and the config
- * share one copy of every module); any other `.ts` file is loaded through tsx.
+ * Finds and imports a deployment's config file (`.ts`, `.mts`, `.cts`, `.js`, `.mjs`, `.cjs`). A `.ts`
+ * file inside this project is loaded from its compiled twin under `dist/` when that is up to date (so
+ * the gateway and the config share one copy of every module); any other TypeScript file is loaded
+ * through tsx's ES module hooks, as an ES module in CommonJS projects too ({@link LOADER_HOOKS}).
  */
 import { existsSync, statSync } from 'node:fs'
+import { register } from 'node:module'
 import { dirname, relative, resolve, isAbsolute } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { ConfigLoadError } from '../errors.js'
@@ -17,7 +19,7 @@ export const projectRoot = (() => {
 })()
 
 /** Config files looked for in the working directory, in this order, when none is named. */
-export const DEFAULT_CONFIG_FILES: readonly string[] = ['tributary.config.ts', 'tributary.config.js', 'tributary.config.mjs', 'config.ts']
+export const DEFAULT_CONFIG_FILES: readonly string[] = ['tributary.config.ts', 'tributary.config.js', 'tributary.config.mjs', 'tributary.config.cjs', 'config.ts']
 
 /**
  * The config file to load: `--config <file>` (or `--config=<file>`), else `TRIBUTARY_CONFIG`, else
@@ -33,21 +35,73 @@ export function configPathFrom(argv: readonly string[], env: NodeJS.ProcessEnv =
 }
 
 /**
- * Imports the module at `file`.
- * @param fresh load a new copy of the module graph (development reload): always through tsx.
+ * ES module hooks (Node's `module.register`, run on the loader thread) that tsx's hooks sit under:
+ *
+ * - a `.ts`/`.tsx` file of the user's with `import`/`export` statements loads as an ES module even in a
+ *   CommonJS package (`npm init -y` writes `"type": "commonjs"`; no `type` means CommonJS too).
+ *   Loaded as CommonJS, its `import … from 'tributary'` became `require('tributary')`, which tsx's
+ *   CommonJS path answered with a second copy of the gateway and of undici (`TypeError: Illegal
+ *   constructor`). As an ES module it resolves to the instance the command already runs;
+ * - a development reload (`?tributary-load=N` on the config's URL) passes its query on to the user's
+ *   files the config imports, so they load afresh, but never to a file under `node_modules/` or of this
+ *   package: `tributary` stays the one instance the gateway uses.
+ *
+ * `data.packageDirs`: `file:` URL prefixes (ending in `/`) of this package's own modules.
+ */
+export const LOADER_HOOKS = `
+import { readFileSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
+let packageDirs = []
+export function initialize(data) { packageDirs = data.packageDirs }
+const esmSyntax = /^[ \\t]*(?:import[ \\t]*[\\w{*'"]|export[ \\t]+(?:default|const|let|var|function|async|class|type|interface|enum|[{*]))/m
+export async function resolve(specifier, context, next) {
+  const resolved = await next(specifier, context)
+  if (!resolved.url.startsWith('file:')) return resolved
+  const url = new URL(resolved.url)
+  if (url.pathname.includes('/node_modules/') || packageDirs.some((d) => resolved.url.startsWith(d))) return resolved
+  let out = resolved
+  const fresh = context.parentURL?.startsWith('file:') ? new URL(context.parentURL).searchParams.get('tributary-load') : null
+  if (fresh && !url.searchParams.has('tributary-load')) {
+    url.searchParams.set('tributary-load', fresh)
+    out = { ...out, url: url.href }
+  }
+  if (/\\.tsx?$/.test(url.pathname) && out.format !== 'module' && esmSyntax.test(readFileSync(fileURLToPath(url), 'utf8'))) out = { ...out, format: 'module' }
+  return out
+}
+`
+
+let hooks: Promise<void> | undefined
+let loads = 0
+
+/** Registers tsx's ES module hooks, then {@link LOADER_HOOKS} over them (once per process). */
+function registerHooks(): Promise<void> {
+  hooks ??= (async () => {
+    const { register: registerTsx } = await import('tsx/esm/api')
+    registerTsx()
+    const packageDirs = ['gateway', 'dist'].map((d) => pathToFileURL(resolve(projectRoot, d)).href + '/')
+    register(`data:text/javascript,${encodeURIComponent(LOADER_HOOKS)}`, { data: { packageDirs } })
+  })()
+  return hooks
+}
+
+/**
+ * Imports the module at `file`: TypeScript with `import`/`export` as an ES module whatever the `type`
+ * of its package ({@link LOADER_HOOKS}), so that its imports of `tributary` are the instance this
+ * process already runs; `.js`, `.mjs` and `.cjs` by Node's own rules.
+ * @param fresh load a new copy of the file and of the user's files it imports (development reload).
  */
 export async function importModule(file: string, fresh = false): Promise<Record<string, unknown>> {
-  if (/\.(c|m)?ts$/.test(file)) {
+  const ts = /\.(c|m)?tsx?$/.test(file)
+  if (ts && !fresh) {
     const twin = resolve(projectRoot, 'dist', relative(projectRoot, file)).replace(/\.(c|m)?ts$/, '.js')
     const inside = !relative(projectRoot, file).startsWith('..')
-    if (!fresh && inside && existsSync(twin) && statSync(twin).mtimeMs >= statSync(file).mtimeMs) {
+    if (inside && existsSync(twin) && statSync(twin).mtimeMs >= statSync(file).mtimeMs) {
       return import(pathToFileURL(twin).href) as Promise<Record<string, unknown>>
     }
-    const { tsImport } = await import('tsx/esm/api')
-    return tsImport(pathToFileURL(file).href, import.meta.url) as Promise<Record<string, unknown>>
   }
+  if (ts || fresh) await registerHooks()
   const url = pathToFileURL(file).href
-  return import(fresh ? `${url}?t=${Date.now()}` : url) as Promise<Record<string, unknown>>
+  return import(fresh ? `${url}?tributary-load=${++loads}` : url) as Promise<Record<string, unknown>>
 }
 
 /**

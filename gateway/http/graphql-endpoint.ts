@@ -36,7 +36,7 @@ import { compileDirectOperation, type DirectOperation } from '../operations/dire
 import { codedGraphQLError, codesOf, formatGraphQLErrors, sendError, setRetryAfter, withRetryAfter } from './format-error.js'
 import { AuthRequiredError, GraphQLMethodError, GraphQLRequestError, PersistedNotFoundError, PersistedOnlyError, RouteNotFoundError } from '../errors.js'
 import { refuseNonJsonBody } from './json-body.js'
-import { PLAYGROUND_ASSETS_PREFIX, playgroundContentSecurityPolicy, renderPlaygroundHtml } from './playground.js'
+import { PLAYGROUND_ASSETS_PREFIX, playgroundContentSecurityPolicy, playgroundQuery, renderPlaygroundHtml } from './playground.js'
 import type { GatewayHolder } from './app.js'
 import { invalidateTags, operationTags } from '../cluster/response-cache.js'
 import type { PersistedOperations } from './persisted.js'
@@ -365,7 +365,7 @@ export function registerGraphQLEndpoint(
         return reply
           .type('text/html; charset=utf-8')
           .header('content-security-policy', `${playgroundContentSecurityPolicy({ endpoint: '/graphql', subscriptionEndpoint: '/graphql' })}; frame-ancestors 'none'`)
-          .send(renderPlaygroundHtml({ endpoint: '/graphql', subscriptionEndpoint: '/graphql', assetsPrefix: PLAYGROUND_ASSETS_PREFIX, title: 'Tributary', initial: playgroundLink(q) }))
+          .send(renderPlaygroundHtml({ endpoint: '/graphql', subscriptionEndpoint: '/graphql', assetsPrefix: PLAYGROUND_ASSETS_PREFIX, title: 'Tributary', defaultQuery: playgroundQuery(holder.current.schema, holder.current.operations), initial: playgroundLink(q) }))
       }
       const variables = parseJsonParam(q.variables, 'variables')
       if (!variables.ok) return malformed(reply, variables.message)

@@ -21,6 +21,7 @@ import { dirname, join } from 'node:path'
 import { promisify } from 'node:util'
 import { gzip } from 'node:zlib'
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
+import { getNamedType, isInterfaceType, isLeafType, isNonNullType, isObjectType, print, type DocumentNode, type GraphQLSchema } from 'graphql'
 
 /** Where {@link playgroundPlugin} serves the assets (register the plugin without a prefix). */
 export const PLAYGROUND_ASSETS_PREFIX = '/playground/assets'
@@ -49,7 +50,7 @@ export interface PlaygroundHtmlOptions {
   title?: string
   /** Where the assets are served: {@link PLAYGROUND_ASSETS_PREFIX} unless the plugin was registered under a prefix. */
   assetsPrefix: string
-  /** The query shown in a new editor tab. Default: a comment and `{ messages { id content } }`. */
+  /** The query shown in a new editor tab: the gateway passes {@link playgroundQuery}. Default: a comment and `{ __typename }`. */
   defaultQuery?: string
   /**
    * A query to open the page with (a playground link: `GET /graphql?query=…` from a browser), with
@@ -77,19 +78,66 @@ const CSS = 'text/css; charset=utf-8'
 const IMMUTABLE = 'public, max-age=31536000, immutable'
 const REVALIDATE = 'public, max-age=0, must-revalidate'
 
-const DEFAULT_QUERY = `# Welcome to the Tributary playground.
+const WELCOME = `# Welcome to the Tributary playground.
 #
-# Run an operation with Ctrl-Enter or the play button. Subscriptions
-# stream over WebSocket (graphql-transport-ws), e.g.
-#   subscription { messageCreated { id content } }
+# Run an operation with Ctrl-Enter or the play button; subscriptions stream
+# over WebSocket (graphql-transport-ws).
+`
 
+const DEFAULT_QUERY = `${WELCOME}
 {
-  messages {
-    id
-    content
-  }
+  __typename
 }
 `
+
+/** What {@link playgroundQuery} reads of a stored operation (gateway/operations: `CompiledOperation`). */
+export interface PlaygroundOperation {
+  readonly name: string
+  readonly kind: 'query' | 'mutation' | 'subscription'
+  readonly stored: { readonly internal: boolean; readonly document: DocumentNode }
+}
+
+const playgroundQueries = new WeakMap<GraphQLSchema, WeakMap<object, string>>()
+
+/** `{ field { leaf leaf … } }` for the first field of the query root a client can call without arguments. */
+function rootFieldQuery(schema: GraphQLSchema): string | undefined {
+  const query = schema.getQueryType()
+  if (!query) return undefined
+  const field = Object.values(query.getFields()).find((f) => !f.name.startsWith('__') && f.args.every((a) => !isNonNullType(a.type) || a.defaultValue !== undefined))
+  if (!field) return undefined
+  const type = getNamedType(field.type)
+  if (isLeafType(type)) return `{\n  ${field.name}\n}\n`
+  const leaves = isObjectType(type) || isInterfaceType(type) ? Object.values(type.getFields()).filter((f) => isLeafType(getNamedType(f.type)) && f.args.every((a) => !isNonNullType(a.type))).slice(0, 6).map((f) => f.name) : []
+  return `{\n  ${field.name} {\n${(leaves.length ? leaves : ['__typename']).map((f) => `    ${f}\n`).join('')}  }\n}\n`
+}
+
+/**
+ * The query the playground opens on for a deployment: the document of its first stored query (by
+ * name; else its first stored operation), as served (auth directives removed), else a query of the
+ * first field of the query root that needs no argument, with up to 6 of its scalar fields; else
+ * `{ __typename }`. Internal operations (`operations/internal/`) are never shown.
+ *
+ * @param schema the deployment's schema.
+ * @param operations its stored operations by name (the gateway's `operations`).
+ * @returns GraphQL text, with a comment that names the operation's file when it is one. Remembered per
+ *   schema and operations object (weakly): a reload computes it again.
+ */
+export function playgroundQuery(schema: GraphQLSchema, operations: ReadonlyMap<string, PlaygroundOperation>): string {
+  const cached = playgroundQueries.get(schema)?.get(operations)
+  if (cached !== undefined) return cached
+  const served = [...operations.values()].filter((op) => !op.stored.internal).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+  const op = served.find((o) => o.kind === 'query') ?? served[0]
+  let text: string
+  if (op) text = `${WELCOME}#\n# The stored operation ${op.name} (operations/${op.name}.graphql), also GET/POST /operations/${op.name}.\n\n${print(op.stored.document)}\n`
+  else {
+    const built = rootFieldQuery(schema)
+    text = built ? `${WELCOME}\n${built}` : DEFAULT_QUERY
+  }
+  let bySchema = playgroundQueries.get(schema)
+  if (!bySchema) playgroundQueries.set(schema, (bySchema = new WeakMap()))
+  bySchema.set(operations, text)
+  return text
+}
 
 /** The page's own module. It reads its config from the JSON block; nothing is inlined into it. */
 const BOOTSTRAP = `import { createClient } from './graphql-ws/client.js'

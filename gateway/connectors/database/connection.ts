@@ -80,6 +80,17 @@ export interface KnexConnection {
   dialect: Dialect
 }
 
+/**
+ * Knex's logger: its warning on a failed connection attempt, which prints the driver's stack trace, is
+ * left out (the error itself reaches the caller, and the CLI reports it in one line); other warnings
+ * go to `console.warn` as Knex's own logger sends them.
+ */
+const knexLog = {
+  warn(message: string): void {
+    if (!String(message).startsWith('Acquire connection error')) console.warn(message)
+  },
+}
+
 const SUPPORTED = '`sqlite:<path>`, `postgres://…`, `postgresql://…`, `mysql://…` or `mariadb://…`'
 
 /** Replaces the password of a URL-like string with `***` (best effort, never throws). */
@@ -277,6 +288,7 @@ export function createKnex(url: string, options: CreateKnexOptions = {}): KnexCo
     case 'sqlite': {
       if (parsed.filename !== ':memory:') fs.mkdirSync(path.dirname(parsed.filename), { recursive: true })
       const knex = knexFactory({
+        log: knexLog,
         client: 'better-sqlite3',
         connection: { filename: parsed.filename },
         useNullAsDefault: true,
@@ -301,6 +313,7 @@ export function createKnex(url: string, options: CreateKnexOptions = {}): KnexCo
       const { params } = parsed
       const ssl = params.sslmode && params.sslmode !== 'disable' ? { rejectUnauthorized: params.sslmode === 'verify-full' || params.sslmode === 'verify-ca' } : undefined
       const knex = knexFactory({
+        log: knexLog,
         client: 'pg',
         connection: {
           ...serverConnection(parsed),
@@ -315,6 +328,7 @@ export function createKnex(url: string, options: CreateKnexOptions = {}): KnexCo
     }
     case 'mysql': {
       const knex = knexFactory({
+        log: knexLog,
         client: 'mysql2',
         connection: {
           ...serverConnection(parsed),
