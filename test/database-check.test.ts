@@ -15,6 +15,10 @@ import Database from 'better-sqlite3'
 import pg from 'pg'
 import { freshDatabase } from './helpers/chinook.js'
 
+// About 20 CLI runs of a few seconds each: 43 s on a quiet machine, 125 s on a loaded one (past
+// tap's default 120 s, which killed it once).
+t.setTimeout(6 * 60_000)
+
 const root = fileURLToPath(new URL('..', import.meta.url))
 const cli = join(root, 'dist/gateway/cli.js')
 const env: NodeJS.ProcessEnv = { ...process.env, NODE_ENV: 'development', LOG_LEVEL: 'warn', PORT: '0' }
