@@ -39,7 +39,7 @@ import { refuseNonJsonBody } from './json-body.js'
 import { PLAYGROUND_ASSETS_PREFIX, playgroundContentSecurityPolicy, playgroundQuery, renderPlaygroundHtml } from './playground.js'
 import type { GatewayHolder } from './app.js'
 import { invalidateTags, operationTags } from '../cluster/response-cache.js'
-import type { PersistedOperations } from './persisted.js'
+import { sha256, type PersistedOperations } from './persisted.js'
 import { identityOf } from './auth.js'
 import type { AuthInfo } from '../auth/jwt.js'
 import { authorize, claimVariables, extractAuthDirectives, type OperationAuthRules } from '../auth/directives.js'
@@ -250,21 +250,26 @@ export function registerGraphQLEndpoint(
     if (operationName !== undefined && operationName !== null && typeof operationName !== 'string') return malformed(reply, 'operationName must be a string')
     if (extensions !== undefined && extensions !== null && (typeof extensions !== 'object' || Array.isArray(extensions))) return malformed(reply, 'extensions must be an object')
 
-    const persistedHash =
-      (typeof params.documentId === 'string' && params.documentId) ||
-      ((extensions as { persistedQuery?: { sha256Hash?: unknown } } | null)?.persistedQuery?.sha256Hash as string | undefined)
+    const apqHash = (extensions as { persistedQuery?: { sha256Hash?: unknown } } | null)?.persistedQuery?.sha256Hash
+    const persistedHash = (typeof params.documentId === 'string' && params.documentId) || (apqHash as string | undefined)
     if (persistedHash !== undefined && query === undefined) {
       const source = persisted.source(String(persistedHash))
       if (!source) return requestError(reply, mediaType, [codedGraphQLError(new PersistedNotFoundError())], 400)
       query = source
     }
     if (typeof query !== 'string' || query.trim() === '') return malformed(reply, 'query must be a non-empty string')
+    // Automatic persisted queries: the hash and its query register the query (once it validates).
+    const registering = typeof apqHash === 'string' && params.query === query ? apqHash.toLowerCase() : undefined
+    if (registering !== undefined && sha256(query) !== registering) {
+      return requestError(reply, mediaType, [codedGraphQLError(new GraphQLRequestError('provided sha does not match query'))], 400)
+    }
     if (persisted.enforced && !persisted.allowsText(query)) {
       return requestError(reply, mediaType, [codedGraphQLError(new PersistedOnlyError())], 400)
     }
 
     const prepared = prepare(query)
     if (prepared.errors) return requestError(reply, mediaType, prepared.errors)
+    if (registering !== undefined) persisted.register(registering, query)
     const operation = getOperationAST(prepared.document!, (operationName as string | null | undefined) ?? undefined)
     if (!operation) {
       return requestError(reply, mediaType, [new GraphQLError(operationName ? `Unknown operation "${String(operationName)}"` : 'Provide operationName: the document has several operations')])
