@@ -5,7 +5,8 @@
  * measured as a quarter of the endpoint's overhead); mercurius stays the app's GraphQL plugin for
  * `app.graphql()` in code. POST with JSON, GET for queries,
  * `application/graphql-response+json` and `application/json` responses, the playground for browsers,
- * and `graphql-transport-ws` subscriptions on the same path.
+ * and `graphql-transport-ws` subscriptions on the same path; automatic persisted queries (Apollo's
+ * protocol, gateway/http/persisted.ts) and, with `graphql.batching.maxOperations`, batches (a JSON array).
  *
  * Every distinct document is parsed (with a token limit), validated and checked against the depth
  * and alias limits once, then cached until the schema changes.

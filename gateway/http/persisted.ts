@@ -2,7 +2,8 @@
  * The allowlist of persisted operations: every stored operation, found by the sha256 (hex) of its
  * file's text, of its printed document, or by its name. In production `/graphql` and the WebSocket
  * endpoint run only these (cf. Apollo persisted queries `extensions.persistedQuery.sha256Hash`, and
- * the GraphQL-over-HTTP `documentId` proposal).
+ * the GraphQL-over-HTTP `documentId` proposal). With `graphql.apq` on, it also holds the documents
+ * clients registered by automatic persisted queries (a bounded LRU per instance, not shared in a cluster).
  */
 import { createHash } from 'node:crypto'
 import { print, type DocumentNode } from 'graphql'
