@@ -316,6 +316,22 @@ export interface TributaryConfigInput {
     shareSubscriptions?: boolean
     /** Run raw documents on /graphql in production too (off: stored operations only). Default false. */
     allowArbitraryOperationsInProduction?: boolean
+    /**
+     * Automatic persisted queries (Apollo's protocol, README "HTTP contract"): a request with
+     * `extensions.persistedQuery.sha256Hash` and the `query` whose sha256 it is registers that text,
+     * so later requests send the hash alone. Default: true in development, false in production,
+     * where it needs `allowArbitraryOperationsInProduction` (registering a document runs it).
+     */
+    apq?: boolean
+    /** Most documents registered by automatic persisted queries, per instance (the least recently used go first). Default 1000. */
+    apqMaxEntries?: number
+    /** Largest document (UTF-8 bytes) automatic persisted queries register; a longer one runs but is not kept. Default 32768. */
+    apqMaxDocumentBytes?: number
+    /** Request batching: a JSON array of operations in one POST /graphql, answered by an array in order. */
+    batching?: {
+      /** Most operations in one batch; 0 turns batching off (an array body is refused). Default 0. */
+      maxOperations?: number
+    }
   }
   operations?: {
     /** Folder of stored operations, relative to the working directory. Default `operations`. */
@@ -482,6 +498,10 @@ export function resolveConfig(input: unknown, env: NodeJS.ProcessEnv = process.e
       maxSubscriptionsPerSocket: c.graphql?.maxSubscriptionsPerSocket ?? 100,
       shareSubscriptions: c.graphql?.shareSubscriptions ?? true,
       allowArbitraryOperationsInProduction: c.graphql?.allowArbitraryOperationsInProduction ?? false,
+      apq: c.graphql?.apq ?? dev,
+      apqMaxEntries: c.graphql?.apqMaxEntries ?? 1000,
+      apqMaxDocumentBytes: c.graphql?.apqMaxDocumentBytes ?? 32_768,
+      batching: { maxOperations: c.graphql?.batching?.maxOperations ?? 0 },
     },
     operations: {
       dir: c.operations?.dir ?? 'operations',
@@ -505,6 +525,9 @@ export function resolveConfig(input: unknown, env: NodeJS.ProcessEnv = process.e
     },
   }
   if (config.server.rateLimit?.key === 'sub' && !config.auth.jwt) throw new ConfigInvalidError("server.rateLimit.key: 'sub' needs auth.jwt")
+  if (config.mode === 'production' && config.graphql.apq && !config.graphql.allowArbitraryOperationsInProduction) {
+    throw new ConfigInvalidError('graphql.apq: registering a query runs it; in production it needs graphql.allowArbitraryOperationsInProduction')
+  }
   if (Object.keys(config.permissions).length > 0 && !config.auth.jwt) throw new ConfigInvalidError('permissions: roles come from tokens; set auth.jwt')
   for (const [key, rule] of Object.entries(config.permissions)) {
     if (rule.filter && key.includes('.')) throw new ConfigInvalidError(`permissions.${key}.filter: a row filter applies to a type ('Type'), not to a field`)

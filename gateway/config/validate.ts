@@ -270,6 +270,10 @@ const configSchema = {
         maxSubscriptionsPerSocket: { type: 'integer', minimum: 1 },
         shareSubscriptions: { type: 'boolean' },
         allowArbitraryOperationsInProduction: { type: 'boolean' },
+        apq: { type: 'boolean' },
+        apqMaxEntries: { type: 'integer', minimum: 1 },
+        apqMaxDocumentBytes: { type: 'integer', minimum: 1 },
+        batching: { type: 'object', additionalProperties: false, properties: { maxOperations: { type: 'integer', minimum: 0 } } },
       },
     },
     operations: {

@@ -230,7 +230,7 @@ export async function buildApp(gateway: Gateway, options: BuildAppOptions = {}):
     await scope.register(websocket, { options: { ...websocketServerOptions, maxPayload: config.server.bodyLimit } })
     registerUpgradeGuard(scope, config.server)
     wsScope = scope
-    registerGraphQLEndpoint(app, scope, holder, persisted, wsHandler)
+    registerGraphQLEndpoint(app, scope, holder, persisted, wsHandler, limitOperation)
   })
   if (!wsScope) throw new Error('the WebSocket scope was not registered')
   registerOperationRoutes(app, holder)

@@ -5,7 +5,8 @@
  * measured as a quarter of the endpoint's overhead); mercurius stays the app's GraphQL plugin for
  * `app.graphql()` in code. POST with JSON, GET for queries,
  * `application/graphql-response+json` and `application/json` responses, the playground for browsers,
- * and `graphql-transport-ws` subscriptions on the same path.
+ * and `graphql-transport-ws` subscriptions on the same path; automatic persisted queries (Apollo's
+ * protocol, gateway/http/persisted.ts) and, with `graphql.batching.maxOperations`, batches (a JSON array).
  *
  * Every distinct document is parsed (with a token limit), validated and checked against the depth
  * and alias limits once, then cached until the schema changes.
@@ -34,12 +35,14 @@ import { filterCost } from './filter-cost.js'
 import { isJitSafe } from '../operations/jit-safety.js'
 import { compileDirectOperation, type DirectOperation } from '../operations/direct-plan.js'
 import { codedGraphQLError, codesOf, formatGraphQLErrors, sendError, setRetryAfter, withRetryAfter } from './format-error.js'
-import { AuthRequiredError, GraphQLMethodError, GraphQLRequestError, PersistedNotFoundError, PersistedOnlyError, RouteNotFoundError } from '../errors.js'
+import { AuthRequiredError, GraphQLMethodError, GraphQLRequestError, InternalError, PersistedNotFoundError, PersistedOnlyError, RouteNotFoundError, isTributaryError } from '../errors.js'
+import type { OperationLimiter } from './rate-limit.js'
+import { randomUUID } from 'node:crypto'
 import { refuseNonJsonBody } from './json-body.js'
 import { PLAYGROUND_ASSETS_PREFIX, playgroundContentSecurityPolicy, playgroundQuery, renderPlaygroundHtml } from './playground.js'
 import type { GatewayHolder } from './app.js'
 import { invalidateTags, operationTags } from '../cluster/response-cache.js'
-import type { PersistedOperations } from './persisted.js'
+import { sha256, type PersistedOperations } from './persisted.js'
 import { identityOf } from './auth.js'
 import type { AuthInfo } from '../auth/jwt.js'
 import { authorize, claimVariables, extractAuthDirectives, type OperationAuthRules } from '../auth/directives.js'
@@ -130,6 +133,29 @@ class DocumentCache {
   }
 }
 
+/**
+ * A stand-in for `reply` while one operation of a batch runs: status, headers and body are kept
+ * (`captured`: the JSON text sent) instead of sent; everything else (`raw`, `request`, `log`,
+ * `server`) is the real reply's.
+ */
+function capturingReply(reply: FastifyReply): FastifyReply & { captured: string } {
+  const headers = new Map<string, unknown>()
+  const one = Object.create(reply) as FastifyReply & { captured: string }
+  Object.assign(one, {
+    captured: 'null',
+    // A fastify reply is thenable (it resolves once sent): the stand-in, awaited, must not be.
+    then: undefined,
+    code: () => one,
+    status: () => one,
+    type: () => one,
+    header: (name: string, value: unknown) => (headers.set(name.toLowerCase(), value), one),
+    getHeader: (name: string) => headers.get(name.toLowerCase()),
+    removeHeader: (name: string) => (headers.delete(name.toLowerCase()), one),
+    send: (payload: unknown) => ((one.captured = typeof payload === 'string' ? payload : JSON.stringify(payload)), one),
+  })
+  return one
+}
+
 interface GraphQLParams {
   query?: unknown
   variables?: unknown
@@ -141,6 +167,8 @@ interface GraphQLParams {
 /**
  * Registers `POST /graphql` on `app`, and `GET /graphql` (queries, the playground, and `wsHandler`
  * for WebSocket upgrades) on `wsScope`, the scope where @fastify/websocket is registered.
+ * `limitOperation` (from `server.rateLimit`) counts every operation of a batch after the first,
+ * which the request itself counted.
  */
 export function registerGraphQLEndpoint(
   app: FastifyInstance,
@@ -148,6 +176,7 @@ export function registerGraphQLEndpoint(
   holder: GatewayHolder,
   persisted: PersistedOperations,
   wsHandler: (socket: import('ws').WebSocket, request: FastifyRequest) => void,
+  limitOperation?: OperationLimiter,
 ): void {
   const cache = new DocumentCache(1000)
   // Invalid documents are cached apart, so that a stream of distinct bad documents cannot evict the good ones.
@@ -250,21 +279,26 @@ export function registerGraphQLEndpoint(
     if (operationName !== undefined && operationName !== null && typeof operationName !== 'string') return malformed(reply, 'operationName must be a string')
     if (extensions !== undefined && extensions !== null && (typeof extensions !== 'object' || Array.isArray(extensions))) return malformed(reply, 'extensions must be an object')
 
-    const persistedHash =
-      (typeof params.documentId === 'string' && params.documentId) ||
-      ((extensions as { persistedQuery?: { sha256Hash?: unknown } } | null)?.persistedQuery?.sha256Hash as string | undefined)
+    const apqHash = (extensions as { persistedQuery?: { sha256Hash?: unknown } } | null)?.persistedQuery?.sha256Hash
+    const persistedHash = (typeof params.documentId === 'string' && params.documentId) || (apqHash as string | undefined)
     if (persistedHash !== undefined && query === undefined) {
       const source = persisted.source(String(persistedHash))
       if (!source) return requestError(reply, mediaType, [codedGraphQLError(new PersistedNotFoundError())], 400)
       query = source
     }
     if (typeof query !== 'string' || query.trim() === '') return malformed(reply, 'query must be a non-empty string')
+    // Automatic persisted queries (when on): the hash and its query register the query once it validates.
+    const registering = gateway.config.graphql.apq && typeof apqHash === 'string' && params.query === query ? apqHash.toLowerCase() : undefined
+    if (registering !== undefined && sha256(query) !== registering) {
+      return requestError(reply, mediaType, [codedGraphQLError(new GraphQLRequestError('provided sha does not match query'))], 400)
+    }
     if (persisted.enforced && !persisted.allowsText(query)) {
       return requestError(reply, mediaType, [codedGraphQLError(new PersistedOnlyError())], 400)
     }
 
     const prepared = prepare(query)
     if (prepared.errors) return requestError(reply, mediaType, prepared.errors)
+    if (registering !== undefined) persisted.register(registering, query)
     const operation = getOperationAST(prepared.document!, (operationName as string | null | undefined) ?? undefined)
     if (!operation) {
       return requestError(reply, mediaType, [new GraphQLError(operationName ? `Unknown operation "${String(operationName)}"` : 'Provide operationName: the document has several operations')])
@@ -381,7 +415,41 @@ export function registerGraphQLEndpoint(
     const refused = isMultipartRequest(request) ? undefined : refuseNonJsonBody(request, reply, 'the GraphQL request')
     if (refused) return refused
     const body = request.body
+    if (Array.isArray(body) && holder.current.config.graphql.batching.maxOperations) return batch(request, reply, body)
     if (!body || typeof body !== 'object' || Array.isArray(body)) return malformed(reply, 'The body must be a JSON object {query, variables?, operationName?, extensions?}')
     return handle(request, reply, body as GraphQLParams, 'POST')
   })
+
+  /**
+   * A batch (`graphql.batching.maxOperations` > 0): a JSON array of requests, run one after the
+   * other with every check of a single request (auth, limits, persisted operations, rate limit per
+   * operation), answered 200 with the array of their bodies in order. An empty array or one longer
+   * than the bound is a 400 `TRB_ERR_GRAPHQL_REQUEST`, refused before any element is read.
+   */
+  async function batch(request: FastifyRequest, reply: FastifyReply, body: unknown[]) {
+    const max = holder.current.config.graphql.batching.maxOperations!
+    if (body.length === 0 || body.length > max) return malformed(reply, `A batch holds 1 to ${max} operations (graphql.batching.maxOperations); got ${body.length}`)
+    const mediaType = negotiate(request.headers.accept)
+    if (!mediaType) return handle(request, reply, {}, 'POST')
+    const answers: string[] = []
+    for (let i = 0; i < body.length; i++) {
+      const one = capturingReply(reply)
+      const element = body[i]
+      try {
+        const limited = i > 0 && limitOperation ? await limitOperation(request) : undefined
+        if (limited) sendError(one, limited)
+        else if (!element || typeof element !== 'object' || Array.isArray(element)) malformed(one, 'Each element of a batch must be a JSON object {query, variables?, operationName?, extensions?}')
+        else await handle(request, one, element as GraphQLParams, 'POST')
+      } catch (err) {
+        if (isTributaryError(err)) sendError(one, err)
+        else {
+          const id = randomUUID()
+          request.log.error({ err, errorId: id }, 'internal error')
+          sendError(one, new InternalError(id), 500)
+        }
+      }
+      answers.push(one.captured)
+    }
+    return reply.code(200).type(`${mediaType}; charset=utf-8`).send(limitResponse(reply, `[${answers.join(',')}]`))
+  }
 }

@@ -2,7 +2,8 @@
  * The allowlist of persisted operations: every stored operation, found by the sha256 (hex) of its
  * file's text, of its printed document, or by its name. In production `/graphql` and the WebSocket
  * endpoint run only these (cf. Apollo persisted queries `extensions.persistedQuery.sha256Hash`, and
- * the GraphQL-over-HTTP `documentId` proposal).
+ * the GraphQL-over-HTTP `documentId` proposal). With `graphql.apq` on, it also holds the documents
+ * clients registered by automatic persisted queries (a bounded LRU per instance, not shared in a cluster).
  */
 import { createHash } from 'node:crypto'
 import { print, type DocumentNode } from 'graphql'
@@ -34,9 +35,43 @@ export class PersistedOperations {
     return this.byKey
   }
 
-  /** The stored source for a hash (`sha256:` prefix allowed) or a name; undefined when unknown. */
+  /** Documents registered by automatic persisted queries: sha256 (hex) → text, least recently used first. */
+  private registered = new Map<string, string>()
+
+  /**
+   * The stored source for a hash (`sha256:` prefix allowed) or a name, else the document registered
+   * under that hash by {@link register} (while `graphql.apq` is on); undefined when unknown.
+   */
   source(key: string): string | undefined {
-    return this.index().get(key.replace(/^sha256:/, ''))
+    const hash = key.replace(/^sha256:/, '')
+    const stored = this.index().get(hash)
+    if (stored !== undefined) return stored
+    if (!this.holder.current.config.graphql.apq) return undefined
+    const text = this.registered.get(hash)
+    if (text !== undefined) {
+      this.registered.delete(hash)
+      this.registered.set(hash, text)
+    }
+    return text
+  }
+
+  /**
+   * Registers `query` under its sha256 (Apollo automatic persisted queries), in a per-instance LRU
+   * of at most `graphql.apqMaxEntries` documents; a document over `graphql.apqMaxDocumentBytes`
+   * (UTF-8) is not kept. The caller has checked that `hash` is `sha256(query)` and that the
+   * document is valid. Does nothing while `graphql.apq` is off.
+   */
+  register(hash: string, query: string): void {
+    const { apq, apqMaxEntries, apqMaxDocumentBytes } = this.holder.current.config.graphql
+    if (!apq || Buffer.byteLength(query) > apqMaxDocumentBytes) return
+    this.registered.delete(hash)
+    while (this.registered.size >= apqMaxEntries) this.registered.delete(this.registered.keys().next().value as string)
+    this.registered.set(hash, query)
+  }
+
+  /** How many documents automatic persisted queries hold now. */
+  get registeredCount(): number {
+    return this.registered.size
   }
 
   /** True when `query` is byte for byte the text of a stored operation. */
