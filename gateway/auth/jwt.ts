@@ -9,7 +9,7 @@
  */
 import { createRemoteJWKSet, errors as joseErrors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose'
 import type { IncomingHttpHeaders } from 'node:http'
-import type { AuthConfig } from '../config/index.js'
+import type { AuthConfig } from './config.js'
 import { AuthInvalidError, UpstreamUnavailableError } from '../errors.js'
 import { claimValue } from './directives.js'
 

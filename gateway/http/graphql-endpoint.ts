@@ -30,7 +30,7 @@ import {
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit'
 import { buildCostPlan, checkCost, checkDocumentLimits, checkFragmentLimits, checkVariablesDepth, type CostPlan } from './limits.js'
-import { filterCost } from './filter-cost.js'
+import { filterCost } from '../operations/filter-cost.js'
 import { isJitSafe } from '../operations/jit-safety.js'
 import { compileDirectOperation, type DirectOperation } from '../operations/direct-plan.js'
 import { codedGraphQLError, codesOf, formatGraphQLErrors, sendError, setRetryAfter, withRetryAfter } from './format-error.js'

@@ -1,18 +1,15 @@
 /**
  * Prometheus metrics through prom-client (README "Observability"): the metric set, made once per
  * process in a registry of its own (not prom-client's global one, which an embedding program may
- * use), and the `GET /metrics` route with its access rules (`metrics.bearerToken`,
- * `metrics.allowedIps`).
+ * use). The `GET /metrics` route with its access rules (`metrics.bearerToken`, `metrics.allowedIps`)
+ * is http/metrics-route.ts.
  *
  * Every label is bounded: `route` is the route pattern fastify matched (`/operations/*`,
  * `/api/v1/todo/:id`, `(unmatched)`), never the URL; `operation` a stored operation's name or
  * `(graphql)`; `source` a data source's name; `status` an HTTP status.
  */
-import { createHash, timingSafeEqual } from 'node:crypto'
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyRequest } from 'fastify'
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client'
-import { MetricsDeniedError } from '../errors.js'
-import { sendError } from '../http/format-error.js'
 import { activity, livePollerCounts, observers, pools } from './probes.js'
 
 /** The observers of one metric child: what the probes call. */
@@ -200,42 +197,4 @@ export interface MetricsConfig {
 /** The route label of a request: the pattern fastify matched, or `(unmatched)` (404s, so that random URLs add no series). */
 export function routeLabel(request: FastifyRequest): string {
   return request.routeOptions.url ?? '(unmatched)'
-}
-
-function digest(text: string): Buffer {
-  return createHash('sha256').update(text).digest()
-}
-
-/** `::ffff:127.0.0.1` (an IPv4 client on a dual-stack socket) is `127.0.0.1`. */
-function normaliseIp(ip: string): string {
-  return ip.startsWith('::ffff:') && ip.includes('.') ? ip.slice(7) : ip
-}
-
-/**
- * Switches metrics on and registers the metrics route and the request counter (an `onResponse`
- * hook) on `app`. Access: a request from an address not in `allowedIps` gets 403, one without the
- * bearer token 401 (with `WWW-Authenticate: Bearer`), both `TRB_ERR_METRICS_DENIED`.
- */
-export function registerMetrics(app: FastifyInstance, config: MetricsConfig): void {
-  const metrics = enableMetrics()
-  app.addHook('onResponse', (request, reply, done) => {
-    metrics.countRequest(routeLabel(request), request.method, reply.statusCode)
-    done()
-  })
-  const token = config.bearerToken === null ? undefined : digest(`Bearer ${config.bearerToken}`)
-  const allowed = config.allowedIps === null ? undefined : new Set(config.allowedIps.map(normaliseIp))
-  app.get(config.path, async (request: FastifyRequest, reply: FastifyReply) => {
-    if (allowed && !allowed.has(normaliseIp(request.ip))) {
-      return sendError(reply, new MetricsDeniedError('This address may not read the metrics (metrics.allowedIps)'), 403)
-    }
-    if (token) {
-      const given = request.headers.authorization
-      if (typeof given !== 'string' || !timingSafeEqual(digest(given), token)) {
-        reply.header('www-authenticate', 'Bearer realm="metrics"')
-        return sendError(reply, new MetricsDeniedError('The metrics need Authorization: Bearer <metrics.bearerToken>'), 401)
-      }
-    }
-    const body = await metrics.registry.metrics()
-    return reply.header('cache-control', 'no-store').type(metrics.registry.contentType).send(body)
-  })
 }
