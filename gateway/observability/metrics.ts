@@ -10,26 +10,9 @@
  */
 import type { FastifyRequest } from 'fastify'
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client'
-import { activity, livePollerCounts, observers, pools } from './probes.js'
+import { activity, livePollerCounts, observers, pools, type MetricSet, type Observer } from './probes.js'
 
-/** The observers of one metric child: what the probes call. */
-interface Observer {
-  observe(value: number): void
-}
-
-/** The metrics of the process, with their label children cached: the probes never hash labels. */
-export interface MetricSet {
-  /** The registry served at the metrics path. */
-  registry: Registry
-  /** `tributary_http_requests_total{route,method,status}`: counts one response. */
-  countRequest(route: string, method: string, status: number): void
-  /** `tributary_operation_duration_seconds{operation}`. */
-  operationSeconds(operation: string): Observer
-  /** `tributary_upstream_duration_seconds{source,status}`. */
-  upstreamSeconds(source: string, status: string): Observer
-  /** `tributary_sql_duration_seconds{source}`. */
-  sqlSeconds(source: string): Observer
-}
+export type { MetricSet }
 
 /** Histogram buckets, in seconds: 1 ms to 10 s. */
 const BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
