@@ -37,7 +37,7 @@ import { codedGraphQLError, codesOf, formatGraphQLErrors, sendError, setRetryAft
 import { AuthRequiredError, GraphQLMethodError, GraphQLRequestError, PersistedNotFoundError, PersistedOnlyError, RouteNotFoundError } from '../errors.js'
 import { refuseNonJsonBody } from './json-body.js'
 import { PLAYGROUND_ASSETS_PREFIX, playgroundContentSecurityPolicy, playgroundQuery, renderPlaygroundHtml } from './playground.js'
-import type { GatewayHolder } from './app.js'
+import type { GatewayHolder } from './gateway-holder.js'
 import { invalidateTags, operationTags } from '../cluster/response-cache.js'
 import type { PersistedOperations } from './persisted.js'
 import { identityOf } from './auth.js'
