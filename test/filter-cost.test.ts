@@ -1,5 +1,5 @@
 /**
- * The relation-filter cost (gateway/http/filter-cost.ts): its figures on a small schema whose
+ * The relation-filter cost (gateway/operations/filter-cost.ts): its figures on a small schema whose
  * relation filter types carry the connector's marker, and its time on a fragment bomb (each
  * fragment spreads the next twice, 22 levels: 4 million copies if expanded), which must be priced
  * without expanding them, in well under 50 ms of CPU.
@@ -7,7 +7,7 @@
 import t from 'tap'
 import { GraphQLInputObjectType, GraphQLInt, GraphQLList, GraphQLNonNull, GraphQLObjectType, GraphQLSchema, GraphQLString, Kind, getOperationAST, parse } from 'graphql'
 import type { GraphQLFieldConfigArgumentMap } from 'graphql'
-import { filterCost } from '../gateway/http/filter-cost.js'
+import { filterCost } from '../gateway/operations/filter-cost.js'
 import { RELATION_FILTER_EXTENSION } from '../gateway/connectors/types.js'
 
 const StringFilter = new GraphQLInputObjectType({ name: 'StringFilter', fields: { equals: { type: GraphQLString }, in: { type: new GraphQLList(GraphQLString) } } })

@@ -17,7 +17,7 @@
  * document is validated, and returns the rules they declare.
  */
 import { GraphQLError, Kind, visit, type ArgumentNode, type DirectiveNode, type DocumentNode, type OperationDefinitionNode, type ValueNode } from 'graphql'
-import type { AuthInfo } from './jwt.js'
+import { claimValue, type AuthInfo } from './jwt.js'
 import { AuthForbiddenError, AuthRequiredError } from '../errors.js'
 
 /** What an operation's directives require. */
@@ -134,20 +134,6 @@ function readOperation(op: OperationDefinitionNode, errors: GraphQLError[]): Ope
   }
   if (!requireAuthentication) return null
   return Object.freeze({ requireAuthentication, requireMatchAny, requireMatchAll, fromClaim: Object.freeze(fromClaim) })
-}
-
-/**
- * A claim's value: `name` as a key, else as a dotted path into nested objects.
- * @returns undefined when missing.
- */
-export function claimValue(claims: Readonly<Record<string, unknown>>, name: string): unknown {
-  if (Object.hasOwn(claims, name)) return claims[name]
-  if (!name.includes('.')) return undefined
-  let value: unknown = claims
-  for (const part of name.split('.')) {
-    value = value && typeof value === 'object' && Object.hasOwn(value, part) ? (value as Record<string, unknown>)[part] : undefined
-  }
-  return value
 }
 
 /**

@@ -19,7 +19,7 @@
  * source, {@link renderHeaderTemplates} per call.
  */
 import type { IncomingHttpHeaders } from 'node:http'
-import { claimValue } from './directives.js'
+import { claimValue } from './jwt.js'
 
 /** One templated header value, split into literal text and placeholders. */
 type Part = { text: string } | { claim: string } | { header: string }

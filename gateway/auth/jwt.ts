@@ -9,9 +9,22 @@
  */
 import { createRemoteJWKSet, errors as joseErrors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose'
 import type { IncomingHttpHeaders } from 'node:http'
-import type { AuthConfig } from '../config/index.js'
+import type { AuthConfig } from './config.js'
 import { AuthInvalidError, UpstreamUnavailableError } from '../errors.js'
-import { claimValue } from './directives.js'
+
+/**
+ * A claim's value: `name` as a key, else as a dotted path into nested objects.
+ * @returns undefined when missing.
+ */
+export function claimValue(claims: Readonly<Record<string, unknown>>, name: string): unknown {
+  if (Object.hasOwn(claims, name)) return claims[name]
+  if (!name.includes('.')) return undefined
+  let value: unknown = claims
+  for (const part of name.split('.')) {
+    value = value && typeof value === 'object' && Object.hasOwn(value, part) ? (value as Record<string, unknown>)[part] : undefined
+  }
+  return value
+}
 
 /**
  * The verified identity of a request: `context.auth` in every resolver, null when no token came.

@@ -20,7 +20,7 @@ import { parseSelectionSet } from '@graphql-tools/utils'
 import type { ConnectorSubschema } from '../connectors/types.js'
 import { ComposeCollisionError, ConfigInvalidError } from '../errors.js'
 import { applyNamespace, foreignScalarNames, isGlobalTypeName, remoteRenames } from './namespace.js'
-import { relocateFieldErrors } from './field-errors.js'
+import { relocateFieldErrors } from '../connectors/field-errors.js'
 
 /** An object of the merged type, with (at least) the fields of its `selectionSet`. */
 export type MergedObject = Record<string, unknown>

@@ -94,6 +94,6 @@ export interface LinkFieldExtension {
 /**
  * The `extensions` key a connector sets on a relation filter input type (README "Query cost"):
  * `'many'` for a to-many filter (`every`/`some`/`none`: each level reads a list of rows per row
- * filtered), `'one'` for a to-one filter (`is`/`isNot`: one row). `http/filter-cost.ts` prices them.
+ * filtered), `'one'` for a to-one filter (`is`/`isNot`: one row). `operations/filter-cost.ts` prices them.
  */
 export const RELATION_FILTER_EXTENSION = 'tributaryRelationFilter'

@@ -11,6 +11,7 @@ import { STATUS_CODES } from 'node:http'
 import type { Socket } from 'node:net'
 import { GraphQLError, NoSchemaIntrospectionCustomRule, subscribe as graphqlSubscribe } from 'graphql'
 import type { Gateway } from '../runtime.js'
+import type { GatewayHolder } from './gateway-holder.js'
 import type { AuthInfo } from '../auth/jwt.js'
 import { adoptSocketIdentity, authenticateSocket, authorizeSocketOperation, endAtExpiry } from './auth.js'
 import { BadRequestError, InternalError, PersistedOnlyError, RouteNotFoundError, isTributaryError, errorBody } from '../errors.js'
@@ -27,23 +28,12 @@ import { registerRateLimit } from './rate-limit.js'
 import { createCluster, type Cluster } from '../cluster/index.js'
 import { invalidateTags, operationTags } from '../cluster/response-cache.js'
 import { registerHealthRoutes } from './health.js'
-import { registerMetrics } from '../observability/metrics.js'
+import { registerMetrics } from './metrics-route.js'
 import { registerTracing, traceLogMixin } from '../observability/tracing.js'
 import { lazyChildLogger } from '../observability/logs.js'
 import { livePollerCounts } from '../observability/probes.js'
 
-/**
- * The gateway currently served. Development mode swaps it when files change; every request reads
- * `current` once, so a request never sees two versions.
- */
-export interface GatewayHolder {
-  current: Gateway
-  /** Incremented on every swap; caches keyed on the schema compare it. */
-  version: number
-  logger: FastifyBaseLogger
-  /** What the instances of the deployment share (Redis or memory); handed to resolvers as `context.cluster`. */
-  cluster: Cluster
-}
+export type { GatewayHolder }
 
 declare module 'fastify' {
   interface FastifyInstance {

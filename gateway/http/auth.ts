@@ -49,14 +49,6 @@ export function identityOf(gateway: Gateway, request: FastifyRequest): AuthInfo 
   return verifier.known(request.headers) ?? authenticateRequest(gateway, request)
 }
 
-/** The `WWW-Authenticate` challenge of an auth error code (RFC 6750 §3), or undefined for other codes. */
-export function challengeOf(code: string): string | undefined {
-  if (code === 'TRB_ERR_AUTH_INVALID') return 'Bearer error="invalid_token"'
-  if (code === 'TRB_ERR_AUTH_REQUIRED') return 'Bearer'
-  if (code === 'TRB_ERR_AUTH_FORBIDDEN') return 'Bearer error="insufficient_scope"'
-  return undefined
-}
-
 /**
  * The identity of a WebSocket, checked once on `connection_init`: the payload's `authorization`
  * (`Bearer <token>` or the bare token), else the upgrade request's `Authorization` header or cookie.

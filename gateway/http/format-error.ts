@@ -8,7 +8,6 @@ import { GraphQLError, type ASTNode, type GraphQLFormattedError } from 'graphql'
 import type { FastifyBaseLogger, FastifyReply } from 'fastify'
 import { DB_RETRY_AFTER_SECONDS, errorBody, isErrorCode, isTributaryError, recordErrorCode } from '../errors.js'
 import type { RunMode } from '../connectors/types.js'
-import { challengeOf } from './auth.js'
 import { publicUpstreamMessage, upstreamDetailsOf, type UpstreamDetails } from '../connectors/upstream-details.js'
 
 /** Options of {@link formatGraphQLError}. */
@@ -205,6 +204,14 @@ export function withRetryAfter(reply: FastifyReply, errors: readonly GraphQLErro
   if (after === 0) return status
   reply.header('retry-after', String(after))
   return 503
+}
+
+/** The `WWW-Authenticate` challenge of an auth error code (RFC 6750 §3), or undefined for other codes. */
+export function challengeOf(code: string): string | undefined {
+  if (code === 'TRB_ERR_AUTH_INVALID') return 'Bearer error="invalid_token"'
+  if (code === 'TRB_ERR_AUTH_REQUIRED') return 'Bearer'
+  if (code === 'TRB_ERR_AUTH_FORBIDDEN') return 'Bearer error="insufficient_scope"'
+  return undefined
 }
 
 /**

@@ -11,7 +11,7 @@
  */
 import type { FastifyInstance } from 'fastify'
 import type { SourceHealth } from '../connectors/types.js'
-import type { GatewayHolder } from './app.js'
+import type { GatewayHolder } from './gateway-holder.js'
 
 declare module 'fastify' {
   interface FastifyInstance {

@@ -29,6 +29,7 @@ import {
 } from 'graphql'
 import { GraphQLLimitError } from '../errors.js'
 import { expandedSelections, fragmentsInDependencyOrder } from '../operations/fragments.js'
+import { jsonDepth } from '../json-depth.js'
 import { codedGraphQLError } from './format-error.js'
 
 /** Default limit for the subtree of a root introspection field. */
@@ -193,24 +194,6 @@ export function documentInputDepth(document: DocumentNode): number {
       if (node.defaultValue) max = Math.max(max, depthOf(node.defaultValue))
     },
   })
-  return max
-}
-
-/**
- * Deepest nesting of objects and arrays in a JSON value (the variables of one request), walked
- * without recursion so that hostile nesting cannot overflow the stack. `{}` and `{ id: 1 }` have
- * depth 1. Stops counting once `limit` is exceeded.
- */
-export function jsonDepth(value: unknown, limit: number): number {
-  let max = 0
-  const stack: [unknown, number][] = [[value, 1]]
-  while (stack.length) {
-    const [v, d] = stack.pop()!
-    if (v === null || typeof v !== 'object') continue
-    if (d > max) max = d
-    if (max > limit) return max
-    for (const key in v as Record<string, unknown>) stack.push([(v as Record<string, unknown>)[key], d + 1])
-  }
   return max
 }
 

@@ -19,7 +19,7 @@ import type { GraphQLFormattedError } from 'graphql'
 import type { CompiledOperation, Variables } from '../operations/compile.js'
 import { formatGraphQLErrors } from './format-error.js'
 import { OperationNotFoundError, errorBody } from '../errors.js'
-import type { GatewayHolder } from './app.js'
+import type { GatewayHolder } from './gateway-holder.js'
 import type { AuthInfo } from '../auth/jwt.js'
 import { stableJson } from '../cluster/response-cache.js'
 

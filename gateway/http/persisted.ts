@@ -7,7 +7,7 @@
  */
 import { createHash } from 'node:crypto'
 import { print, type DocumentNode } from 'graphql'
-import type { GatewayHolder } from './app.js'
+import type { GatewayHolder } from './gateway-holder.js'
 
 /** sha256 of a string, hex. */
 export function sha256(text: string): string {

@@ -14,7 +14,7 @@ import rateLimit, { type FastifyRateLimitStore } from '@fastify/rate-limit'
 import { createRequire } from 'node:module'
 import { Redis } from 'ioredis'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
-import type { GatewayHolder } from './app.js'
+import type { GatewayHolder } from './gateway-holder.js'
 import { authenticateRequest } from './auth.js'
 import { RateLimitedError } from '../errors.js'
 

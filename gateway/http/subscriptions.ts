@@ -47,7 +47,7 @@ import {
 import { CloseCode, GRAPHQL_TRANSPORT_WS_PROTOCOL, makeServer, type Context, type SubscribePayload } from 'graphql-ws'
 import { GraphQLLimitError, InternalError, isTributaryError } from '../errors.js'
 import { DEFAULT_MAX_INTROSPECTION_DEPTH, buildCostPlan, checkCost, checkFragmentLimits, checkVariablesDepth, createDocumentLimitsRule } from './limits.js'
-import { filterCost } from './filter-cost.js'
+import { filterCost } from '../operations/filter-cost.js'
 import { codedGraphQLError } from './format-error.js'
 import { extractAuthDirectives, type OperationAuthRules } from '../auth/directives.js'
 import { countSubscription } from '../observability/probes.js'

@@ -1,38 +1,18 @@
 /**
  * Prometheus metrics through prom-client (README "Observability"): the metric set, made once per
  * process in a registry of its own (not prom-client's global one, which an embedding program may
- * use), and the `GET /metrics` route with its access rules (`metrics.bearerToken`,
- * `metrics.allowedIps`).
+ * use). The `GET /metrics` route with its access rules (`metrics.bearerToken`, `metrics.allowedIps`)
+ * is http/metrics-route.ts.
  *
  * Every label is bounded: `route` is the route pattern fastify matched (`/operations/*`,
  * `/api/v1/todo/:id`, `(unmatched)`), never the URL; `operation` a stored operation's name or
  * `(graphql)`; `source` a data source's name; `status` an HTTP status.
  */
-import { createHash, timingSafeEqual } from 'node:crypto'
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyRequest } from 'fastify'
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client'
-import { MetricsDeniedError } from '../errors.js'
-import { sendError } from '../http/format-error.js'
-import { activity, livePollerCounts, observers, pools } from './probes.js'
+import { activity, livePollerCounts, observers, pools, type MetricSet, type Observer } from './probes.js'
 
-/** The observers of one metric child: what the probes call. */
-interface Observer {
-  observe(value: number): void
-}
-
-/** The metrics of the process, with their label children cached: the probes never hash labels. */
-export interface MetricSet {
-  /** The registry served at the metrics path. */
-  registry: Registry
-  /** `tributary_http_requests_total{route,method,status}`: counts one response. */
-  countRequest(route: string, method: string, status: number): void
-  /** `tributary_operation_duration_seconds{operation}`. */
-  operationSeconds(operation: string): Observer
-  /** `tributary_upstream_duration_seconds{source,status}`. */
-  upstreamSeconds(source: string, status: string): Observer
-  /** `tributary_sql_duration_seconds{source}`. */
-  sqlSeconds(source: string): Observer
-}
+export type { MetricSet }
 
 /** Histogram buckets, in seconds: 1 ms to 10 s. */
 const BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
@@ -200,42 +180,4 @@ export interface MetricsConfig {
 /** The route label of a request: the pattern fastify matched, or `(unmatched)` (404s, so that random URLs add no series). */
 export function routeLabel(request: FastifyRequest): string {
   return request.routeOptions.url ?? '(unmatched)'
-}
-
-function digest(text: string): Buffer {
-  return createHash('sha256').update(text).digest()
-}
-
-/** `::ffff:127.0.0.1` (an IPv4 client on a dual-stack socket) is `127.0.0.1`. */
-function normaliseIp(ip: string): string {
-  return ip.startsWith('::ffff:') && ip.includes('.') ? ip.slice(7) : ip
-}
-
-/**
- * Switches metrics on and registers the metrics route and the request counter (an `onResponse`
- * hook) on `app`. Access: a request from an address not in `allowedIps` gets 403, one without the
- * bearer token 401 (with `WWW-Authenticate: Bearer`), both `TRB_ERR_METRICS_DENIED`.
- */
-export function registerMetrics(app: FastifyInstance, config: MetricsConfig): void {
-  const metrics = enableMetrics()
-  app.addHook('onResponse', (request, reply, done) => {
-    metrics.countRequest(routeLabel(request), request.method, reply.statusCode)
-    done()
-  })
-  const token = config.bearerToken === null ? undefined : digest(`Bearer ${config.bearerToken}`)
-  const allowed = config.allowedIps === null ? undefined : new Set(config.allowedIps.map(normaliseIp))
-  app.get(config.path, async (request: FastifyRequest, reply: FastifyReply) => {
-    if (allowed && !allowed.has(normaliseIp(request.ip))) {
-      return sendError(reply, new MetricsDeniedError('This address may not read the metrics (metrics.allowedIps)'), 403)
-    }
-    if (token) {
-      const given = request.headers.authorization
-      if (typeof given !== 'string' || !timingSafeEqual(digest(given), token)) {
-        reply.header('www-authenticate', 'Bearer realm="metrics"')
-        return sendError(reply, new MetricsDeniedError('The metrics need Authorization: Bearer <metrics.bearerToken>'), 401)
-      }
-    }
-    const body = await metrics.registry.metrics()
-    return reply.header('cache-control', 'no-store').type(metrics.registry.contentType).send(body)
-  })
 }

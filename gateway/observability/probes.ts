@@ -8,7 +8,26 @@
  * metrics on makes every gateway of the process report.
  */
 import { SpanKind, SpanStatusCode, context, propagation, trace, type Attributes, type Span, type Tracer } from '@opentelemetry/api'
-import type { MetricSet } from './metrics.js'
+import type { Registry } from 'prom-client'
+
+/** The observers of one metric child: what the probes call. */
+export interface Observer {
+  observe(value: number): void
+}
+
+/** The metrics of the process, with their label children cached: the probes never hash labels. */
+export interface MetricSet {
+  /** The registry served at the metrics path. */
+  registry: Registry
+  /** `tributary_http_requests_total{route,method,status}`: counts one response. */
+  countRequest(route: string, method: string, status: number): void
+  /** `tributary_operation_duration_seconds{operation}`. */
+  operationSeconds(operation: string): Observer
+  /** `tributary_upstream_duration_seconds{source,status}`. */
+  upstreamSeconds(source: string, status: string): Observer
+  /** `tributary_sql_duration_seconds{source}`. */
+  sqlSeconds(source: string): Observer
+}
 
 /** What is switched on in this process. Set by `metrics.ts` and `tracing.ts` only. */
 export const observers: {

@@ -14,8 +14,8 @@ import { compileDirectOperation, type DirectOperation } from './direct-plan.js'
 import { BadRequestError, OperationInvalidError, OperationVariablesError } from '../errors.js'
 import { omitProperties, responseSchema, variablesSchema, type JsonSchema } from './json-schema.js'
 import type { StoredOperation } from './load.js'
-import { jsonDepth } from '../http/limits.js'
-import { filterCost } from '../http/filter-cost.js'
+import { jsonDepth } from '../json-depth.js'
+import { filterCost } from './filter-cost.js'
 import { authorize, claimVariables } from '../auth/directives.js'
 import type { AuthInfo } from '../auth/jwt.js'
 import { AuthForbiddenError } from '../errors.js'
@@ -195,7 +195,7 @@ function isBooleanSchema(schema: JsonSchema | undefined): boolean {
 export interface CompileOperationOptions {
   /** Deepest nesting of object/list variables (`graphql.maxInputDepth`); deeper ones are a 400 `TRB_ERR_OPERATION_VARIABLES`. Default 32. */
   maxInputDepth?: number
-  /** `graphql.maxCost` and `graphql.defaultListSize`: relation filters sent in variables that cost more (http/filter-cost.ts) are a 400 `TRB_ERR_OPERATION_VARIABLES`. Default: not priced. */
+  /** `graphql.maxCost` and `graphql.defaultListSize`: relation filters sent in variables that cost more (operations/filter-cost.ts) are a 400 `TRB_ERR_OPERATION_VARIABLES`. Default: not priced. */
   cost?: { maxCost: number; listSize: number }
 }
 

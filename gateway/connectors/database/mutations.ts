@@ -29,7 +29,7 @@ import {
 import { compileCreateKeyChecks, compileUpdateKeyChecks, keyTargets, runKeyChecks, type KeyChecks } from './key-checks.js'
 import { createPairs, identityOf, identitySelect, identityWhere, insertFrag, run, stmt, whereLabel, type Stmt } from './write-sql.js'
 import { bindAll, finishRows, makeCtx, type Runtime } from './resolvers.js'
-import type { WriteBody } from './request-transaction.js'
+import type { WriteBody } from './resolvers.js'
 
 /** The mutation root fields of a model, without the model name (`createOne` → `createOneX`). */
 export type MutationKind = 'createOne' | 'createMany' | 'updateOne' | 'updateMany' | 'upsertOne' | 'deleteOne' | 'deleteMany'

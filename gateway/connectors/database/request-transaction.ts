@@ -35,13 +35,7 @@ import {
 import { DbRolledBackError } from '../../errors.js'
 import { cancelWatchOf } from './compiler/db.js'
 import { EXT } from './compiler/read.js'
-import type { Runtime } from './resolvers.js'
-
-/**
- * The work of one mutation field, run on `conn` inside the request's transaction on its database.
- * `args` are the field's coerced arguments, `context` the request's (its `auth` binds row filters).
- */
-export type WriteBody = (conn: unknown, info: GraphQLResolveInfo, args: Record<string, unknown>, context: unknown) => Promise<unknown>
+import type { Runtime, WriteBody } from './resolvers.js'
 
 /** What a mutation field carries in `extensions.tributary.write`: its database and its work. */
 export interface WriteField {

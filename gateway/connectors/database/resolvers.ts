@@ -17,7 +17,12 @@ import { compileList, compileUnique, toPlan, type CompiledList, type Ctx, type P
 import type { Model, Registry } from './compiler/registry.js'
 import { mapDbError } from './db-errors.js'
 import { chargeResult, resultRoom, textLength } from '../../result-budget.js'
-import type { WriteBody } from './request-transaction.js'
+
+/**
+ * The work of one mutation field, run on `conn` inside the request's transaction on its database.
+ * `args` are the field's coerced arguments, `context` the request's (its `auth` binds row filters).
+ */
+export type WriteBody = (conn: unknown, info: GraphQLResolveInfo, args: Record<string, unknown>, context: unknown) => Promise<unknown>
 
 /** What the resolvers of one schema share. */
 export interface Runtime {

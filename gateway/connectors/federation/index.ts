@@ -29,7 +29,7 @@ import type { ConnectorContext, RemoteSubschema, SourceHealth } from '../types.j
 import { SourceLoadError } from '../../errors.js'
 import { createGraphQLHttpClient, type GraphQLEndpoint } from '../graphql/http.js'
 import { compileHeaderTemplates } from '../../auth/header-templates.js'
-import { relocateFieldErrors } from '../../compose/field-errors.js'
+import { relocateFieldErrors } from '../field-errors.js'
 
 /** One subgraph of a federation source. */
 export interface SubgraphOptions {

@@ -24,7 +24,7 @@ import {
   type GraphQLInputType,
 } from 'graphql'
 import type { AuthInfo } from '../../../auth/jwt.js'
-import { claimValue } from '../../../auth/directives.js'
+import { claimValue } from '../../../auth/jwt.js'
 import { AuthForbiddenError, AuthRequiredError, ConfigInvalidError } from '../../../errors.js'
 import { Leaf, NULL, type ArgValue } from './args.js'
 import type { Getter, Vars } from './frag.js'
