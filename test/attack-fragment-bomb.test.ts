@@ -177,6 +177,9 @@ t.test('fragment bombs are refused in linear time on /graphql and WebSocket', as
     t.equal(result.body.errors?.[0].extensions.code, 'TRB_ERR_GRAPHQL_LIMIT')
     t.equal(result.body.errors?.[0].message, 'The document has 300 fragment spreads, more than the maximum of 100 (maxFragmentSpreads)')
     t.ok(ms < MAX_CPU_MS, `${ms.toFixed(1)} ms of the gateway's CPU (< ${MAX_CPU_MS})`)
+    // One unmeasured round first: the first socket of the process also pays for the WebSocket code's
+    // first compilation (65 ms once on a loaded machine), which is not the document's cost.
+    await overWebSocket(gw.url, wideSpreads(300, 'WideWsWarm'))
     const ws = await measured(gw.cpuMs, () => overWebSocket(gw.url, wideSpreads(300, 'WideWs')))
     t.equal(ws.result.errors?.[0].extensions.code, 'TRB_ERR_GRAPHQL_LIMIT', 'the same over WebSocket')
     t.ok(ws.ms < MAX_CPU_MS, `${ws.ms.toFixed(1)} ms of the gateway's CPU over WebSocket (< ${MAX_CPU_MS})`)

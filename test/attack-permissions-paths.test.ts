@@ -18,7 +18,7 @@ import { randomBytes } from 'node:crypto'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
-import { SignJWT } from 'jose'
+import { mint } from './helpers/auth.js'
 import type { Knex } from 'knex'
 import { database, resolveConfig, type TributaryConfigInput } from '../gateway/config/index.js'
 import { createKnex } from '../gateway/connectors/database/connection.js'
@@ -28,7 +28,7 @@ type Body = { data?: Record<string, unknown> | null; errors?: { message: string;
 
 const jwtSecret = randomBytes(32).toString('base64url')
 const key = new TextEncoder().encode(jwtSecret)
-const sign = (claims: Record<string, unknown>) => new SignJWT(claims).setProtectedHeader({ alg: 'HS256' }).setIssuedAt().setExpirationTime('1h').sign(key)
+const sign = (claims: Record<string, unknown>) => mint(key, claims, { expiresIn: '1h' })
 
 /** The protected values: none of them may appear in a refused answer. */
 const SECRETS = ['alpha-7Q', 'bravo-3K', 'charlie-9Z']
