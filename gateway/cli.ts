@@ -24,7 +24,7 @@ import { configPathFrom, loadConfigFile, projectRoot } from './config/load.js'
 import { database, resolveConfig, type TributaryConfig } from './config/index.js'
 import { namespaceFromUrl, scaffold } from './scaffold.js'
 import { checkDatabase } from './database-check.js'
-import { createGateway, type Gateway } from './runtime.js'
+import { createGateway, reloadOperations, type Gateway } from './runtime.js'
 import { writeGenerated } from './codegen/index.js'
 import { buildApp } from './http/app.js'
 import { traceLogMixin } from './observability/tracing.js'
@@ -45,6 +45,9 @@ function fail(err: unknown): never {
   if (process.env.LOG_LEVEL === 'debug' && e.stack) process.stderr.write(`${e.stack}\n`)
   process.exit(1)
 }
+
+/** How long a development reload waits for the previous version's requests before closing its sources. */
+const RELOAD_DRAIN_MS = 30_000
 
 /** Where the config comes from: a file, or the `--database` flag. */
 interface ConfigSource {
@@ -96,12 +99,6 @@ function summary(gateway: Gateway, base: string, services: RunningService[], sou
   return lines.join('\n') + '\n'
 }
 
-async function load(source: ConfigSource, logger: Logger, fresh = false): Promise<Gateway> {
-  const config: TributaryConfig = await source.load(fresh)
-  logger.info({ sources: config.datasources.map((d) => `${d.namespace ?? '(none)'}:${d.kind}`) }, 'loading data sources')
-  return createGateway(config, { logger })
-}
-
 async function generate(source: ConfigSource): Promise<void> {
   const config = await source.load(false)
   const logger = createLogger(config.server.logLevel)
@@ -138,33 +135,71 @@ async function serve(source: ConfigSource, dev: boolean): Promise<void> {
 
   let watcher: { close(): void }[] = []
   if (dev) {
+    const operationsDir = resolve(initial.operations.dir)
+    const datasourcesDir = resolve('datasources')
     let timer: NodeJS.Timeout | undefined
     let reloading = Promise.resolve()
-    const reload = (reason: string) => {
+    // The files changed since the last reload: only operation files → the operations are compiled
+    // again against the schema served; anything else → the config is loaded again and only the sources
+    // whose definition changed (or whose datasources/<name>/ folder did) are built again.
+    const changed = new Set<string>()
+    const reload = (file: string) => {
+      changed.add(file)
       clearTimeout(timer)
       timer = setTimeout(() => {
-        reloading = reloading.then(async () => {
-          logger.info({ reason }, 'change detected; reloading')
-          try {
-            const next = await load(source, logger, true)
-            await writeGenerated(next)
-            const previous = app.tributary.swap(next)
-            await previous.close()
-            logger.info({ operations: next.operations.size }, 'reloaded')
-          } catch (err) {
-            logger.error({ err: { message: (err as Error).message, code: (err as { code?: string }).code } }, 'reload failed; still serving the last good version')
+        const files = [...changed]
+        changed.clear()
+        reloading = reloading.then(() => reloadFiles(files))
+      }, 100)
+    }
+    const reloadFiles = async (files: string[]) => {
+      const shown = files.map((f) => relative(process.cwd(), f))
+      const operationsOnly = files.every((f) => !relative(operationsDir, f).startsWith('..') && f !== source.file)
+      logger.info({ files: shown }, 'change detected; reloading')
+      const started = performance.now()
+      try {
+        const current = app.tributary.holder.current
+        let next: Gateway
+        if (operationsOnly) {
+          next = await reloadOperations(current)
+        } else {
+          // A file under datasources/<folder>/ rebuilds the source named (or namespaced) <folder>;
+          // a file outside any such folder, every source.
+          const rebuild = new Set<string>()
+          for (const f of files) {
+            const inside = relative(datasourcesDir, f)
+            if (inside.startsWith('..') || f === source.file) continue
+            const folder = inside.split(/[\\/]/)[0]!
+            if (inside.includes('/') || inside.includes('\\')) rebuild.add(folder)
+            else for (const s of current.sources) rebuild.add(s.name)
           }
-        })
-      }, 150)
+          const config = await source.load(true)
+          next = await createGateway(config, { logger, previous: current, rebuild })
+        }
+        await writeGenerated(next)
+        app.tributary.swap(next)
+        const ms = Math.round(performance.now() - started)
+        if (operationsOnly) process.stdout.write(`operations reloaded in ${ms} ms: ${next.operations.size} operation${next.operations.size === 1 ? '' : 's'}\n`)
+        else {
+          const reused = next.sources.length - next.built.length
+          process.stdout.write(`config reloaded in ${ms} ms: ${next.built.length ? next.built.map((n) => `source ${n} rebuilt`).join(', ') : 'no source rebuilt'}${reused ? `, ${reused} reused` : ''}; ${next.operations.size} operations\n`)
+        }
+        // Requests the previous version is serving finish on it; then its own sources are closed.
+        await app.tributary.drained(RELOAD_DRAIN_MS)
+        await current.close(next)
+        logger.debug({ closed: current.sources.filter((s) => !next.sources.includes(s)).map((s) => s.name) }, 'previous version closed')
+      } catch (err) {
+        logger.error({ err: { message: (err as Error).message, code: (err as { code?: string }).code } }, 'reload failed; still serving the last good version')
+      }
     }
     const configFile = source.file
     const configDir = configFile ? dirname(configFile) : undefined
-    const dirs = [resolve(initial.operations.dir), resolve('datasources'), ...(configDir ? [configDir] : [])].filter((d, i, all) => existsSync(d) && all.indexOf(d) === i)
+    const dirs = [operationsDir, datasourcesDir, ...(configDir ? [configDir] : [])].filter((d, i, all) => existsSync(d) && all.indexOf(d) === i)
     watcher = dirs.map((dir) =>
       watch(dir, { recursive: dir !== configDir }, (_event, file) => {
         const name = String(file ?? '')
         if (dir === configDir && resolve(dir, name) !== configFile) return
-        if (/\.(graphql|ts|js|json)$/.test(name)) reload(`${relative(process.cwd(), resolve(dir, name))}`)
+        if (/\.(graphql|ts|js|json)$/.test(name)) reload(resolve(dir, name))
       }),
     )
     logger.info({ watching: dirs.map((d) => relative(process.cwd(), d) || '.') }, 'watching for changes')

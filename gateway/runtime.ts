@@ -3,6 +3,7 @@
  * compiles the stored operations. `http/` serves a {@link Gateway}; development mode builds a new
  * one on every change and swaps it in.
  */
+import { createHash } from 'node:crypto'
 import { mkdir } from 'node:fs/promises'
 import { resolve } from 'node:path'
 import type { GraphQLSchema } from 'graphql'
@@ -45,10 +46,17 @@ export interface Gateway {
   readonly operations: ReadonlyMap<string, CompiledOperation>
   /** The token verifier of `auth.jwt`, or null when tokens are not read. */
   readonly jwt: JwtVerifier | null
+  /**
+   * The build key of each source, in the order of `sources`: a stable hash of its definition and of
+   * what else shapes its subschema ({@link sourceBuildKey}); null when the definition cannot be hashed.
+   */
+  readonly sourceKeys: readonly (string | null)[]
+  /** The names of the sources this version built; the others were reused from the previous version. */
+  readonly built: readonly string[]
   /** Probes every source. */
   health(): Promise<Record<string, SourceHealth>>
-  /** Closes every source. */
-  close(): Promise<void>
+  /** Closes every source, except those `keep` (the version that replaces this one) shares. */
+  close(keep?: Gateway): Promise<void>
 }
 
 /** Options of {@link createGateway}. */
@@ -56,6 +64,68 @@ export interface CreateGatewayOptions {
   logger: Logger
   /** Base for relative paths. Default `process.cwd()`. */
   cwd?: string
+  /**
+   * The version being replaced (development reload): each of its sources whose build key is unchanged
+   * is reused as built (no connection, introspection or migration again) unless `rebuild` names it.
+   */
+  previous?: Gateway
+  /** Sources (by name or namespace) to build again even when their key is unchanged. */
+  rebuild?: ReadonlySet<string>
+}
+
+/** Hashes `value` canonically: keys sorted, functions by their source text; null when it cannot (a cycle). */
+function canonical(value: unknown, seen: Set<object>): string | null {
+  if (value === null || value === undefined) return String(value)
+  switch (typeof value) {
+    case 'string':
+      return JSON.stringify(value)
+    case 'number':
+    case 'boolean':
+    case 'bigint':
+      return `${typeof value}:${String(value)}`
+    case 'function':
+      return `fn:${value.toString()}`
+    case 'symbol':
+      return `sym:${value.toString()}`
+  }
+  const obj = value as object
+  if (obj instanceof RegExp || obj instanceof Date || obj instanceof URL) return `${obj.constructor.name}:${String(obj)}`
+  if (ArrayBuffer.isView(obj)) return `bytes:${Buffer.from(obj.buffer, obj.byteOffset, obj.byteLength).toString('base64')}`
+  if (seen.has(obj)) return null
+  seen.add(obj)
+  try {
+    const parts: string[] = []
+    if (Array.isArray(obj)) {
+      for (const item of obj) {
+        const c = canonical(item, seen)
+        if (c === null) return null
+        parts.push(c)
+      }
+      return `[${parts.join(',')}]`
+    }
+    const entries = obj instanceof Map ? [...obj.entries()].map(([k, v]) => [String(k), v] as const) : Object.keys(obj).map((k) => [k, (obj as Record<string, unknown>)[k]] as const)
+    for (const [k, v] of entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+      const c = canonical(v, seen)
+      if (c === null) return null
+      parts.push(`${JSON.stringify(k)}:${c}`)
+    }
+    const proto = Object.getPrototypeOf(obj) as { constructor?: { name?: string } } | null
+    return `${proto && proto !== Object.prototype ? (proto.constructor?.name ?? '?') : ''}{${parts.join(',')}}`
+  } finally {
+    seen.delete(obj)
+  }
+}
+
+/**
+ * The build key of a source: a SHA-256 of its definition (functions by their source text) and of the
+ * rest of the config that shapes its subschema (the mode, the row-filtered types and their rules,
+ * `generatedDir`). Two equal keys build the same subschema, so development reload reuses it.
+ * @returns null when the definition cannot be hashed (a cycle): the source is then built every time.
+ */
+export function sourceBuildKey(def: DataSourceDefinition, config: TributaryConfig): string | null {
+  const filters = Object.entries(config.permissions).filter(([, rule]) => rule.filter !== undefined)
+  const text = canonical({ def, mode: config.mode, generatedDir: config.generatedDir, filters }, new Set())
+  return text === null ? null : createHash('sha256').update(text).digest('hex')
 }
 
 function sourceName(def: DataSourceDefinition, index: number): string {
@@ -121,9 +191,22 @@ export async function createGateway(config: TributaryConfig, options: CreateGate
   const rowFilteredTypes = new Set(Object.entries(config.permissions).filter(([, rule]) => rule.filter !== undefined).map(([key]) => key))
   await mkdir(cacheDir, { recursive: true })
 
+  const keys = config.datasources.map((def) => sourceBuildKey(def, config))
+  const previous = options.previous
+  const reusable = new Map<string, LoadedSource>()
+  if (previous) {
+    previous.sources.forEach((s, i) => {
+      const key = previous.sourceKeys[i]
+      if (key && !options.rebuild?.has(s.name) && !(s.namespace && options.rebuild?.has(s.namespace))) reusable.set(key, s)
+    })
+  }
+  const built: string[] = []
   const settled = await Promise.allSettled(
     config.datasources.map(async (def, index): Promise<LoadedSource> => {
       const name = sourceName(def, index)
+      const reused = keys[index] ? reusable.get(keys[index]!) : undefined
+      if (reused && reused.name === name) return reused
+      built.push(name)
       const started = performance.now()
       const ctx: ConnectorContext = {
         namespace: def.namespace ?? '',
@@ -146,10 +229,16 @@ export async function createGateway(config: TributaryConfig, options: CreateGate
     }),
   )
   const sources = settled.filter((s): s is PromiseFulfilledResult<LoadedSource> => s.status === 'fulfilled').map((s) => s.value)
-  const closeAll = () => Promise.allSettled(sources.map((s) => s.subschema.close())).then(() => undefined)
+  const previousSources = new Set(previous?.sources)
+  // On a failure, only what this call built is closed: reused sources still serve the previous version.
+  const closeAll = (keep?: Gateway) => {
+    const kept = new Set(keep?.sources)
+    return Promise.allSettled(sources.filter((s) => !kept.has(s)).map((s) => s.subschema.close())).then(() => undefined)
+  }
+  const closeBuilt = () => Promise.allSettled(sources.filter((s) => !previousSources.has(s)).map((s) => s.subschema.close())).then(() => undefined)
   const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected')
   if (failed) {
-    await closeAll()
+    await closeBuilt()
     throw failed.reason
   }
 
@@ -157,18 +246,15 @@ export async function createGateway(config: TributaryConfig, options: CreateGate
     installRowFilterRules(config, sources)
     // Permissions last: a link field (`Type.link`) is protected like any other field.
     const schema = applyPermissions(applyLinks(composeSchema(sources), config.links), config.permissions)
-    const stored = await loadOperations(resolve(cwd, config.operations.dir), schema, cwd)
-    const withRules = stored.find((op) => op.auth)
-    if (withRules && !config.auth.jwt) {
-      throw new OperationInvalidError(`${withRules.file}:1:1: @requireAuthentication, @rbac and @fromClaim need auth.jwt in the config`)
-    }
-    const operations = new Map(stored.map((op) => [op.name, compileOperation(op, schema, { maxInputDepth: config.graphql.maxInputDepth, cost: { maxCost: config.graphql.maxCost, listSize: config.graphql.defaultListSize } })]))
+    const operations = await compileStoredOperations(config, schema, cwd)
     return {
       config,
       schema,
       sources,
       operations,
       jwt: config.auth.jwt ? createJwtVerifier(config.auth.jwt) : null,
+      sourceKeys: keys,
+      built,
       async health() {
         const entries = await Promise.all(sources.map(async (s) => [s.name, await s.subschema.health()] as const))
         return Object.fromEntries(entries)
@@ -176,7 +262,32 @@ export async function createGateway(config: TributaryConfig, options: CreateGate
       close: closeAll,
     }
   } catch (err) {
-    await closeAll()
+    await closeBuilt()
     throw err
   }
+}
+
+/**
+ * Reads and compiles the stored operations of `config.operations.dir` against `schema`.
+ * @throws OperationInvalidError naming file:line:column
+ */
+async function compileStoredOperations(config: TributaryConfig, schema: GraphQLSchema, cwd: string): Promise<Map<string, CompiledOperation>> {
+  const stored = await loadOperations(resolve(cwd, config.operations.dir), schema, cwd)
+  const withRules = stored.find((op) => op.auth)
+  if (withRules && !config.auth.jwt) {
+    throw new OperationInvalidError(`${withRules.file}:1:1: @requireAuthentication, @rbac and @fromClaim need auth.jwt in the config`)
+  }
+  return new Map(stored.map((op) => [op.name, compileOperation(op, schema, { maxInputDepth: config.graphql.maxInputDepth, cost: { maxCost: config.graphql.maxCost, listSize: config.graphql.defaultListSize } })]))
+}
+
+/**
+ * A new version of `gateway` with its stored operations read and compiled again against its schema
+ * (development reload of an operation file): no source is built again, the sources are shared, so
+ * `gateway.close(next)` closes nothing.
+ * @throws OperationInvalidError naming file:line:column; `gateway` is untouched
+ */
+export async function reloadOperations(gateway: Gateway, options: { cwd?: string } = {}): Promise<Gateway> {
+  const operations = await compileStoredOperations(gateway.config, gateway.schema, options.cwd ?? process.cwd())
+  const next: Gateway = Object.freeze({ ...gateway, operations, built: [] })
+  return next
 }

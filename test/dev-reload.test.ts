@@ -1,11 +1,16 @@
 /**
  * `tributary dev` (what `npm run dev` runs): edits under the operations folder are picked up without
  * a restart (same process, same port); a broken edit keeps the last good version serving and prints
- * the error with file, line and column; fixing it serves the new version again.
+ * the error with file, line and column; fixing it serves the new version again. An operation edit
+ * introspects no database again (the connector's `database introspected` debug line is counted); a
+ * config edit rebuilds only the source whose definition changed, and a request in flight during the
+ * reload finishes on the previous version before its sources are closed.
  */
 import t from 'tap'
 import { spawn } from 'node:child_process'
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { createServer, type ServerResponse } from 'node:http'
+import Database from 'better-sqlite3'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
@@ -19,21 +24,37 @@ t.test('dev mode reloads operations in place', { skip: existsSync(cli) ? false :
   const ops = join(dir, 'operations')
   mkdirSync(ops)
   writeFileSync(join(ops, 'Hello.graphql'), 'query Hello {\n  hello\n}\n')
+  const sqlite = new Database(join(dir, 'notes.sqlite'))
+  sqlite.exec(`create table note (id integer primary key, body text not null); insert into note (body) values ('first')`)
+  sqlite.close()
+  // The resolver `slow` answers once the test lets it: it waits on this loopback server.
+  const held: ServerResponse[] = []
+  let heldSignal = () => {}
+  const gate = createServer((_req, res) => {
+    held.push(res)
+    heldSignal()
+  })
+  await new Promise<void>((r) => gate.listen(0, '127.0.0.1', r))
+  const gateUrl = `http://127.0.0.1:${(gate.address() as { port: number }).port}/`
+  t.teardown(() => gate.close())
   const configIndex = pathToFileURL(join(root, 'dist/gateway/config/index.js')).href
-  writeFileSync(
-    join(dir, 'config.js'),
-    `import { defineConfig, schema } from ${JSON.stringify(configIndex)}
+  const writeConfig = (version: number) =>
+    writeFileSync(
+      join(dir, 'config.js'),
+      `import { defineConfig, schema, database } from ${JSON.stringify(configIndex)}
 export default defineConfig({
   datasources: [schema({
-    typeDefs: 'type Query { hello: String, version: Int }',
-    resolvers: { Query: { hello: () => 'world', version: () => 2 } },
-  })],
-  server: { port: 0, logLevel: 'info' },
+    name: 'app',
+    typeDefs: 'type Query { hello: String, version: Int, slow: String }',
+    resolvers: { Query: { hello: () => 'world', version: () => ${version}, slow: async () => (await fetch(${JSON.stringify(gateUrl)})).text() } },
+  }), database({ namespace: 'db', url: ${JSON.stringify(`sqlite:${join(dir, 'notes.sqlite')}`)} })],
+  server: { port: 0, logLevel: 'debug' },
   operations: { dir: ${JSON.stringify(ops)} },
   generatedDir: ${JSON.stringify(join(dir, 'generated'))},
 })
 `,
-  )
+    )
+  writeConfig(2)
   const child = spawn(process.execPath, [cli, 'dev', '--config', join(dir, 'config.js')], { cwd: root, env: { ...process.env, NODE_ENV: 'development' }, stdio: ['ignore', 'pipe', 'pipe'] })
   let out = ''
   child.stdout.on('data', (c: Buffer) => (out += c.toString()))
@@ -64,6 +85,8 @@ export default defineConfig({
 
   t.same(await call('Hello'), { status: 200, body: { hello: 'world' } })
   t.equal((await call('Version')).status, 404)
+  const introspections = () => out.match(/"source":"db"[^\n]*"msg":"database introspected"/g)?.length ?? 0
+  t.equal(introspections(), 1, 'the database source is introspected once at startup')
 
   // A new file: served without a restart.
   writeFileSync(join(ops, 'Version.graphql'), 'query Version {\n  version\n}\n')
@@ -93,6 +116,34 @@ export default defineConfig({
   // A deleted file stops being served.
   rmSync(join(ops, 'Version.graphql'))
   await until(async () => (await call('Version')).status === 404, 'the deleted operation to disappear')
+
+  // An operation over the database source: compiled against the schema served, nothing introspected.
+  writeFileSync(join(ops, 'Notes.graphql'), 'query Notes {\n  db_findManyNote {\n    body\n  }\n}\n')
+  await until(async () => (await call('Notes')).status === 200, 'the database operation')
+  t.same(await call('Notes'), { status: 200, body: { db_findManyNote: [{ body: 'first' }] } })
+  t.equal(introspections(), 1, 'no operation reload introspected the database again')
+  const reloads = [...out.matchAll(/operations reloaded in (\d+) ms: (\d+) operations?/g)]
+  t.ok(reloads.length >= 5, 'every operation reload prints what it reloaded')
+  t.equal(reloads.at(-1)![2], '2', 'Hello and Notes')
+  t.comment(`operation reload times (ms): ${reloads.map((m) => m[1]).join(', ')}`)
+
+  // A config edit while a request is in flight: only the changed source is built again, the request
+  // finishes on the previous version, whose own sources are closed only after it.
+  const graphql = (query: string) =>
+    fetch(`${base}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query }) }).then(async (r) => ({ status: r.status, body: await r.json() }))
+  const gated = new Promise<void>((r) => (heldSignal = r))
+  const slow = graphql('{ slow }')
+  await gated
+  const beforeConfig = out.length
+  writeConfig(3)
+  await until(() => /config reloaded in \d+ ms/.test(out.slice(beforeConfig)), 'the config reload')
+  t.match(out.slice(beforeConfig), /config reloaded in \d+ ms: source app rebuilt, 1 reused; 2 operations/)
+  t.same((await graphql('{ version }')).body, { data: { version: 3 } }, 'the new version serves')
+  t.notMatch(out.slice(beforeConfig), /previous version closed/, 'the previous version stays open while its request runs')
+  held.shift()!.end('done')
+  t.same(await slow, { status: 200, body: { data: { slow: 'done' } } }, 'the request in flight finished on the previous version')
+  await until(() => /previous version closed/.test(out.slice(beforeConfig)), 'the previous version to close')
+  t.equal(introspections(), 1, 'the unchanged database source was reused, not introspected again')
 
   t.equal(child.exitCode, null, 'never restarted')
   t.equal(child.pid, pid)

@@ -37,11 +37,13 @@ export function configPathFrom(argv: readonly string[], env: NodeJS.ProcessEnv =
 /**
  * ES module hooks (Node's `module.register`, run on the loader thread) that tsx's hooks sit under:
  *
- * - a `.ts`/`.tsx` file of the user's with `import`/`export` statements loads as an ES module even in a
+ * - a `.ts`/`.tsx`/`.js` file of the user's with `import`/`export` statements loads as an ES module even in a
  *   CommonJS package (`npm init -y` writes `"type": "commonjs"`; no `type` means CommonJS too).
  *   Loaded as CommonJS, its `import … from 'tributary'` became `require('tributary')`, which tsx's
  *   CommonJS path answered with a second copy of the gateway and of undici (`TypeError: Illegal
- *   constructor`). As an ES module it resolves to the instance the command already runs;
+ *   constructor`), and sat in the require cache, which ignores the reload query below (a `.js` config
+ *   edited in development kept serving its first version). As an ES module it resolves to the
+ *   instance the command already runs;
  * - a development reload (`?tributary-load=N` on the config's URL) passes its query on to the user's
  *   files the config imports, so they load afresh, but never to a file under `node_modules/` or of this
  *   package: `tributary` stays the one instance the gateway uses.
@@ -65,7 +67,7 @@ export async function resolve(specifier, context, next) {
     url.searchParams.set('tributary-load', fresh)
     out = { ...out, url: url.href }
   }
-  if (/\\.tsx?$/.test(url.pathname) && out.format !== 'module' && esmSyntax.test(readFileSync(fileURLToPath(url), 'utf8'))) out = { ...out, format: 'module' }
+  if (/\\.(tsx?|js)$/.test(url.pathname) && out.format !== 'module' && esmSyntax.test(readFileSync(fileURLToPath(url), 'utf8'))) out = { ...out, format: 'module' }
   return out
 }
 `

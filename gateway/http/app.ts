@@ -42,6 +42,12 @@ declare module 'fastify' {
       holder: GatewayHolder
       /** Serves `next` from now on; the previous gateway is returned, not closed. */
       swap(next: Gateway): Gateway
+      /**
+       * Resolves once every HTTP request that began before the last swap has been answered (or its
+       * client went away), or after `timeoutMs`: the previous gateway may then be closed without
+       * failing a request it is serving. WebSocket connections are not waited for.
+       */
+      drained(timeoutMs: number): Promise<void>
     }
   }
 }
@@ -102,8 +108,41 @@ export async function buildApp(gateway: Gateway, options: BuildAppOptions = {}):
   const cluster = options.cluster ?? createCluster({ ...config.pubsub, maxEntries: config.pubsub.maxCacheEntries, logger: app.log })
   if (!options.cluster) app.addHook('onClose', () => cluster.close())
   const holder: GatewayHolder = { current: gateway, version: 0, logger: app.log, cluster }
+  // In-flight HTTP requests by the version served when they began (development reload drains them).
+  const inFlight = new Map<number, number>()
+  const waiters = new Set<() => void>()
+  app.addHook('onRequest', (request, reply, done) => {
+    if (request.headers.upgrade === undefined) {
+      const version = holder.version
+      inFlight.set(version, (inFlight.get(version) ?? 0) + 1)
+      reply.raw.once('close', () => {
+        const left = inFlight.get(version)! - 1
+        if (left) inFlight.set(version, left)
+        else inFlight.delete(version)
+        for (const w of waiters) w()
+      })
+    }
+    done()
+  })
   app.decorate('tributary', {
     holder,
+    async drained(timeoutMs: number): Promise<void> {
+      const version = holder.version
+      const older = () => [...inFlight.keys()].some((v) => v < version)
+      if (!older()) return
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(finish, timeoutMs)
+        function finish() {
+          clearTimeout(timer)
+          waiters.delete(check)
+          resolve()
+        }
+        function check() {
+          if (!older()) finish()
+        }
+        waiters.add(check)
+      })
+    },
     swap(next: Gateway): Gateway {
       const previous = holder.current
       holder.current = next
