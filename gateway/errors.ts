@@ -82,6 +82,8 @@ export const DbNotFoundError = createError('TRB_ERR_DB_NOT_FOUND', 'No %s record
 export const DbInputError = createError('TRB_ERR_DB_INPUT', '%s', 400) as Ctor
 /** A raw SQL statement failed; the message is the engine's, shown in development mode only. */
 export const DbRawError = createError('TRB_ERR_DB_RAW', 'Raw query failed: %s', 400) as Ctor
+/** A raw SQL statement on SQLite that would reach another file or code (ATTACH, VACUUM INTO, load_extension, PRAGMA); nothing ran. */
+export const DbRawRefusedError = createError('TRB_ERR_DB_RAW_REFUSED', 'Raw SQL refused: %s', 400) as Ctor
 /** A statement ran longer than its source's `statementTimeoutMs`; the engine stopped it and it is not run again. */
 export const DbTimeoutError = createError('TRB_ERR_DB_TIMEOUT', 'The database statement exceeded the time limit of %s ms', 504) as Ctor
 /**

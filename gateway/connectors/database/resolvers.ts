@@ -16,6 +16,7 @@ import { withAuth } from './compiler/row-filter.js'
 import { compileList, compileUnique, toPlan, type CompiledList, type Ctx, type Post, type ReadPlan } from './compiler/read.js'
 import type { Model, Registry } from './compiler/registry.js'
 import { mapDbError } from './db-errors.js'
+import { assertRawSqliteAllowed } from './sqlite-raw-guard.js'
 import { chargeResult, resultRoom, textLength } from '../../result-budget.js'
 
 /**
@@ -226,11 +227,14 @@ function rawBindings(parameters: unknown): unknown[] | Record<string, unknown> {
  * Only in the schema of a source with `rawSql: true` (build-schema.ts). Each runs once: a failure,
  * a timeout (`TRB_ERR_DB_TIMEOUT`) or a cancellation (`TRB_ERR_DB_CANCELLED`) is reported, never retried.
  * Placeholders are `?` (positional, `parameters` a JSON array) or `:name` (`parameters` an object) on
- * every engine; values are always bound, never interpolated.
+ * every engine; values are always bound, never interpolated. On SQLite a statement that reaches
+ * another file or code is refused with `TRB_ERR_DB_RAW_REFUSED` (sqlite-raw-guard.ts).
  */
 export function makeRawResolvers(rt: Runtime): { executeRaw: WriteBody; queryRaw: Resolver } {
   const prepare = (args: { query?: unknown; parameters?: unknown }): { sql: string; bindings: unknown[] } => {
     if (typeof args.query !== 'string' || args.query.trim() === '') throw new DbInputError('`query` must be a non-empty SQL string')
+    // SQLite: nothing that reaches another file or code (ATTACH, VACUUM INTO, load_extension, PRAGMA).
+    if (rt.reg.dialect === 'sqlite') assertRawSqliteAllowed(args.query)
     const b = rawBindings(args.parameters)
     const native = (Array.isArray(b) ? rt.db().knex.raw(args.query, b as never[]) : rt.db().knex.raw(args.query, b as never)).toSQL().toNative()
     return { sql: native.sql, bindings: [...native.bindings] }
@@ -247,7 +251,7 @@ export function makeRawResolvers(rt: Runtime): { executeRaw: WriteBody; queryRaw
     executeRaw: async (conn, _info, args) => {
       try {
         const { sql, bindings } = prepare(args)
-        const res = await rt.db().exec(conn, sql, bindings)
+        const res = await rt.db().exec(conn, sql, bindings, undefined, true)
         return res.affected
       } catch (err) {
         return fail(err)
@@ -256,7 +260,7 @@ export function makeRawResolvers(rt: Runtime): { executeRaw: WriteBody; queryRaw
     queryRaw: async (_s, args, context) => {
       try {
         const { sql, bindings } = prepare(args)
-        const res = await rt.db().execute(sql, bindings, cancelWatchOf(context))
+        const res = await rt.db().execute(sql, bindings, cancelWatchOf(context), true)
         return res.rows.map((row) => Object.fromEntries(Object.entries(row).map(([k, v]) => [k, toJsonValue(v)])))
       } catch (err) {
         return fail(err)

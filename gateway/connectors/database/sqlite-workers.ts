@@ -21,7 +21,8 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process'
 import { createRequire } from 'node:module'
-import { CapacityError, DbCancelledError, DbTimeoutError, GraphQLLimitError } from '../../errors.js'
+import { CapacityError, DbCancelledError, DbRawRefusedError, DbTimeoutError, GraphQLLimitError } from '../../errors.js'
+import { explainRefusal } from './sqlite-raw-guard.js'
 
 /**
  * Subscribes to the disconnect of a statement's client; returns the unsubscribe function. Calls
@@ -40,6 +41,8 @@ export interface SqliteJob {
    * never crosses into the gateway's heap (see gateway/result-budget.ts).
    */
   maxChars?: number
+  /** Raw SQL (`queryRaw`/`executeRaw`): the worker refuses it when SQLite's bytecode reaches files or code (sqlite-raw-guard.ts). */
+  raw?: boolean
 }
 
 /** The result of an `exec` job (see `ExecResult` in compiler/db.ts). */
@@ -74,9 +77,12 @@ function statement(mode, sql) {
   }
   return stmt
 }
+const explainRefusal = ${explainRefusal.toString()}
 process.on('message', (m) => {
   let reply
   try {
+    const refused = m.raw ? explainRefusal(db, m.sql) : null
+    if (refused) { process.send({ id: m.id, ok: false, error: { message: refused, code: 'TRB_ERR_DB_RAW_REFUSED' } }); return }
     const stmt = statement(m.mode, m.sql)
     const args = m.bindings.map(buf)
     let result
@@ -151,6 +157,7 @@ class Worker {
       this.finish()
       if (m.ok) p.resolve(m.result)
       else if (m.error?.code === 'TRB_RESULT_TOO_LARGE') p.reject(new GraphQLLimitError(`The results of this request exceed its limit of server.maxResponseBytes; ask for less`))
+      else if (m.error?.code === 'TRB_ERR_DB_RAW_REFUSED') p.reject(new DbRawRefusedError(m.error.message))
       else p.reject(Object.assign(new Error(m.error?.message ?? 'SQLite error'), { code: m.error?.code }))
     })
     this.child.on('exit', () => this.die(new Error('the SQLite worker process exited')))
@@ -167,7 +174,7 @@ class Worker {
       if (this.current !== current) return
       current.timer = setTimeout(() => this.kill(new DbTimeoutError(timeoutMs)), timeoutMs)
       p.started?.()
-      this.child.send({ id, mode: p.job.mode, sql: p.job.sql, bindings: p.job.bindings, maxChars: p.job.maxChars })
+      this.child.send({ id, mode: p.job.mode, sql: p.job.sql, bindings: p.job.bindings, maxChars: p.job.maxChars, raw: p.job.raw })
     }
     if (this.ready) go()
     else this.onReady.push(go)

@@ -25,10 +25,11 @@
  */
 import { statSync } from 'node:fs'
 import type { Knex } from 'knex'
-import { DbCancelledError, DbTimeoutError, DbUnavailableError, isTributaryError } from '../../../errors.js'
+import { DbCancelledError, DbRawRefusedError, DbTimeoutError, DbUnavailableError, isTributaryError } from '../../../errors.js'
 import { unavailableReason } from '../db-errors.js'
 import type { Dialect } from '../model.js'
 import { isHeldWorker, type CancelWatch, type SqliteExecResult, type SqliteWorkers } from '../sqlite-workers.js'
+import { explainRefusal } from '../sqlite-raw-guard.js'
 import { startStatement } from '../../../observability/probes.js'
 import { pgJsonAsText } from '../connection.js'
 import { textLength } from '../../../result-budget.js'
@@ -400,12 +401,12 @@ export class Db {
    * Runs any statement outside a transaction (raw SQL): on a SQLite file in a worker process, else
    * on a pooled connection.
    */
-  async execute(sql: string, bindings: readonly unknown[], cancel?: CancelWatch): Promise<ExecResult> {
+  async execute(sql: string, bindings: readonly unknown[], cancel?: CancelWatch, raw = false): Promise<ExecResult> {
     if (this.workers) {
       this.notify(sql, bindings, true)
-      return (await this.timed(sql, () => this.workers!.run({ mode: 'exec', sql, bindings }, cancel))) as SqliteExecResult
+      return (await this.timed(sql, () => this.workers!.run({ mode: 'exec', sql, bindings, raw }, cancel))) as SqliteExecResult
     }
-    return this.withConnection((conn) => this.exec(conn, sql, bindings, cancel))
+    return this.withConnection((conn) => this.exec(conn, sql, bindings, cancel, raw))
   }
 
   private sqliteStatement(conn: SqliteConnection, sql: string, pluck: boolean): SqliteStatement {
@@ -647,13 +648,16 @@ export class Db {
 
   /**
    * Runs any statement on `conn`: rows as objects for queries, the affected row count for the rest.
-   * @throws `TRB_ERR_DB_TIMEOUT`, `TRB_ERR_DB_CANCELLED`, or the driver's error
+   * @param raw a client's raw SQL: on SQLite, refused when its bytecode reaches files or code (../sqlite-raw-guard.ts)
+   * @throws `TRB_ERR_DB_TIMEOUT`, `TRB_ERR_DB_CANCELLED`, `TRB_ERR_DB_RAW_REFUSED`, or the driver's error
    */
-  async exec(conn: unknown, sql: string, bindings: readonly unknown[], cancel?: CancelWatch): Promise<ExecResult> {
+  async exec(conn: unknown, sql: string, bindings: readonly unknown[], cancel?: CancelWatch, raw = false): Promise<ExecResult> {
     this.notify(sql, bindings, isHeldWorker(conn))
     switch (this.dialect) {
       case 'sqlite': {
-        if (isHeldWorker(conn)) return (await this.timed(sql, () => this.workers!.runOn(conn, { mode: 'exec', sql, bindings }, cancel))) as SqliteExecResult
+        if (isHeldWorker(conn)) return (await this.timed(sql, () => this.workers!.runOn(conn, { mode: 'exec', sql, bindings, raw }, cancel))) as SqliteExecResult
+        const refused = raw ? explainRefusal(conn as SqliteConnection, sql) : null
+        if (refused) throw new DbRawRefusedError(refused)
         const stmt = this.sqliteStatement(conn as SqliteConnection, sql, false)
         return this.timedSync(sql, () => {
           if (stmt.reader) {
