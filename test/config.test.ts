@@ -29,7 +29,7 @@ t.test('a bad config fails with one message naming the path', async (t) => {
     [{ datasources: [demo], graphql: { maxCost: 0 } }, /graphql\.maxCost: must be >= 1/],
     [{ datasources: [demo], graphql: { maxInputDepth: 1.5 } }, /graphql\.maxInputDepth: must be integer/],
     [{ datasources: [demo], server: { maxResponseBytes: 0 } }, /server\.maxResponseBytes: must be >= 1/],
-    [{ datasources: [{ kind: 'database', url: 'sqlite:x', rawSql: 'yes' }] }, /datasources\[0\]\.rawSql: must be boolean/],
+    [{ datasources: [{ kind: 'database', url: 'sqlite:x', rawSql: 'yes' }] }, /datasources\[0\]\.rawSql: must be one of true, false, "development"/],
     [{ datasources: [{ kind: 'database', url: 'sqlite:x', statementTimeoutMs: 0 }] }, /datasources\[0\]\.statementTimeoutMs: must be >= 1/],
     [{ datasources: [{ kind: 'database', url: 'sqlite:x', statementTimeoutMs: 1.5 }] }, /datasources\[0\]\.statementTimeoutMs: must be integer/],
   ]

@@ -36,3 +36,20 @@ t.test("the README's Quick start examples, verbatim", async (t) => {
   t.same(post.json().data.system_getAllRoles, [{ code: 'admin' }, { code: 'user' }])
   t.same(post.json().data.todo_findManyTodo.map((r: { id: number }) => r.id), [1, 2])
 })
+
+t.test("the seed's mutation root carries todo_executeRaw in development mode only", async (t) => {
+  const dev = await startDemo(t)
+  t.equal(dev.config.mode, 'development')
+  t.equal(String(dev.gateway.schema.getMutationType()!.getFields()['todo_executeRaw']?.type), 'Int', 'development: Mutation.todo_executeRaw')
+  t.ok(dev.gateway.schema.getQueryType()!.getFields()['todo_queryRaw'], 'development: Query.todo_queryRaw')
+  const raw = (query: string) => dev.app.inject({ method: 'POST', url: '/graphql', payload: { query: 'mutation ($q: String!) { todo_executeRaw(query: $q) }', variables: { q: query } } })
+  t.same((await raw("UPDATE todo SET title = title WHERE id = 1")).json(), { data: { todo_executeRaw: 1 } }, 'it runs')
+  const attach = (await raw(`/**/ attach 'pwn.sqlite' as pwn`)).json()
+  t.equal(attach.errors?.[0]?.extensions?.code, 'TRB_ERR_DB_RAW_REFUSED', 'the demo database is SQLite: ATTACH is refused')
+
+  const prod = await startDemo(t, { override: { mode: 'production', graphql: { allowArbitraryOperationsInProduction: true } } })
+  t.notOk(prod.gateway.schema.getMutationType()!.getFields()['todo_executeRaw'], 'production: no todo_executeRaw')
+  t.notOk(prod.gateway.schema.getQueryType()!.getFields()['todo_queryRaw'], 'production: no todo_queryRaw')
+  const refused = (await prod.app.inject({ method: 'POST', url: '/graphql', payload: { query: 'mutation { todo_executeRaw(query: "DELETE FROM todo") }' } })).json()
+  t.match(refused.errors?.[0]?.message, /Cannot query field "todo_executeRaw"/)
+})

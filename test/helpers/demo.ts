@@ -28,8 +28,9 @@ interface Teardown {
 }
 
 /**
- * Starts the demo. `rawSql: true` turns raw SQL on for the demo's database source (the fixture
- * operations in test/fixtures/operations-demo use `todo_queryRaw`); the demo itself leaves it off.
+ * Starts the demo. `rawSql: true` turns raw SQL on for the demo's database source in every mode (the
+ * fixture operations in test/fixtures/operations-demo use `todo_queryRaw`); the demo itself has it in
+ * development mode only (`rawSql: 'development'`).
  * Environment variables must be read by the config at import time, so this sets
  * `TODO_DATABASE_URL` and `SYSTEM_API_URL` before importing `config.ts` (once per test process).
  */

@@ -44,10 +44,13 @@ export interface DatabaseSourceOptions {
   maxNestedWrites?: number
   /**
    * Adds the root fields `queryRaw` (Query) and `executeRaw` (Mutation): any client may then run any
-   * SQL the database user may run (read every table, write, `ATTACH DATABASE` on SQLite...). Only
-   * for trusted clients. Default false: the fields do not exist.
+   * SQL the database user may run (read and write every table). On SQLite, statements that reach
+   * another file or code (`ATTACH`, `VACUUM INTO`, `load_extension()`, `PRAGMA`) are refused with
+   * `TRB_ERR_DB_RAW_REFUSED` (sqlite-raw-guard.ts). Only for trusted clients. `'development'`: only
+   * when the gateway runs in development mode (the demo's choice), never in production. Default
+   * false: the fields do not exist.
    */
-  rawSql?: boolean
+  rawSql?: boolean | 'development'
   /**
    * Longest run of one statement, in milliseconds, enforced by the engine (PostgreSQL
    * `statement_timeout`, MariaDB `max_statement_time`, MySQL `max_execution_time` for SELECT; SQLite
@@ -288,13 +291,14 @@ export async function createDatabaseSource(options: DatabaseSourceOptions, ctx: 
     await release()
     throw err
   }
+  const rawSql = options.rawSql === true || (options.rawSql === 'development' && ctx.mode === 'development')
   let schema: ReturnType<typeof buildSchema>
   try {
     schema = buildSchema(effective, {
       db,
       mysqlFlavor,
       rawErrors: ctx.mode !== 'production',
-      rawSql: options.rawSql === true,
+      rawSql,
       ...(options.maxTake !== undefined ? { maxTake: options.maxTake } : {}),
       ...(options.maxNestedWrites !== undefined ? { maxNestedWrites: options.maxNestedWrites } : {}),
       overrides: { ...(options.uniqueKeys ? { uniqueKeys: options.uniqueKeys } : {}), ...(options.relations ? { relations: options.relations } : {}) },
@@ -311,7 +315,7 @@ export async function createDatabaseSource(options: DatabaseSourceOptions, ctx: 
     installRowFilters(rules) {
       const unknown = installRowFilters(schema, rules)
       const installed = [...rules].find(([name]) => !unknown.includes(name))
-      if (options.rawSql === true && installed) {
+      if (rawSql && installed) {
         throw new ConfigInvalidError(`${installed[1].path}: the source ${ctx.sourceName} has rawSql: true, whose queryRaw reads every row; a row filter cannot hold there`)
       }
       return unknown
