@@ -184,10 +184,15 @@ async function serve(source: ConfigSource, dev: boolean): Promise<void> {
           const reused = next.sources.length - next.built.length
           process.stdout.write(`config reloaded in ${ms} ms: ${next.built.length ? next.built.map((n) => `source ${n} rebuilt`).join(', ') : 'no source rebuilt'}${reused ? `, ${reused} reused` : ''}; ${next.operations.size} operations\n`)
         }
-        // Requests the previous version is serving finish on it; then its own sources are closed.
-        await app.tributary.drained(RELOAD_DRAIN_MS)
-        await current.close(next)
-        logger.debug({ closed: current.sources.filter((s) => !next.sources.includes(s)).map((s) => s.name) }, 'previous version closed')
+        // Requests the previous version is serving finish on it; then its own sources are closed. Not
+        // awaited: a long request (an SSE stream) must not hold the next reload back.
+        void app.tributary
+          .drained(RELOAD_DRAIN_MS)
+          .then(() => current.close(next))
+          .then(
+            () => logger.debug({ closed: current.sources.filter((s) => !next.sources.includes(s)).map((s) => s.name) }, 'previous version closed'),
+            (err: Error) => logger.warn({ err: { message: err.message } }, 'closing the previous version failed'),
+          )
       } catch (err) {
         logger.error({ err: { message: (err as Error).message, code: (err as { code?: string }).code } }, 'reload failed; still serving the last good version')
       }

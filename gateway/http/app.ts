@@ -131,7 +131,7 @@ export async function buildApp(gateway: Gateway, options: BuildAppOptions = {}):
       const older = () => [...inFlight.keys()].some((v) => v < version)
       if (!older()) return
       await new Promise<void>((resolve) => {
-        const timer = setTimeout(finish, timeoutMs)
+        const timer = setTimeout(finish, timeoutMs).unref()
         function finish() {
           clearTimeout(timer)
           waiters.delete(check)
