@@ -1,0 +1,332 @@
+/**
+ * Tributary as an Apollo Federation v2 subgraph (README "Tributary as a subgraph", config
+ * `server.federation`): the composed gateway schema gets the subgraph fields of the Apollo
+ * Federation subgraph specification (https://www.apollographql.com/docs/graphos/reference/federation/subgraph-spec):
+ *
+ * - `_service { sdl }`: the schema as served (namespaced names, `todo_Todo`), printed with
+ *   `extend schema @link(url: "https://specs.apollo.dev/federation/v2.3", import: ["@key"])` and
+ *   `@key(fields: "…")` on every entity type: the return type of a root field tagged
+ *   `extensions.tributaryEntity` ({@link ENTITY_EXTENSION}; the database connector tags `findManyX`
+ *   of every model with a primary key, composite keys included);
+ * - `_entities(representations: [_Any!]!): [_Entity]!`: the representations of one type are
+ *   answered by ONE call of that type's tagged root field (`where: { id: { in: [...] } }`, or
+ *   `{ OR: [{ a: { equals }, b: { equals } }, ...] }` for a composite key), through its own resolver
+ *   with the `_entities` selection set, as links do (compose/links.ts): one SQL statement per type
+ *   (per `maxTake` representations), with the row filters, type and field permissions and auth of
+ *   every other path, since the call goes through the wrapped resolvers of the composed schema.
+ *
+ * Representations are client input: more than `maxRepresentations` fail the field with
+ * `TRB_ERR_GRAPHQL_LIMIT`; one that is not an object, names no entity type, lacks a key field or has
+ * one that does not coerce gets `null` and a `TRB_ERR_GRAPHQL_VALIDATION` error at its own index
+ * (`['_entities', 3]`), its siblings still answered; a representation whose row does not exist (or a
+ * row filter hides) is `null` without an error, as Apollo subgraphs answer.
+ */
+import {
+  GraphQLList,
+  GraphQLNonNull,
+  GraphQLObjectType,
+  GraphQLScalarType,
+  GraphQLSchema,
+  GraphQLString,
+  GraphQLUnionType,
+  Kind,
+  OperationTypeNode,
+  coerceInputValue,
+  defaultFieldResolver,
+  getNamedType,
+  isInputObjectType,
+  isListType,
+  isNonNullType,
+  isObjectType,
+  parse,
+  print,
+  printSchema,
+  valueFromASTUntyped,
+  type DefinitionNode,
+  type FieldNode,
+  type GraphQLField,
+  type GraphQLInputObjectType,
+  type GraphQLInputType,
+  type GraphQLResolveInfo,
+  type OperationDefinitionNode,
+  type SelectionNode,
+  type TypeNode,
+} from 'graphql'
+import { GraphQLLimitError, GraphQLValidationError } from '../errors.js'
+import { ENTITY_EXTENSION, type EntityFieldExtension } from '../connectors/types.js'
+
+/** Options of {@link toSubgraphSchema} (config `server.federation`). */
+export interface SubgraphServeOptions {
+  /** Most representations one `_entities` field accepts; more fail the field with `TRB_ERR_GRAPHQL_LIMIT`. */
+  maxRepresentations: number
+}
+
+/** Default of `server.federation.maxRepresentations`. */
+export const DEFAULT_MAX_REPRESENTATIONS = 1000
+
+/** The Federation version the SDL links (`@link(url: …/federation/v2.3)`). */
+export const FEDERATION_SPEC_URL = 'https://specs.apollo.dev/federation/v2.3'
+
+/** Rows one call may return when the root field does not say (`take` without `extensions.tributary.maxTake`). */
+const DEFAULT_CHUNK = 1000
+
+/** One entity type and the root field that serves it. */
+interface Entity {
+  type: GraphQLObjectType
+  key: readonly string[]
+  field: GraphQLField<unknown, unknown>
+  whereType: GraphQLInputObjectType
+  /** The input type of each key field's `equals`, by key field. */
+  keyTypes: ReadonlyMap<string, GraphQLInputType>
+  /** Most representations per call. */
+  chunk: number
+  /** Synthetic root field nodes by `_entities` field node. */
+  nodes: WeakMap<FieldNode, FieldNode>
+  /** Synthetic operations by the request's operation. */
+  operations: WeakMap<OperationDefinitionNode, OperationDefinitionNode>
+  variable: string
+}
+
+/** The entity types of `schema`: the return types of the root fields tagged {@link ENTITY_EXTENSION}. */
+function findEntities(schema: GraphQLSchema): Map<string, Entity> {
+  const out = new Map<string, Entity>()
+  for (const field of Object.values(schema.getQueryType()?.getFields() ?? {})) {
+    const ext = field.extensions?.[ENTITY_EXTENSION] as EntityFieldExtension | undefined
+    if (!ext) continue
+    const type = getNamedType(field.type)
+    const where = field.args.find((a) => a.name === 'where')?.type
+    if (!isObjectType(type) || out.has(type.name) || !where || !isInputObjectType(where)) continue
+    const keyTypes = new Map<string, GraphQLInputType>()
+    for (const k of ext.key) {
+      const filter = where.getFields()[k]?.type
+      const equals = filter && isInputObjectType(filter) ? filter.getFields()['equals']?.type : undefined
+      if (equals) keyTypes.set(k, equals)
+    }
+    if (keyTypes.size !== ext.key.length) continue
+    const take = field.args.find((a) => a.name === 'take')?.extensions?.['tributary'] as { maxTake?: number } | undefined
+    out.set(type.name, {
+      type,
+      key: ext.key,
+      field,
+      whereType: where,
+      keyTypes,
+      chunk: Math.max(1, take?.maxTake ?? DEFAULT_CHUNK),
+      nodes: new WeakMap(),
+      operations: new WeakMap(),
+      variable: `__entities_${type.name}`,
+    })
+  }
+  return out
+}
+
+/**
+ * The subgraph SDL of `schema` (without the subgraph fields themselves): its printed SDL with the
+ * `@link` schema extension and `@key(fields: …)` on every entity type.
+ */
+export function subgraphSdl(schema: GraphQLSchema, entities: ReadonlyMap<string, { key: readonly string[] }>): string {
+  const doc = parse(printSchema(schema), { noLocation: true })
+  const definitions: DefinitionNode[] = doc.definitions.map((d) => {
+    if (d.kind !== Kind.OBJECT_TYPE_DEFINITION || !entities.has(d.name.value)) return d
+    const fields = entities.get(d.name.value)!.key.join(' ')
+    const key = { kind: Kind.DIRECTIVE, name: { kind: Kind.NAME, value: 'key' }, arguments: [{ kind: Kind.ARGUMENT, name: { kind: Kind.NAME, value: 'fields' }, value: { kind: Kind.STRING, value: fields } }] } as const
+    return { ...d, directives: [...(d.directives ?? []), key] }
+  })
+  const link = `extend schema @link(url: "${FEDERATION_SPEC_URL}", import: ["@key"])`
+  return `${link}\n\n${print({ ...doc, definitions })}\n`
+}
+
+/** `_Any`: a representation, any JSON object (`{ __typename, ...key }`). */
+const AnyScalar = new GraphQLScalarType({
+  name: '_Any',
+  description: 'An entity representation: `{ __typename, ...key fields }` (Apollo Federation).',
+  parseValue: (v) => v,
+  parseLiteral: (ast, vars) => valueFromASTUntyped(ast, vars),
+  serialize: (v) => v,
+})
+
+function typeNode(type: GraphQLInputType): TypeNode {
+  if (isNonNullType(type)) return { kind: Kind.NON_NULL_TYPE, type: typeNode(type.ofType) as never }
+  if (isListType(type)) return { kind: Kind.LIST_TYPE, type: typeNode(type.ofType) }
+  return { kind: Kind.NAMED_TYPE, name: { kind: Kind.NAME, value: type.name } }
+}
+
+/**
+ * The selections of the `_entities` field that apply to `typeName`: fields (`__typename`), inline
+ * fragments on it, spreads of fragments on it, and the contents of fragments on `_Entity` itself.
+ */
+function selectionsFor(typeName: string, nodes: readonly FieldNode[], info: GraphQLResolveInfo): SelectionNode[] {
+  const out: SelectionNode[] = []
+  const seen = new Set<string>()
+  const visit = (selections: readonly SelectionNode[]): void => {
+    for (const sel of selections) {
+      if (sel.kind === Kind.FIELD) out.push(sel)
+      else if (sel.kind === Kind.INLINE_FRAGMENT) {
+        const on = sel.typeCondition?.name.value
+        if (on === typeName) out.push(sel)
+        else if (on === undefined || on === '_Entity') visit(sel.selectionSet.selections)
+      } else {
+        const frag = info.fragments[sel.name.value]
+        if (!frag) continue
+        if (frag.typeCondition.name.value === typeName) out.push(sel)
+        else if (frag.typeCondition.name.value === '_Entity' && !seen.has(frag.name.value)) {
+          seen.add(frag.name.value)
+          visit(frag.selectionSet.selections)
+        }
+      }
+    }
+  }
+  for (const n of nodes) visit(n.selectionSet?.selections ?? [])
+  return out
+}
+
+/** Calls the entity's root field through its resolver: `where` bound to a variable, the `_entities` selection set for the type plus its key fields. */
+function callRootField(entity: Entity, where: unknown, context: unknown, info: GraphQLResolveInfo): unknown {
+  const first = info.fieldNodes[0]!
+  let node = entity.nodes.get(first)
+  if (!node) {
+    const keyNodes: FieldNode[] = entity.key.map((k) => ({ kind: Kind.FIELD, name: { kind: Kind.NAME, value: k } }))
+    node = {
+      kind: Kind.FIELD,
+      name: { kind: Kind.NAME, value: entity.field.name },
+      arguments: [{ kind: Kind.ARGUMENT, name: { kind: Kind.NAME, value: 'where' }, value: { kind: Kind.VARIABLE, name: { kind: Kind.NAME, value: entity.variable } } }],
+      directives: [],
+      selectionSet: { kind: Kind.SELECTION_SET, selections: [...selectionsFor(entity.type.name, info.fieldNodes, info), ...keyNodes] },
+    }
+    entity.nodes.set(first, node)
+  }
+  let operation = entity.operations.get(info.operation)
+  if (!operation) {
+    const def = { kind: Kind.VARIABLE_DEFINITION, variable: { kind: Kind.VARIABLE, name: { kind: Kind.NAME, value: entity.variable } }, type: typeNode(entity.whereType) } as const
+    operation = { ...info.operation, operation: OperationTypeNode.QUERY, variableDefinitions: [...(info.operation.variableDefinitions ?? []), def] }
+    entity.operations.set(info.operation, operation)
+  }
+  const query = info.schema.getQueryType()!
+  const resolve = entity.field.resolve ?? defaultFieldResolver
+  return resolve(info.rootValue ?? {}, { where }, context, {
+    schema: info.schema,
+    fragments: info.fragments,
+    rootValue: info.rootValue,
+    operation,
+    variableValues: { ...info.variableValues, [entity.variable]: where },
+    fieldName: entity.field.name,
+    fieldNodes: [node],
+    returnType: entity.field.type,
+    parentType: query,
+    path: info.path,
+  })
+}
+
+/** A key's identity for matching rows to representations. */
+const keyString = (values: readonly unknown[]): string => JSON.stringify(values.map((v) => (v instanceof Date ? v.toISOString() : typeof v === 'bigint' ? String(v) : v)))
+
+interface Wanted {
+  index: number
+  values: unknown[]
+}
+
+/**
+ * Validates representation `i`: an object naming an entity type with every key field, each coercing
+ * to its field's type.
+ * @returns the entity and its coerced key values, or the error for its index
+ */
+function readRepresentation(rep: unknown, i: number, entities: ReadonlyMap<string, Entity>): { entity: Entity; values: unknown[] } | Error {
+  const bad = (why: string) => new GraphQLValidationError(`_entities: representations[${i}] ${why}`)
+  if (rep === null || typeof rep !== 'object' || Array.isArray(rep)) return bad('is not an object')
+  const typename = (rep as Record<string, unknown>)['__typename']
+  if (typeof typename !== 'string') return bad('has no __typename')
+  const entity = entities.get(typename)
+  if (!entity) return bad(`names ${JSON.stringify(typename.slice(0, 100))}, which is not an entity type of this subgraph`)
+  const values: unknown[] = []
+  for (const k of entity.key) {
+    const v = (rep as Record<string, unknown>)[k]
+    if (v === undefined || v === null) return bad(`lacks the key field ${k} of ${typename}`)
+    try {
+      values.push(coerceInputValue(v, entity.keyTypes.get(k)!))
+    } catch (err) {
+      return bad(`has a key field ${k} that is not a valid ${String(entity.keyTypes.get(k))}: ${(err as Error).message}`)
+    }
+  }
+  return { entity, values }
+}
+
+/** The `where` argument selecting the rows of `wanted` by key. */
+function whereOf(entity: Entity, wanted: readonly Wanted[]): unknown {
+  if (entity.key.length === 1) return { [entity.key[0]!]: { in: wanted.map((w) => w.values[0]) } }
+  return { OR: wanted.map((w) => Object.fromEntries(entity.key.map((k, j) => [k, { equals: w.values[j] }]))) }
+}
+
+/**
+ * Adds `_service`, `_entities`, `_Any`, `_Entity` and `_Service` to the gateway schema.
+ * @param schema the composed schema, links and permissions applied.
+ * @returns a new schema (resolvers, extensions and directives kept); without entity types only
+ *   `_service` is added, as the subgraph specification says.
+ */
+export function toSubgraphSchema(schema: GraphQLSchema, options: SubgraphServeOptions): GraphQLSchema {
+  const entities = findEntities(schema)
+  const sdl = subgraphSdl(schema, entities)
+  const typeOf = new WeakMap<object, string>()
+  const service = new GraphQLObjectType({ name: '_Service', fields: { sdl: { type: GraphQLString } } })
+  const config = schema.toConfig()
+  const queryConfig = schema.getQueryType()!.toConfig()
+  const fields: typeof queryConfig.fields = {
+    ...queryConfig.fields,
+    _service: { type: new GraphQLNonNull(service), description: 'The subgraph SDL (Apollo Federation).', resolve: () => ({ sdl }) },
+  }
+  const types = config.types.filter((t) => t !== schema.getQueryType())
+  if (entities.size > 0) {
+    const union = new GraphQLUnionType({
+      name: '_Entity',
+      types: [...entities.values()].map((e) => e.type),
+      resolveType: (value) => typeOf.get(value as object),
+    })
+    types.push(union, AnyScalar)
+    fields['_entities'] = {
+      type: new GraphQLNonNull(new GraphQLList(union)),
+      description: `The entities of these representations, in their order (Apollo Federation); at most ${options.maxRepresentations}.`,
+      args: { representations: { type: new GraphQLNonNull(new GraphQLList(new GraphQLNonNull(AnyScalar))) } },
+      resolve: async (_root, args: { representations: unknown[] }, context, info) => {
+        const reps = args.representations
+        if (reps.length > options.maxRepresentations) {
+          throw new GraphQLLimitError(`_entities: ${reps.length} representations, more than the maximum of ${options.maxRepresentations} (server.federation.maxRepresentations)`)
+        }
+        const out: unknown[] = new Array(reps.length).fill(null)
+        const byType = new Map<Entity, Wanted[]>()
+        reps.forEach((rep, i) => {
+          const read = readRepresentation(rep, i, entities)
+          if (read instanceof Error) out[i] = read
+          else {
+            const list = byType.get(read.entity) ?? []
+            list.push({ index: i, values: read.values })
+            byType.set(read.entity, list)
+          }
+        })
+        const calls: Promise<void>[] = []
+        for (const [entity, wanted] of byType) {
+          for (let at = 0; at < wanted.length; at += entity.chunk) {
+            const chunk = wanted.slice(at, at + entity.chunk)
+            calls.push(
+              (async () => {
+                try {
+                  const rows = await callRootField(entity, whereOf(entity, chunk), context, info)
+                  const byKey = new Map<string, object>()
+                  for (const row of Array.isArray(rows) ? (rows as Record<string, unknown>[]) : []) {
+                    typeOf.set(row, entity.type.name)
+                    byKey.set(keyString(entity.key.map((k) => row[k])), row)
+                  }
+                  for (const w of chunk) out[w.index] = byKey.get(keyString(w.values)) ?? null
+                } catch (err) {
+                  for (const w of chunk) out[w.index] = err instanceof Error ? err : new Error(String(err))
+                }
+              })(),
+            )
+          }
+        }
+        await Promise.all(calls)
+        return out
+      },
+    }
+  }
+  const query = new GraphQLObjectType({ ...queryConfig, fields })
+  types.push(service)
+  return new GraphQLSchema({ ...config, query, types })
+}
