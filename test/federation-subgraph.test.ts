@@ -1,0 +1,157 @@
+/**
+ * Tributary as an Apollo Federation v2 subgraph (`server.federation`, README "Tributary as a
+ * subgraph"), driven over real HTTP as a router drives it: `_service { sdl }` (the `@link`, `@key`
+ * on every model with a primary key, composite keys too), `_entities` answered by ONE statement per
+ * type (statements counted from the debug log), representations as hostile client input (count
+ * bound, unknown types, missing or ill-typed keys: coded errors at their index, never
+ * TRB_ERR_INTERNAL), and the row filters and field permissions of every other path.
+ * The database is the subgraphs example's (examples/federation-subgraphs/todos), on a scratch SQLite file.
+ */
+import t, { type Test } from 'tap'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { pino } from 'pino'
+import { database, resolveConfig, type TributaryConfigInput } from '../gateway/config/index.js'
+import { DEFAULT_MAX_REPRESENTATIONS } from '../gateway/compose/subgraph.js'
+import { createTables, seed } from '../examples/federation-subgraphs/todos/migrations.js'
+import { serveGateway } from './helpers/serve.js'
+import { sqlLog } from './helpers/sql-log.js'
+import { mint } from './helpers/auth.js'
+
+const secret = 'federation-subgraph-test-secret-0123456789'
+
+interface Body {
+  data?: { _entities?: unknown[]; _service?: { sdl: string } } | null
+  errors?: { message: string; path?: (string | number)[]; extensions: { code: string } }[]
+}
+
+/** A Tributary subgraph over a fresh copy of the example's database; `gql` posts to /graphql, `statements` fills from the debug log. */
+async function start(t: Test, extra: Partial<TributaryConfigInput> = {}) {
+  const dir = mkdtempSync(join(tmpdir(), 'trb-subgraph-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const { stream, statements } = sqlLog()
+  const config = resolveConfig({
+    datasources: [database({ namespace: 'todo', url: `sqlite:${join(dir, 'todos.sqlite')}`, migrations: { '001': createTables, '002': seed } })],
+    operations: { dir: join(dir, 'operations') },
+    generatedDir: join(dir, 'generated'),
+    ...extra,
+    server: { logLevel: 'debug', federation: true, ...extra.server },
+  })
+  const { url } = await serveGateway(t, config, { logger: pino({ level: 'debug' }, stream), cwd: dir })
+  const gql = async (query: string, variables?: Record<string, unknown>, token?: string) => {
+    statements.length = 0
+    const res = await fetch(`${url}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+      body: JSON.stringify({ query, variables }),
+    })
+    return { status: res.status, body: (await res.json()) as Body }
+  }
+  return { gql, statements }
+}
+
+const ENTITIES = 'query ($r: [_Any!]!) { _entities(representations: $r) { __typename ... on todo_Todo { id title assignee: assigneeId } ... on todo_TodoLabel { label todo { title } } } }'
+
+t.test('the subgraph: SDL with @link and @key, _entities batched per type, bad representations refused at their index', async (t) => {
+  const { gql, statements } = await start(t)
+
+  const sdl = (await gql('{ _service { sdl } }')).body.data!._service!.sdl
+  t.match(sdl, /^extend schema @link\(url: "https:\/\/specs\.apollo\.dev\/federation\/v2\.3", import: \["@key"\]\)/)
+  t.match(sdl, /type todo_Todo @key\(fields: "id"\) \{/, 'a model keyed by its primary key, under its namespaced name')
+  t.match(sdl, /type todo_TodoLabel @key\(fields: "todoId label"\) \{/, 'a composite primary key')
+  t.notMatch(sdl, /_entities|_service|_Any|_Entity/, 'the SDL leaves out the subgraph fields themselves')
+
+  const reps = [
+    { __typename: 'todo_Todo', id: 3 },
+    { __typename: 'todo_TodoLabel', todoId: 2, label: 'federation' },
+    { __typename: 'todo_Todo', id: 99 },
+    { __typename: 'todo_Todo', id: 1, title: 'ignored: not a key' },
+    { __typename: 'todo_TodoLabel', todoId: 1, label: 'docs' },
+    { __typename: 'todo_Todo', id: 3 },
+  ]
+  const ok = await gql(ENTITIES, { r: reps })
+  t.equal(ok.status, 200)
+  t.same(ok.body, {
+    data: {
+      _entities: [
+        { __typename: 'todo_Todo', id: 3, title: 'Ask Hive Gateway', assignee: 1 },
+        { __typename: 'todo_TodoLabel', label: 'federation', todo: { title: 'Compose the subgraphs' } },
+        null,
+        { __typename: 'todo_Todo', id: 1, title: 'Write the supergraph', assignee: 1 },
+        { __typename: 'todo_TodoLabel', label: 'docs', todo: { title: 'Write the supergraph' } },
+        { __typename: 'todo_Todo', id: 3, title: 'Ask Hive Gateway', assignee: 1 },
+      ],
+    },
+  }, 'in the order of the representations; a key without a row is null')
+  t.equal(statements.length, 2, `one statement per type: ${statements.join(' | ')}`)
+
+  // Fragments on _Entity and named fragments, as routers write them.
+  const frag = await gql('query ($r: [_Any!]!) { _entities(representations: $r) { ...E } } fragment E on _Entity { ... on todo_Todo { ...T } } fragment T on todo_Todo { title }', { r: [{ __typename: 'todo_Todo', id: 2 }] })
+  t.same(frag.body, { data: { _entities: [{ title: 'Compose the subgraphs' }] } })
+
+  const bad = await gql(ENTITIES, {
+    r: [
+      { __typename: 'todo_Todo', id: 2 },
+      { __typename: 'Nope', id: 1 },
+      { id: 1 },
+      { __typename: 'todo_Todo' },
+      { __typename: 'todo_Todo', id: 'x' },
+      { __typename: 'todo_TodoLabel', todoId: 1 },
+      'a string',
+      { __typename: '__proto__', id: 1 },
+      { __typename: 'todo_Todo', id: null },
+    ],
+  })
+  t.equal(bad.status, 200, 'field errors: 200 with partial data')
+  t.same(bad.body.data!._entities, [{ __typename: 'todo_Todo', id: 2, title: 'Compose the subgraphs', assignee: 2 }, null, null, null, null, null, null, null, null])
+  t.same(bad.body.errors!.map((e) => [e.path, e.extensions.code]), [1, 2, 3, 4, 5, 6, 7, 8].map((i) => [['_entities', i], 'TRB_ERR_GRAPHQL_VALIDATION']), 'each bad representation has its coded error at its index')
+  t.match(bad.body.errors![0]!.message, /representations\[1\] names "Nope", which is not an entity type/)
+  t.match(bad.body.errors![2]!.message, /lacks the key field id of todo_Todo/)
+  t.match(bad.body.errors![3]!.message, /key field id that is not a valid Int/)
+  t.equal(statements.length, 1, 'the valid one still costs one statement')
+})
+
+t.test('attack: representations are bounded (documented default 1000, configurable), checked before any statement', async (t) => {
+  t.equal(DEFAULT_MAX_REPRESENTATIONS, 1000)
+  const { gql, statements } = await start(t)
+  const many = (n: number) => Array.from({ length: n }, (_, i) => ({ __typename: 'todo_Todo', id: i + 1 }))
+  const atLimit = await gql('query ($r: [_Any!]!) { _entities(representations: $r) { ... on todo_Todo { id } } }', { r: many(1000) })
+  t.equal(atLimit.body.data!._entities!.filter(Boolean).length, 3, '1000 representations: the 3 rows that exist')
+  t.equal(statements.length, 1, '1000 representations of one type: still one statement')
+  const over = await gql('query ($r: [_Any!]!) { _entities(representations: $r) { ... on todo_Todo { id } } }', { r: many(1001) })
+  t.same(over.body.data, null)
+  t.same(over.body.errors!.map((e) => e.extensions.code), ['TRB_ERR_GRAPHQL_LIMIT'])
+  t.match(over.body.errors![0]!.message, /1001 representations, more than the maximum of 1000 \(server\.federation\.maxRepresentations\)/)
+  t.equal(statements.length, 0, 'nothing ran')
+
+  const small = await start(t, { server: { federation: { maxRepresentations: 2 } } })
+  const refused = await small.gql('query ($r: [_Any!]!) { _entities(representations: $r) { ... on todo_Todo { id } } }', { r: many(3) })
+  t.same(refused.body.errors!.map((e) => e.extensions.code), ['TRB_ERR_GRAPHQL_LIMIT'])
+  t.throws(() => resolveConfig({ datasources: [], server: { federation: { maxRepresentations: 0 } } } as never), { code: 'TRB_ERR_CONFIG_INVALID' })
+})
+
+t.test('_entities keeps row filters and field permissions', async (t) => {
+  const { gql, statements } = await start(t, {
+    auth: { jwt: { secret }, graphql: 'public' },
+    permissions: {
+      todo_Todo: { filter: { assigneeId: { equals: { claim: 'sub' } } } },
+      'todo_Todo.completed': { roles: ['admin'] },
+    },
+  })
+  const ada = await mint(new TextEncoder().encode(secret), { sub: 1 as never, roles: ['user'] }, { expiresIn: '5m' })
+  const reps = [1, 2, 3].map((id) => ({ __typename: 'todo_Todo', id }))
+  const mine = await gql('query ($r: [_Any!]!) { _entities(representations: $r) { ... on todo_Todo { id title } } }', { r: reps }, ada)
+  t.same(mine.body, { data: { _entities: [{ id: 1, title: 'Write the supergraph' }, null, { id: 3, title: 'Ask Hive Gateway' }] } }, "Grace's todo is hidden from Ada, as on findMany")
+  t.equal(statements.length, 1)
+  const anonymous = await gql('query ($r: [_Any!]!) { _entities(representations: $r) { ... on todo_Todo { id } } }', { r: reps })
+  t.same(anonymous.body.errors!.map((e) => [e.path, e.extensions.code]), [0, 1, 2].map((i) => [['_entities', i], 'TRB_ERR_AUTH_REQUIRED']))
+  const field = await gql('query ($r: [_Any!]!) { _entities(representations: $r) { ... on todo_Todo { id completed } } }', { r: reps.slice(0, 1) }, ada)
+  t.same(field.body.errors!.map((e) => [e.path, e.extensions.code]), [[['_entities', 0, 'completed'], 'TRB_ERR_AUTH_FORBIDDEN']], 'a protected field is refused at its path')
+})
+
+t.test('without server.federation there is no subgraph field', async (t) => {
+  const { gql } = await start(t, { server: { federation: false } })
+  const res = await gql('{ _service { sdl } }')
+  t.same(res.body.errors!.map((e) => e.extensions.code), ['TRB_ERR_GRAPHQL_VALIDATION'])
+})
