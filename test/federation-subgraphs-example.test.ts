@@ -12,13 +12,21 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { pino } from 'pino'
-import { createGatewayRuntime } from '@graphql-hive/gateway'
 import { resolveConfig, type TributaryConfigInput } from '../gateway/config/index.js'
 import { serveGateway } from './helpers/serve.js'
 import { sqlLog } from './helpers/sql-log.js'
 import input from '../examples/federation-subgraphs/config.js'
 import { SUBGRAPH_URLS, SUPERGRAPH_FILE, composeSupergraph } from '../examples/federation-subgraphs/compose.js'
 import { serveSubgraph, subgraphs } from '../examples/federation-subgraphs/subgraphs/serve.js'
+
+/**
+ * Hive Gateway's runtime, imported by a computed name: its typings (graphql-tools utils 11) augment
+ * graphql's `GraphQLResolveInfo` for the whole program, which the gateway's own code does not fit.
+ */
+const HIVE_GATEWAY = '@graphql-hive/gateway'
+const { createGatewayRuntime } = (await import(HIVE_GATEWAY)) as {
+  createGatewayRuntime(options: { supergraph: string; logging: boolean }): { fetch(url: string, init: RequestInit): Promise<Response>; dispose(): Promise<void> | void }
+}
 
 const dir = fileURLToPath(new URL('../examples/federation-subgraphs/', import.meta.url))
 const root = fileURLToPath(new URL('..', import.meta.url))
