@@ -159,7 +159,8 @@ export async function createGateway(config: TributaryConfig, options: CreateGate
     // Permissions last: a link field (`Type.link`) is protected like any other field.
     const composed = applyPermissions(applyLinks(composeSchema(sources), config.links), config.permissions)
     // A Federation subgraph: `_service` and `_entities` call the wrapped resolvers, so permissions hold there too.
-    const schema = config.server.federation ? toSubgraphSchema(composed, config.server.federation) : composed
+    const merged = sources.flatMap((s) => (s.merge ? [{ namespace: s.namespace, merge: s.merge }] : []))
+    const schema = config.server.federation ? toSubgraphSchema(composed, config.server.federation, merged) : composed
     const stored = await loadOperations(resolve(cwd, config.operations.dir), schema, cwd)
     const withRules = stored.find((op) => op.auth)
     if (withRules && !config.auth.jwt) {

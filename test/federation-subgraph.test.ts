@@ -12,12 +12,14 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { pino } from 'pino'
-import { database, resolveConfig, type TributaryConfigInput } from '../gateway/config/index.js'
+import { makeExecutableSchema } from '@graphql-tools/schema'
+import { database, graphql, resolveConfig, type TributaryConfigInput } from '../gateway/config/index.js'
 import { DEFAULT_MAX_REPRESENTATIONS } from '../gateway/compose/subgraph.js'
 import { createTables, seed } from '../examples/federation-subgraphs/todos/migrations.js'
 import { serveGateway } from './helpers/serve.js'
 import { sqlLog } from './helpers/sql-log.js'
 import { mint } from './helpers/auth.js'
+import { postGraphQL, startGateway, startGraphQLUpstream } from './helpers/graphql-upstream.js'
 
 const secret = 'federation-subgraph-test-secret-0123456789'
 
@@ -154,4 +156,29 @@ t.test('without server.federation there is no subgraph field', async (t) => {
   const { gql } = await start(t, { server: { federation: false } })
   const res = await gql('{ _service { sdl } }')
   t.same(res.body.errors!.map((e) => e.extensions.code), ['TRB_ERR_GRAPHQL_VALIDATION'])
+})
+
+t.test('a merged type with a batched lookup is an entity too: one call of its lookup for every representation', async (t) => {
+  const products = [1, 2, 3].map((n) => ({ id: String(n), name: `Product ${n}`, stock: n * 10 }))
+  const api = (typeDefs: string) =>
+    makeExecutableSchema({
+      typeDefs,
+      resolvers: { Query: { productsByIds: (_: unknown, a: { ids: string[] }) => a.ids.map((id) => products.find((p) => p.id === id) ?? null) } },
+    })
+  const catalog = await startGraphQLUpstream(t, api('type Product { id: ID! name: String! } type Query { productsByIds(ids: [ID!]!): [Product]! }'))
+  const inventory = await startGraphQLUpstream(t, api('type Product { id: ID! stock: Int! } type Query { productsByIds(ids: [ID!]!): [Product]! }'))
+  const merge = { Product: { selectionSet: '{ id }', fieldName: 'productsByIds', key: 'id', argsFromKeys: 'ids' } }
+  const { base } = await startGateway(t, {
+    datasources: [graphql({ namespace: 'catalog', url: catalog.url, merge }), graphql({ namespace: 'inventory', url: inventory.url, merge })],
+    server: { federation: true },
+  })
+  const sdl = ((await postGraphQL(base, '{ _service { sdl } }')).body.data as { _service: { sdl: string } })._service.sdl
+  t.match(sdl, /type Product @key\(fields: "id"\) \{/, 'the merged type keyed by its merge key')
+  const res = await postGraphQL(base, 'query ($r: [_Any!]!) { _entities(representations: $r) { ... on Product { id name stock } } }', {
+    r: [{ __typename: 'Product', id: '3' }, { __typename: 'Product', id: '9' }, { __typename: 'Product', id: 1 }, { __typename: 'Product', id: { nested: 1 } }],
+  })
+  t.same(res.body.data, { _entities: [{ id: '3', name: 'Product 3', stock: 30 }, null, { id: '1', name: 'Product 1', stock: 10 }, null] })
+  t.same(res.body.errors!.map((e) => [e.path, e.extensions.code]), [[['_entities', 3], 'TRB_ERR_GRAPHQL_VALIDATION']])
+  t.equal(catalog.dataRequests().length, 1, 'one lookup call for every representation')
+  t.equal(inventory.dataRequests().length, 1, 'and one to the other source for its fields')
 })

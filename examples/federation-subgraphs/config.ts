@@ -18,4 +18,5 @@ export default defineConfig({
   ],
   server: { port: Number(process.env.TODOS_PORT || 4301), federation: true },
   operations: { dir: 'examples/federation-subgraphs/todos/operations' },
+  generatedDir: 'examples/federation-subgraphs/generated',
 })

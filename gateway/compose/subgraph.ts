@@ -13,7 +13,9 @@
  *   `{ OR: [{ a: { equals }, b: { equals } }, ...] }` for a composite key), through its own resolver
  *   with the `_entities` selection set, as links do (compose/links.ts): one SQL statement per type
  *   (per `maxTake` representations), with the row filters, type and field permissions and auth of
- *   every other path, since the call goes through the wrapped resolvers of the composed schema.
+ *   every other path, since the call goes through the wrapped resolvers of the composed schema;
+ *   merged types with a batched lookup (compose/merge.ts: string `key`, string `argsFromKeys`) are
+ *   entities keyed by their `key`, answered by one call of that lookup (items in key order).
  *
  * Representations are client input: more than `maxRepresentations` fail the field with
  * `TRB_ERR_GRAPHQL_LIMIT`; one that is not an object, names no entity type, lacks a key field or has
@@ -45,7 +47,6 @@ import {
   type DefinitionNode,
   type FieldNode,
   type GraphQLField,
-  type GraphQLInputObjectType,
   type GraphQLInputType,
   type GraphQLResolveInfo,
   type OperationDefinitionNode,
@@ -54,6 +55,7 @@ import {
 } from 'graphql'
 import { GraphQLLimitError, GraphQLValidationError } from '../errors.js'
 import { ENTITY_EXTENSION, type EntityFieldExtension } from '../connectors/types.js'
+import type { MergedTypeOptions } from './merge.js'
 
 /** Options of {@link toSubgraphSchema} (config `server.federation`). */
 export interface SubgraphServeOptions {
@@ -70,14 +72,23 @@ export const FEDERATION_SPEC_URL = 'https://specs.apollo.dev/federation/v2.3'
 /** Rows one call may return when the root field does not say (`take` without `extensions.tributary.maxTake`). */
 const DEFAULT_CHUNK = 1000
 
-/** One entity type and the root field that serves it. */
+/**
+ * One entity type and the root field that serves it: a tagged database field (`where`, rows matched
+ * back by key) or a merged type's batched lookup (`argsFromKeys`, one item per key in order).
+ */
 interface Entity {
   type: GraphQLObjectType
   key: readonly string[]
   field: GraphQLField<unknown, unknown>
-  whereType: GraphQLInputObjectType
-  /** The input type of each key field's `equals`, by key field. */
-  keyTypes: ReadonlyMap<string, GraphQLInputType>
+  /** The root field's argument that carries the keys (`where`, or the merged type's `argsFromKeys`). */
+  argName: string
+  argType: GraphQLInputType
+  /** The argument's value for these keys. */
+  argOf(wanted: readonly Wanted[]): unknown
+  /** Items come back one per key, in order (a merged type's lookup), rather than as rows matched by key. */
+  byPosition: boolean
+  /** The input type each key field's value coerces to, by key field; none: any non-null scalar. */
+  keyTypes: ReadonlyMap<string, GraphQLInputType> | null
   /** Most representations per call. */
   chunk: number
   /** Synthetic root field nodes by `_entities` field node. */
@@ -104,11 +115,16 @@ function findEntities(schema: GraphQLSchema): Map<string, Entity> {
     }
     if (keyTypes.size !== ext.key.length) continue
     const take = field.args.find((a) => a.name === 'take')?.extensions?.['tributary'] as { maxTake?: number } | undefined
+    const key = ext.key
     out.set(type.name, {
       type,
-      key: ext.key,
+      key,
       field,
-      whereType: where,
+      argName: 'where',
+      argType: where,
+      argOf: (wanted) =>
+        key.length === 1 ? { [key[0]!]: { in: wanted.map((w) => w.values[0]) } } : { OR: wanted.map((w) => Object.fromEntries(key.map((k, j) => [k, { equals: w.values[j] }]))) },
+      byPosition: false,
       keyTypes,
       chunk: Math.max(1, take?.maxTake ?? DEFAULT_CHUNK),
       nodes: new WeakMap(),
@@ -180,7 +196,7 @@ function selectionsFor(typeName: string, nodes: readonly FieldNode[], info: Grap
 }
 
 /** Calls the entity's root field through its resolver: `where` bound to a variable, the `_entities` selection set for the type plus its key fields. */
-function callRootField(entity: Entity, where: unknown, context: unknown, info: GraphQLResolveInfo): unknown {
+function callRootField(entity: Entity, argValue: unknown, context: unknown, info: GraphQLResolveInfo): unknown {
   const first = info.fieldNodes[0]!
   let node = entity.nodes.get(first)
   if (!node) {
@@ -188,7 +204,7 @@ function callRootField(entity: Entity, where: unknown, context: unknown, info: G
     node = {
       kind: Kind.FIELD,
       name: { kind: Kind.NAME, value: entity.field.name },
-      arguments: [{ kind: Kind.ARGUMENT, name: { kind: Kind.NAME, value: 'where' }, value: { kind: Kind.VARIABLE, name: { kind: Kind.NAME, value: entity.variable } } }],
+      arguments: [{ kind: Kind.ARGUMENT, name: { kind: Kind.NAME, value: entity.argName }, value: { kind: Kind.VARIABLE, name: { kind: Kind.NAME, value: entity.variable } } }],
       directives: [],
       selectionSet: { kind: Kind.SELECTION_SET, selections: [...selectionsFor(entity.type.name, info.fieldNodes, info), ...keyNodes] },
     }
@@ -196,18 +212,18 @@ function callRootField(entity: Entity, where: unknown, context: unknown, info: G
   }
   let operation = entity.operations.get(info.operation)
   if (!operation) {
-    const def = { kind: Kind.VARIABLE_DEFINITION, variable: { kind: Kind.VARIABLE, name: { kind: Kind.NAME, value: entity.variable } }, type: typeNode(entity.whereType) } as const
+    const def = { kind: Kind.VARIABLE_DEFINITION, variable: { kind: Kind.VARIABLE, name: { kind: Kind.NAME, value: entity.variable } }, type: typeNode(entity.argType) } as const
     operation = { ...info.operation, operation: OperationTypeNode.QUERY, variableDefinitions: [...(info.operation.variableDefinitions ?? []), def] }
     entity.operations.set(info.operation, operation)
   }
   const query = info.schema.getQueryType()!
   const resolve = entity.field.resolve ?? defaultFieldResolver
-  return resolve(info.rootValue ?? {}, { where }, context, {
+  return resolve(info.rootValue ?? {}, { [entity.argName]: argValue }, context, {
     schema: info.schema,
     fragments: info.fragments,
     rootValue: info.rootValue,
     operation,
-    variableValues: { ...info.variableValues, [entity.variable]: where },
+    variableValues: { ...info.variableValues, [entity.variable]: argValue },
     fieldName: entity.field.name,
     fieldNodes: [node],
     returnType: entity.field.type,
@@ -240,29 +256,72 @@ function readRepresentation(rep: unknown, i: number, entities: ReadonlyMap<strin
   for (const k of entity.key) {
     const v = (rep as Record<string, unknown>)[k]
     if (v === undefined || v === null) return bad(`lacks the key field ${k} of ${typename}`)
+    const type = entity.keyTypes?.get(k)
+    if (!type) {
+      if (typeof v === 'object') return bad(`has a key field ${k} that is not a scalar`)
+      values.push(v)
+      continue
+    }
     try {
-      values.push(coerceInputValue(v, entity.keyTypes.get(k)!))
+      values.push(coerceInputValue(v, type))
     } catch (err) {
-      return bad(`has a key field ${k} that is not a valid ${String(entity.keyTypes.get(k))}: ${(err as Error).message}`)
+      return bad(`has a key field ${k} that is not a valid ${String(type)}: ${(err as Error).message}`)
     }
   }
   return { entity, values }
 }
 
-/** The `where` argument selecting the rows of `wanted` by key. */
-function whereOf(entity: Entity, wanted: readonly Wanted[]): unknown {
-  if (entity.key.length === 1) return { [entity.key[0]!]: { in: wanted.map((w) => w.values[0]) } }
-  return { OR: wanted.map((w) => Object.fromEntries(entity.key.map((k, j) => [k, { equals: w.values[j] }]))) }
+/** A merged type's source as {@link toSubgraphSchema} needs it: its namespace and `merge` config. */
+export interface MergedEntitySource {
+  namespace: string
+  merge: Readonly<Record<string, MergedTypeOptions>>
+}
+
+/**
+ * Adds the merged types with a batched lookup (`fieldName` + a field name or list of them as `key` +
+ * a string `argsFromKeys`) to `entities`, the first such source of each type serving it. Merged
+ * types resolved per object (`args`) or by functions are left out: there is no declared key.
+ */
+function addMergedEntities(schema: GraphQLSchema, sources: readonly MergedEntitySource[], entities: Map<string, Entity>): void {
+  for (const source of sources) {
+    for (const [typeName, m] of Object.entries(source.merge)) {
+      const type = schema.getType(typeName)
+      if (entities.has(typeName) || !isObjectType(type) || !m.fieldName || typeof m.argsFromKeys !== 'string') continue
+      if (typeof m.key !== 'string' && !(Array.isArray(m.key) && m.key.length > 0)) continue
+      const field = schema.getQueryType()?.getFields()[source.namespace ? `${source.namespace}_${m.fieldName}` : m.fieldName]
+      const argType = field?.args.find((a) => a.name === m.argsFromKeys)?.type
+      if (!field || !argType) continue
+      const single = typeof m.key === 'string'
+      const key: string[] = single ? [m.key as string] : [...(m.key as string[])]
+      entities.set(typeName, {
+        type,
+        key,
+        field,
+        argName: m.argsFromKeys,
+        argType,
+        argOf: (wanted) => wanted.map((w) => (single ? w.values[0] : Object.fromEntries(key.map((k, j) => [k, w.values[j]])))),
+        byPosition: true,
+        keyTypes: null,
+        chunk: DEFAULT_CHUNK,
+        nodes: new WeakMap(),
+        operations: new WeakMap(),
+        variable: `__entities_${typeName}`,
+      })
+    }
+  }
 }
 
 /**
  * Adds `_service`, `_entities`, `_Any`, `_Entity` and `_Service` to the gateway schema.
  * @param schema the composed schema, links and permissions applied.
+ * @param merged the sources with merged types: a merged type with a batched lookup is an entity
+ *   keyed by its `key`, served by one call of its `fieldName` per `_entities` field.
  * @returns a new schema (resolvers, extensions and directives kept); without entity types only
  *   `_service` is added, as the subgraph specification says.
  */
-export function toSubgraphSchema(schema: GraphQLSchema, options: SubgraphServeOptions): GraphQLSchema {
+export function toSubgraphSchema(schema: GraphQLSchema, options: SubgraphServeOptions, merged: readonly MergedEntitySource[] = []): GraphQLSchema {
   const entities = findEntities(schema)
+  addMergedEntities(schema, merged, entities)
   const sdl = subgraphSdl(schema, entities)
   const typeOf = new WeakMap<object, string>()
   const service = new GraphQLObjectType({ name: '_Service', fields: { sdl: { type: GraphQLString } } })
@@ -306,8 +365,24 @@ export function toSubgraphSchema(schema: GraphQLSchema, options: SubgraphServeOp
             const chunk = wanted.slice(at, at + entity.chunk)
             calls.push(
               (async () => {
+                let argValue: unknown
                 try {
-                  const rows = await callRootField(entity, whereOf(entity, chunk), context, info)
+                  argValue = coerceInputValue(entity.argOf(chunk), entity.argType)
+                } catch (err) {
+                  for (const w of chunk) out[w.index] = new GraphQLValidationError(`_entities: representations[${w.index}]: the keys of ${entity.type.name} do not fit ${entity.field.name}(${entity.argName}:): ${(err as Error).message}`)
+                  return
+                }
+                try {
+                  const rows = await callRootField(entity, argValue, context, info)
+                  if (entity.byPosition) {
+                    const items = Array.isArray(rows) ? (rows as unknown[]) : []
+                    chunk.forEach((w, j) => {
+                      const item = items[j]
+                      if (item !== null && typeof item === 'object') typeOf.set(item, entity.type.name)
+                      out[w.index] = item instanceof Error ? item : (item ?? null)
+                    })
+                    return
+                  }
                   const byKey = new Map<string, object>()
                   for (const row of Array.isArray(rows) ? (rows as Record<string, unknown>[]) : []) {
                     typeOf.set(row, entity.type.name)
