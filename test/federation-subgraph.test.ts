@@ -87,6 +87,7 @@ t.test('the subgraph: SDL with @link and @key, _entities batched per type, bad r
     },
   }, 'in the order of the representations; a key without a row is null')
   t.equal(statements.length, 2, `one statement per type: ${statements.join(' | ')}`)
+  t.match(statements.find((x) => x.includes('FROM "Todo" AS t0 WHERE')), /"id" IN \(\?, \?, \?\)/, 'the distinct keys 3, 99 and 1: id 3, asked twice, is fetched once')
 
   // Fragments on _Entity and named fragments, as routers write them.
   const frag = await gql('query ($r: [_Any!]!) { _entities(representations: $r) { ...E } } fragment E on _Entity { ... on todo_Todo { ...T } } fragment T on todo_Todo { title }', { r: [{ __typename: 'todo_Todo', id: 2 }] })

@@ -235,9 +235,44 @@ function callRootField(entity: Entity, argValue: unknown, context: unknown, info
 /** A key's identity for matching rows to representations. */
 const keyString = (values: readonly unknown[]): string => JSON.stringify(values.map((v) => (v instanceof Date ? v.toISOString() : typeof v === 'bigint' ? String(v) : v)))
 
+/** One distinct key of one type, and the indexes of the representations that ask for it. */
 interface Wanted {
-  index: number
+  indexes: number[]
   values: unknown[]
+}
+
+/**
+ * Fetches the entities of `chunk` with one call of the entity's root field and writes each one (or
+ * `null`, or the error) into `out` at its representations' indexes; records each object's type in
+ * `typeOf` for `_Entity`'s `resolveType`.
+ */
+async function serveChunk(entity: Entity, chunk: readonly Wanted[], out: unknown[], typeOf: WeakMap<object, string>, context: unknown, info: GraphQLResolveInfo): Promise<void> {
+  const answer = (w: Wanted, value: unknown) => {
+    for (const i of w.indexes) out[i] = value
+  }
+  let argValue: unknown
+  try {
+    argValue = coerceInputValue(entity.argOf(chunk), entity.argType)
+  } catch (err) {
+    for (const w of chunk) {
+      answer(w, new GraphQLValidationError(`_entities: representations[${w.indexes[0]}]: the keys of ${entity.type.name} do not fit ${entity.field.name}(${entity.argName}:): ${(err as Error).message}`))
+    }
+    return
+  }
+  try {
+    const rows = await callRootField(entity, argValue, context, info)
+    const items = Array.isArray(rows) ? (rows as unknown[]) : []
+    for (const item of items) if (item !== null && typeof item === 'object' && !(item instanceof Error)) typeOf.set(item, entity.type.name)
+    if (entity.byPosition) {
+      chunk.forEach((w, j) => answer(w, items[j] ?? null))
+      return
+    }
+    const byKey = new Map<string, unknown>()
+    for (const row of items as Record<string, unknown>[]) byKey.set(keyString(entity.key.map((k) => row[k])), row)
+    for (const w of chunk) answer(w, byKey.get(keyString(w.values)) ?? null)
+  } catch (err) {
+    for (const w of chunk) answer(w, err instanceof Error ? err : new Error(String(err)))
+  }
 }
 
 /**
@@ -349,52 +384,22 @@ export function toSubgraphSchema(schema: GraphQLSchema, options: SubgraphServeOp
           throw new GraphQLLimitError(`_entities: ${reps.length} representations, more than the maximum of ${options.maxRepresentations} (server.federation.maxRepresentations)`)
         }
         const out: unknown[] = new Array(reps.length).fill(null)
-        const byType = new Map<Entity, Wanted[]>()
+        // Distinct keys by type: a key asked twice is fetched once and answered at both indexes.
+        const byType = new Map<Entity, Map<string, Wanted>>()
         reps.forEach((rep, i) => {
           const read = readRepresentation(rep, i, entities)
-          if (read instanceof Error) out[i] = read
-          else {
-            const list = byType.get(read.entity) ?? []
-            list.push({ index: i, values: read.values })
-            byType.set(read.entity, list)
-          }
+          if (read instanceof Error) return void (out[i] = read)
+          let keys = byType.get(read.entity)
+          if (!keys) byType.set(read.entity, (keys = new Map()))
+          const id = keyString(read.values)
+          const known = keys.get(id)
+          if (known) known.indexes.push(i)
+          else keys.set(id, { indexes: [i], values: read.values })
         })
         const calls: Promise<void>[] = []
-        for (const [entity, wanted] of byType) {
-          for (let at = 0; at < wanted.length; at += entity.chunk) {
-            const chunk = wanted.slice(at, at + entity.chunk)
-            calls.push(
-              (async () => {
-                let argValue: unknown
-                try {
-                  argValue = coerceInputValue(entity.argOf(chunk), entity.argType)
-                } catch (err) {
-                  for (const w of chunk) out[w.index] = new GraphQLValidationError(`_entities: representations[${w.index}]: the keys of ${entity.type.name} do not fit ${entity.field.name}(${entity.argName}:): ${(err as Error).message}`)
-                  return
-                }
-                try {
-                  const rows = await callRootField(entity, argValue, context, info)
-                  if (entity.byPosition) {
-                    const items = Array.isArray(rows) ? (rows as unknown[]) : []
-                    chunk.forEach((w, j) => {
-                      const item = items[j]
-                      if (item !== null && typeof item === 'object') typeOf.set(item, entity.type.name)
-                      out[w.index] = item instanceof Error ? item : (item ?? null)
-                    })
-                    return
-                  }
-                  const byKey = new Map<string, object>()
-                  for (const row of Array.isArray(rows) ? (rows as Record<string, unknown>[]) : []) {
-                    typeOf.set(row, entity.type.name)
-                    byKey.set(keyString(entity.key.map((k) => row[k])), row)
-                  }
-                  for (const w of chunk) out[w.index] = byKey.get(keyString(w.values)) ?? null
-                } catch (err) {
-                  for (const w of chunk) out[w.index] = err instanceof Error ? err : new Error(String(err))
-                }
-              })(),
-            )
-          }
+        for (const [entity, keys] of byType) {
+          const wanted = [...keys.values()]
+          for (let at = 0; at < wanted.length; at += entity.chunk) calls.push(serveChunk(entity, wanted.slice(at, at + entity.chunk), out, typeOf, context, info))
         }
         await Promise.all(calls)
         return out
