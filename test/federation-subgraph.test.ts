@@ -104,11 +104,13 @@ t.test('the subgraph: SDL with @link and @key, _entities batched per type, bad r
       'a string',
       { __typename: '__proto__', id: 1 },
       { __typename: 'todo_Todo', id: null },
+      { __typename: 'todo_Todo', id: 'x'.repeat(100_000) },
     ],
   })
   t.equal(bad.status, 200, 'field errors: 200 with partial data')
-  t.same(bad.body.data!._entities, [{ __typename: 'todo_Todo', id: 2, title: 'Compose the subgraphs', assignee: 2 }, null, null, null, null, null, null, null, null])
-  t.same(bad.body.errors!.map((e) => [e.path, e.extensions.code]), [1, 2, 3, 4, 5, 6, 7, 8].map((i) => [['_entities', i], 'TRB_ERR_GRAPHQL_VALIDATION']), 'each bad representation has its coded error at its index')
+  t.same(bad.body.data!._entities, [{ __typename: 'todo_Todo', id: 2, title: 'Compose the subgraphs', assignee: 2 }, null, null, null, null, null, null, null, null, null])
+  t.same(bad.body.errors!.map((e) => [e.path, e.extensions.code]), [1, 2, 3, 4, 5, 6, 7, 8, 9].map((i) => [['_entities', i], 'TRB_ERR_GRAPHQL_VALIDATION']), 'each bad representation has its coded error at its index')
+  t.ok(bad.body.errors![8]!.message.length < 400, 'a 100 000-character key is not echoed back whole')
   t.match(bad.body.errors![0]!.message, /representations\[1\] names "Nope", which is not an entity type/)
   t.match(bad.body.errors![2]!.message, /lacks the key field id of todo_Todo/)
   t.match(bad.body.errors![3]!.message, /key field id that is not a valid Int/)

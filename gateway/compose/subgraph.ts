@@ -232,6 +232,12 @@ function callRootField(entity: Entity, argValue: unknown, context: unknown, info
   })
 }
 
+/** Longest quote of a coercion message (it may repeat the client's value) in an error. */
+const MAX_QUOTED = 200
+
+/** `message` cut to {@link MAX_QUOTED} characters. */
+const clip = (message: string): string => (message.length > MAX_QUOTED ? `${message.slice(0, MAX_QUOTED)}…` : message)
+
 /** A key's identity for matching rows to representations. */
 const keyString = (values: readonly unknown[]): string => JSON.stringify(values.map((v) => (v instanceof Date ? v.toISOString() : typeof v === 'bigint' ? String(v) : v)))
 
@@ -255,7 +261,7 @@ async function serveChunk(entity: Entity, chunk: readonly Wanted[], out: unknown
     argValue = coerceInputValue(entity.argOf(chunk), entity.argType)
   } catch (err) {
     for (const w of chunk) {
-      answer(w, new GraphQLValidationError(`_entities: representations[${w.indexes[0]}]: the keys of ${entity.type.name} do not fit ${entity.field.name}(${entity.argName}:): ${(err as Error).message}`))
+      answer(w, new GraphQLValidationError(`_entities: representations[${w.indexes[0]}]: the keys of ${entity.type.name} do not fit ${entity.field.name}(${entity.argName}:): ${clip((err as Error).message)}`))
     }
     return
   }
@@ -300,7 +306,7 @@ function readRepresentation(rep: unknown, i: number, entities: ReadonlyMap<strin
     try {
       values.push(coerceInputValue(v, type))
     } catch (err) {
-      return bad(`has a key field ${k} that is not a valid ${String(type)}: ${(err as Error).message}`)
+      return bad(`has a key field ${k} that is not a valid ${String(type)}: ${clip((err as Error).message)}`)
     }
   }
   return { entity, values }
