@@ -29,12 +29,12 @@ interface Body {
 }
 
 /** A Tributary subgraph over a fresh copy of the example's database; `gql` posts to /graphql, `statements` fills from the debug log. */
-async function start(t: Test, extra: Partial<TributaryConfigInput> = {}) {
+async function start(t: Test, extra: Partial<TributaryConfigInput> = {}, maxTake?: number) {
   const dir = mkdtempSync(join(tmpdir(), 'trb-subgraph-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   const { stream, statements } = sqlLog()
   const config = resolveConfig({
-    datasources: [database({ namespace: 'todo', url: `sqlite:${join(dir, 'todos.sqlite')}`, migrations: { '001': createTables, '002': seed } })],
+    datasources: [database({ namespace: 'todo', url: `sqlite:${join(dir, 'todos.sqlite')}`, migrations: { '001': createTables, '002': seed }, ...(maxTake ? { maxTake } : {}) })],
     operations: { dir: join(dir, 'operations') },
     generatedDir: join(dir, 'generated'),
     ...extra,
@@ -133,6 +133,11 @@ t.test('attack: representations are bounded (documented default 1000, configurab
   const small = await start(t, { server: { federation: { maxRepresentations: 2 } } })
   const refused = await small.gql('query ($r: [_Any!]!) { _entities(representations: $r) { ... on todo_Todo { id } } }', { r: many(3) })
   t.same(refused.body.errors!.map((e) => e.extensions.code), ['TRB_ERR_GRAPHQL_LIMIT'])
+  const chunked = await start(t, {}, 2)
+  const five = await chunked.gql('query ($r: [_Any!]!) { _entities(representations: $r) { ... on todo_Todo { id } } }', { r: [3, 2, 1, 2, 4].map((id) => ({ __typename: 'todo_Todo', id })) })
+  t.same(five.body, { data: { _entities: [{ id: 3 }, { id: 2 }, { id: 1 }, { id: 2 }, null] } })
+  t.equal(chunked.statements.length, 2, 'maxTake 2: the 4 distinct keys in 2 statements')
+
   t.throws(() => resolveConfig({ datasources: [], server: { federation: { maxRepresentations: 0 } } } as never), { code: 'TRB_ERR_CONFIG_INVALID' })
 })
 

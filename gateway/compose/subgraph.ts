@@ -402,12 +402,13 @@ export function toSubgraphSchema(schema: GraphQLSchema, options: SubgraphServeOp
           if (known) known.indexes.push(i)
           else keys.set(id, { indexes: [i], values: read.values })
         })
-        const calls: Promise<void>[] = []
-        for (const [entity, keys] of byType) {
-          const wanted = [...keys.values()]
-          for (let at = 0; at < wanted.length; at += entity.chunk) calls.push(serveChunk(entity, wanted.slice(at, at + entity.chunk), out, typeOf, context, info))
-        }
-        await Promise.all(calls)
+        // Types in parallel; the chunks of one type (more keys than its maxTake) one after the other.
+        await Promise.all(
+          [...byType].map(async ([entity, keys]) => {
+            const wanted = [...keys.values()]
+            for (let at = 0; at < wanted.length; at += entity.chunk) await serveChunk(entity, wanted.slice(at, at + entity.chunk), out, typeOf, context, info)
+          }),
+        )
         return out
       },
     }
