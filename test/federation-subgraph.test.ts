@@ -190,3 +190,50 @@ t.test('a merged type with a batched lookup is an entity too: one call of its lo
   t.equal(catalog.dataRequests().length, 1, 'one lookup call for every representation')
   t.equal(inventory.dataRequests().length, 1, 'and one to the other source for its fields')
 })
+
+t.test('a composite key with a DateTime: representations match the rows whatever the column stores', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'trb-subgraph-dt-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const migrations = {
+    '001': {
+      async up(knex: import('knex').Knex) {
+        await knex.schema.createTable('Booking', (b) => {
+          b.timestamp('day').notNullable()
+          b.integer('room').notNullable()
+          b.string('guest').notNullable()
+          b.primary(['day', 'room'])
+        })
+        await knex('Booking').insert([
+          { day: '2026-03-01 00:00:00', room: 1, guest: 'Ada' },
+          { day: '2026-03-02 00:00:00', room: 1, guest: 'Grace' },
+        ])
+      },
+    },
+  }
+  const config = resolveConfig({
+    datasources: [database({ namespace: 'hotel', url: `sqlite:${join(dir, 'hotel.sqlite')}`, migrations })],
+    operations: { dir: join(dir, 'operations') },
+    generatedDir: join(dir, 'generated'),
+    server: { federation: true },
+  })
+  const { url } = await serveGateway(t, config, { cwd: dir })
+  const post = async (query: string, variables?: unknown) =>
+    (await (await fetch(`${url}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query, variables }) })).json()) as Body
+  t.match((await post('{ _service { sdl } }')).data!._service!.sdl, /type hotel_Booking @key\(fields: "day room"\)/)
+  const res = await post('query ($r: [_Any!]!) { _entities(representations: $r) { ... on hotel_Booking { day room guest } } }', {
+    r: [
+      { __typename: 'hotel_Booking', day: '2026-03-02T00:00:00.000Z', room: 1 },
+      { __typename: 'hotel_Booking', day: '2026-03-01T00:00:00Z', room: 1 },
+      { __typename: 'hotel_Booking', day: '2026-03-01T00:00:00.000Z', room: 2 },
+    ],
+  })
+  t.same(res, {
+    data: {
+      _entities: [
+        { day: '2026-03-02T00:00:00.000Z', room: 1, guest: 'Grace' },
+        { day: '2026-03-01T00:00:00.000Z', room: 1, guest: 'Ada' },
+        null,
+      ],
+    },
+  })
+})

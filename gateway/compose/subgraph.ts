@@ -37,6 +37,7 @@ import {
   defaultFieldResolver,
   getNamedType,
   isInputObjectType,
+  isLeafType,
   isListType,
   isNonNullType,
   isObjectType,
@@ -239,7 +240,21 @@ const MAX_QUOTED = 200
 const clip = (message: string): string => (message.length > MAX_QUOTED ? `${message.slice(0, MAX_QUOTED)}…` : message)
 
 /** A key's identity for matching rows to representations. */
-const keyString = (values: readonly unknown[]): string => JSON.stringify(values.map((v) => (v instanceof Date ? v.toISOString() : typeof v === 'bigint' ? String(v) : v)))
+function keyString(entity: Entity, values: readonly unknown[]): string {
+  const fields = entity.type.getFields()
+  return JSON.stringify(
+    values.map((v, i) => {
+      // Both sides through the key field's own serializer: a DateTime coerced from a representation
+      // (a Date) and one read from a row (the column's text) compare as the same ISO string.
+      const type = getNamedType(fields[entity.key[i]!]?.type)
+      try {
+        return String(isLeafType(type) ? type.serialize(v) : v)
+      } catch {
+        return String(v)
+      }
+    }),
+  )
+}
 
 /** One distinct key of one type, and the indexes of the representations that ask for it. */
 interface Wanted {
@@ -274,8 +289,8 @@ async function serveChunk(entity: Entity, chunk: readonly Wanted[], out: unknown
       return
     }
     const byKey = new Map<string, unknown>()
-    for (const row of items as Record<string, unknown>[]) byKey.set(keyString(entity.key.map((k) => row[k])), row)
-    for (const w of chunk) answer(w, byKey.get(keyString(w.values)) ?? null)
+    for (const row of items as Record<string, unknown>[]) byKey.set(keyString(entity, entity.key.map((k) => row[k])), row)
+    for (const w of chunk) answer(w, byKey.get(keyString(entity, w.values)) ?? null)
   } catch (err) {
     for (const w of chunk) answer(w, err instanceof Error ? err : new Error(String(err)))
   }
@@ -397,7 +412,7 @@ export function toSubgraphSchema(schema: GraphQLSchema, options: SubgraphServeOp
           if (read instanceof Error) return void (out[i] = read)
           let keys = byType.get(read.entity)
           if (!keys) byType.set(read.entity, (keys = new Map()))
-          const id = keyString(read.values)
+          const id = keyString(read.entity, read.values)
           const known = keys.get(id)
           if (known) known.indexes.push(i)
           else keys.set(id, { indexes: [i], values: read.values })
