@@ -13,9 +13,10 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { pino } from 'pino'
 import { makeExecutableSchema } from '@graphql-tools/schema'
-import { database, graphql, resolveConfig, type TributaryConfigInput } from '../gateway/config/index.js'
+import { database, federation, graphql, resolveConfig, type TributaryConfigInput } from '../gateway/config/index.js'
 import { DEFAULT_MAX_REPRESENTATIONS } from '../gateway/compose/subgraph.js'
 import { createTables, seed } from '../examples/federation-subgraphs/todos/migrations.js'
+import { commentsSubgraph } from '../examples/federation-subgraphs/subgraphs/comments.js'
 import { serveGateway } from './helpers/serve.js'
 import { sqlLog } from './helpers/sql-log.js'
 import { mint } from './helpers/auth.js'
@@ -50,7 +51,7 @@ async function start(t: Test, extra: Partial<TributaryConfigInput> = {}, maxTake
     })
     return { status: res.status, body: (await res.json()) as Body }
   }
-  return { gql, statements }
+  return { gql, statements, url }
 }
 
 const ENTITIES = 'query ($r: [_Any!]!) { _entities(representations: $r) { __typename ... on todo_Todo { id title assignee: assigneeId } ... on todo_TodoLabel { label todo { title } } } }'
@@ -240,4 +241,24 @@ t.test('a composite key with a DateTime: representations match the rows whatever
       ],
     },
   })
+})
+
+t.test("another Tributary's federation() source composes this subgraph with an @apollo/subgraph service", async (t) => {
+  const todos = await start(t)
+  const comments = await startGraphQLUpstream(t, commentsSubgraph())
+  const { base } = await startGateway(t, {
+    datasources: [federation({ namespace: 'board', subgraphs: [{ name: 'todos', url: `${todos.url}/graphql` }, { name: 'comments', url: comments.url }] })],
+  })
+  todos.statements.length = 0
+  const res = await postGraphQL(base, '{ board_latestComments { body todo { id title todoLabels { label } } } }')
+  t.same(res.body, {
+    data: {
+      board_latestComments: [
+        { body: 'Hive Gateway answered', todo: { id: 3, title: 'Ask Hive Gateway', todoLabels: [{ label: 'federation' }] } },
+        { body: 'It composes', todo: { id: 2, title: 'Compose the subgraphs', todoLabels: [{ label: 'federation' }] } },
+        { body: 'Done, see the README', todo: { id: 1, title: 'Write the supergraph', todoLabels: [{ label: 'docs' }] } },
+      ],
+    },
+  })
+  t.equal(todos.statements.length, 1, 'the three todos in one _entities statement')
 })

@@ -15,6 +15,7 @@ import { pino } from 'pino'
 import { resolveConfig, type TributaryConfigInput } from '../gateway/config/index.js'
 import { serveGateway } from './helpers/serve.js'
 import { sqlLog } from './helpers/sql-log.js'
+import { checkExpectedResponses } from './helpers/expected-responses.js'
 import input from '../examples/federation-subgraphs/config.js'
 import { SUBGRAPH_URLS, SUPERGRAPH_FILE, composeSupergraph } from '../examples/federation-subgraphs/compose.js'
 import { serveSubgraph, subgraphs } from '../examples/federation-subgraphs/subgraphs/serve.js'
@@ -66,4 +67,7 @@ t.test('Hive Gateway answers TodoBoard over the three subgraphs', async (t) => {
   t.equal(res.status, 200)
   t.equal(statements.length, 2, `todo_findManyTodo, then ONE _entities statement for the 3 todos the comments point at: ${statements.join(' | ')}`)
   t.match(statements[1], /IN \(/, 'the _entities statement selects the todos by key')
+
+  // The subgraph is still a whole gateway: its own stored operation answers as expected.
+  await checkExpectedResponses(t, todos.app, join(dir, 'todos/operations'))
 })
