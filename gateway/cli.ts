@@ -20,6 +20,7 @@ import { dirname, relative, resolve } from 'node:path'
 import { parseArgs } from 'node:util'
 import closeWithGrace from 'close-with-grace'
 import { pino, type Logger } from 'pino'
+import { isUnionType } from 'graphql'
 import { configPathFrom, loadConfigFile, projectRoot } from './config/load.js'
 import { database, resolveConfig, type TributaryConfig } from './config/index.js'
 import { namespaceFromUrl, scaffold } from './scaffold.js'
@@ -88,6 +89,12 @@ function summary(gateway: Gateway, base: string, services: RunningService[], sou
   }
   if (gateway.config.graphql.playground) lines.push(`  Playground      ${base}/graphql (open in a browser)`)
   lines.push(`  Subscriptions   ${base.replace(/^http/, 'ws')}/graphql (graphql-transport-ws)`)
+  if (gateway.config.server.federation) {
+    const entities = gateway.schema.getType('_Entity')
+    const count = entities && isUnionType(entities) ? entities.getTypes().length : 0
+    const refused = gateway.config.mode === 'production' && !gateway.config.graphql.allowArbitraryOperationsInProduction
+    lines.push(`  Subgraph        ${base}/graphql (Apollo Federation v2, ${count} entity types${refused ? '; persisted operations only: set graphql.allowArbitraryOperationsInProduction for a router' : ''})`)
+  }
   lines.push(`  OpenAPI         ${base}/openapi.json`)
   lines.push(`  Health          ${base}/health (also /health/live, /health/ready)`)
   const { metrics } = gateway.config

@@ -18,6 +18,7 @@ import { createFederationSource } from './connectors/federation/index.js'
 import type { MergedTypeOptions } from './compose/merge.js'
 import { composeSchema } from './compose/index.js'
 import { applyLinks } from './compose/links.js'
+import { toSubgraphSchema } from './compose/subgraph.js'
 import { loadOperations } from './operations/load.js'
 import { compileOperation, type CompiledOperation } from './operations/compile.js'
 import { ConfigInvalidError, OperationInvalidError, SourceLoadError, isTributaryError } from './errors.js'
@@ -245,7 +246,10 @@ export async function createGateway(config: TributaryConfig, options: CreateGate
   try {
     installRowFilterRules(config, sources)
     // Permissions last: a link field (`Type.link`) is protected like any other field.
-    const schema = applyPermissions(applyLinks(composeSchema(sources), config.links), config.permissions)
+    const composed = applyPermissions(applyLinks(composeSchema(sources), config.links), config.permissions)
+    // A Federation subgraph: `_service` and `_entities` call the wrapped resolvers, so permissions hold there too.
+    const merged = sources.flatMap((s) => (s.merge ? [{ namespace: s.namespace, merge: s.merge }] : []))
+    const schema = config.server.federation ? toSubgraphSchema(composed, config.server.federation, merged) : composed
     const operations = await compileStoredOperations(config, schema, cwd)
     return {
       config,

@@ -18,6 +18,7 @@ import type { FederationSourceOptions, SubgraphOptions } from '../connectors/fed
 import type { MergedTypeOptions } from '../compose/merge.js'
 import type { RunMode } from '../connectors/types.js'
 import type { LinkDefinition, LinkBatch } from '../compose/links.js'
+import { DEFAULT_MAX_REPRESENTATIONS } from '../compose/subgraph.js'
 import type { PermissionRule } from '../auth/permissions.js'
 import type { JwtConfig, AuthConfigInput, AuthConfig } from '../auth/config.js'
 import type { MetricsConfig } from '../observability/metrics.js'
@@ -202,6 +203,13 @@ export interface TributaryConfigInput {
     shutdownDelayMs?: number
     /** Time `/health/ready` waits for each source and for Redis before counting it down, in milliseconds. Default 80. */
     healthTimeoutMs?: number
+    /**
+     * Serve `/graphql` as an Apollo Federation v2 subgraph (README "Tributary as a subgraph"): `true`,
+     * or `{ maxRepresentations }` (most representations one `_entities` field accepts, 1 to 100000;
+     * default 1000). Adds `_service { sdl }` (with `@link` and `@key` on every database model with a
+     * primary key) and `_entities`. Default: off.
+     */
+    federation?: boolean | { maxRepresentations?: number }
   }
   /**
    * What several instances share (README "Running several instances"). With a Redis URL, pub/sub,
@@ -335,7 +343,9 @@ export interface TributaryConfigInput {
 export interface TributaryConfig {
   readonly datasources: readonly DataSourceDefinition[]
   readonly mode: RunMode
-  readonly server: Readonly<Required<Omit<NonNullable<TributaryConfigInput['server']>, 'allowedHosts' | 'rateLimit'>>> & {
+  readonly server: Readonly<Required<Omit<NonNullable<TributaryConfigInput['server']>, 'allowedHosts' | 'rateLimit' | 'federation'>>> & {
+    /** The subgraph settings when `/graphql` is a Federation subgraph, else null. */
+    readonly federation: Readonly<{ maxRepresentations: number }> | null
     /** The rate limit with its defaults, or null when off. */
     readonly rateLimit: Readonly<Required<Omit<RateLimitConfig, 'redisUrl'>> & { redisUrl: string | null }> | null
     /** Normalised origins (`new URL(o).origin`). */
@@ -421,6 +431,9 @@ export function resolveConfig(input: unknown, env: NodeJS.ProcessEnv = process.e
         : null,
       shutdownDelayMs: c.server?.shutdownDelayMs ?? 0,
       healthTimeoutMs: c.server?.healthTimeoutMs ?? 80,
+      federation: c.server?.federation
+        ? { maxRepresentations: (typeof c.server.federation === 'object' ? c.server.federation.maxRepresentations : undefined) ?? DEFAULT_MAX_REPRESENTATIONS }
+        : null,
     },
     pubsub: {
       redisUrl: sharedRedisUrl,

@@ -240,6 +240,12 @@ const configSchema = {
         },
         shutdownDelayMs: { type: 'integer', minimum: 0, maximum: 600000 },
         healthTimeoutMs: { type: 'integer', minimum: 1, maximum: 10000 },
+        federation: {
+          oneOf: [
+            { type: 'boolean' },
+            { type: 'object', additionalProperties: false, properties: { maxRepresentations: { type: 'integer', minimum: 1, maximum: 100000 } } },
+          ],
+        },
       },
     },
     pubsub: {

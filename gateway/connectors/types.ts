@@ -97,3 +97,17 @@ export interface LinkFieldExtension {
  * filtered), `'one'` for a to-one filter (`is`/`isNot`: one row). `operations/filter-cost.ts` prices them.
  */
 export const RELATION_FILTER_EXTENSION = 'tributaryRelationFilter'
+
+/**
+ * The `extensions` key of a Query root field that can serve a Federation entity (README "Tributary
+ * as a subgraph"): a list field with a `where: XWhereInput` argument returning the entity type,
+ * whose where input has a scalar filter (`{ equals, in }`) for each key field. `compose/subgraph.ts`
+ * answers `_entities` for the field's return type by calling it once per type (per `take` limit).
+ */
+export const ENTITY_EXTENSION = 'tributaryEntity'
+
+/** `extensions.tributaryEntity` of such a root field (see {@link ENTITY_EXTENSION}). */
+export interface EntityFieldExtension {
+  /** The key fields of the returned type (its `@key(fields:)`), e.g. `['id']` or `['orderId', 'lineNo']`. */
+  key: readonly string[]
+}

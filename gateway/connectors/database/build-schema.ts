@@ -55,7 +55,7 @@ import { writeResolver, type WriteField } from './request-transaction.js'
 import { pascalCase } from './naming.js'
 import { READS_EXT, type ModelRef, type ReadsTag } from '../../auth/permissions.js'
 import { byResponseKey, makeQueryResolvers, makeRawResolvers, type Runtime } from './resolvers.js'
-import { RELATION_FILTER_EXTENSION } from '../types.js'
+import { ENTITY_EXTENSION, RELATION_FILTER_EXTENSION, type EntityFieldExtension } from '../types.js'
 
 /** Options of {@link buildSchema}. */
 export interface BuildSchemaOptions {
@@ -687,7 +687,9 @@ class SchemaBuilder {
       const direct = (kind: DirectFieldKind): { [EXT]: DirectFieldExtension } => ({ [EXT]: { model: m.name, direct: createDirectCompiler(this.rt, m, kind) } })
       if (u) query[`findUnique${m.name}`] = { type: obj, args: { where: { type: nn(u) } }, resolve: q['findUnique'], extensions: direct('findUnique') }
       query[`findFirst${m.name}`] = { type: obj, args: this.listArgs(m), resolve: q['findFirst'], extensions: direct('findFirst') }
-      query[`findMany${m.name}`] = { type: nn(list(nn(obj))), args: this.listArgs(m), resolve: q['findMany'], extensions: direct('findMany') }
+      // A model with a primary key is a Federation entity keyed by it (compose/subgraph.ts).
+      const entity = m.primaryKey.length ? { [ENTITY_EXTENSION]: { key: m.primaryKey } satisfies EntityFieldExtension } : {}
+      query[`findMany${m.name}`] = { type: nn(list(nn(obj))), args: this.listArgs(m), resolve: q['findMany'], extensions: { ...direct('findMany'), ...entity } }
       const agg = this.aggregateTypes(m)
       const aggArgs: GraphQLFieldConfigArgumentMap = { where: { type: this.where(m) }, orderBy: { type: list(nn(this.orderBy(m))) } }
       if (u) aggArgs['cursor'] = { type: u }
