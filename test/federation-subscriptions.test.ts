@@ -18,7 +18,7 @@ import { createClient } from 'graphql-ws'
 import { useServer } from 'graphql-ws/use/ws'
 import { createServer } from 'node:http'
 import WebSocket, { WebSocketServer } from 'ws'
-import { getOperation, postGraphQL, startGateway, startGraphQLUpstream } from './helpers/graphql-upstream.js'
+import { postGraphQL, startGateway, startGraphQLUpstream } from './helpers/graphql-upstream.js'
 import { federation } from '../gateway/config/index.js'
 
 const LINK = 'extend schema @link(url: "https://specs.apollo.dev/federation/v2.7", import: ["@key", "@override"])'
@@ -262,15 +262,16 @@ t.test('subgraph subscriptions and progressive override', async (t) => {
   })
 
   t.test('progressive override: percent(50) splits requests, one draw per request', async (t) => {
-    const seen = { old: 0, new: 0 }
-    for (let i = 0; i < 40; i++) {
+    const seen = { old: 0, new: 0, mixed: 0 }
+    for (let i = 0; i < 24; i++) {
       const res = await postGraphQL(base, '{ shop_product(upc: "1") { name price } }')
       const p = res.body.data?.shop_product as { name: string; price: number }
-      t.ok((p.name === 'Table' && p.price === 100) || (p.name === 'new Table' && p.price === 200), 'both fields of a request come from the same subgraph')
-      if (p.price === 200) seen.new++
-      else seen.old++
+      if (p.name === 'Table' && p.price === 100) seen.old++
+      else if (p.name === 'new Table' && p.price === 200) seen.new++
+      else seen.mixed++
     }
-    t.ok(seen.old > 0 && seen.new > 0, `both subgraphs served requests (${seen.old} old, ${seen.new} new)`)
+    t.equal(seen.mixed, 0, 'both fields of a request come from the same subgraph')
+    t.ok(seen.old > 0 && seen.new > 0, `both subgraphs served requests (${seen.old} old, ${seen.new} new; all on one side: p = 2^-23)`)
   })
 
   t.test('progressive override: a custom label follows overrideLabels(label, context)', async (t) => {
@@ -278,6 +279,5 @@ t.test('subgraph subscriptions and progressive override', async (t) => {
     t.same(off.body, { data: { shop_product: { tagline: 'old tagline' } } }, 'label off: the old subgraph')
     const on = await postGraphQL(base, '{ shop_product(upc: "2") { tagline } }', undefined, { 'x-beta': 'yes' })
     t.same(on.body, { data: { shop_product: { tagline: 'new tagline' } } }, 'label on: the overriding subgraph')
-    t.same((await getOperation(base, 'Reviews')).body.errors?.[0]?.extensions.code !== undefined, true, 'a subscription is not served over plain GET')
   })
 })

@@ -173,7 +173,7 @@ function sseTransport(name: string, url: string, headersOf: (context: unknown) =
   const open = new Set<() => void>()
   const executor: Executor = async (req: ExecutionRequest) => {
     http ??= import('@graphql-tools/executor-http').then(({ buildHTTPExecutor }) =>
-      buildHTTPExecutor({ endpoint: url, headers: (r) => headersOf(r?.context) }) as Executor)
+      buildHTTPExecutor({ endpoint: url, method: 'POST', headers: (r) => headersOf(r?.context) }) as Executor)
     const result = await (await http)(req)
     if (!isAsyncIterable(result)) {
       const r = result as ExecutionResult
