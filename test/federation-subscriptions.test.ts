@@ -19,7 +19,7 @@ import { useServer } from 'graphql-ws/use/ws'
 import { createServer } from 'node:http'
 import WebSocket, { WebSocketServer } from 'ws'
 import { postGraphQL, startGateway, startGraphQLUpstream } from './helpers/graphql-upstream.js'
-import { federation } from '../gateway/config/index.js'
+import { federation, resolveConfig } from '../gateway/config/index.js'
 
 const LINK = 'extend schema @link(url: "https://specs.apollo.dev/federation/v2.7", import: ["@key", "@override"])'
 const NAMES: Record<string, string> = { '1': 'Table', '2': 'Couch' }
@@ -280,4 +280,14 @@ t.test('subgraph subscriptions and progressive override', async (t) => {
     const on = await postGraphQL(base, '{ shop_product(upc: "2") { tagline } }', undefined, { 'x-beta': 'yes' })
     t.same(on.body, { data: { shop_product: { tagline: 'new tagline' } } }, 'label on: the overriding subgraph')
   })
+})
+
+t.test('config: subgraph subscriptions and overrideLabels are validated', async (t) => {
+  const source = (extra: Record<string, unknown>, sub: Record<string, unknown> = {}) =>
+    resolveConfig({ datasources: [{ kind: 'federation', subgraphs: [{ name: 'a', url: 'http://127.0.0.1:1/graphql', ...sub }], ...extra } as never] })
+  t.doesNotThrow(() => source({ overrideLabels: () => false }, { subscriptions: { protocol: 'sse', url: 'http://127.0.0.1:2/stream' } }))
+  t.doesNotThrow(() => source({}, { subscriptions: { url: 'ws://127.0.0.1:2/graphql' } }))
+  t.throws(() => source({}, { subscriptions: { protocol: 'mqtt' } }), { code: 'TRB_ERR_CONFIG_INVALID', message: /subgraphs\[0\]\.subscriptions\.protocol/ })
+  t.throws(() => source({}, { subscriptions: { url: 'ftp://x' } }), { code: 'TRB_ERR_CONFIG_INVALID', message: /subscriptions\.url/ })
+  t.throws(() => source({ overrideLabels: 'beta' }), { code: 'TRB_ERR_CONFIG_INVALID', message: /overrideLabels: must be a function/ })
 })
