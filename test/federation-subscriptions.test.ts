@@ -178,6 +178,14 @@ t.test('subgraph subscriptions and progressive override', async (t) => {
         ],
       }),
       federation({
+        namespace: 'down',
+        subgraphs: [
+          { name: 'products', url: productsUp.url },
+          // Nothing listens there: the connection is refused.
+          { name: 'reviews', url: reviews.url, subscriptions: { url: 'ws://127.0.0.1:9/graphql' } },
+        ],
+      }),
+      federation({
         namespace: 'shop',
         subgraphs: [
           { name: 'products', url: productsUp.url },
@@ -259,6 +267,18 @@ t.test('subgraph subscriptions and progressive override', async (t) => {
     const errors = received[0]!.errors as unknown as { message: string; extensions: { code: string } }[]
     t.equal(errors[0]?.extensions.code, 'TRB_ERR_UPSTREAM')
     t.match(errors[0]?.message, /ws\/reviews.*subscription socket closed/)
+  })
+
+  t.test('an unreachable subscription endpoint reaches the client as TRB_ERR_UPSTREAM', async (t) => {
+    const client = createClient({ url: wsUrl, webSocketImpl: WebSocket, retryAttempts: 0 })
+    t.teardown(() => client.dispose())
+    const received: ExecutionResult[] = []
+    await new Promise<void>((ok, fail) =>
+      client.subscribe({ query: 'subscription { down_reviewAdded { id } }' }, { next: (r) => void received.push(r as ExecutionResult), error: fail, complete: ok }),
+    )
+    const errors = received[0]?.errors as unknown as { message: string; extensions: { code: string } }[]
+    t.equal(errors?.[0]?.extensions.code, 'TRB_ERR_UPSTREAM')
+    t.notMatch(errors?.[0]?.message, /127\.0\.0\.1|:9\b/, "the message does not carry the subgraph's address")
   })
 
   t.test('progressive override: percent(50) splits requests, one draw per request', async (t) => {

@@ -55,7 +55,10 @@ export interface SubgraphOptions {
 export interface FederationSourceOptions {
   /** The subgraphs, at least one. */
   subgraphs: SubgraphOptions[]
-  /** Per-request timeout of one subgraph request (connect, headers, between body chunks), in milliseconds. Default 5000. */
+  /**
+   * Per-request timeout of one subgraph request (connect, headers, between body chunks), in
+   * milliseconds; for graphql-ws subscriptions, the longest wait for the handshake and for `connection_ack`. Default 5000.
+   */
   timeoutMs?: number
   /**
    * Headers sent with every subgraph request. Values may be templates filled per request,
@@ -130,7 +133,7 @@ export async function createFederationSource(options: FederationSourceOptions, c
         const http = client.executor(endpoint!, () => subgraphSchema) as typeof config.executor
         if (subgraphSchema.getSubscriptionType()) {
           const subgraph = options.subgraphs.find((s) => s.url === config.endpoint)!
-          const transport = createSubscriptionTransport(endpoint!.name, endpoint!.url, subgraph.subscriptions, (ctx) => client.requestHeaders(endpoint!, ctx))
+          const transport = createSubscriptionTransport(endpoint!.name, endpoint!.url, subgraph.subscriptions, (ctx) => client.requestHeaders(endpoint!, ctx), options.timeoutMs ?? 5000)
           transports.push(transport)
           const subscribe = transport.executor as typeof config.executor
           config.executor = (req) => (req.operationType === 'subscription' ? subscribe(req) : http(req))

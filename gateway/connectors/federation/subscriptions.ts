@@ -55,16 +55,18 @@ export const MAX_BUFFERED_EVENTS = 1000
  * Creates the subscription transport of subgraph `name` (`<source>/<subgraph>` in errors).
  * @param httpUrl the subgraph's HTTP URL (the default of `options.url`)
  * @param headersOf the headers a request carries (static, rendered templates, forwarded), from its context
+ * @param timeoutMs graphql-ws: the longest wait for the WebSocket handshake and for `connection_ack`, in milliseconds
  */
 export function createSubscriptionTransport(
   name: string,
   httpUrl: string,
   options: SubgraphSubscriptionOptions | undefined,
   headersOf: (context: unknown) => Record<string, string>,
+  timeoutMs: number,
 ): SubscriptionTransport {
   const protocol = options?.protocol ?? 'graphql-ws'
   if (protocol === 'sse') return sseTransport(name, options?.url ?? httpUrl, headersOf)
-  return wsTransport(name, options?.url ?? httpUrl.replace(/^http/, 'ws'), headersOf)
+  return wsTransport(name, options?.url ?? httpUrl.replace(/^http/, 'ws'), headersOf, timeoutMs)
 }
 
 /** A coded `TRB_ERR_UPSTREAM` error (502) for a failed or closed subscription connection. */
@@ -89,7 +91,7 @@ function wsFailure(name: string, err: unknown): Error {
   return mapNetworkError(err, name, 0)
 }
 
-function wsTransport(name: string, url: string, headersOf: (context: unknown) => Record<string, string>): SubscriptionTransport {
+function wsTransport(name: string, url: string, headersOf: (context: unknown) => Record<string, string>, timeoutMs: number): SubscriptionTransport {
   const path = new URL(url).pathname
   // One client (one lazy socket) per distinct header set; removed when its last subscription ends.
   const clients = new Map<string, { client: Client; users: number }>()
@@ -105,7 +107,7 @@ function wsTransport(name: string, url: string, headersOf: (context: unknown) =>
         // The upgrade request carries the headers (ws in Node; a browser WebSocket could not).
         class HeaderSocket extends WebSocket {
           constructor(address: string, protocols?: string | string[]) {
-            super(address, protocols, { headers })
+            super(address, protocols, { headers, handshakeTimeout: timeoutMs })
           }
         }
         const client = createClient({
@@ -113,6 +115,7 @@ function wsTransport(name: string, url: string, headersOf: (context: unknown) =>
           webSocketImpl: HeaderSocket,
           lazy: true,
           lazyCloseTimeout: 0,
+          connectionAckWaitTimeout: timeoutMs,
           retryAttempts: 0,
           connectionParams: { headers },
         })
