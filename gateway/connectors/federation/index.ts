@@ -16,13 +16,16 @@
  *    masking follow the remote GraphQL connector's contract.
  *
  * The source is a {@link RemoteSubschema} whose executor runs documents against that stitched schema
- * in the gateway process; `compose/` namespaces it like any remote source. Subscriptions of
- * subgraphs are not served (the Subscription root is left out, with a warning).
+ * in the gateway process; `compose/` namespaces it like any remote source. `Subscription` fields of
+ * subgraphs are served: each subgraph's subscription operations go over graphql-ws or SSE
+ * (`./subscriptions.ts`), entity fields of each event are resolved from the other subgraphs.
+ * Progressive override (`@override(label:)`) routes per request (`./override.ts`).
  */
-import { GraphQLSchema, parse } from 'graphql'
+import { parse } from 'graphql'
 import { composeServices } from '@theguild/federation-composition'
 import { getStitchedSchemaFromSupergraphSdl } from '@graphql-tools/federation'
 import { createDefaultExecutor } from '@graphql-tools/delegate'
+import type { ExecutionRequest } from '@graphql-tools/utils'
 import { mkdir, readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { ConnectorContext, RemoteSubschema, SourceHealth } from '../types.js'
@@ -30,6 +33,8 @@ import { SourceLoadError } from '../../errors.js'
 import { createGraphQLHttpClient, type GraphQLEndpoint } from '../graphql/http.js'
 import { compileHeaderTemplates } from '../../auth/header-templates.js'
 import { relocateFieldErrors } from '../field-errors.js'
+import { createSubscriptionTransport, type SubgraphSubscriptionOptions, type SubscriptionTransport } from './subscriptions.js'
+import { progressiveOverride, type OverrideLabelResolver } from './override.js'
 
 /** One subgraph of a federation source. */
 export interface SubgraphOptions {
@@ -39,13 +44,21 @@ export interface SubgraphOptions {
   url: string
   /** Headers sent to this subgraph only (over the source's `headers`); templates as in `headers`. */
   headers?: Record<string, string>
+  /**
+   * How the gateway subscribes to this subgraph's `Subscription` fields. Default: `graphql-ws` at the
+   * subgraph's URL with `http(s)` → `ws(s)`. Used only when the subgraph has a `Subscription` root.
+   */
+  subscriptions?: SubgraphSubscriptionOptions
 }
 
 /** Options of an Apollo Federation data source. */
 export interface FederationSourceOptions {
   /** The subgraphs, at least one. */
   subgraphs: SubgraphOptions[]
-  /** Per-request timeout of one subgraph request (connect, headers, between body chunks), in milliseconds. Default 5000. */
+  /**
+   * Per-request timeout of one subgraph request (connect, headers, between body chunks), in
+   * milliseconds; for graphql-ws subscriptions, the longest wait for the handshake and for `connection_ack`. Default 5000.
+   */
   timeoutMs?: number
   /**
    * Headers sent with every subgraph request. Values may be templates filled per request,
@@ -54,6 +67,13 @@ export interface FederationSourceOptions {
   headers?: Record<string, string>
   /** Client request headers forwarded to every subgraph, by lower-case name (e.g. `authorization`). Default none. */
   forwardHeaders?: string[]
+  /**
+   * Progressive override: decides the `@override` labels that are not `percent(n)`, per request;
+   * true resolves the field from the overriding subgraph. Default: every such label is off (the
+   * field stays on the subgraph it is overridden from). `percent(n)` labels need nothing: n % of
+   * requests, one random draw per request.
+   */
+  overrideLabels?: OverrideLabelResolver
 }
 
 /** The cache file: each subgraph's last SDL, by subgraph name. */
@@ -90,6 +110,7 @@ export async function createFederationSource(options: FederationSourceOptions, c
   const endpoints = new Map<string, GraphQLEndpoint>(
     options.subgraphs.map((s) => [s.url, { url: s.url, name: `${context.sourceName}/${s.name}`, headers: s.headers }]),
   )
+  const transports: SubscriptionTransport[] = []
   try {
     const sdls = await readSdls(options.subgraphs, endpoints, client.send, context)
     const composed = composeServices(options.subgraphs.map((s) => ({ name: s.name, url: s.url, typeDefs: parse(sdls[s.name]!) })))
@@ -98,31 +119,46 @@ export async function createFederationSource(options: FederationSourceOptions, c
       const more = composed.errors.length > MAX_QUOTED_ERRORS ? ` (and ${composed.errors.length - MAX_QUOTED_ERRORS} more)` : ''
       fail(`the subgraphs do not compose: ${quoted.join('; ')}${more}`)
     }
-    let schema = getStitchedSchemaFromSupergraphSdl({
+    const override = progressiveOverride(options.overrideLabels)
+    const schema = getStitchedSchemaFromSupergraphSdl({
       supergraphSdl: composed.supergraphSdl!,
       batch: true,
+      handleProgressiveOverride: override.handleProgressiveOverride,
+      getRng: override.getRng,
       onSubschemaConfig(config) {
         const endpoint = endpoints.get(config.endpoint)
         if (!endpoint) fail(`the supergraph names an unknown subgraph endpoint for ${config.name}`)
         const subgraphSchema = config.schema
         // The executor types of @graphql-tools/utils 10 (ours) and 12 (federation's) differ only in optional `info` helpers.
-        config.executor = client.executor(endpoint!, () => subgraphSchema) as typeof config.executor
+        const http = client.executor(endpoint!, () => subgraphSchema) as typeof config.executor
+        if (subgraphSchema.getSubscriptionType()) {
+          const subgraph = options.subgraphs.find((s) => s.url === config.endpoint)!
+          const transport = createSubscriptionTransport(endpoint!.name, endpoint!.url, subgraph.subscriptions, (ctx) => client.requestHeaders(endpoint!, ctx), options.timeoutMs ?? 5000)
+          transports.push(transport)
+          const subscribe = transport.executor as typeof config.executor
+          config.executor = (req) => (req.operationType === 'subscription' ? subscribe(req) : http(req))
+        } else {
+          config.executor = http
+        }
+        override.wrap(config)
       },
     })
-    if (schema.getSubscriptionType()) {
-      context.logger.warn('subgraph subscriptions are not served; the Subscription root of the supergraph is left out')
-      schema = new GraphQLSchema({ ...schema.toConfig(), subscription: undefined })
-    }
     relocateFieldErrors(schema)
-    const executor = createDefaultExecutor(schema) as RemoteSubschema['executor']
+    const inner = createDefaultExecutor(schema) as RemoteSubschema['executor']
+    // Progressive override tests only run with a context: every request has one (its draw is keyed by it).
+    const executor = ((req: ExecutionRequest) => inner(req.context == null ? { ...req, context: {} } : req)) as RemoteSubschema['executor']
     return {
       kind: 'remote',
       schema,
       executor,
       health: () => probe(options.subgraphs, endpoints, client.send),
-      close: () => client.close(),
+      close: async () => {
+        await Promise.all(transports.map((t) => t.close()))
+        await client.close()
+      },
     }
   } catch (err) {
+    await Promise.all(transports.map((t) => t.close()))
     await client.close()
     if ((err as { code?: unknown }).code === 'TRB_ERR_SOURCE_LOAD') throw err
     throw new SourceLoadError(context.sourceName, (err as Error).message, { cause: err })

@@ -69,6 +69,12 @@ export interface GraphQLHttpClient {
    * sent as it is).
    */
   executor(endpoint: GraphQLEndpoint, types: () => GraphQLSchema | undefined): Executor
+  /**
+   * The headers a request to `endpoint` carries besides the content headers: the static ones, the
+   * templates rendered from `context` and the forwarded client headers (lower-case names), as
+   * {@link executor} sends them. The federation connector's subscription transports send these.
+   */
+  requestHeaders(endpoint: GraphQLEndpoint, context: unknown): Record<string, string>
   /** The agent's connection-pool counters for the origin of `url` (undici `Agent.stats`; booleans as 1/0), for the pool gauge. */
   poolStats(url: string): Record<string, number>
   /** Closes the agent's sockets. Idempotent. */
@@ -145,15 +151,20 @@ export function createGraphQLHttpClient(options: GraphQLHttpOptions): GraphQLHtt
     return json
   }
 
+  function requestHeaders(endpoint: GraphQLEndpoint, context: unknown): Record<string, string> {
+    const ctx = (context ?? {}) as ContextWithHeaders
+    const incoming = ctx.reply?.request.headers ?? ctx.headers ?? {}
+    const extra: Record<string, string> = renderHeaderTemplates(templatesOf(endpoint), ctx)
+    for (const h of forward) {
+      const v = incoming[h]
+      if (typeof v === 'string') extra[h] = v
+    }
+    return extra
+  }
+
   function executor(endpoint: GraphQLEndpoint, types: () => GraphQLSchema | undefined): Executor {
     return async (req: ExecutionRequest) => {
-      const ctx = (req.context ?? {}) as ContextWithHeaders
-      const incoming = ctx.reply?.request.headers ?? ctx.headers ?? {}
-      const extra: Record<string, string> = renderHeaderTemplates(templatesOf(endpoint), ctx)
-      for (const h of forward) {
-        const v = incoming[h]
-        if (typeof v === 'string') extra[h] = v
-      }
+      const extra = requestHeaders(endpoint, req.context)
       const payload = { query: print(req.document), variables: wireVariables(req, types()), operationName: req.operationName }
       // Observed (observability/probes.ts): its duration by status, a client span whose traceparent goes upstream.
       const end = startUpstream(endpoint.name, 'POST', endpoint.url, extra)
@@ -173,6 +184,7 @@ export function createGraphQLHttpClient(options: GraphQLHttpOptions): GraphQLHtt
   return {
     send,
     executor,
+    requestHeaders: (endpoint, context) => ({ ...templatesOf(endpoint).static, ...requestHeaders(endpoint, context) }),
     poolStats: (url) => numericStats(dispatcher.stats[new URL(url).origin]),
     close: () => (closed ??= dispatcher.close()),
   }
