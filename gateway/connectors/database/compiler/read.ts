@@ -209,6 +209,7 @@ export function scalarFilter(ctx: Ctx, tgt: FilterTarget, val: ArgValue, inherit
   const insensitive = mode !== undefined ? sampleOf(mode) === 'insensitive' : inheritedInsensitive
   const isString = tgt.scalar === 'String'
   const ci = insensitive && isString
+  if (ci && tgt.dataType === 'tsvector') throw new DbInputError('`mode: insensitive` does not apply to a tsvector column: filter it with `search` (full-text search)')
   const conv = (v: unknown): unknown => (v === null || v === undefined ? null : d.bindValue(tgt, v, true))
   let lhs = tgt.expr
   let rhs = '?'
@@ -258,9 +259,17 @@ export function scalarFilter(ctx: Ctx, tgt: FilterTarget, val: ArgValue, inherit
       case 'gte':
         if (v instanceof Leaf) parts.push(cmp(COMPARE[op]!, v))
         break
+      case 'search':
+        if (v instanceof Leaf) {
+          const p = bound(v, (x) => (x === null || x === undefined ? null : String(x)))
+          const doc = tgt.dataType === 'tsvector' ? lhs : `to_tsvector(${lhs})`
+          parts.push({ s: `${doc} @@ websearch_to_tsquery(?)`, p: p.p })
+        }
+        break
       case 'contains':
       case 'startsWith':
       case 'endsWith':
+        if (tgt.dataType === 'tsvector') throw new DbInputError(`\`${op}\` does not apply to a tsvector column: filter it with \`search\` (full-text search)`)
         if (v instanceof Leaf) {
           const kind = op
           const p = bound(v, (x) => (x === null || x === undefined ? null : d.likePattern(String(x), kind, ci)))
