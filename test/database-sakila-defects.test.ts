@@ -6,13 +6,16 @@
  * 2. a create that an INSERT rule redirects under another key fails with a coded error, nothing written;
  * 3. a view with `uniqueKeys` and a configured relation starts (no duplicate `…RelationFilter` type);
  * 4. `contains`/`startsWith` on a `tsvector` column answer a coded 400 pointing at `search`, and
- *    `search` works (PostgreSQL `websearch_to_tsquery`).
+ *    `search` works (PostgreSQL `websearch_to_tsquery`);
+ * 6. MariaDB: an `INT UNSIGNED` key drawn past 2^31-1 is refused before commit (`TRB_ERR_DB_VALUE`).
  * One private schema per engine, dropped at teardown; an unreachable engine skips its part.
  */
 import t, { type Test } from 'tap'
 import type { Knex } from 'knex'
 import { database } from '../gateway/config/index.js'
 import { createKnex } from '../gateway/connectors/database/connection.js'
+import type { DatabaseSourceOptions } from '../gateway/connectors/database/index.js'
+import type { Dialect } from '../gateway/connectors/database/model.js'
 import { realworldDatabase } from './helpers/realworld.js'
 import { startDatabaseGateway, type Answer } from './helpers/db-gateway.js'
 
@@ -21,32 +24,29 @@ interface Env {
   sql(text: string, bindings?: unknown[]): Promise<Record<string, unknown>[]>
 }
 
-async function setupPostgres(t: Test): Promise<Env | null> {
-  const db = await realworldDatabase('postgres', 'sakila28', 'sakila')
+/** The slice on one engine behind a gateway, and a direct connection; null (a skipped test) when the engine is unreachable. */
+async function setup(t: Test, dialect: Dialect, options: Partial<DatabaseSourceOptions> = {}): Promise<Env | null> {
+  const db = await realworldDatabase(dialect, 'sakila28', 'sakila')
   if (db.skipReason) {
-    t.test('postgres unreachable', { skip: db.skipReason }, async () => {})
+    t.test(`${dialect} unreachable`, { skip: db.skipReason }, async () => {})
     return null
   }
   t.teardown(db.cleanup)
-  const server = await startDatabaseGateway(t, [
-    database({
-      url: db.url,
-      schema: db.schema!,
-      uniqueKeys: { CustomerList: [['id']] },
-      relations: [{ from: 'CustomerList.id', to: 'Customer.customerId' }],
-    }),
-  ])
+  const server = await startDatabaseGateway(t, [database({ url: db.url, ...(dialect === 'postgres' ? { schema: db.schema! } : {}), ...options })])
   const { knex } = createKnex(db.url)
   t.teardown(() => knex.destroy())
   const sql = async (text: string, bindings: unknown[] = []): Promise<Record<string, unknown>[]> => {
-    await knex.raw(`set search_path to "${db.schema}"`)
-    return ((await knex.raw(text, bindings as Knex.RawBinding[])) as { rows: Record<string, unknown>[] }).rows
+    if (dialect === 'postgres') await knex.raw(`set search_path to "${db.schema}"`)
+    const res = (await knex.raw(text, bindings as Knex.RawBinding[])) as unknown
+    if (dialect === 'sqlite') return res as Record<string, unknown>[]
+    if (dialect === 'postgres') return (res as { rows: Record<string, unknown>[] }).rows
+    return (res as [Record<string, unknown>[]])[0]
   }
   return { gql: (q, v) => server.gql(q, v), sql }
 }
 
 t.test('postgres', async (t) => {
-  const env = await setupPostgres(t)
+  const env = await setup(t, 'postgres', { uniqueKeys: { CustomerList: [['id']] }, relations: [{ from: 'CustomerList.id', to: 'Customer.customerId' }] })
   if (!env) return
 
   t.test('3: a view with uniqueKeys and a configured relation starts, and its relation reads', async (t) => {
@@ -90,5 +90,23 @@ t.test('postgres', async (t) => {
     t.equal(rows.length, 1)
     const text = await env.gql(`{ findManyFilm(where: { title: { search: "dinosaur" } }) { title } }`)
     t.same(text.body.data?.['findManyFilm'], await env.sql(`select title from film where to_tsvector(title) @@ websearch_to_tsquery('dinosaur')`))
+  })
+})
+
+t.test('mysql', async (t) => {
+  const env = await setup(t, 'mysql')
+  if (!env) return
+  const count = async (): Promise<number> => Number((await env.sql('SELECT COUNT(*) AS n FROM rental'))[0]!['n'])
+
+  t.test('6: an INT UNSIGNED key drawn past 2^31-1 is refused before commit', async (t) => {
+    const create = `mutation { createOneRental(data: { customer: { connect: { customerId: 1 } }, inventoryId: 15, rentalDate: "2005-06-01T00:00:00.000Z" }) { rentalId } }`
+    const first = await env.gql(create)
+    t.same(first.body, { data: { createOneRental: { rentalId: 2147483647 } } }, 'the largest Int is answered')
+    t.same(await env.sql('SELECT rental_id FROM rental WHERE inventory_id = 15'), [{ rental_id: 2147483647 }])
+    const before = await count()
+    const second = await env.gql(create)
+    t.equal(second.body.errors?.[0]?.extensions.code, 'TRB_ERR_DB_VALUE')
+    t.match(second.body.errors?.[0]?.message, /rentalId/)
+    t.equal(await count(), before, 'nothing written: a retry cannot write it twice')
   })
 })

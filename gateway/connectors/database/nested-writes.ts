@@ -21,7 +21,8 @@
  * like every mutation plan (plan-cache.ts); key values read back at run time are passed as `extra`
  * values, unconverted.
  */
-import { DbInputError, DbNotFoundError, DbUnreadableWriteError } from '../../errors.js'
+import { DbInputError, DbNotFoundError, DbUnreadableWriteError, DbValueError } from '../../errors.js'
+import { isUnsignedInt } from './type-map.js'
 import { Leaf, NULL, isObj, type ArgValue } from './compiler/args.js'
 import { constant, join, raw, sql, type Frag, type Getter, type Vars } from './compiler/frag.js'
 import { MAX_NESTED_WRITE_DEPTH } from './compiler/input-limits.js'
@@ -237,8 +238,27 @@ export async function runCreateRow(rt: Runtime, conn: unknown, plan: CreateRowPl
       else if (model.insertsRedirected) throw new DbUnreadableWriteError(model.name)
     }
   }
+  checkDrawnKeys(model, values)
   for (const m of plan.toManys) await runToMany(rt, conn, m, vars, m.rel.fromFields.map((n) => values[n]))
   return values
+}
+
+const INT_MAX = 2147483647
+
+/**
+ * Refuses, before the request's transaction commits, a row whose MySQL/MariaDB `int unsigned` key
+ * the database drew above 2^31-1: GraphQL's Int cannot answer it, and a committed row answered with
+ * an error would be written again by a client that retries.
+ * @throws DbValueError naming the model, the field and the drawn value
+ */
+function checkDrawnKeys(model: Model, values: Values): void {
+  for (const n of model.identity) {
+    const f = field(model, n)
+    const v = values[n]
+    if (f.autoIncrement && isUnsignedInt(f) && v !== null && v !== undefined && Number(v) > INT_MAX) {
+      throw new DbValueError(`${model.name}.${f.name}: the drawn key ${String(v)} is above 2147483647, the largest GraphQL Int; nothing was written`)
+    }
+  }
 }
 
 /** The single operation of a to-one input. */
