@@ -7,9 +7,14 @@
  * 3. a view with `uniqueKeys` and a configured relation starts (no duplicate `…RelationFilter` type);
  * 4. `contains`/`startsWith` on a `tsvector` column answer a coded 400 pointing at `search`, and
  *    `search` works (PostgreSQL `websearch_to_tsquery`);
- * 6. MariaDB: an `INT UNSIGNED` key drawn past 2^31-1 is refused before commit (`TRB_ERR_DB_VALUE`).
+ * 6. MariaDB: an `INT UNSIGNED` key drawn past 2^31-1 is refused before commit (`TRB_ERR_DB_VALUE`);
+ * 7. SQLite: a TIMESTAMP column whose rows hold dates only keeps the time written to it, and an
+ *    untyped view aggregate reads without float noise in one statement.
  * One private schema per engine, dropped at teardown; an unreachable engine skips its part.
  */
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import type { Knex } from 'knex'
 import { database } from '../gateway/config/index.js'
@@ -17,7 +22,7 @@ import { createKnex } from '../gateway/connectors/database/connection.js'
 import type { DatabaseSourceOptions } from '../gateway/connectors/database/index.js'
 import type { Dialect } from '../gateway/connectors/database/model.js'
 import { realworldDatabase } from './helpers/realworld.js'
-import { startDatabaseGateway, type Answer } from './helpers/db-gateway.js'
+import { startDatabaseGateway, startLoggedGateway, type Answer } from './helpers/db-gateway.js'
 
 interface Env {
   gql(query: string, variables?: Record<string, unknown>): Promise<Answer>
@@ -108,5 +113,45 @@ t.test('mysql', async (t) => {
     t.equal(second.body.errors?.[0]?.extensions.code, 'TRB_ERR_DB_VALUE')
     t.match(second.body.errors?.[0]?.message, /rentalId/)
     t.equal(await count(), before, 'nothing written: a retry cannot write it twice')
+  })
+})
+
+t.test('sqlite', async (t) => {
+  const db = await realworldDatabase('sqlite', 'sakila28', 'sakila')
+  t.teardown(db.cleanup)
+  const dir = mkdtempSync(join(tmpdir(), 'tributary-sakila28-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const statements: string[] = []
+  const base = await startLoggedGateway(t, [database({ url: db.url })], dir, (s) => statements.push(s.sql))
+  const gql = async (query: string): Promise<Answer['body']> => {
+    statements.length = 0
+    const res = await fetch(`${base}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query }) })
+    return (await res.json()) as Answer['body']
+  }
+  const { knex } = createKnex(db.url)
+  t.teardown(() => knex.destroy())
+  const sql = async (text: string): Promise<Record<string, unknown>[]> => (await knex.raw(text)) as Record<string, unknown>[]
+
+  t.test('7: a TIMESTAMP column holding dates only keeps the time of a written date-time', async (t) => {
+    const res = await gql(`mutation { createOnePayment(data: { store: { connect: { storeId: 2 } }, amount: "1.5", paymentDate: "2005-06-20T10:30:15.000Z" }) { paymentId paymentDate } }`)
+    t.same(res.errors ?? [], [])
+    const created = res.data?.['createOnePayment'] as { paymentId: number; paymentDate: string }
+    t.equal(created.paymentDate, '2005-06-20T10:30:15.000Z')
+    const stored = (await sql(`SELECT strftime('%Y-%m-%dT%H:%M:%fZ', payment_date) AS d FROM payment WHERE payment_id = ${created.paymentId}`))[0]!['d']
+    t.equal(stored, '2005-06-20T10:30:15.000Z', 'the time is stored')
+    const byDay = await gql(`{ findManyPayment(where: { paymentDate: { equals: "2005-05-25T00:00:00.000Z" } }) { paymentId } }`)
+    t.same(byDay.data?.['findManyPayment'], await sql(`SELECT payment_id AS paymentId FROM payment WHERE payment_date = '2005-05-25'`), 'date-only rows still compare')
+    const later = await gql(`{ findManyPayment(where: { paymentDate: { gt: "2005-06-20T10:00:00.000Z" } }) { paymentId } }`)
+    t.same(later.data?.['findManyPayment'], [{ paymentId: created.paymentId }])
+    await sql(`DELETE FROM payment WHERE payment_id = ${created.paymentId}`)
+  })
+
+  t.test('7: an untyped view aggregate reads without float noise, in one statement', async (t) => {
+    const res = await gql(`{ findManySalesByStore(orderBy: { store: asc }) { store totalSales payments } }`)
+    t.same(res.errors ?? [], [])
+    t.equal(statements.length, 1, 'one statement')
+    const rows = await sql(`SELECT store, total_sales, payments FROM sales_by_store ORDER BY store`)
+    t.same(res.data?.['findManySalesByStore'], rows.map((r) => ({ store: r['store'], totalSales: String(Math.round(Number(r['total_sales']) * 100) / 100), payments: String(r['payments']) })))
+    t.ok(rows.some((r) => String(r['total_sales']) === '0.30000000000000004'), 'the engine\'s double carries the noise')
   })
 })
