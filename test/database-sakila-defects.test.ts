@@ -7,6 +7,7 @@
  * 3. a view with `uniqueKeys` and a configured relation starts (no duplicate `…RelationFilter` type);
  * 4. `contains`/`startsWith` on a `tsvector` column answer a coded 400 pointing at `search`, and
  *    `search` works (PostgreSQL `websearch_to_tsquery`);
+ * 5. MariaDB: `distinct` on a nested list (emulated with window functions);
  * 6. MariaDB: an `INT UNSIGNED` key drawn past 2^31-1 is refused before commit (`TRB_ERR_DB_VALUE`);
  * 7. SQLite: a TIMESTAMP column whose rows hold dates only keeps the time written to it, and an
  *    untyped view aggregate reads without float noise in one statement.
@@ -113,6 +114,19 @@ t.test('mysql', async (t) => {
     t.equal(second.body.errors?.[0]?.extensions.code, 'TRB_ERR_DB_VALUE')
     t.match(second.body.errors?.[0]?.message, /rentalId/)
     t.equal(await count(), before, 'nothing written: a retry cannot write it twice')
+  })
+
+  t.test('5: distinct on a nested list, through window functions', async (t) => {
+    const res = await env.gql(`{ findManyCustomer(orderBy: { customerId: asc }) { customerId rentals(distinct: [inventoryId], orderBy: { rentalDate: desc }, take: 2) { rentalId inventoryId } } }`)
+    t.same(res.body.errors ?? [], [])
+    const rows = await env.sql(`SELECT customer_id, rental_id, inventory_id FROM (SELECT r.*, ROW_NUMBER() OVER (PARTITION BY customer_id, inventory_id ORDER BY rental_date DESC, rental_id) AS rn FROM rental r) x WHERE rn = 1 ORDER BY customer_id, rental_date DESC, rental_id`)
+    const customers = await env.sql('SELECT customer_id FROM customer ORDER BY customer_id')
+    const expected = customers.map((c) => ({
+      customerId: c['customer_id'],
+      rentals: rows.filter((r) => r['customer_id'] === c['customer_id']).slice(0, 2).map((r) => ({ rentalId: r['rental_id'], inventoryId: r['inventory_id'] })),
+    }))
+    t.same(res.body.data?.['findManyCustomer'], expected)
+    t.ok(expected.every((c) => c.rentals.length === 2))
   })
 })
 

@@ -29,7 +29,7 @@ import { isUnsignedInt, mapColumnType, normalizeDataType, sqliteTextAffinity } f
 import { readArgs } from './args.js'
 import type { SqlDialect } from './dialect.js'
 import { raw, sql, type Frag } from './frag.js'
-import { andRowFilter, collectFields, compileCounts, compileList, joinCond, newAlias, type Ctx, type ListEmitter, type ObjectSql } from './read.js'
+import { andRowFilter, collectFields, compileCounts, compileList, joinCond, newAlias, partitionOf, type Ctx, type ListEmitter, type ObjectSql } from './read.js'
 import type { Model, ScalarField } from './registry.js'
 
 /** Thrown while compiling when the selection cannot be produced exactly in SQL. */
@@ -395,7 +395,7 @@ export class DirectCompiler implements ListEmitter {
         pairs.push([key, onNull === 'NULL' ? q : sql`COALESCE(${q}, ${onNull})`])
       } else {
         const args = readArgs(fnodes[0]!, def.args, ctx.vars)
-        const list = compileList(ctx, target, targetType, fnodes, args, correlate, 'agg', { emit: this })
+        const list = compileList(ctx, target, targetType, fnodes, args, correlate, 'agg', { emit: this, ...partitionOf(rel, target) })
         pairs.push([key, sql`(${list.frag})`])
       }
     }
