@@ -94,6 +94,10 @@ t.test('postgres', async (t) => {
     const rows = await env.sql(`select title from film where fulltext @@ websearch_to_tsquery(?) order by film_id`, [q])
     t.same(res.body.data?.['findManyFilm'], rows)
     t.equal(rows.length, 1)
+    const odd = '"unterminated -( & | ! :*'
+    const bad = await env.gql(`query($q: String) { findManyFilm(where: { fulltext: { search: $q } }) { title } }`, { q: odd })
+    t.same(bad.body.errors ?? [], [], 'websearch syntax never raises')
+    t.same(bad.body.data?.['findManyFilm'], await env.sql(`select title from film where fulltext @@ websearch_to_tsquery(?)`, [odd]))
     const text = await env.gql(`{ findManyFilm(where: { title: { search: "dinosaur" } }) { title } }`)
     t.same(text.body.data?.['findManyFilm'], await env.sql(`select title from film where to_tsvector(title) @@ websearch_to_tsquery('dinosaur')`))
   })
