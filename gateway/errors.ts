@@ -76,6 +76,12 @@ export const DbNotNullError = createError('TRB_ERR_DB_NOT_NULL', 'Null constrain
 export const DbCheckError = createError('TRB_ERR_DB_CHECK', 'Check constraint failed on %s', 400) as Ctor
 /** A value the column cannot hold (too long, out of range, malformed); nothing was written. */
 export const DbValueError = createError('TRB_ERR_DB_VALUE', 'Invalid value for %s', 400) as Ctor
+/**
+ * A created row cannot be read back by its key: a PostgreSQL INSERT rule or routing trigger wrote it
+ * elsewhere under another key (Sakila's `payment` rules insert `DEFAULT` keys into their partitions).
+ * The request's transaction is rolled back: nothing was written.
+ */
+export const DbUnreadableWriteError = createError('TRB_ERR_DB_UNREADABLE_WRITE', 'The created %s row cannot be read back by its key (an INSERT rule or trigger redirected it); nothing was written', 422) as Ctor
 /** A row that an update or delete names does not exist. */
 export const DbNotFoundError = createError('TRB_ERR_DB_NOT_FOUND', 'No %s record found for %s', 404) as Ctor
 /** A bad argument to a database field (an empty where, a bad cursor...). */
@@ -136,7 +142,7 @@ export const errorCodes: readonly string[] = [
   OperationInvalidError, OperationNotFoundError, OperationMethodError, OperationVariablesError, BadRequestError,
   GraphQLRequestError, GraphQLMethodError, GraphQLLimitError, GraphQLValidationError, GraphQLFieldError, PersistedNotFoundError, PersistedOnlyError,
   UpstreamError, UpstreamTimeoutError, UpstreamUnavailableError, UpstreamTooLargeError,
-  DbUniqueError, DbForeignKeyError, DbNotNullError, DbCheckError, DbValueError, DbNotFoundError, DbInputError, DbRawError, DbTimeoutError, DbCancelledError, DbRolledBackError, DbUnavailableError,
+  DbUniqueError, DbForeignKeyError, DbNotNullError, DbCheckError, DbValueError, DbUnreadableWriteError, DbNotFoundError, DbInputError, DbRawError, DbTimeoutError, DbCancelledError, DbRolledBackError, DbUnavailableError,
   RouteNotFoundError, OriginForbiddenError, MisdirectedError, MetricsDeniedError,
   AuthInvalidError, AuthRequiredError, AuthForbiddenError, RateLimitedError, CapacityError,
   InternalError,

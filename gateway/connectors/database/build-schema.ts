@@ -289,6 +289,12 @@ class SchemaBuilder {
         fields['startsWith'] = { type: GraphQLString }
         fields['endsWith'] = { type: GraphQLString }
         fields['mode'] = { type: this.queryMode }
+        if (this.reg.dialect === 'postgres') {
+          fields['search'] = {
+            type: GraphQLString,
+            description: 'Full-text search (PostgreSQL `websearch_to_tsquery` syntax: words, "phrases", `or`, `-word`): a `tsvector` column is matched as it is, a text column through `to_tsvector`.',
+          }
+        }
       }
       return fields
     }
@@ -376,7 +382,8 @@ class SchemaBuilder {
     let t = this.relationFilters.get(m.name)
     if (!t) {
       t = new GraphQLInputObjectType({
-        name: `${m.name}RelationFilter`,
+        // `CustomerList` + `RelationFilter` would collide with `Customer` + `ListRelationFilter`.
+        name: m.name.endsWith('List') && this.reg.models.has(m.name.slice(0, -4)) ? `${m.name}ToOneRelationFilter` : `${m.name}RelationFilter`,
         extensions: { [RELATION_FILTER_EXTENSION]: 'one' },
         fields: () => ({ is: { type: this.where(m) }, isNot: { type: this.where(m) } }),
       })

@@ -21,9 +21,10 @@
  * like every mutation plan (plan-cache.ts); key values read back at run time are passed as `extra`
  * values, unconverted.
  */
-import { DbInputError, DbNotFoundError } from '../../errors.js'
+import { DbInputError, DbNotFoundError, DbUnreadableWriteError, DbValueError } from '../../errors.js'
+import { isUnsignedInt } from './type-map.js'
 import { Leaf, NULL, isObj, type ArgValue } from './compiler/args.js'
-import { constant, join, sql, type Frag, type Getter, type Vars } from './compiler/frag.js'
+import { constant, join, raw, sql, type Frag, type Getter, type Vars } from './compiler/frag.js'
 import { MAX_NESTED_WRITE_DEPTH } from './compiler/input-limits.js'
 import { listOf, type Ctx } from './compiler/read.js'
 import type { Model, Relation, ScalarField } from './compiler/registry.js'
@@ -188,7 +189,9 @@ export function compileCreateRow(ctx: Ctx, model: Model, data: ArgValue | undefi
     const drawn = model.identity.map((n) => field(model, n)).filter((f) => !set.has(f.name) && f.autoIncrement)
     if (drawn.length > 0) {
       const tableRef = d.table(model.table)
-      const p = stmt(ctx, join(drawn.map((f, k) => sql`nextval(pg_get_serial_sequence(${constant(tableRef)}, ${constant(f.column)})) AS ${d.q(`k${k}`)}`), ', '))
+      // The column's own default first (its sequence need not be OWNED BY it); identities own theirs.
+      const next = (f: ScalarField): Frag => (f.nextvalDefault ? raw(f.nextvalDefault) : sql`nextval(pg_get_serial_sequence(${constant(tableRef)}, ${constant(f.column)}))`)
+      const p = stmt(ctx, join(drawn.map((f, k) => sql`${next(f)} AS ${d.q(`k${k}`)}`), ', '))
       prefetch = { text: `SELECT ${p.text}`, params: p.params }
       drawn.forEach((f, k) => pairs.push([f, extraLeaf(offset + k)]))
     }
@@ -205,7 +208,8 @@ export function compileCreateRow(ctx: Ctx, model: Model, data: ArgValue | undefi
   const returning = !model.insertsRedirected && canReturn(d) && model.identity.length > 0
   if ((parentWants.length > 0 || toManys.length > 0) && model.identity.length === 0) needIdentity(model, model.name)
   const insert = stmt(ctx, insertFrag(ctx, model, [pairs], { returning: returning ? want : false }))
-  const reread = !returning && want.some((n) => !model.identity.includes(n)) ? selectByIdentity(ctx, model, want) : null
+  // A redirected insert is always read back: a rule may write another key than the one drawn.
+  const reread = !returning && (model.insertsRedirected || want.some((n) => !model.identity.includes(n))) ? selectByIdentity(ctx, model, want) : null
   return { model, toOnes, prefetch, insert, fromData, returning, want, reread, toManys }
 }
 
@@ -230,10 +234,31 @@ export async function runCreateRow(rt: Runtime, conn: unknown, plan: CreateRowPl
     if (plan.reread) {
       const row = (await db.exec(conn, plan.reread.text, run(plan.reread, vars, id))).rows[0]
       if (row) values = { ...values, ...byName(model, plan.want, row) }
+      // Never a silent null: the statement fails, and the request's transaction is rolled back.
+      else if (model.insertsRedirected) throw new DbUnreadableWriteError(model.name)
     }
   }
+  checkDrawnKeys(model, values)
   for (const m of plan.toManys) await runToMany(rt, conn, m, vars, m.rel.fromFields.map((n) => values[n]))
   return values
+}
+
+const INT_MAX = 2147483647
+
+/**
+ * Refuses, before the request's transaction commits, a row whose MySQL/MariaDB `int unsigned` key
+ * the database drew above 2^31-1: GraphQL's Int cannot answer it, and a committed row answered with
+ * an error would be written again by a client that retries.
+ * @throws DbValueError naming the model, the field and the drawn value
+ */
+function checkDrawnKeys(model: Model, values: Values): void {
+  for (const n of model.identity) {
+    const f = field(model, n)
+    const v = values[n]
+    if (f.autoIncrement && isUnsignedInt(f) && v !== null && v !== undefined && Number(v) > INT_MAX) {
+      throw new DbValueError(`${model.name}.${f.name}: the drawn key ${String(v)} is above 2147483647, the largest GraphQL Int; nothing was written`)
+    }
+  }
 }
 
 /** The single operation of a to-one input. */

@@ -159,3 +159,9 @@ export function mapColumnType(dialect: Dialect, dataType: string): ColumnTypeMap
 export function isUnsignedInt(f: { scalar: ScalarKind; dataType: string }): boolean {
   return f.scalar === 'Int' && /^int(eger)?\b/.test(f.dataType) && /\bunsigned\b/.test(f.dataType)
 }
+
+/** SQLite: TEXT affinity (sqlite.org/datatype3.html §3.1): no `INT`, and `CHAR`, `CLOB` or `TEXT` in the declared type. */
+export function sqliteTextAffinity(dataType: string): boolean {
+  const t = dataType.toLowerCase()
+  return !t.includes('int') && (t.includes('char') || t.includes('clob') || t.includes('text'))
+}

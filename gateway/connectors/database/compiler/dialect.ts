@@ -7,7 +7,7 @@ import type { Dialect, ScalarKind } from '../model.js'
 import type { ScalarField } from './registry.js'
 import { toIsoDateTime } from '../../../scalars.js'
 import { refuseNul } from './input-limits.js'
-import { mapColumnType } from '../type-map.js'
+import { mapColumnType, sqliteTextAffinity } from '../type-map.js'
 
 /** `mariadb` (MariaDB ≥ 10.5: `JSON_ARRAYAGG(... ORDER BY ... LIMIT)`, no outer references in derived tables) or `mysql` (MySQL ≥ 8.0.14). */
 export type MysqlFlavor = 'mariadb' | 'mysql'
@@ -107,6 +107,11 @@ export class SqlDialect {
       case 'DateTime':
         // Epoch seconds are read as the epoch milliseconds every SQLite integer date-time is.
         return d === 'sqlite' && f.dateTimeFormat === 'unixepoch' ? `(${colRef} * 1000)` : colRef
+      case 'String':
+        // SQLite: a number in a column without TEXT affinity (an untyped view SUM) as text; a real
+        // with 15 significant digits (`3417.72`, not the double's `3417.7200000000003`).
+        if (d === 'sqlite' && !sqliteTextAffinity(f.dataType)) return `CASE typeof(${colRef}) WHEN 'integer' THEN CAST(${colRef} AS TEXT) WHEN 'real' THEN printf('%!.15g', ${colRef}) ELSE ${colRef} END`
+        return colRef
       case 'Bytes':
         if (d === 'sqlite') return guard(`hex(${colRef})`)
         return d === 'postgres' ? `encode(${colRef}, 'hex')` : `HEX(${colRef})`

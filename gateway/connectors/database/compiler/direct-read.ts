@@ -25,11 +25,11 @@
  * mapped to String on PostgreSQL/MariaDB, MySQL 8 (`flavor: 'mysql'`, untested here).
  */
 import { Kind, getNamedType, isNonNullType, type FieldNode, type FragmentDefinitionNode, type GraphQLObjectType, type SelectionSetNode } from 'graphql'
-import { isUnsignedInt, mapColumnType, normalizeDataType } from '../type-map.js'
+import { isUnsignedInt, mapColumnType, normalizeDataType, sqliteTextAffinity } from '../type-map.js'
 import { readArgs } from './args.js'
 import type { SqlDialect } from './dialect.js'
 import { raw, sql, type Frag } from './frag.js'
-import { andRowFilter, collectFields, compileCounts, compileList, joinCond, newAlias, type Ctx, type ListEmitter, type ObjectSql } from './read.js'
+import { andRowFilter, collectFields, compileCounts, compileList, joinCond, newAlias, partitionOf, type Ctx, type ListEmitter, type ObjectSql } from './read.js'
 import type { Model, ScalarField } from './registry.js'
 
 /** Thrown while compiling when the selection cannot be produced exactly in SQL. */
@@ -85,11 +85,6 @@ function enumBranches(dd: DirectDialect, c: string, f: ScalarField, ctx: Ctx, ca
   return [...e.values].map(([name, value]) => [`${cast ? `${c}::text` : c} = ${lit(value)}`, dd.str(name)] as [string, string])
 }
 
-/** SQLite: TEXT affinity (sqlite.org/datatype3.html §3.1): no `INT`, and `CHAR`, `CLOB` or `TEXT` in the declared type. */
-function sqliteTextAffinity(dataType: string): boolean {
-  const t = dataType.toLowerCase()
-  return !t.includes('int') && (t.includes('char') || t.includes('clob') || t.includes('text'))
-}
 
 class SqliteDirect implements DirectDialect {
   readonly nullValue = 'NULL'
@@ -143,8 +138,11 @@ class SqliteDirect implements DirectDialect {
           [`typeof(${c}) = 'text'`, `iif(${c} IN ('1', 't', 'true'), json('true'), json('false'))`],
         ]
       case 'String':
-        // TEXT affinity stores numbers as text; a BLOB makes json_object raise.
-        return sqliteTextAffinity(f.dataType) ? [[null, c]] : [[`typeof(${c}) = 'text'`, c]]
+        // TEXT affinity stores numbers as text; other columns (untyped view expressions such as a
+        // SUM) give numbers as text (reals with 15 significant digits, as dialect.output); a BLOB raises.
+        return sqliteTextAffinity(f.dataType)
+          ? [[null, c]]
+          : [[`typeof(${c}) = 'text'`, c], [`typeof(${c}) = 'integer'`, `CAST(${c} AS TEXT)`], [`typeof(${c}) = 'real'`, `printf('%!.15g', ${c})`]]
       case 'DateTime': {
         // A column of epoch seconds (dateTimeFormat `unixepoch`) holds seconds, not milliseconds.
         const ms = (e: string): string => (f.dateTimeFormat === 'unixepoch' ? `(${e} * 1000)` : e)
@@ -397,7 +395,7 @@ export class DirectCompiler implements ListEmitter {
         pairs.push([key, onNull === 'NULL' ? q : sql`COALESCE(${q}, ${onNull})`])
       } else {
         const args = readArgs(fnodes[0]!, def.args, ctx.vars)
-        const list = compileList(ctx, target, targetType, fnodes, args, correlate, 'agg', { emit: this })
+        const list = compileList(ctx, target, targetType, fnodes, args, correlate, 'agg', { emit: this, ...partitionOf(rel, target) })
         pairs.push([key, sql`(${list.frag})`])
       }
     }

@@ -137,6 +137,11 @@ export function joinCond(ctx: Ctx, rel: Relation, model: Model, alias: string, t
     .join(' AND ')
 }
 
+/** {@link ListOptions.partitionBy} of a to-many relation: the target's key columns of a direct relation; none through a join table. */
+export function partitionOf(rel: Relation, target: Model): { partitionBy?: string[] } {
+  return rel.via ? {} : { partitionBy: rel.toFields.map((f) => fieldOf(target, f).column) }
+}
+
 // ---------------------------------------------------------------------------------------------
 // row filters
 
@@ -209,6 +214,7 @@ export function scalarFilter(ctx: Ctx, tgt: FilterTarget, val: ArgValue, inherit
   const insensitive = mode !== undefined ? sampleOf(mode) === 'insensitive' : inheritedInsensitive
   const isString = tgt.scalar === 'String'
   const ci = insensitive && isString
+  if (ci && tgt.dataType === 'tsvector') throw new DbInputError('`mode: insensitive` does not apply to a tsvector column: filter it with `search` (full-text search)')
   const conv = (v: unknown): unknown => (v === null || v === undefined ? null : d.bindValue(tgt, v, true))
   let lhs = tgt.expr
   let rhs = '?'
@@ -258,9 +264,17 @@ export function scalarFilter(ctx: Ctx, tgt: FilterTarget, val: ArgValue, inherit
       case 'gte':
         if (v instanceof Leaf) parts.push(cmp(COMPARE[op]!, v))
         break
+      case 'search':
+        if (v instanceof Leaf) {
+          const p = bound(v, (x) => (x === null || x === undefined ? null : String(x)))
+          const doc = tgt.dataType === 'tsvector' ? lhs : `to_tsvector(${lhs})`
+          parts.push({ s: `${doc} @@ websearch_to_tsquery(?)`, p: p.p })
+        }
+        break
       case 'contains':
       case 'startsWith':
       case 'endsWith':
+        if (tgt.dataType === 'tsvector') throw new DbInputError(`\`${op}\` does not apply to a tsvector column: filter it with \`search\` (full-text search)`)
         if (v instanceof Leaf) {
           const kind = op
           const p = bound(v, (x) => (x === null || x === undefined ? null : d.likePattern(String(x), kind, ci)))
@@ -679,7 +693,7 @@ export function compileObject(ctx: Ctx, model: Model, type: GraphQLObjectType, a
       if (sub.post) rels.push([key, false, sub.post])
     } else {
       const args = readArgs(fnodes[0]!, def.args, ctx.vars)
-      const list = compileList(ctx, target, targetType, fnodes, args, correlate, 'agg')
+      const list = compileList(ctx, target, targetType, fnodes, args, correlate, 'agg', partitionOf(rel, target))
       pairs.push([key, sql`(${list.frag})`])
       if (list.post) rels.push([key, true, list.post])
     }
@@ -721,6 +735,11 @@ export interface ListOptions {
   unordered?: boolean
   /** `rows` mode: read the rows from this FROM item instead of the model's table (a set-returning function call). */
   from?: Frag
+  /**
+   * `agg` mode: the target's columns the correlation compares with the parent's (a direct relation;
+   * absent through a join table). MariaDB's `distinct` partitions its window by them.
+   */
+  partitionBy?: readonly string[]
   /** How rows become JSON and lists become arrays; default: the normal compiler's ({@link compileObject}, `SqlDialect.jsonArrayAgg`). The direct-JSON compiler (direct-read.ts) passes its own. */
   emit?: ListEmitter
 }
@@ -783,6 +802,7 @@ export function compileList(
   const r = newAlias(ctx)
   const conds: Frag[] = []
   if (correlate) conds.push(correlate(r))
+  const uncorrelated = conds.length
   if (opts.extraWhere) conds.push(opts.extraWhere(r))
   const rf = rowFilterCond(ctx, model, r)
   if (rf) conds.push(rf)
@@ -800,8 +820,11 @@ export function compileList(
   const needsLimit = take !== undefined || skip !== undefined
   if (mode === 'agg' && !d.correlatedDerived) {
     // MariaDB: no outer references in derived tables; LIMIT goes inside JSON_ARRAYAGG.
-    if (distinct.length > 0) throw new DbInputError('distinct on a nested relation list is not supported on MariaDB')
     if (negative) throw new DbInputError('a negative take on a nested relation list is not supported on MariaDB')
+    if (distinct.length > 0) {
+      if (!opts.partitionBy || !correlate) throw new DbInputError('distinct on a nested list through a join table (a many-to-many shortcut) is not supported on MariaDB')
+      return mariadbDistinctList(ctx, model, type, nodes, { r, conds: conds.slice(uncorrelated), correlate, terms, distinct, partitionBy: opts.partitionBy, limit: needsLimit ? limitSql() : raw(''), opts })
+    }
   }
   const objectOf = opts.emit ? opts.emit.object : compileObject
   const arrayAgg = opts.emit ? opts.emit.arrayAgg : (expr: string, ob: readonly string[], limit?: string) => d.jsonArrayAgg(expr, ob, limit)
@@ -852,6 +875,39 @@ export function compileList(
     return { frag: sql`SELECT ${obj.json} AS j FROM (${inner}) AS ${s}${ob}`, post: obj.post }
   }
   return { frag: { s: `SELECT ${arrayAgg(obj.json.s, outerOrder)} FROM (${inner.s}) AS ${s}`, p: [...obj.json.p, ...inner.p] }, post: obj.post }
+}
+
+/**
+ * MariaDB's `distinct` on a nested list: its derived tables cannot see the outer row, so the window
+ * runs over the whole (filtered) table, partitioned by the correlation columns and the distinct
+ * fields, and the correlation applies outside: `SELECT JSON_ARRAYAGG(… ORDER BY … LIMIT …) FROM
+ * (SELECT r.*, order keys, ROW_NUMBER() OVER (PARTITION BY corr, distinct ORDER BY …) AS __rn FROM t
+ * AS r WHERE filters) AS s WHERE corr(s) AND s.__rn = 1`: per parent, the first row of each distinct
+ * value in the list's order, then take/skip, as on the other engines.
+ */
+function mariadbDistinctList(
+  ctx: Ctx,
+  model: Model,
+  type: GraphQLObjectType,
+  nodes: readonly FieldNode[],
+  l: { r: string; conds: Frag[]; correlate: (alias: string) => Frag; terms: Term[]; distinct: string[]; partitionBy: readonly string[]; limit: Frag; opts: ListOptions },
+): CompiledList {
+  const d = ctx.d
+  const { r, terms } = l
+  const s = newAlias(ctx)
+  const obj = (l.opts.emit ? l.opts.emit.object : compileObject)(ctx, model, type, s, nodes)
+  const part = [...l.partitionBy.map((c) => `${r}.${d.q(c)}`), ...l.distinct.map((f) => col(ctx, r, fieldOf(model, f)))].join(', ')
+  const keys = terms.map((t, i) => sql`${t.build(r)} AS __o${String(i)}`)
+  const winOrder = terms.map((t) => {
+    const b = t.build(r)
+    return { s: d.orderTerm(b.s, t.dir), p: b.p }
+  })
+  const where = l.conds.length ? sql` WHERE ${and(l.conds)}` : raw('')
+  const inner = sql`SELECT ${r}.*${keys.length ? sql`, ${join(keys, ', ')}` : ''}, ROW_NUMBER() OVER (PARTITION BY ${part}${winOrder.length ? sql` ORDER BY ${join(winOrder, ', ')}` : ''}) AS __rn FROM ${d.table(model.table)} AS ${r}${where}`
+  const arrayAgg = l.opts.emit ? l.opts.emit.arrayAgg : (expr: string, ob: readonly string[], limit?: string) => d.jsonArrayAgg(expr, ob, limit)
+  const agg = arrayAgg(obj.json.s, terms.map((t, i) => d.orderTerm(`${s}.__o${i}`, t.dir)), l.limit.s)
+  const corr = l.correlate(s)
+  return { frag: { s: `SELECT ${agg} FROM (${inner.s}) AS ${s} WHERE ${corr.s} AND ${s}.__rn = 1`, p: [...obj.json.p, ...l.limit.p, ...inner.p, ...corr.p] }, post: obj.post }
 }
 
 /** A compiled read: one statement returning JSON rows, and how to finish its result. */

@@ -31,6 +31,11 @@ export interface ScalarField {
   dateTimeFormat?: string
   /** True for a PostgreSQL array column: a list of `scalar`. */
   list?: boolean
+  /**
+   * PostgreSQL: the column's own `nextval(…)` default, as the catalog prints it, for a key drawn
+   * before a redirected insert (a sequence need not be `OWNED BY` its column, as Sakila's is not).
+   */
+  nextvalDefault?: string
 }
 
 /** One relation field. `fromFields` are on this model, `toFields` on the target; joined position by position. */
@@ -189,6 +194,7 @@ export function buildRegistry(doc: DatabaseIntrospection, maxTake = DEFAULT_MAX_
       ...(scaleOf(c) !== undefined ? { scale: scaleOf(c)! } : {}),
       ...(c.dateTimeFormat && doc.dialect === 'sqlite' && c.scalar === 'DateTime' ? { dateTimeFormat: c.dateTimeFormat } : {}),
       ...(c.isList ? { list: true } : {}),
+      ...(doc.dialect === 'postgres' && c.default && /^nextval\(/i.test(c.default) ? { nextvalDefault: c.default } : {}),
     }))
     const byColumn = new Map(fields.map((f) => [f.column, f]))
     const col = (c: string): string => {

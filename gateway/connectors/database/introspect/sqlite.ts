@@ -235,7 +235,8 @@ const DATE_SAMPLES = 20
  * Sets `col.dateTimeFormat` (model.ts) from the column's rows: when up to {@link DATE_SAMPLES}
  * stored values all have one format, that format. A column without rows takes it from its default
  * (`CURRENT_TIMESTAMP` → `YYYY-MM-DD HH:mm:ss`, `CURRENT_DATE` → `YYYY-MM-DD`) or a `date` type.
- * Mixed or unknown values leave it unset (then values are compared through `strftime`).
+ * Mixed or unknown values leave it unset (then values are compared through `strftime`), as do rows
+ * holding dates only in a column not declared `date` (a `timestamp` keeps the time written to it).
  */
 async function detectDateTimeFormat(knex: Knex, table: string, col: ColumnInfo): Promise<void> {
   const q = (n: string): string => `"${n.replace(/"/g, '""')}"`
@@ -244,6 +245,9 @@ async function detectDateTimeFormat(knex: Knex, table: string, col: ColumnInfo):
   if (samples.length > 0) {
     const formats = new Set(samples.map((r) => sqliteDateTimeFormatOf(r.v)))
     format = formats.size === 1 ? [...formats][0] : null
+    // Dates only in a column declared TIMESTAMP/DATETIME: writing in that format would drop the time
+    // of a written date-time silently; the column is treated as mixed (written with its time).
+    if (format === 'YYYY-MM-DD' && !/^date\b/.test(col.dataType)) format = null
   } else {
     const def = (col.default ?? '').replace(/[()\s]/g, '').toUpperCase()
     if (def === 'CURRENT_TIMESTAMP') format = 'YYYY-MM-DD HH:mm:ss'
