@@ -82,7 +82,7 @@ t.test('npm pack: compiled JavaScript, types and README; no tests, bench or data
 })
 
 /**
- * The commands of the README's "Use it in your project" block, in order. `npm install tributary` installs
+ * The commands of the README's "Use it in your project" block, in order. `npm install tributary-gateway` installs
  * the tarball instead; `dev` listens on a free port (PORT), and `curl` is a fetch of its URL there.
  */
 function readmeCommands(): string[] {
@@ -96,7 +96,7 @@ t.test('the README path, word for word, in a project `npm init -y` made outside 
   const tarball = join(work, readFileSync(join(work, 'tarball'), 'utf8'))
   mkdirSync(project)
   const commands = readmeCommands()
-  t.same(commands.map((c) => c.split(' ').slice(0, 3).join(' ')), ['npm init -y', 'npm install tributary', 'npx tributary init', 'npx tributary dev', "curl 'http://127.0.0.1:4000/operations/Example?take=5'"])
+  t.same(commands.map((c) => c.split(' ').slice(0, 3).join(' ')), ['npm init -y', 'npm install tributary-gateway', 'npx tributary init', 'npx tributary dev', "curl 'http://127.0.0.1:4000/operations/Example?take=5'"])
   let dev = ''
   for (const command of commands) {
     if (command === 'npm init -y') {
@@ -140,7 +140,7 @@ t.test('installed into a project npm init -y made', async (t) => {
   })
 
   t.test('init --database scaffolded a project whose example operation reads the table', async (t) => {
-    t.match(readFileSync(join(project, 'tributary.config.ts'), 'utf8'), /from 'tributary'/)
+    t.match(readFileSync(join(project, 'tributary.config.ts'), 'utf8'), /from 'tributary-gateway'/)
     t.match(readFileSync(join(project, 'operations/Example.graphql'), 'utf8'), /app_findManyBook\(take: \$take\)/)
     t.match(readFileSync(join(project, '.gitignore'), 'utf8'), /^generated\/sources$/m)
     const pkg = JSON.parse(readFileSync(join(project, 'package.json'), 'utf8')) as { scripts: Record<string, string> }
@@ -177,7 +177,7 @@ t.test('installed into a project npm init -y made', async (t) => {
   t.test('a hand-written tributary.config.ts importing tributary type-checks, generates and serves', async (t) => {
     writeFileSync(
       join(project, 'tributary.config.ts'),
-      `import { database, defineConfig, schema, type TributaryConfigInput } from 'tributary'
+      `import { database, defineConfig, schema, type TributaryConfigInput } from 'tributary-gateway'
 
 const config: TributaryConfigInput = defineConfig({
   datasources: [
@@ -228,7 +228,7 @@ void main()
   })
 
   t.test('a broken config is reported with the user\'s file, not a path in node_modules', async (t) => {
-    writeFileSync(join(project, 'broken.config.ts'), "import { defineConfig } from 'tributary'\nexport default defineConfig({ datasources: [] })\n")
+    writeFileSync(join(project, 'broken.config.ts'), "import { defineConfig } from 'tributary-gateway'\nexport default defineConfig({ datasources: [] })\n")
     const r = run(bin(), ['generate', '--config', 'broken.config.ts'], project)
     t.not(r.status, 0)
     t.match(r.out, /TRB_ERR_CONFIG_INVALID: Invalid config: datasources: must NOT have fewer than 1 items/)

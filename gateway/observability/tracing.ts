@@ -10,6 +10,7 @@
 import { SpanKind, context, propagation, trace, type Context, type Span } from '@opentelemetry/api'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { endSpan, observers } from './probes.js'
+import { importOptional } from '../optional-package.js'
 
 /** The resolved `telemetry` section of the config. */
 export interface TelemetryConfig {
@@ -34,10 +35,11 @@ export function tracesUrl(otlpEndpoint: string, env: NodeJS.ProcessEnv = process
 }
 
 async function start(config: TelemetryConfig & { otlpEndpoint: string }): Promise<Running> {
+  const what = 'telemetry.otlpEndpoint (or OTEL_EXPORTER_OTLP_ENDPOINT)'
   const [{ NodeSDK }, { OTLPTraceExporter }, { BatchSpanProcessor }] = await Promise.all([
-    import('@opentelemetry/sdk-node'),
-    import('@opentelemetry/exporter-trace-otlp-http'),
-    import('@opentelemetry/sdk-trace-base'),
+    importOptional<typeof import('@opentelemetry/sdk-node')>('@opentelemetry/sdk-node', what),
+    importOptional<typeof import('@opentelemetry/exporter-trace-otlp-http')>('@opentelemetry/exporter-trace-otlp-http', what),
+    importOptional<typeof import('@opentelemetry/sdk-trace-base')>('@opentelemetry/sdk-trace-base', what),
   ])
   const processor = new BatchSpanProcessor(new OTLPTraceExporter({ url: tracesUrl(config.otlpEndpoint) }))
   const sdk = new NodeSDK({ serviceName: config.serviceName, spanProcessors: [processor], logRecordProcessors: [], instrumentations: [] })
