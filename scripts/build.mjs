@@ -66,6 +66,19 @@ for (const dir of assetDirs) {
   }
 }
 step(`copied ${copied} asset files`)
+// The playground's browser files (React's and GraphiQL's UMD builds, with their licences) ship in the
+// package itself: graphiql, react and react-dom are devDependencies (gateway/http/playground.ts).
+const vendor = join(dist, 'gateway/http/playground-vendor')
+mkdirSync(vendor, { recursive: true })
+for (const [pkg, from, to] of [
+  ['react', 'umd/react.production.min.js', 'react.production.min.js'],
+  ['react-dom', 'umd/react-dom.production.min.js', 'react-dom.production.min.js'],
+  ['graphiql', 'graphiql.min.js', 'graphiql.min.js'],
+  ['graphiql', 'graphiql.min.css', 'graphiql.min.css'],
+  ['react', 'LICENSE', 'LICENSE-react'],
+  ['react-dom', 'LICENSE', 'LICENSE-react-dom'],
+  ['graphiql', 'LICENSE', 'LICENSE-graphiql'],
+]) cpSync(join(root, 'node_modules', pkg, from), join(vendor, to))
 if (existsSync(join(root, 'scripts/build-playground.mjs'))) {
   step('bundling the playground…')
   const pg = spawnSync(process.execPath, [join(root, 'scripts/build-playground.mjs')], { stdio: 'inherit' })
