@@ -20,7 +20,7 @@ import type * as Runtime from 'tributary-gateway/client'
 export { TributaryError } from 'tributary-gateway/client'
 export type { TributaryErrorItem, CallOptions, ClientOptions, HeadersOption } from 'tributary-gateway/client'
 
-// ----- shared scalars (see tributary/client) -----
+// ----- shared scalars (see tributary-gateway/client) -----
 export type DateTime = Runtime.DateTime
 export type BigIntString = Runtime.BigIntString
 export type DecimalString = Runtime.DecimalString

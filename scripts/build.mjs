@@ -5,7 +5,8 @@
  * --no-generate) writes generated/.
  *
  *   node scripts/build.mjs              full build + generate
- *   node scripts/build.mjs --if-needed  compile only when a source is newer than the last build
+ *   node scripts/build.mjs --if-needed  compile only when a source is newer than the last build (npm
+ *                                       start, and prepack: `npm pack` packs a fresh dist/ without recompiling)
  */
 import { spawnSync } from 'node:child_process'
 import { cpSync, existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs'
@@ -44,7 +45,7 @@ function walk(dir, out = []) {
   return out
 }
 
-const stale = !existsSync(stamp) || inputs.some((p) => newest(join(root, p)) > statSync(stamp).mtimeMs)
+const stale = !existsSync(stamp) || !existsSync(join(dist, 'gateway/http/playground-vendor/graphiql.min.js')) || inputs.some((p) => newest(join(root, p)) > statSync(stamp).mtimeMs)
 if (ifNeeded && !stale) process.exit(0)
 
 const step = (msg) => process.stdout.write(`[build] ${msg}\n`)

@@ -284,7 +284,7 @@ export default config
     writeFileSync(join(project, 'operations/Example.graphql'), 'query Example { shelf_findManyBook(orderBy: [{ id: asc }]) { title } meta_version }\n')
     const gen = run(bin(), ['generate'], project)
     t.equal(gen.status, 0, gen.out)
-    t.match(readFileSync(join(project, 'generated/client.ts'), 'utf8'), /from 'tributary\/client'/)
+    t.match(readFileSync(join(project, 'generated/client.ts'), 'utf8'), /from 'tributary-gateway\/client'/)
     writeFileSync(
       join(project, 'main.ts'),
       `import { createClient, TributaryError, type ExampleResponse } from './generated/client.js'
