@@ -35,13 +35,14 @@ export function requireOptional<T>(name: string, what: string): T {
  * Imports the package `name` (ESM or CommonJS) at the point of use.
  * @param name the package, e.g. `@opentelemetry/sdk-node`.
  * @param what who needs it, for the message: "telemetry.otlpEndpoint".
+ * @param install what the message tells to `npm install` (default `name`): the packages that go together.
  * @throws PackageMissingError (`TRB_ERR_PACKAGE_MISSING`) when the package is not installed.
  */
-export async function importOptional<T>(name: string, what: string): Promise<T> {
+export async function importOptional<T>(name: string, what: string, install = name): Promise<T> {
   try {
     return (await import(name)) as T
   } catch (err) {
-    if (isMissing(err, name)) throw new PackageMissingError(what, name, name)
+    if (isMissing(err, name)) throw new PackageMissingError(what, name, install)
     throw err
   }
 }
