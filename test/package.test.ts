@@ -34,9 +34,9 @@ delete env.npm_config_build_from_source
  * minute and a half of the install. The repository's own copy of the same version, built for this
  * Node, is the same addon: packed the way prebuild-install's releases are
  * (`build/Release/better_sqlite3.node` in `better-sqlite3-v<version>-node-v<abi>-<platform>-<arch>.tar.gz`)
- * into a folder named by prebuild-install's own `local-prebuilds` option (set through its rc environment
- * variable `prebuild-install_local-prebuilds`; an `npm_config_…` name would make npm warn about an
- * unknown config), the install takes it instead. A different version (or no built copy) falls back to the normal path.
+ * into the folder that `npm_config_better_sqlite3_local_prebuilds` names (prebuild-install's own option;
+ * npm 11 warns "Unknown env config" about it, and prebuild-install's rc variable
+ * `prebuild-install_local-prebuilds` does not survive the script's shell), the install takes it instead. A different version (or no built copy) falls back to the normal path.
  */
 function localPrebuild(): void {
   const dir = join(root, 'node_modules/better-sqlite3')
@@ -46,7 +46,7 @@ function localPrebuild(): void {
   const prebuilds = join(work, 'prebuilds')
   mkdirSync(prebuilds)
   const name = `better-sqlite3-v${version}-node-v${process.versions.modules}-${process.platform}-${process.arch}.tar.gz`
-  if (spawnSync('tar', ['czf', join(prebuilds, name), '-C', dir, 'build/Release/better_sqlite3.node']).status === 0) env['prebuild-install_local-prebuilds'] = prebuilds
+  if (spawnSync('tar', ['czf', join(prebuilds, name), '-C', dir, 'build/Release/better_sqlite3.node']).status === 0) env.npm_config_better_sqlite3_local_prebuilds = prebuilds
 }
 localPrebuild()
 
