@@ -18,6 +18,11 @@ type Ctor = FastifyErrorConstructor<{ code: string; statusCode?: number }, unkno
 export const ConfigInvalidError = createError('TRB_ERR_CONFIG_INVALID', 'Invalid config: %s', 500) as Ctor
 /** The config file could not be found or imported. */
 export const ConfigLoadError = createError('TRB_ERR_CONFIG_LOAD', 'Cannot load config %s: %s', 500) as Ctor
+/**
+ * The config uses a part whose package is an optional peer dependency that is not installed (pg,
+ * mysql2, ioredis, the OpenTelemetry SDK): `<what> needs the <package> package: npm install <package>`.
+ */
+export const PackageMissingError = createError('TRB_ERR_PACKAGE_MISSING', '%s needs the %s package: npm install %s', 500) as Ctor
 
 // ----- compose -----
 /** Two sources define the same public name in different ways, or a namespace is invalid. */
@@ -138,7 +143,7 @@ export const InternalError = createError('TRB_ERR_INTERNAL', 'Internal error (id
 
 /** Every error constructor above, by code; used by tests and by the error formatter. */
 export const errorCodes: readonly string[] = [
-  ConfigInvalidError, ConfigLoadError, ComposeCollisionError, ComposeNamespaceError, SourceLoadError,
+  ConfigInvalidError, ConfigLoadError, PackageMissingError, ComposeCollisionError, ComposeNamespaceError, SourceLoadError,
   OperationInvalidError, OperationNotFoundError, OperationMethodError, OperationVariablesError, BadRequestError,
   GraphQLRequestError, GraphQLMethodError, GraphQLLimitError, GraphQLValidationError, GraphQLFieldError, PersistedNotFoundError, PersistedOnlyError,
   UpstreamError, UpstreamTimeoutError, UpstreamUnavailableError, UpstreamTooLargeError,

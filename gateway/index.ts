@@ -1,14 +1,14 @@
 /**
- * The `tributary` package: what a deployment's `tributary.config.ts` imports.
+ * The `tributary-gateway` package (command `tributary`): what a deployment's `tributary.config.ts` imports.
  *
  * ```ts
- * import { database, defineConfig, rest } from 'tributary'
+ * import { database, defineConfig, rest } from 'tributary-gateway'
  * export default defineConfig({
  *   datasources: [database({ namespace: 'app', url: process.env.DATABASE_URL ?? 'sqlite:./app.db' })],
  * })
  * ```
  *
- * `tributary/config` exports the same. Programs that embed the gateway use {@link createGateway}
+ * `tributary-gateway/config` exports the same. Programs that embed the gateway use {@link createGateway}
  * (load the sources, compose, compile the operations) and {@link buildApp} (the fastify app).
  */
 export {

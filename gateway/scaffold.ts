@@ -58,7 +58,7 @@ function configText(url: string | undefined, namespace: string): string {
  * The Tributary deployment of this project: \`npx tributary dev\` serves it, \`npx tributary generate\`
  * writes generated/. Every option is documented on defineConfig's types.
  */
-import { database, defineConfig } from 'tributary'
+import { database, defineConfig } from 'tributary-gateway'
 
 export default defineConfig({
   datasources: [
@@ -71,7 +71,7 @@ export default defineConfig({
  * The Tributary deployment of this project: \`npx tributary dev\` serves it, \`npx tributary generate\`
  * writes generated/. Add data sources with database(), rest(), graphql() and schema().
  */
-import { defineConfig, schema } from 'tributary'
+import { defineConfig, schema } from 'tributary-gateway'
 
 export default defineConfig({
   datasources: [

@@ -15,12 +15,12 @@
  */
 /* eslint-disable */
 
-import { Transport, type CallOptions, type ClientOptions, type OperationInfo } from 'tributary/client'
-import type * as Runtime from 'tributary/client'
-export { TributaryError } from 'tributary/client'
-export type { TributaryErrorItem, CallOptions, ClientOptions, HeadersOption } from 'tributary/client'
+import { Transport, type CallOptions, type ClientOptions, type OperationInfo } from 'tributary-gateway/client'
+import type * as Runtime from 'tributary-gateway/client'
+export { TributaryError } from 'tributary-gateway/client'
+export type { TributaryErrorItem, CallOptions, ClientOptions, HeadersOption } from 'tributary-gateway/client'
 
-// ----- shared scalars (see tributary/client) -----
+// ----- shared scalars (see tributary-gateway/client) -----
 export type DateTime = Runtime.DateTime
 export type BigIntString = Runtime.BigIntString
 export type DecimalString = Runtime.DecimalString

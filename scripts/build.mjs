@@ -5,7 +5,8 @@
  * --no-generate) writes generated/.
  *
  *   node scripts/build.mjs              full build + generate
- *   node scripts/build.mjs --if-needed  compile only when a source is newer than the last build
+ *   node scripts/build.mjs --if-needed  compile only when a source is newer than the last build (npm
+ *                                       start, and prepack: `npm pack` packs a fresh dist/ without recompiling)
  */
 import { spawnSync } from 'node:child_process'
 import { cpSync, existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs'
@@ -44,7 +45,7 @@ function walk(dir, out = []) {
   return out
 }
 
-const stale = !existsSync(stamp) || inputs.some((p) => newest(join(root, p)) > statSync(stamp).mtimeMs)
+const stale = !existsSync(stamp) || !existsSync(join(dist, 'gateway/http/playground-vendor/graphiql.min.js')) || inputs.some((p) => newest(join(root, p)) > statSync(stamp).mtimeMs)
 if (ifNeeded && !stale) process.exit(0)
 
 const step = (msg) => process.stdout.write(`[build] ${msg}\n`)
@@ -66,6 +67,19 @@ for (const dir of assetDirs) {
   }
 }
 step(`copied ${copied} asset files`)
+// The playground's browser files (React's and GraphiQL's UMD builds, with their licences) ship in the
+// package itself: graphiql, react and react-dom are devDependencies (gateway/http/playground.ts).
+const vendor = join(dist, 'gateway/http/playground-vendor')
+mkdirSync(vendor, { recursive: true })
+for (const [pkg, from, to] of [
+  ['react', 'umd/react.production.min.js', 'react.production.min.js'],
+  ['react-dom', 'umd/react-dom.production.min.js', 'react-dom.production.min.js'],
+  ['graphiql', 'graphiql.min.js', 'graphiql.min.js'],
+  ['graphiql', 'graphiql.min.css', 'graphiql.min.css'],
+  ['react', 'LICENSE', 'LICENSE-react'],
+  ['react-dom', 'LICENSE', 'LICENSE-react-dom'],
+  ['graphiql', 'LICENSE', 'LICENSE-graphiql'],
+]) cpSync(join(root, 'node_modules', pkg, from), join(vendor, to))
 if (existsSync(join(root, 'scripts/build-playground.mjs'))) {
   step('bundling the playground…')
   const pg = spawnSync(process.execPath, [join(root, 'scripts/build-playground.mjs')], { stdio: 'inherit' })

@@ -71,7 +71,7 @@ t.test('the generated client type-checks and calls the running gateway', async (
 
   const project = clientProject(t, renderClient(gateway))
   const dir = project.dir
-  t.match(renderClient(gateway), /from 'tributary\/client'/, 'the client imports the runtime from tributary/client')
+  t.match(renderClient(gateway), /from 'tributary-gateway\/client'/, 'the client imports the runtime from tributary-gateway/client')
   t.match(renderClient(gateway), /do not edit; `npx tributary generate` writes it again/, 'it names the command that exists in every project')
   t.notMatch(renderClient(gateway), /npm run build/, 'not a script that `tributary init` does not add')
 

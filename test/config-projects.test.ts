@@ -4,7 +4,7 @@
  * node_modules, and the loader runs in plain node (dist/), as the installed command does: the tests
  * themselves run under tsx, which would hide the difference.
  *
- * Each config must load, and its `import … from 'tributary'` must be the instance the command runs
+ * Each config must load, and its `import … from 'tributary-gateway'` must be the instance the command runs
  * (a second copy loaded undici twice: `TypeError: Illegal constructor`), also after a development reload,
  * which loads the user's own files afresh.
  */
@@ -21,13 +21,13 @@ t.teardown(() => rmSync(work, { recursive: true, force: true }))
 const env: NodeJS.ProcessEnv = { ...process.env, NODE_ENV: 'development', LOG_LEVEL: 'warn' }
 for (const name of ['TRIBUTARY_CONFIG', 'NODE_OPTIONS', 'DATABASE_URL']) delete env[name]
 
-const esmConfig = (part: string) => `import { defineConfig, schema } from 'tributary'
+const esmConfig = (part: string) => `import { defineConfig, schema } from 'tributary-gateway'
 import { stamp } from './${part}'
 export { defineConfig }
 export const partStamp = stamp
 export default defineConfig({ datasources: [schema({ namespace: 'meta', typeDefs: 'type Query { v: Int }' })] })
 `
-const cjsConfig = `const { defineConfig, schema } = require('tributary')
+const cjsConfig = `const { defineConfig, schema } = require('tributary-gateway')
 module.exports = { defineConfig, default: defineConfig({ datasources: [schema({ namespace: 'meta', typeDefs: 'type Query { v: Int }' })] }) }
 `
 
@@ -58,7 +58,7 @@ for (const kind of ['commonjs', 'module', 'none'] as const) {
     else if (kind === 'module') pkg.type = 'module'
     else delete pkg.type
     writeFileSync(join(dir, 'package.json'), JSON.stringify(pkg, null, 2))
-    symlinkSync(root, join(dir, 'node_modules/tributary'))
+    symlinkSync(root, join(dir, 'node_modules/tributary-gateway'))
     writeFileSync(join(dir, 'part.ts'), 'export const stamp: number = Math.random()\n')
     writeFileSync(join(dir, 'part.mjs'), 'export const stamp = Math.random()\n')
     const files: Record<string, string> = {
@@ -74,7 +74,7 @@ for (const kind of ['commonjs', 'module', 'none'] as const) {
     t.equal(r.status, 0, r.stderr)
     const found = JSON.parse(r.stdout.trim().split('\n').pop() ?? '{}') as Record<string, unknown>
     for (const name of Object.keys(files)) {
-      const esm = /from 'tributary'/.test(files[name])
+      const esm = /from 'tributary-gateway'/.test(files[name])
       t.same(found[join(dir, name)], { same: true, sources: 1, reloaded: esm ? true : null }, `${name} loads, with the one tributary instance`)
     }
 

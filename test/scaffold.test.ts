@@ -23,7 +23,7 @@ function project(t: { teardown(fn: () => void): void }): string {
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   // The scaffolded config imports 'tributary', as in a project that installed the package.
   mkdirSync(join(dir, 'node_modules'))
-  symlinkSync(root, join(dir, 'node_modules', 'tributary'), 'dir')
+  symlinkSync(root, join(dir, 'node_modules', 'tributary-gateway'), 'dir')
   return dir
 }
 

@@ -1,5 +1,5 @@
 /**
- * `tributary/client`: the runtime that every generated client (`generated/client.ts`) imports — the
+ * `tributary-gateway/client`: the runtime that every generated client (`generated/client.ts`) imports — the
  * `TributaryError` class, the option types and the HTTP transport for `/operations/*` (JSON over
  * GET/POST, Server-Sent Events for subscriptions and live queries). It depends on nothing but a
  * WHATWG `fetch` (Node ≥ 18, browsers, Deno, Bun), so generated clients run anywhere.

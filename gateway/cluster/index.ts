@@ -13,7 +13,8 @@
  * released only by it (compare-and-delete in Lua), so a dead holder's lock expires after `lockTtlMs`.
  */
 import { randomUUID } from 'node:crypto'
-import { Redis } from 'ioredis'
+import type { Redis } from 'ioredis'
+import { requireOptional } from '../optional-package.js'
 import type { Logger } from 'pino'
 
 /** Options of {@link createCluster}. */
@@ -67,7 +68,12 @@ export interface Cluster {
   close(): Promise<void>
 }
 
-/** Creates the {@link Cluster} of this process: Redis when `redisUrl` is set, else in memory. Never throws; Redis connects in the background. */
+/**
+ * Creates the {@link Cluster} of this process: Redis when `redisUrl` is set, else in memory. Redis
+ * connects in the background.
+ * @throws PackageMissingError (`TRB_ERR_PACKAGE_MISSING`) when `redisUrl` is set and the optional
+ *   `ioredis` package is not installed; nothing else.
+ */
 export function createCluster(options: ClusterOptions): Cluster {
   const cluster = options.redisUrl ? new RedisCluster(options.redisUrl, options) : new MemoryCluster(options.maxEntries ?? 10_000)
   cluster.lockTtlMs = options.lockTtlMs ?? 2000
@@ -102,9 +108,10 @@ class RedisCluster implements Cluster {
       retryStrategy: (times: number) => Math.min(100 * times, 2000),
       lazyConnect: false,
     }
-    this.commands = new Redis(url, common)
+    const { Redis: RedisClient } = requireOptional<{ Redis: typeof Redis }>('ioredis', 'pubsub.redisUrl (or REDIS_URL)')
+    this.commands = new RedisClient(url, common)
     // A subscriber connection runs no command with a timeout: ioredis' commandTimeout would end SUBSCRIBE.
-    this.subscriber = new Redis(url, { ...common, commandTimeout: undefined, maxRetriesPerRequest: null })
+    this.subscriber = new RedisClient(url, { ...common, commandTimeout: undefined, maxRetriesPerRequest: null })
     let warned = false
     const onError = (err: Error) => {
       if (warned || this.closed) return

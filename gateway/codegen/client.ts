@@ -1,6 +1,6 @@
 /**
  * Renders `generated/client.ts`: a typed fetch client for every served stored operation. Its only
- * import is the package's runtime, `tributary/client` (gateway/client/index.ts), which uses the
+ * import is the package's runtime, `tributary-gateway/client` (gateway/client/index.ts), which uses the
  * global `fetch`, `URLSearchParams`, `TextDecoder` and streams, so it runs on Node.js 18+, Deno, Bun
  * and browsers (with a bundler).
  *
@@ -30,12 +30,12 @@ const DECIMAL_PATTERN = '^-?(\\d+(\\.\\d*)?|\\.\\d+)([eE][-+]?\\d+)?$'
 const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$]*$/
 
 /** What a generated client imports from the package: the runtime of `gateway/client/index.ts`. */
-const RUNTIME = `import { Transport, type CallOptions, type ClientOptions, type OperationInfo } from 'tributary/client'
-import type * as Runtime from 'tributary/client'
-export { TributaryError } from 'tributary/client'
-export type { TributaryErrorItem, CallOptions, ClientOptions, HeadersOption } from 'tributary/client'
+const RUNTIME = `import { Transport, type CallOptions, type ClientOptions, type OperationInfo } from 'tributary-gateway/client'
+import type * as Runtime from 'tributary-gateway/client'
+export { TributaryError } from 'tributary-gateway/client'
+export type { TributaryErrorItem, CallOptions, ClientOptions, HeadersOption } from 'tributary-gateway/client'
 
-// ----- shared scalars (see tributary/client) -----
+// ----- shared scalars (see tributary-gateway/client) -----
 export type DateTime = Runtime.DateTime
 export type BigIntString = Runtime.BigIntString
 export type DecimalString = Runtime.DecimalString
@@ -190,7 +190,7 @@ function hasRequired(op: CompiledOperation): boolean {
 
 /**
  * Renders `generated/client.ts` for the served (non-internal) operations of a gateway.
- * @returns TypeScript source that compiles under `strict`; its one import is the package's runtime, `tributary/client`.
+ * @returns TypeScript source that compiles under `strict`; its one import is the package's runtime, `tributary-gateway/client`.
  */
 export function renderClient(gateway: Gateway): string {
   const ops = [...gateway.operations.values()].filter((op) => !op.stored.internal).sort((a, b) => a.name.localeCompare(b.name))

@@ -39,7 +39,7 @@ export function configPathFrom(argv: readonly string[], env: NodeJS.ProcessEnv =
  *
  * - a `.ts`/`.tsx`/`.js` file of the user's with `import`/`export` statements loads as an ES module even in a
  *   CommonJS package (`npm init -y` writes `"type": "commonjs"`; no `type` means CommonJS too).
- *   Loaded as CommonJS, its `import … from 'tributary'` became `require('tributary')`, which tsx's
+ *   Loaded as CommonJS, its `import … from 'tributary-gateway'` became `require('tributary-gateway')`, which tsx's
  *   CommonJS path answered with a second copy of the gateway and of undici (`TypeError: Illegal
  *   constructor`), and sat in the require cache, which ignores the reload query below (a `.js` config
  *   edited in development kept serving its first version). As an ES module it resolves to the

@@ -2,7 +2,8 @@
  * The playground: GraphiQL 3 served entirely by the gateway, so it works offline and behind any
  * host or port.
  *
- * Assets (all under {@link PLAYGROUND_ASSETS_PREFIX}, read from `node_modules` once, at startup):
+ * Assets (all under {@link PLAYGROUND_ASSETS_PREFIX}, read once, at startup, from `playground-vendor/`
+ * beside this module in the published package, else from `node_modules`):
  * - `react.production.min.js`, `react-dom.production.min.js`: React 18's UMD builds (globals
  *   `React`, `ReactDOM`);
  * - `graphiql.min.js`, `graphiql.min.css`: GraphiQL's UMD build (global `GraphiQL`, fonts inlined);
@@ -15,11 +16,12 @@
  * the gateway only.
  */
 import { createHash } from 'node:crypto'
-import { readFileSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 import { promisify } from 'node:util'
 import { gzip } from 'node:zlib'
+import { fileURLToPath } from 'node:url'
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import { getNamedType, isInterfaceType, isLeafType, isNonNullType, isObjectType, print, type DocumentNode, type GraphQLSchema } from 'graphql'
 
@@ -220,8 +222,14 @@ function loadAssets(): AssetTable {
   const require = createRequire(import.meta.url)
   const packageDir = (name: string): string => dirname(require.resolve(`${name}/package.json`))
   const assets = new Map<string, Asset>()
+  // The published package carries React's and GraphiQL's UMD files (scripts/build.mjs copies them to
+  // dist/gateway/http/playground-vendor/), so that a consumer does not install GraphiQL's ~100
+  // dependencies (about 45 MB) that the bundle already contains; running from the sources, they come
+  // from the devDependencies.
+  const vendored = fileURLToPath(new URL('./playground-vendor/', import.meta.url))
+  const fromVendor = existsSync(join(vendored, 'graphiql.min.js'))
   const file = (key: string, pkg: string, path: string, contentType: string): void => {
-    assets.set(key, makeAsset(readFileSync(join(packageDir(pkg), path)), contentType))
+    assets.set(key, makeAsset(readFileSync(fromVendor ? join(vendored, key) : join(packageDir(pkg), path)), contentType))
   }
   file('react.production.min.js', 'react', 'umd/react.production.min.js', JS)
   file('react-dom.production.min.js', 'react-dom', 'umd/react-dom.production.min.js', JS)

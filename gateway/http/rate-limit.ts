@@ -12,11 +12,12 @@
  */
 import rateLimit, { type FastifyRateLimitStore } from '@fastify/rate-limit'
 import { createRequire } from 'node:module'
-import { Redis } from 'ioredis'
+import type { Redis as RedisClient } from 'ioredis'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { GatewayHolder } from './gateway-holder.js'
 import { authenticateRequest } from './auth.js'
 import { RateLimitedError } from '../errors.js'
+import { requireOptional } from '../optional-package.js'
 
 /**
  * Counts one operation of a WebSocket against the budget of its caller (the same key and counter as
@@ -36,7 +37,8 @@ export type OperationLimiter = (request: FastifyRequest) => Promise<InstanceType
 export async function registerRateLimit(app: FastifyInstance, holder: GatewayHolder): Promise<OperationLimiter | undefined> {
   const options = holder.current.config.server.rateLimit
   if (!options) return undefined
-  const redis = options.redisUrl
+  const Redis = options.redisUrl ? requireOptional<{ Redis: typeof RedisClient }>('ioredis', 'server.rateLimit.redisUrl').Redis : undefined
+  const redis = options.redisUrl && Redis
     ? new Redis(options.redisUrl, { maxRetriesPerRequest: 1, connectTimeout: 2000, enableOfflineQueue: true, lazyConnect: false })
     : undefined
   if (redis) {

@@ -10,6 +10,7 @@
 import { SpanKind, context, propagation, trace, type Context, type Span } from '@opentelemetry/api'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { endSpan, observers } from './probes.js'
+import { importOptional } from '../optional-package.js'
 
 /** The resolved `telemetry` section of the config. */
 export interface TelemetryConfig {
@@ -34,10 +35,13 @@ export function tracesUrl(otlpEndpoint: string, env: NodeJS.ProcessEnv = process
 }
 
 async function start(config: TelemetryConfig & { otlpEndpoint: string }): Promise<Running> {
+  // Optional peer dependencies (README "Install size and optional packages"): a missing one names all three.
+  const what = 'telemetry.otlpEndpoint (or OTEL_EXPORTER_OTLP_ENDPOINT)'
+  const all = '@opentelemetry/sdk-node @opentelemetry/exporter-trace-otlp-http @opentelemetry/sdk-trace-base'
   const [{ NodeSDK }, { OTLPTraceExporter }, { BatchSpanProcessor }] = await Promise.all([
-    import('@opentelemetry/sdk-node'),
-    import('@opentelemetry/exporter-trace-otlp-http'),
-    import('@opentelemetry/sdk-trace-base'),
+    importOptional<typeof import('@opentelemetry/sdk-node')>('@opentelemetry/sdk-node', what, all),
+    importOptional<typeof import('@opentelemetry/exporter-trace-otlp-http')>('@opentelemetry/exporter-trace-otlp-http', what, all),
+    importOptional<typeof import('@opentelemetry/sdk-trace-base')>('@opentelemetry/sdk-trace-base', what, all),
   ])
   const processor = new BatchSpanProcessor(new OTLPTraceExporter({ url: tracesUrl(config.otlpEndpoint) }))
   const sdk = new NodeSDK({ serviceName: config.serviceName, spanProcessors: [processor], logRecordProcessors: [], instrumentations: [] })
@@ -93,6 +97,8 @@ type Traced = { [kSpan]?: { span: Span; context: Context } }
  * `onRequest` (continuing the client's `traceparent`), makes it active for the handler (`preHandler`:
  * body parsing runs outside the request's async context), and ends it in `onResponse`. Closing the
  * app flushes the spans. A no-op without an endpoint.
+ * @throws PackageMissingError (`TRB_ERR_PACKAGE_MISSING`) when the OpenTelemetry SDK (an optional peer
+ *   dependency) is not installed.
  */
 export async function registerTracing(app: FastifyInstance, config: TelemetryConfig): Promise<void> {
   if (!config.otlpEndpoint) return

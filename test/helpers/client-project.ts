@@ -1,6 +1,6 @@
 /**
  * A throw-away TypeScript project for a generated client: `client.ts` and `main.ts` in a temp
- * directory, with the package linked as `node_modules/tributary` (so `tributary/client` resolves as
+ * directory, with the package linked as `node_modules/tributary-gateway` (so `tributary-gateway/client` resolves as
  * in a user's project) and the repository's compiler options under `strict`.
  */
 import { spawnSync } from 'node:child_process'
@@ -30,7 +30,7 @@ export function clientProject(t: { teardown(fn: () => void): void }, clientSourc
   writeFileSync(join(dir, 'client.ts'), clientSource)
   writeFileSync(join(dir, 'package.json'), JSON.stringify({ type: 'module' }))
   mkdirSync(join(dir, 'node_modules'))
-  symlinkSync(root, join(dir, 'node_modules', 'tributary'), 'dir')
+  symlinkSync(root, join(dir, 'node_modules', 'tributary-gateway'), 'dir')
   const projectConfig = JSON.parse(readFileSync(join(root, 'tsconfig.json'), 'utf8')) as { compilerOptions: Record<string, unknown> }
   writeFileSync(
     join(dir, 'tsconfig.json'),

@@ -28,8 +28,9 @@
 import fs from 'node:fs'
 import path from 'node:path'
 import knexFactory, { type Knex } from 'knex'
-import pg from 'pg'
+import type pg from 'pg'
 import { ConfigInvalidError } from '../../errors.js'
+import { requireOptional } from '../../optional-package.js'
 import type { Dialect } from './model.js'
 
 /** A database URL taken apart. Pure data: nothing is opened. */
@@ -72,6 +73,11 @@ export interface CreateKnexOptions {
   schema?: string
   /** Working directory that relative `sqlite:` paths resolve against. Default `process.cwd()`. */
   cwd?: string
+  /**
+   * Who opens the connection, for the message of a missing driver package: "source 'app'" gives
+   * "PostgreSQL source 'app' needs the pg package: npm install pg". Default "a database URL".
+   */
+  label?: string
 }
 
 /** What {@link createKnex} returns: the Knex instance and the engine it talks to. */
@@ -231,8 +237,9 @@ const pgTypes: pg.CustomTypesConfig = {
         default:
       }
     }
-    // int8 (20) and numeric (1700) already come back as strings from pg's defaults.
-    return pg.types.getTypeParser(oid, format ?? 'text')
+    // int8 (20) and numeric (1700) already come back as strings from pg's defaults. pg is loaded by
+    // then: createKnex required it before opening a PostgreSQL connection.
+    return requireOptional<typeof pg>('pg', 'PostgreSQL').types.getTypeParser(oid, format ?? 'text')
   }) as pg.CustomTypesConfig['getTypeParser'],
 }
 
@@ -280,6 +287,8 @@ function sessionPool(pool: { min?: number; max?: number }, sessionSql: string): 
  * @param options pool size, PostgreSQL search path and the base directory for relative SQLite paths.
  * @returns `{ knex, dialect }`. Close it with `knex.destroy()`.
  * @throws ConfigInvalidError (`TRB_ERR_CONFIG_INVALID`) for an unsupported or malformed URL.
+ * @throws PackageMissingError (`TRB_ERR_PACKAGE_MISSING`) for a PostgreSQL URL without the `pg`
+ *   package installed, a MySQL/MariaDB URL without `mysql2` (optional peer dependencies).
  */
 export function createKnex(url: string, options: CreateKnexOptions = {}): KnexConnection {
   const parsed = parseDatabaseUrl(url, options.cwd)
@@ -310,6 +319,7 @@ export function createKnex(url: string, options: CreateKnexOptions = {}): KnexCo
       return { knex, dialect: 'sqlite' }
     }
     case 'postgres': {
+      requireOptional('pg', `PostgreSQL ${options.label ?? 'database URL'}`)
       const { params } = parsed
       const ssl = params.sslmode && params.sslmode !== 'disable' ? { rejectUnauthorized: params.sslmode === 'verify-full' || params.sslmode === 'verify-ca' } : undefined
       const knex = knexFactory({
@@ -327,6 +337,7 @@ export function createKnex(url: string, options: CreateKnexOptions = {}): KnexCo
       return { knex, dialect: 'postgres' }
     }
     case 'mysql': {
+      requireOptional('mysql2', `MySQL ${options.label ?? 'database URL'}`)
       const knex = knexFactory({
         log: knexLog,
         client: 'mysql2',

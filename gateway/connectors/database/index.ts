@@ -9,7 +9,7 @@
 import { readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { Knex } from 'knex'
-import { ConfigInvalidError, SourceLoadError } from '../../errors.js'
+import { ConfigInvalidError, PackageMissingError, SourceLoadError } from '../../errors.js'
 import type { ConnectorContext, LocalSubschema, SourceHealth } from '../types.js'
 import { buildSchema, installRowFilters } from './build-schema.js'
 import { Db } from './compiler/db.js'
@@ -190,6 +190,7 @@ async function detectMysqlFlavor(db: Db): Promise<MysqlFlavor> {
  * @param options see {@link DatabaseSourceOptions}
  * @param ctx the connector context (logger, cache directory, source name)
  * @returns `{ kind: 'local', schema, health, close }`; `close()` destroys the pool
+ * @throws PackageMissingError (`TRB_ERR_PACKAGE_MISSING`) when the URL's driver (pg, mysql2) is not installed
  * @throws SourceLoadError (`TRB_ERR_SOURCE_LOAD`) when the URL is invalid, a migration fails, or the
  *   database is unreachable and no cached introspection exists
  */
@@ -197,8 +198,9 @@ export async function createDatabaseSource(options: DatabaseSourceOptions, ctx: 
   const log = ctx.logger
   let conn: ReturnType<typeof createKnex>
   try {
-    conn = createKnex(options.url, { ...(options.pool ? { pool: options.pool } : {}), ...(options.schema ? { schema: options.schema } : {}), cwd: ctx.cwd })
+    conn = createKnex(options.url, { ...(options.pool ? { pool: options.pool } : {}), ...(options.schema ? { schema: options.schema } : {}), cwd: ctx.cwd, label: `source '${ctx.sourceName}'` })
   } catch (err) {
+    if (err instanceof PackageMissingError) throw err
     throw new SourceLoadError(ctx.sourceName, safeMessage(err), { cause: err })
   }
   const { knex, dialect } = conn
