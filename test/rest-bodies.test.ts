@@ -169,3 +169,25 @@ t.test("Stripe-shaped form bodies honour the media type's encoding (deepObject, 
   )
   t.match(body, /metadata%5Bnote%5D=a%26b/, 'names and values are percent-encoded')
 })
+
+t.test('HEAD operations are Query fields returning the status and headers (Kubernetes shape)', async (t) => {
+  const got: string[] = []
+  const up = await startUpstream(t, (req, res) => {
+    got.push(`${req.method} ${req.url}`)
+    res.writeHead(200, { 'content-type': 'application/json', etag: '"v7"', 'x-total': '3', 'set-cookie': 'session=secret' }).end()
+  })
+  const doc = {
+    openapi: '3.0.0',
+    info: { title: 'k8s (shape)', version: '1' },
+    paths: { '/api/v1/pods/{name}': { head: { operationId: 'headPod', parameters: [{ name: 'name', in: 'path', required: true, schema: { type: 'string' } }], responses: { 200: { description: 'ok' } } } } },
+  }
+  const source = await itemsSource(t, up, {}, testContext(t), doc)
+  t.match(printSchema(source.schema), /type Query \{\s*headPod\(name: String!\): HeadResponse/)
+  const result = await source.run('{ headPod(name: "web") { status headers } }')
+  t.same(result.errors, undefined)
+  const head = (result.data as { headPod: { status: number; headers: Record<string, string> } }).headPod
+  t.equal(head.status, 200)
+  t.match(head.headers, { etag: '"v7"', 'x-total': '3' })
+  t.notOk('set-cookie' in head.headers, 'cookies are not handed to clients')
+  t.same(got, ['HEAD /api/v1/pods/web'])
+})

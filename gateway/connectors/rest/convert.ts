@@ -5,7 +5,8 @@
  * Conversion rules (docs/architecture.md §4, "REST fields"):
  *
  * - **Operations.** Each `paths.<path>.<method>` operation becomes one root field: `GET` → `Query`,
- *   `POST`/`PUT`/`PATCH`/`DELETE` → `Mutation` (`HEAD`, `OPTIONS` and `TRACE` are skipped). The field is
+ *   `POST`/`PUT`/`PATCH`/`DELETE` → `Mutation`, `HEAD` → `Query` returning `HeadResponse` (status and
+ *   headers); `OPTIONS` and `TRACE` are skipped. The field is
  *   named after the `operationId`, with every run of characters outside `[_0-9A-Za-z]` replaced by `_`
  *   (`_` prepended before a leading digit); without an `operationId` the name is `<method><PathInPascal>`
  *   with `{param}` segments written `By<Param>` (`GET /api/v1/role/{code}` → `getApiV1RoleByCode`).
@@ -90,9 +91,22 @@ import { formEncode, formEncodings, serializeQuery, toJson, toText } from './ser
 export { toJson }
 
 /** How the body of an upstream answer is decoded: parsed JSON, text, base64 of the bytes, or ignored (`true`). */
-export type ResponseKind = 'json' | 'text' | 'binary' | 'none'
+export type ResponseKind = 'json' | 'text' | 'binary' | 'none' | 'head'
 
 /** How a request body is encoded: JSON, `application/x-www-form-urlencoded`, `multipart/form-data`, text (`text/*`, XML) or raw bytes. */
+/**
+ * What a HEAD operation (a Query field) returns: the answer's status and headers (lower-case names;
+ * `set-cookie` left out, repeated headers joined with `, `).
+ */
+const headResponse = () => new GraphQLObjectType({
+  name: 'HeadResponse',
+  description: 'The status and headers of the answer to a HEAD request.',
+  fields: {
+    status: { type: new GraphQLNonNull(GraphQLInt), description: 'The HTTP status (2xx).' },
+    headers: { type: new GraphQLNonNull(JSONScalar), description: 'Response headers by lower-case name, without set-cookie; repeated ones joined with ", ".' },
+  },
+})
+
 export type BodyKind = 'json' | 'form' | 'multipart' | 'text' | 'binary'
 
 /** One upstream call, ready to send: what a resolver hands to the {@link RestRequestFn}. */
@@ -247,6 +261,8 @@ export function convertOpenApi(document: OpenApiDocument, options: ConvertOption
 }
 
 class Converter {
+  /** The type of every HEAD operation's field, made once per document. */
+  private headType?: GraphQLObjectType
   private readonly warnings: string[] = []
   private readonly usedTypeNames = new Set<string>()
   private readonly componentNames = new Set<string>()
@@ -277,12 +293,12 @@ class Converter {
       for (const method of HTTP_METHODS) {
         const op = item[method]
         if (!isObject(op)) continue
-        if (method === 'head' || method === 'options' || method === 'trace') {
+        if (method === 'options' || method === 'trace') {
           this.warnings.push(`${method.toUpperCase()} ${path}: ${method.toUpperCase()} operations are not converted`)
           continue
         }
         const built = this.operation(path, method, op, item.parameters ?? [])
-        if (built) (method === 'get' ? query : mutation)[built.name] = built.field
+        if (built) (method === 'get' || method === 'head' ? query : mutation)[built.name] = built.field
       }
     }
     if (Object.keys(query).length === 0) {
@@ -402,9 +418,10 @@ class Converter {
     }
 
     // Response.
-    const response = this.pickResponse(op.responses)
+    const response: ReturnType<Converter['pickResponse']> = method === 'head' ? { kind: 'head' } : this.pickResponse(op.responses)
     let type: GraphQLOutputType
-    if (response.kind === 'json') type = this.output(response.schema, `${P}Response`).type
+    if (response.kind === 'head') type = (this.headType ??= headResponse())
+    else if (response.kind === 'json') type = this.output(response.schema, `${P}Response`).type
     else if (response.kind === 'none') type = GraphQLBoolean
     else if (response.kind === 'text') type = GraphQLString
     else type = BytesScalar

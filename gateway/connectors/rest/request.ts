@@ -361,6 +361,14 @@ export function createUpstream(options: UpstreamOptions): Upstream {
         case 'none':
           await res.body.dump()
           return true
+        case 'head': {
+          await res.body.dump()
+          const headers: Record<string, string> = {}
+          for (const [name, value] of Object.entries(res.headers)) {
+            if (value !== undefined && name !== 'set-cookie') headers[name] = Array.isArray(value) ? value.join(', ') : value
+          }
+          return { status, headers }
+        }
         case 'text':
           return await res.body.text()
         case 'binary':
