@@ -104,3 +104,90 @@ t.test('text/plain and XML bodies are String; octet-stream is Bytes sent raw, re
     t.same(b.body, bytes, 'the same raw bytes each time')
   }
 })
+
+// Stripe's shape: every POST body is application/x-www-form-urlencoded with nested fields declared
+// `style: deepObject, explode: true` in the media type's `encoding` (the real document does this for
+// `metadata`, `expand`, `items`, ...).
+const stripeDocument = {
+  openapi: '3.0.0',
+  info: { title: 'Stripe (shape)', version: '1' },
+  paths: {
+    '/v1/subscriptions': {
+      post: {
+        operationId: 'PostSubscriptions',
+        requestBody: {
+          required: true,
+          content: {
+            'application/x-www-form-urlencoded': {
+              encoding: { expand: { explode: true, style: 'deepObject' }, items: { explode: true, style: 'deepObject' }, metadata: { explode: true, style: 'deepObject' }, tags: { explode: false, style: 'pipeDelimited' }, raw: { contentType: 'application/json' } },
+              schema: {
+                type: 'object',
+                required: ['customer'],
+                properties: {
+                  customer: { type: 'string' },
+                  expand: { type: 'array', items: { type: 'string' } },
+                  items: { type: 'array', items: { type: 'object', properties: { price: { type: 'string' }, quantity: { type: 'integer' }, metadata: { type: 'object', additionalProperties: { type: 'string' } } } } },
+                  metadata: { type: 'object', additionalProperties: { type: 'string' } },
+                  tags: { type: 'array', items: { type: 'string' } },
+                  raw: { type: 'object', properties: { a: { type: 'integer' } } },
+                  shipping: { type: 'object', properties: { name: { type: 'string' }, phone: { type: 'string' } } },
+                  channels: { type: 'array', items: { type: 'string' } },
+                },
+              },
+            },
+          },
+        },
+        responses: { 200: { description: 'ok', content: { 'application/json': { schema: { type: 'object', properties: { id: { type: 'string' } } } } } } },
+      },
+    },
+  },
+}
+
+t.test("Stripe-shaped form bodies honour the media type's encoding (deepObject, explode, style, contentType)", async (t) => {
+  const got: Received[] = []
+  const up = await startUpstream(t, (req, res) => {
+    void readBody(req).then((body) => {
+      got.push({ method: req.method!, url: req.url!, type: String(req.headers['content-type']), body })
+      sendJson(res, 200, { id: 'sub_1' })
+    })
+  })
+  const source = await itemsSource(t, up, {}, testContext(t), stripeDocument)
+  const result = await source.run(`mutation { PostSubscriptions(input: {
+    customer: "cus_1", expand: ["latest_invoice", "customer"],
+    items: [{ price: "price_a", quantity: 2, metadata: { line: "1" } }, { price: "price_b" }],
+    metadata: { order: "1", note: "a&b" }, tags: ["x", "y"], raw: { a: 3 },
+    shipping: { name: "Ann", phone: "1" }, channels: ["web", "app"] }) { id } }`)
+  t.same(result.errors, undefined)
+  t.equal(got.length, 1)
+  t.equal(got[0]!.type, 'application/x-www-form-urlencoded')
+  const body = got[0]!.body.toString()
+  t.equal(
+    decodeURIComponent(body.replace(/\+/g, ' ')),
+    'customer=cus_1&expand[]=latest_invoice&expand[]=customer&items[0][price]=price_a&items[0][quantity]=2&items[0][metadata][line]=1&items[1][price]=price_b'
+      + '&metadata[order]=1&metadata[note]=a&b&tags=x|y&raw={"a":3}&name=Ann&phone=1&channels=web&channels=app',
+    'deepObject in bracket notation, pipeDelimited, JSON by contentType; without encoding: form, explode (OpenAPI 3 defaults)',
+  )
+  t.match(body, /metadata%5Bnote%5D=a%26b/, 'names and values are percent-encoded')
+})
+
+t.test('HEAD operations are Query fields returning the status and headers (Kubernetes shape)', async (t) => {
+  const got: string[] = []
+  const up = await startUpstream(t, (req, res) => {
+    got.push(`${req.method} ${req.url}`)
+    res.writeHead(200, { 'content-type': 'application/json', etag: '"v7"', 'x-total': '3', 'set-cookie': 'session=secret' }).end()
+  })
+  const doc = {
+    openapi: '3.0.0',
+    info: { title: 'k8s (shape)', version: '1' },
+    paths: { '/api/v1/pods/{name}': { head: { operationId: 'headPod', parameters: [{ name: 'name', in: 'path', required: true, schema: { type: 'string' } }], responses: { 200: { description: 'ok' } } } } },
+  }
+  const source = await itemsSource(t, up, {}, testContext(t), doc)
+  t.match(printSchema(source.schema), /type Query \{\s*headPod\(name: String!\): HeadResponse/)
+  const result = await source.run('{ headPod(name: "web") { status headers } }')
+  t.same(result.errors, undefined)
+  const head = (result.data as { headPod: { status: number; headers: Record<string, string> } }).headPod
+  t.equal(head.status, 200)
+  t.match(head.headers, { etag: '"v7"', 'x-total': '3' })
+  t.notOk('set-cookie' in head.headers, 'cookies are not handed to clients')
+  t.same(got, ['HEAD /api/v1/pods/web'])
+})

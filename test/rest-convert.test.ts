@@ -81,7 +81,7 @@ t.test('names: sanitising, derived operation names, collisions, reserved names',
       '/upload': {
         post: { operationId: 'upload', requestBody: { required: true, content: { 'multipart/form-data': { schema: { type: 'object' } } } }, responses: { 204: { description: 'none' } } },
         put: { operationId: 'form', requestBody: { content: { 'application/x-www-form-urlencoded': { schema: { type: 'object', properties: { a: { type: 'string' } } } } } }, responses: { 204: { description: 'none' } } },
-        head: { operationId: 'headUpload', responses: { 200: { description: 'ok' } } },
+        options: { operationId: 'optionsUpload', responses: { 200: { description: 'ok' } } },
       },
       '/shapes': {
         get: {
@@ -191,7 +191,7 @@ t.test('names: sanitising, derived operation names, collisions, reserved names',
   ].join('\n'))
   t.same(warnings.sort(), [
     'GET /b: field name dup is taken; named dup2',
-    'HEAD /upload: HEAD operations are not converted',
+    'OPTIONS /upload: OPTIONS operations are not converted',
     'ShapesResponseVague: oneOf/anyOf members cannot be told apart; typed as JSON',
     'external $ref other.json#/Thing is not supported; typed as JSON',
   ])

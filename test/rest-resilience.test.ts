@@ -144,6 +144,17 @@ t.test('the breaker counts calls, retries included', async (t) => {
   t.equal(up.hits.get('GET /items'), 6)
 })
 
+t.test('a 200 with invalid JSON or an HTML page is not retried and does not open the circuit', async (t) => {
+  let n = 0
+  const up = await startUpstream(t, (_req, res) => {
+    res.writeHead(200, { 'content-type': n++ % 2 ? 'text/html' : 'application/json' }).end(n % 2 ? '{"id": ' : '<html><body>Sign in</body></html>')
+  })
+  const source = await itemsSource(t, up, { retry: { retries: 2, baseDelayMs: 1 }, circuitBreaker: { threshold: 2, halfOpenAfterMs: 60_000 } })
+  for (let i = 0; i < 4; i++) t.same(result(await source.run('{ listItems { id } }')), ['TRB_ERR_UPSTREAM', 502], 'a coded 502 each time')
+  t.equal(up.total(), 4, 'one request per call: the same answer would come back')
+  t.match(await source.health(), { circuit: 'closed' })
+})
+
 t.test('4xx answers do not open the circuit', async (t) => {
   const up = await startUpstream(t, (_req, res) => sendJson(res, 404, { message: 'no such item' }))
   const source = await itemsSource(t, up, { circuitBreaker: { threshold: 2 } })

@@ -16,7 +16,7 @@ import {
 import { wrapSchema } from '@graphql-tools/wrap'
 import type { ConnectorSubschema } from '../connectors/types.js'
 import { ComposeCollisionError, ComposeNamespaceError } from '../errors.js'
-import { applyNamespace, foreignScalarNames, remoteRenames } from './namespace.js'
+import { applyNamespace, detachReferencedRoots, foreignScalarNames, remoteRenames } from './namespace.js'
 import { composeMergedSources, type MergedTypeOptions, type MergingSource } from './merge.js'
 
 /** One loaded data source, ready to compose. */
@@ -41,10 +41,10 @@ function namespaced(source: ComposableSource): GraphQLSchema {
       `${source.name} defines its own scalar ${name}, but ${name} is the name of a shared scalar; give the source a namespace (its scalar becomes <namespace>_${name}) or rename the scalar`,
     )
   }
-  if (subschema.kind === 'local') return applyNamespace(subschema.schema, namespace, foreign)
+  if (subschema.kind === 'local') return detachReferencedRoots(applyNamespace(subschema.schema, namespace, foreign), namespace)
   const wrapped = wrapSchema({ schema: subschema.schema, executor: subschema.executor, transforms: remoteRenames(namespace, foreign) })
   // Shared scalars and root-type normalisation still apply to the wrapped schema (foreign ones are prefixed by now).
-  return applyNamespace(wrapped, '')
+  return detachReferencedRoots(applyNamespace(wrapped, ''), namespace)
 }
 
 const isMerging = (s: ComposableSource): s is ComposableSource & MergingSource => !!s.merge && Object.keys(s.merge).length > 0

@@ -4,7 +4,8 @@
  * gateway's answer to Hasura remote relationships, Mesh `@resolveTo` and graphql-tools computed fields.
  *
  * - **Batching.** Every parent at one level of one request (same link, same field node) is collected
- *   until the current tick ends, then served together. A link with `batch` calls its target once per
+ *   until the current tick ends and no link call of the request is running (parents arriving in the
+ *   answers of several calls above join one batch), then served together. A link with `batch` calls its target once per
  *   `batch.maxKeys` distinct keys, passing the list where the arguments say `'$keys'`, and matches the
  *   returned items to the parents by `batch.match`. A link without `batch` makes one call per distinct
  *   argument object. Calls of one level run at most `concurrency` at a time.
@@ -61,6 +62,12 @@ export interface LinkBatch {
   separator?: string
   /** Most keys in one call; more distinct keys make several calls. Default 100. */
   maxKeys?: number
+  /**
+   * Where the list sits in the target's answer when the target returns an object around it: field
+   * names separated by dots (`'data'` for Stripe's `{ data: [...] }`, `'artists'`, `'items'`). Each
+   * field must be an object field, the last a list of objects. Default: the target returns the list.
+   */
+  resultPath?: string
 }
 
 /**
@@ -118,6 +125,8 @@ interface CompiledLink {
   operations: WeakMap<OperationDefinitionNode, OperationDefinitionNode>
   /** The unaliased `batch.match` field node, added to the target's selection. */
   matchNode: FieldNode | null
+  /** `batch.resultPath` split at its dots (empty: the target returns the list). */
+  resultPath: string[]
 }
 
 function fail(index: number, prop: string, message: string): never {
@@ -182,13 +191,21 @@ function compileLink(schema: GraphQLSchema, def: LinkDefinition, index: number):
   })
   let type: GraphQLOutputType
   let matchNode: FieldNode | null = null
+  const resultPath = def.batch?.resultPath ? def.batch.resultPath.split('.') : []
   if (def.batch) {
     if (!usesKeys) fail(index, 'args', `a batched link passes its keys with '$keys'`)
     if (requires.size) fail(index, 'args', `a batched link cannot use $parent.<field> in args (use batch.key)`)
     requires.add(def.batch.key)
-    const list = getNullableType(target.type)
+    let list = getNullableType(target.type)
+    let at = def.target
+    for (const segment of resultPath) {
+      const field = isObjectType(list) ? list.getFields()[segment] : undefined
+      if (!field) fail(index, 'batch.resultPath', `${at} has no object field ${segment}`)
+      list = getNullableType(field.type)
+      at = `${at}.${segment}`
+    }
     const item = isListType(list) ? getNamedType(list) : null
-    if (!item || !isObjectType(item)) fail(index, 'batch', `${def.target} must return a list of objects to be batched`)
+    if (!item || !isObjectType(item)) fail(index, resultPath.length ? 'batch.resultPath' : 'batch', `${at} must return a list of objects to be batched${resultPath.length ? '' : ' (or give batch.resultPath: the path of the list inside its answer)'}`)
     const match = item.getFields()[def.batch.match]
     if (!match || !isLeafType(getNamedType(match.type))) fail(index, 'batch.match', `${item.name} has no scalar field ${def.batch.match}`)
     matchNode = fieldNode(def.batch.match)
@@ -215,6 +232,7 @@ function compileLink(schema: GraphQLSchema, def: LinkDefinition, index: number):
     nodes: new WeakMap(),
     operations: new WeakMap(),
     matchNode,
+    resultPath,
   }
 }
 
@@ -283,8 +301,10 @@ function callTarget(link: CompiledLink, args: Record<string, unknown>, info: Gra
   const first = info.fieldNodes[0]!
   let node = link.nodes.get(first)
   if (!node) {
-    const selections: SelectionNode[] = info.fieldNodes.flatMap((n) => n.selectionSet?.selections ?? [])
+    let selections: SelectionNode[] = info.fieldNodes.flatMap((n) => n.selectionSet?.selections ?? [])
     if (link.matchNode) selections.push(link.matchNode)
+    // batch.resultPath: the item selection travels inside the fields that hold the list.
+    for (const segment of [...link.resultPath].reverse()) selections = [{ ...fieldNode(segment), selectionSet: { kind: Kind.SELECTION_SET, selections } }]
     node = {
       kind: Kind.FIELD,
       name: { kind: Kind.NAME, value: link.def.target },
@@ -343,9 +363,33 @@ interface Pending {
   context: unknown
 }
 
-/** Parents waiting for the end of the tick, by request scope, link and field node. */
-const pendingByScope = new WeakMap<object, Map<CompiledLink, Map<FieldNode, Pending>>>()
+/**
+ * One request's link state: the parents waiting, by link and field node, and the link calls in
+ * flight. A level is served when the tick ends *and* no link call of the request is running: the
+ * parents of one level may arrive in the answers of several calls above it (a batched link below a
+ * non-batched one), and each of those answers adds parents until the last one is in.
+ */
+interface Scope {
+  pending: Map<CompiledLink, Map<FieldNode, Pending>>
+  /** Link flushes running (from the start of a flush to its last call's answer). */
+  inFlight: number
+  /** Levels whose tick has ended, waiting for `inFlight` to reach 0. */
+  ready: Array<() => void>
+}
+
+/** Link state by request scope (the request's context object). */
+const scopes = new WeakMap<object, Scope>()
 const resolved = Promise.resolve()
+
+/** Runs the ready levels once every answer in flight has been handed to the executor (after its promise jobs and ticks). */
+function releaseReady(scope: Scope): void {
+  if (scope.inFlight > 0 || !scope.ready.length) return
+  setImmediate(() => {
+    if (scope.inFlight > 0) return
+    const ready = scope.ready.splice(0)
+    for (const run of ready) run()
+  })
+}
 
 /** Runs `tasks` with at most `limit` at once. */
 async function runLimited<T>(items: readonly T[], limit: number, task: (item: T) => Promise<void>): Promise<void> {
@@ -357,9 +401,10 @@ async function runLimited<T>(items: readonly T[], limit: number, task: (item: T)
 }
 
 function enqueue(link: CompiledLink, context: unknown, info: GraphQLResolveInfo, dedupKey: string, value: unknown): Promise<unknown> {
-  const scope = (context !== null && typeof context === 'object' ? context : info.operation) as object
-  let byLink = pendingByScope.get(scope)
-  if (!byLink) pendingByScope.set(scope, (byLink = new Map()))
+  const scopeKey = (context !== null && typeof context === 'object' ? context : info.operation) as object
+  let scope = scopes.get(scopeKey)
+  if (!scope) scopes.set(scopeKey, (scope = { pending: new Map(), inFlight: 0, ready: [] }))
+  const byLink = scope.pending
   let byNode = byLink.get(link)
   if (!byNode) byLink.set(link, (byNode = new Map()))
   const first = info.fieldNodes[0]!
@@ -368,11 +413,21 @@ function enqueue(link: CompiledLink, context: unknown, info: GraphQLResolveInfo,
     const p: Pending = { entries: new Map(), info, context }
     pending = p
     byNode.set(first, p)
-    // Like DataLoader: after the promise jobs of this tick, so every sibling parent has been seen.
+    const s = scope
+    const run = () => {
+      byNode!.delete(first)
+      s.inFlight++
+      void flush(link, p).finally(() => {
+        s.inFlight--
+        releaseReady(s)
+      })
+    }
+    // Like DataLoader: after the promise jobs of this tick, so every sibling parent has been seen;
+    // and, while link calls of the request are running, after their answers too (one call per level).
     void resolved.then(() =>
       process.nextTick(() => {
-        byNode!.delete(first)
-        void flush(link, p)
+        if (s.inFlight === 0) return run()
+        s.ready.push(run)
       }),
     )
   }
@@ -419,13 +474,19 @@ async function flush(link: CompiledLink, pending: Pending): Promise<void> {
     return
   }
   const query = info.schema.getQueryType()!
-  const itemType = getNamedType(query.getFields()[link.def.target]!.type) as GraphQLObjectType
+  let itemType = getNamedType(query.getFields()[link.def.target]!.type) as GraphQLObjectType
+  const pathTypes: GraphQLObjectType[] = []
+  for (const segment of link.resultPath) {
+    pathTypes.push(itemType)
+    itemType = getNamedType(itemType.getFields()[segment]!.type) as GraphQLObjectType
+  }
   const match = link.def.batch.match
   const many = link.def.many === true
   const serve = async (chunk: Entry[]): Promise<void> => {
     try {
       const args = fill(link.def.args ?? {}, () => undefined, chunk.map((e) => e.value)) as Record<string, unknown>
-      const result = await callTarget(link, args, info, context)
+      let result = await callTarget(link, args, info, context)
+      for (let i = 0; i < link.resultPath.length && result !== null && result !== undefined; i++) result = await readField(pathTypes[i]!, result, link.resultPath[i]!, context, info)
       // Items by key: every item (many) or the first one.
       const byKey = new Map<string, unknown>()
       for (const item of Array.isArray(result) ? result : []) {

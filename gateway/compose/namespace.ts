@@ -10,6 +10,9 @@
  */
 import {
   GraphQLEnumType,
+  getNamedType,
+  isInterfaceType,
+  isObjectType,
   GraphQLInputObjectType,
   GraphQLInterfaceType,
   GraphQLObjectType,
@@ -161,4 +164,32 @@ export function withSharedScalars(mapped: GraphQLSchema): GraphQLSchema {
 
 function prefixResolved(value: string | undefined, typeName: (name: string) => string): string | undefined {
   return typeof value === 'string' ? typeName(value) : value
+}
+
+/**
+ * Keeps the source's root types that its own fields return (GitHub's `relay: Query!`, a mutation
+ * payload's `query: Query`) as ordinary object types of the source: each such root type is renamed
+ * `<namespace>_<Type>` (`<Type>Root` without a namespace, Shopify's spelling), because the gateway's
+ * `Query` is a new type that holds every source's root fields. The renamed type keeps the fields,
+ * resolvers and names of the source's root (`github_relay { github_viewer { login } }`); a remote
+ * source's proxying resolvers read a nested root field from the parent's answer, so the nested
+ * selection travels in the same upstream request as the field above it.
+ * @param schema a namespaced subschema ({@link applyNamespace}, or a wrapped remote schema).
+ * @returns `schema` itself when no field returns a root type, else a renamed copy.
+ */
+export function detachReferencedRoots(schema: GraphQLSchema, namespace: string): GraphQLSchema {
+  const roots = [schema.getQueryType(), schema.getMutationType(), schema.getSubscriptionType()].filter((r): r is GraphQLObjectType => !!r)
+  const referenced = new Set<string>()
+  for (const type of Object.values(schema.getTypeMap())) {
+    if (type.name.startsWith('__') || !(isObjectType(type) || isInterfaceType(type))) continue
+    for (const field of Object.values(type.getFields())) {
+      const target = getNamedType(field.type)
+      if (roots.includes(target as GraphQLObjectType)) referenced.add(target.name)
+    }
+  }
+  if (!referenced.size) return schema
+  const rename = (name: string) => (namespace ? `${namespace}_${name}` : `${name}Root`)
+  return mapSchema(schema, {
+    [MapperKind.ROOT_OBJECT]: (type) => (referenced.has(type.name) ? new GraphQLObjectType({ ...type.toConfig(), name: rename(type.name) }) : type),
+  })
 }

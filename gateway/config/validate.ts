@@ -313,6 +313,7 @@ const configSchema = {
               match: { type: 'string', pattern: name },
               separator: { type: 'string', minLength: 1 },
               maxKeys: { type: 'integer', minimum: 1, maximum: 10000 },
+              resultPath: { type: 'string', pattern: '^[_A-Za-z][_0-9A-Za-z]*(\\.[_A-Za-z][_0-9A-Za-z]*){0,15}$' },
             },
           },
           many: { type: 'boolean' },

@@ -5,7 +5,8 @@
  * Conversion rules (docs/architecture.md §4, "REST fields"):
  *
  * - **Operations.** Each `paths.<path>.<method>` operation becomes one root field: `GET` → `Query`,
- *   `POST`/`PUT`/`PATCH`/`DELETE` → `Mutation` (`HEAD`, `OPTIONS` and `TRACE` are skipped). The field is
+ *   `POST`/`PUT`/`PATCH`/`DELETE` → `Mutation`, `HEAD` → `Query` returning `HeadResponse` (status and
+ *   headers); `OPTIONS` and `TRACE` are skipped. The field is
  *   named after the `operationId`, with every run of characters outside `[_0-9A-Za-z]` replaced by `_`
  *   (`_` prepended before a leading digit); without an `operationId` the name is `<method><PathInPascal>`
  *   with `{param}` segments written `By<Param>` (`GET /api/v1/role/{code}` → `getApiV1RoleByCode`).
@@ -85,11 +86,27 @@ import {
   type HttpMethod, type MediaTypeObject, type OpenApiDocument, type OperationObject, type ParameterObject,
   type RequestBodyObject, type ResponseObject, type SchemaObject, type SecurityRequirement,
 } from './openapi.js'
+import { formEncode, formEncodings, serializeQuery, toJson, toText } from './serialize.js'
+
+export { toJson }
 
 /** How the body of an upstream answer is decoded: parsed JSON, text, base64 of the bytes, or ignored (`true`). */
-export type ResponseKind = 'json' | 'text' | 'binary' | 'none'
+export type ResponseKind = 'json' | 'text' | 'binary' | 'none' | 'head'
 
 /** How a request body is encoded: JSON, `application/x-www-form-urlencoded`, `multipart/form-data`, text (`text/*`, XML) or raw bytes. */
+/**
+ * What a HEAD operation (a Query field) returns: the answer's status and headers (lower-case names;
+ * `set-cookie` left out, repeated headers joined with `, `).
+ */
+const headResponse = () => new GraphQLObjectType({
+  name: 'HeadResponse',
+  description: 'The status and headers of the answer to a HEAD request.',
+  fields: {
+    status: { type: new GraphQLNonNull(GraphQLInt), description: 'The HTTP status (2xx).' },
+    headers: { type: new GraphQLNonNull(JSONScalar), description: 'Response headers by lower-case name, without set-cookie; repeated ones joined with ", ".' },
+  },
+})
+
 export type BodyKind = 'json' | 'form' | 'multipart' | 'text' | 'binary'
 
 /** One upstream call, ready to send: what a resolver hands to the {@link RestRequestFn}. */
@@ -205,30 +222,6 @@ function stripInput(name: string): string {
   return name.endsWith('Input') && name.length > 5 ? name.slice(0, -5) : name
 }
 
-const BIGINT_MARKER = `\u0000bigint${Math.random().toString(36).slice(2)}:`
-const BIGINT_MARKED = new RegExp(`"\\\\u0000${BIGINT_MARKER.slice(1)}(-?\\d+)"`, 'g')
-
-/** A JSON value to text; Dates as ISO strings, Buffers as base64, bigints as exact JSON numbers. */
-export function toJson(value: unknown): string {
-  let hasBig = false
-  const marker = BIGINT_MARKER
-  const text = JSON.stringify(value, function replacer(this: unknown, key: string, v: unknown) {
-    const raw = (this as Record<string, unknown>)[key]
-    if (typeof v === 'bigint') { hasBig = true; return `${marker}${v.toString()}` }
-    if (Buffer.isBuffer(raw)) return raw.toString('base64')
-    return v
-  })
-  return hasBig ? text.replace(BIGINT_MARKED, '$1') : text
-}
-
-function toText(value: unknown): string {
-  if (typeof value === 'string') return value
-  if (value instanceof Date) return value.toISOString()
-  if (Buffer.isBuffer(value)) return value.toString('base64')
-  if (typeof value === 'object' && value !== null) return toJson(value)
-  return String(value)
-}
-
 function str(v: unknown): string | undefined {
   return typeof v === 'string' ? v : undefined
 }
@@ -268,6 +261,8 @@ export function convertOpenApi(document: OpenApiDocument, options: ConvertOption
 }
 
 class Converter {
+  /** The type of every HEAD operation's field, made once per document. */
+  private headType?: GraphQLObjectType
   private readonly warnings: string[] = []
   private readonly usedTypeNames = new Set<string>()
   private readonly componentNames = new Set<string>()
@@ -298,12 +293,12 @@ class Converter {
       for (const method of HTTP_METHODS) {
         const op = item[method]
         if (!isObject(op)) continue
-        if (method === 'head' || method === 'options' || method === 'trace') {
+        if (method === 'options' || method === 'trace') {
           this.warnings.push(`${method.toUpperCase()} ${path}: ${method.toUpperCase()} operations are not converted`)
           continue
         }
         const built = this.operation(path, method, op, item.parameters ?? [])
-        if (built) (method === 'get' ? query : mutation)[built.name] = built.field
+        if (built) (method === 'get' || method === 'head' ? query : mutation)[built.name] = built.field
       }
     }
     if (Object.keys(query).length === 0) {
@@ -408,7 +403,10 @@ class Converter {
         type = input.type
         const { codec } = input
         if (kind === 'json') encode = (v) => toJson(v === null ? null : codec(v))
-        else if (kind === 'form') encode = (v) => formEncode(v === null ? null : codec(v))
+        else if (kind === 'form') {
+          const encodings = formEncodings((rb.content[media] as MediaTypeObject).encoding)
+          encode = (v) => formEncode(v === null ? null : codec(v), encodings)
+        }
         else {
           const binary = this.binaryProperties(schema)
           encode = (v) => multipartEncode(v === null ? null : codec(v), binary)
@@ -420,9 +418,10 @@ class Converter {
     }
 
     // Response.
-    const response = this.pickResponse(op.responses)
+    const response: ReturnType<Converter['pickResponse']> = method === 'head' ? { kind: 'head' } : this.pickResponse(op.responses)
     let type: GraphQLOutputType
-    if (response.kind === 'json') type = this.output(response.schema, `${P}Response`).type
+    if (response.kind === 'head') type = (this.headType ??= headResponse())
+    else if (response.kind === 'json') type = this.output(response.schema, `${P}Response`).type
     else if (response.kind === 'none') type = GraphQLBoolean
     else if (response.kind === 'text') type = GraphQLString
     else type = BytesScalar
@@ -957,27 +956,6 @@ function simple(value: unknown): string {
 }
 
 /** OpenAPI §4.8.12.4 query serialisation: `form` (explode: repeated keys), `spaceDelimited`, `pipeDelimited`, `deepObject`. */
-function serializeQuery(out: Array<[string, string]>, name: string, value: unknown, style: string, explode: boolean, json: boolean): void {
-  if (json) {
-    out.push([name, toJson(value)])
-    return
-  }
-  if (Array.isArray(value)) {
-    const items = value.filter((v) => v !== null && v !== undefined).map(toText)
-    if (explode && style === 'form') for (const v of items) out.push([name, v])
-    else out.push([name, items.join(style === 'spaceDelimited' ? ' ' : style === 'pipeDelimited' ? '|' : ',')])
-    return
-  }
-  if (isObject(value) && !(value instanceof Date) && !Buffer.isBuffer(value)) {
-    const entries = Object.entries(value).filter(([, v]) => v !== null && v !== undefined)
-    if (style === 'deepObject') for (const [k, v] of entries) out.push([`${name}[${k}]`, toText(v)])
-    else if (explode) for (const [k, v] of entries) out.push([k, toText(v)])
-    else out.push([name, entries.map(([k, v]) => `${k},${toText(v)}`).join(',')])
-    return
-  }
-  out.push([name, toText(value)])
-}
-
 /** The body media type used, by preference: JSON, form, multipart, text (`text/*`, XML), else the first as bytes. */
 function pickBodyMedia(medias: string[]): [string, BodyKind] {
   const json = medias.find(isJsonMedia)
@@ -1013,14 +991,3 @@ function multipartEncode(value: unknown, binary: Set<string>): FormData {
   return form
 }
 
-function formEncode(value: unknown): string {
-  const params = new URLSearchParams()
-  if (isObject(value)) {
-    for (const [k, v] of Object.entries(value)) {
-      if (v === null || v === undefined) continue
-      if (Array.isArray(v)) for (const x of v) params.append(k, toText(x))
-      else params.append(k, toText(v))
-    }
-  }
-  return params.toString()
-}

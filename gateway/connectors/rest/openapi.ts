@@ -48,6 +48,8 @@ export interface ParameterObject {
 /** A media type object (OpenAPI §4.8.14). */
 export interface MediaTypeObject {
   schema?: SchemaObject
+  /** Per-property serialization of form and multipart bodies (§4.8.15), by property name. */
+  encoding?: Record<string, { contentType?: string; style?: string; explode?: boolean }>
 }
 
 /** A request body object (OpenAPI §4.8.13). */

@@ -13,7 +13,8 @@
  * | circuit breaker open, or `connections + maxQueue` requests already waiting | `UpstreamUnavailableError` | `{ code: 'TRB_ERR_UPSTREAM_UNAVAILABLE', http: { status: 503 } }` |
  *
  * Resilience (per source): idempotent methods (GET, HEAD, PUT, DELETE, OPTIONS) are retried
- * `retry.retries` times after a network failure, a timeout or a 408/429/502/503/504 answer, waiting
+ * `retry.retries` times after a network failure, a timeout or a 408/429/502/503/504 answer (not a 2xx
+ * answer whose body cannot be decoded, which neither counts toward the breaker), waiting
  * `Retry-After` (429/503; no retry when it exceeds `retry.maxDelayMs`) or an exponential backoff with
  * jitter (`baseDelayMs · 2^attempt`, capped at `maxDelayMs`, a random half of it added to the other
  * half). Each call, its retries included, goes through a cockatiel circuit breaker that opens after
@@ -122,6 +123,11 @@ const HEALTH_WAIT_MS = 25
 const CLOSE_GRACE_MS = 1000
 /** `Retry-After` of a failed answer, in milliseconds, keyed by the thrown error. */
 const retryAfterOf = new WeakMap<object, number>()
+/**
+ * Errors for a 2xx answer whose body cannot be decoded (invalid JSON, an HTML page): the upstream
+ * answered, so asking again gives the same body. Never retried, never counted by the breaker.
+ */
+const malformedAnswers = new WeakSet<object>()
 
 type HeaderBag = Record<string, string | string[] | undefined>
 
@@ -227,6 +233,7 @@ function statusOf(err: unknown): number | undefined {
 
 /** True for an attempt that says the upstream is unwell: network failure, timeout or 5xx (not 4xx, not a too-large answer). */
 function isOutage(err: unknown): boolean {
+  if (isObject(err) && malformedAnswers.has(err)) return false
   const code = errorCode(err)
   if (code === 'TRB_ERR_UPSTREAM_TIMEOUT') return true
   if (code !== 'TRB_ERR_UPSTREAM') return false
@@ -240,7 +247,7 @@ function isOutage(err: unknown): boolean {
  * `maxDelayMs`), else `d/2 + random·d/2` with `d = min(maxDelayMs, baseDelayMs · 2^attempt)`.
  */
 export function retryDelay(err: unknown, attempt: number, retry: RetryOptions, random = Math.random): number | undefined {
-  if (attempt >= retry.retries) return undefined
+  if (attempt >= retry.retries || (isObject(err) && malformedAnswers.has(err))) return undefined
   const code = errorCode(err)
   if (code !== 'TRB_ERR_UPSTREAM' && code !== 'TRB_ERR_UPSTREAM_TIMEOUT') return undefined
   const status = statusOf(err)
@@ -354,6 +361,14 @@ export function createUpstream(options: UpstreamOptions): Upstream {
         case 'none':
           await res.body.dump()
           return true
+        case 'head': {
+          await res.body.dump()
+          const headers: Record<string, string> = {}
+          for (const [name, value] of Object.entries(res.headers)) {
+            if (value !== undefined && name !== 'set-cookie') headers[name] = Array.isArray(value) ? value.join(', ') : value
+          }
+          return { status, headers }
+        }
         case 'text':
           return await res.body.text()
         case 'binary':
@@ -365,7 +380,9 @@ export function createUpstream(options: UpstreamOptions): Upstream {
             // int64 values above 2^53 stay exact for BigInt fields (gateway/scalars.ts).
             return parseJsonExact(text)
           } catch {
-            throw withExtensions(new UpstreamError(sourceName, `${req.operation}: the answer is not valid JSON`), 502)
+            const malformed = withExtensions(new UpstreamError(sourceName, `${req.operation}: the answer is not valid JSON`), 502)
+            malformedAnswers.add(malformed)
+            throw malformed
           }
         }
       }
