@@ -14,7 +14,7 @@ import { createServer } from 'node:http'
 import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { postGraphQL, startGateway, startGraphQLUpstream, type GraphQLUpstream } from './helpers/graphql-upstream.js'
+import { getOperation, postGraphQL, startGateway, startGraphQLUpstream, type GraphQLUpstream } from './helpers/graphql-upstream.js'
 import { eventually } from './helpers/eventually.js'
 import { federation } from '../gateway/config/index.js'
 
@@ -113,4 +113,26 @@ t.test('supergraph and subgraphs: exactly one', async (t) => {
   t.throws(() => resolveConfig({ datasources: [{ kind: 'federation', supergraph: 'a.graphql', subgraphs: [{ name: 'a', url: 'http://127.0.0.1:1/graphql' }] }] }), { code: 'TRB_ERR_CONFIG_INVALID' })
   t.throws(() => resolveConfig({ datasources: [{ kind: 'federation' }] }), { code: 'TRB_ERR_CONFIG_INVALID' })
   t.throws(() => resolveConfig({ datasources: [{ kind: 'federation', supergraph: 'http://127.0.0.1:1/s', supergraphPollMs: 10 }] }), { code: 'TRB_ERR_CONFIG_INVALID', message: /supergraphPollMs/ })
+})
+
+t.test('a query plan that cannot be built answers data: null, its library message hidden in production', async (t) => {
+  // The federation gateway audit's corrupted-supergraph-node-id suite: each subgraph resolves `node` with an id the other owns.
+  const NODE_LINK = 'extend schema @link(url: "https://specs.apollo.dev/federation/v2.3", import: ["@key", "@shareable", "@external"])'
+  const node = (typeDefs: string, resolve: (id: string) => unknown) =>
+    buildSubgraphSchema({ typeDefs: parse(`${NODE_LINK}\ntype Query { node(id: ID!): Node @shareable } interface Node { id: ID! }\n${typeDefs}`), resolvers: { Query: { node: (_: unknown, a: { id: string }) => resolve(a.id) } } as Resolvers })
+  const a = await startGraphQLUpstream(t, node('type Account implements Node @key(fields: "id") { id: ID! username: String! } type Chat implements Node @key(fields: "id") { id: ID! @external }', (id) =>
+    id === 'a1' ? { __typename: 'Account', id, username: 'a1-username' } : { __typename: 'Chat', id: 'never' }))
+  const b = await startGraphQLUpstream(t, node('type Account implements Node @key(fields: "id") { id: ID! @external } type Chat implements Node @key(fields: "id") { id: ID! text: String! }', (id) =>
+    id === 'a1' ? { __typename: 'Account', id: 'never' } : { __typename: 'Chat', id, text: 'c1-text' }))
+  const subgraphs = [{ name: 'a', url: a.url }, { name: 'b', url: b.url }]
+  const dev = await startGateway(t, { datasources: [federation({ subgraphs })] })
+  const res = await postGraphQL(dev.base, '{ node(id: "a1") { id } }')
+  t.equal(res.body.data, null, 'data: null, not { node: null }')
+  t.equal(res.body.errors?.[0]?.extensions.CRITICAL_ERROR, true)
+  t.same(res.body.errors?.[0]?.path, ['node'])
+  t.same((await postGraphQL(dev.base, '{ account: node(id: "a1") { __typename } chat: node(id: "c1") { __typename } }')).body, { data: { account: { __typename: 'Account' }, chat: { __typename: 'Chat' } } }, 'a plan that can be built is unaffected')
+  const prod = await startGateway(t, { mode: 'production', datasources: [federation({ subgraphs })], operations: { Node: 'query Node { node(id: "a1") { id } }\n' } })
+  const masked = await getOperation(prod.base, 'Node')
+  t.equal(masked.body.data, undefined, `no partial data on /operations: ${JSON.stringify(masked.body)}`)
+  t.equal(masked.body.errors?.[0]?.message, 'The federation query plan could not be built', 'the library message is not shown in production')
 })
