@@ -492,7 +492,7 @@ export function resolveConfig(input: unknown, env: NodeJS.ProcessEnv = process.e
     if (rule.bypassRoles && !rule.filter) throw new ConfigInvalidError(`permissions.${key}.bypassRoles: only a rule with a filter has roles that bypass it`)
   }
   c.datasources.forEach((d, i) => {
-    if (d.kind === 'federation') uniqueSubgraphs(d, i)
+    if (d.kind === 'federation' && d.subgraphs) uniqueSubgraphs(d, i)
   })
   if (!Number.isInteger(config.server.port) || config.server.port < 0 || config.server.port > 65535) {
     validateConfig({ ...c, server: { ...c.server, port: config.server.port } })
@@ -527,7 +527,7 @@ function resolveAuth(input: AuthConfigInput | undefined, dev: boolean): AuthConf
 function uniqueSubgraphs(source: FederationDataSource, index: number): void {
   for (const key of ['name', 'url'] as const) {
     const seen = new Set<string>()
-    source.subgraphs.forEach((s, j) => {
+    source.subgraphs?.forEach((s, j) => {
       if (seen.has(s[key])) throw new ConfigInvalidError(`datasources[${index}].subgraphs[${j}].${key}: another subgraph has the ${key} ${s[key]}`)
       seen.add(s[key])
     })

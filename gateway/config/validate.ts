@@ -158,10 +158,14 @@ const sourceSchemas = {
   },
   federation: {
     type: 'object',
-    required: ['kind', 'subgraphs'],
+    required: ['kind'],
+    oneOf: [{ required: ['subgraphs'] }, { required: ['supergraph'] }],
     additionalProperties: false,
     properties: {
       ...base,
+      supergraph: { type: 'string', minLength: 1 },
+      supergraphHeaders: headers,
+      supergraphPollMs: { type: 'integer', minimum: 1000, maximum: 86_400_000 },
       subgraphs: {
         type: 'array',
         minItems: 1,

@@ -135,6 +135,11 @@ export function formatGraphQLError(err: GraphQLError, options: FormatErrorOption
     recordErrorCode(code)
     // An error an upstream GraphQL API returned is an upstream failure: 502 unless it carries a code of ours.
     if (upstream) return { error: formatUpstreamError(source.message, extensions, upstream, base, options), status: STATUS_BY_CODE[code] || (code === 'TRB_ERR_UPSTREAM' ? 502 : 400) }
+    // A federation planning error's text is the library's (`Was not able to find any options for id…`): logged, not shown in production.
+    if (extensions.CRITICAL_ERROR === true && options.mode === 'production') {
+      options.logger.error({ err: { message: source.message }, path: err.path }, 'federation query plan failed')
+      return { error: { message: 'The federation query plan could not be built', ...base, extensions }, status: STATUS_BY_CODE[code] || 400 }
+    }
     return { error: { message: strip(source.message), ...base, extensions }, status: STATUS_BY_CODE[code] || 400 }
   }
   if (isTributaryError(original)) {
@@ -157,13 +162,20 @@ export function formatGraphQLError(err: GraphQLError, options: FormatErrorOption
   return maskedError(original, base, options)
 }
 
-/** Formats a list of errors; `status` is the most severe one (5xx over 4xx; 504 over 502). */
-export function formatGraphQLErrors(errors: readonly GraphQLError[], options: FormatErrorOptions): { errors: GraphQLFormattedError[]; status: number } {
+/**
+ * Formats a list of errors; `status` is the most severe one (5xx over 4xx; 504 over 502). `critical`
+ * is true when one is a query-planning error of a federation source (`extensions.CRITICAL_ERROR`,
+ * set by `@graphql-tools/federation` when the plan cannot be built: a corrupted node id, an
+ * interface object no subgraph resolves): the answer then carries `data: null`, as Hive Gateway and
+ * the federation gateway audit expect, not partial data.
+ */
+export function formatGraphQLErrors(errors: readonly GraphQLError[], options: FormatErrorOptions): { errors: GraphQLFormattedError[]; status: number; critical: boolean } {
   const formatted = errors.map((e) => formatGraphQLError(e, options))
   const rank = (s: number) => (s === 504 ? 4 : s === 502 ? 3 : s >= 500 ? 2 : 1)
   let status = 400
   for (const f of formatted) if (rank(f.status) > rank(status) || (rank(f.status) === rank(status) && f.status !== 400)) status = f.status
-  return { errors: formatted.map((f) => f.error), status }
+  const critical = formatted.some((f) => f.error.extensions?.CRITICAL_ERROR === true)
+  return { errors: formatted.map((f) => f.error), status, critical }
 }
 
 /** `Retry-After` seconds of the codes a client should retry later. */

@@ -377,8 +377,10 @@ export function registerGraphQLEndpoint(
       await invalidateTags(holder.cluster, tags).catch((err: unknown) => request.log.error({ err }, 'invalidating cached responses failed'))
     }
     const body: { data?: unknown; errors?: GraphQLFormattedError[] } = {}
-    if (result.errors?.length) body.errors = formatGraphQLErrors(result.errors, { mode: gateway.config.mode, logger: request.log }).errors
-    body.data = result.data
+    let critical = false
+    if (result.errors?.length) ({ errors: body.errors, critical } = formatGraphQLErrors(result.errors, { mode: gateway.config.mode, logger: request.log }))
+    // A federation plan that cannot be built answers `data: null` (formatGraphQLErrors), not partial data.
+    body.data = critical ? null : result.data
     // Nothing answered (data null, or every root field null) because a source is at capacity or
     // unreachable: 503 with Retry-After, not a 200 to retry blindly.
     const nothingAnswered = result.data == null || Object.values(result.data).every((v) => v === null)

@@ -179,10 +179,11 @@ async function respond(op: CompiledOperation, variables: Variables, request: Fas
     await state.cache.invalidate(tagsOf(op, holder, state)).catch((err: unknown) => request.log.error({ err, operation: op.name }, 'invalidating cached responses failed'))
   }
   if (result.errors?.length) {
-    const { errors, status } = formatGraphQLErrors(result.errors, { mode: holder.current.config.mode, logger: request.log })
+    const { errors, status, critical } = formatGraphQLErrors(result.errors, { mode: holder.current.config.mode, logger: request.log })
     const body: { errors: GraphQLFormattedError[]; data?: unknown } = { errors }
-    if (result.data) body.data = result.data
-    return json(reply, result.data ? status : withRetryAfter(reply, result.errors, status), body)
+    const data = critical ? null : result.data
+    if (data) body.data = data
+    return json(reply, data ? status : withRetryAfter(reply, result.errors, status), body)
   }
   const data = result.data ?? {}
   // A custom REST route whose every root field came back null found nothing: 404.

@@ -21,13 +21,14 @@
  * (`./subscriptions.ts`), entity fields of each event are resolved from the other subgraphs.
  * Progressive override (`@override(label:)`) routes per request (`./override.ts`).
  */
-import { parse } from 'graphql'
+import { GraphQLSchema, parse, printSchema } from 'graphql'
 import { composeServices } from '@theguild/federation-composition'
 import { getStitchedSchemaFromSupergraphSdl } from '@graphql-tools/federation'
 import { createDefaultExecutor } from '@graphql-tools/delegate'
 import type { ExecutionRequest } from '@graphql-tools/utils'
 import { mkdir, readFile, writeFile } from 'node:fs/promises'
-import { join } from 'node:path'
+import { watch } from 'node:fs'
+import { join, resolve } from 'node:path'
 import type { ConnectorContext, RemoteSubschema, SourceHealth } from '../types.js'
 import { SourceLoadError } from '../../errors.js'
 import { createGraphQLHttpClient, type GraphQLEndpoint } from '../graphql/http.js'
@@ -51,10 +52,25 @@ export interface SubgraphOptions {
   subscriptions?: SubgraphSubscriptionOptions
 }
 
-/** Options of an Apollo Federation data source. */
+/** Options of an Apollo Federation data source: `subgraphs` (composed in the gateway) or `supergraph` (composed elsewhere), exactly one. */
 export interface FederationSourceOptions {
-  /** The subgraphs, at least one. */
-  subgraphs: SubgraphOptions[]
+  /** The subgraphs, at least one, composed by the gateway at load. */
+  subgraphs?: SubgraphOptions[]
+  /**
+   * A supergraph SDL composed elsewhere (Apollo Rover, `@theguild/federation-composition`, a schema
+   * registry): a file path (relative to the working directory), or an `http(s)://` URL read with GET
+   * (a schema registry's CDN, e.g. Hive's `…/supergraph` with `supergraphHeaders: { 'X-Hive-CDN-Key': key }`).
+   * Subgraph URLs and names come from its `join__graph` values. Read once at load; at most 16 MiB.
+   */
+  supergraph?: string
+  /** Headers of the supergraph URL's GET (a registry key). Default none. */
+  supergraphHeaders?: Record<string, string>
+  /**
+   * How often a supergraph URL is polled for a new version, in milliseconds (`If-None-Match` with the
+   * last `ETag`: an unchanged supergraph costs a 304). 1000 to 86 400 000; default 10 000. A supergraph
+   * file is watched in development mode instead.
+   */
+  supergraphPollMs?: number
   /**
    * Per-request timeout of one subgraph request (connect, headers, between body chunks), in
    * milliseconds; for graphql-ws subscriptions, the longest wait for the handshake and for `connection_ack`. Default 5000.
@@ -81,6 +97,8 @@ type SdlCache = Record<string, { url: string; sdl: string }>
 
 /** How many composition errors a load failure quotes. */
 const MAX_QUOTED_ERRORS = 5
+/** The largest supergraph SDL read from a file or URL, in bytes. */
+const MAX_SUPERGRAPH_BYTES = 16 * 1024 * 1024
 
 /**
  * Reads the subgraphs' SDLs, composes them and builds the stitched supergraph schema.
@@ -90,7 +108,8 @@ const MAX_QUOTED_ERRORS = 5
  */
 export async function createFederationSource(options: FederationSourceOptions, context: ConnectorContext): Promise<RemoteSubschema> {
   const fail = (message: string, cause?: unknown): never => {
-    throw new SourceLoadError(context.sourceName, message, cause === undefined ? undefined : { cause })
+    // @fastify/error formats every argument but a trailing `{ cause }` into the message: no third argument without a cause.
+    throw cause === undefined ? new SourceLoadError(context.sourceName, message) : new SourceLoadError(context.sourceName, message, { cause })
   }
   // Header values may be templates (`{{claims.sub}}`), rendered per request: an unknown placeholder fails the load.
   let client: ReturnType<typeof createGraphQLHttpClient>
@@ -99,7 +118,8 @@ export async function createFederationSource(options: FederationSourceOptions, c
   } catch (err) {
     return fail((err as Error).message)
   }
-  options.subgraphs.forEach((s, i) => {
+  const listed = options.subgraphs ?? []
+  listed.forEach((s, i) => {
     try {
       compileHeaderTemplates(s.headers)
     } catch (err) {
@@ -107,52 +127,81 @@ export async function createFederationSource(options: FederationSourceOptions, c
       fail(`subgraphs[${i}].${(err as Error).message}`)
     }
   })
-  const endpoints = new Map<string, GraphQLEndpoint>(
-    options.subgraphs.map((s) => [s.url, { url: s.url, name: `${context.sourceName}/${s.name}`, headers: s.headers }]),
-  )
+  const endpoints = new Map<string, GraphQLEndpoint>(listed.map((s) => [s.url, { url: s.url, name: `${context.sourceName}/${s.name}`, headers: s.headers }]))
+  // With a supergraph, the subgraphs are the ones its `join__graph` values name.
+  const subgraphs: SubgraphOptions[] = [...listed]
   const transports: SubscriptionTransport[] = []
   try {
-    const sdls = await readSdls(options.subgraphs, endpoints, client.send, context)
-    const composed = composeServices(options.subgraphs.map((s) => ({ name: s.name, url: s.url, typeDefs: parse(sdls[s.name]!) })))
-    if (composed.errors) {
-      const quoted = composed.errors.slice(0, MAX_QUOTED_ERRORS).map((e) => e.message)
-      const more = composed.errors.length > MAX_QUOTED_ERRORS ? ` (and ${composed.errors.length - MAX_QUOTED_ERRORS} more)` : ''
-      fail(`the subgraphs do not compose: ${quoted.join('; ')}${more}`)
+    let supergraphSdl: string
+    if (options.supergraph !== undefined) {
+      supergraphSdl = (await readSupergraph(/^https?:\/\//i.test(options.supergraph) ? options.supergraph : resolve(context.cwd, options.supergraph), options.supergraphHeaders, options.timeoutMs ?? 5000))!.sdl
+    } else {
+      const sdls = await readSdls(listed, endpoints, client.send, context)
+      const composed = composeServices(listed.map((s) => ({ name: s.name, url: s.url, typeDefs: parse(sdls[s.name]!) })))
+      if (composed.errors) {
+        const quoted = composed.errors.slice(0, MAX_QUOTED_ERRORS).map((e) => e.message)
+        const more = composed.errors.length > MAX_QUOTED_ERRORS ? ` (and ${composed.errors.length - MAX_QUOTED_ERRORS} more)` : ''
+        fail(`the subgraphs do not compose: ${quoted.join('; ')}${more}`)
+      }
+      supergraphSdl = composed.supergraphSdl!
     }
     const override = progressiveOverride(options.overrideLabels)
-    const schema = getStitchedSchemaFromSupergraphSdl({
-      supergraphSdl: composed.supergraphSdl!,
-      batch: true,
-      handleProgressiveOverride: override.handleProgressiveOverride,
-      getRng: override.getRng,
-      onSubschemaConfig(config) {
-        const endpoint = endpoints.get(config.endpoint)
-        if (!endpoint) fail(`the supergraph names an unknown subgraph endpoint for ${config.name}`)
-        const subgraphSchema = config.schema
-        // The executor types of @graphql-tools/utils 10 (ours) and 12 (federation's) differ only in optional `info` helpers.
-        const http = client.executor(endpoint!, () => subgraphSchema) as typeof config.executor
-        if (subgraphSchema.getSubscriptionType()) {
-          const subgraph = options.subgraphs.find((s) => s.url === config.endpoint)!
-          const transport = createSubscriptionTransport(endpoint!.name, endpoint!.url, subgraph.subscriptions, (ctx) => client.requestHeaders(endpoint!, ctx), options.timeoutMs ?? 5000)
-          transports.push(transport)
-          const subscribe = transport.executor as typeof config.executor
-          config.executor = (req) => (req.operationType === 'subscription' ? subscribe(req) : http(req))
-        } else {
-          config.executor = http
-        }
-        override.wrap(config)
-      },
-    })
-    relocateFieldErrors(schema)
-    const inner = createDefaultExecutor(schema) as RemoteSubschema['executor']
+    // Builds the stitched schema of one supergraph SDL (at load, and again when a watched supergraph changes).
+    const stitch = (supergraphSdl: string): GraphQLSchema => {
+      const built = getStitchedSchemaFromSupergraphSdl({
+        supergraphSdl,
+        batch: true,
+        handleProgressiveOverride: override.handleProgressiveOverride,
+        getRng: override.getRng,
+        onSubschemaConfig(config) {
+          if (options.supergraph !== undefined && !endpoints.has(config.endpoint)) {
+            if (!/^https?:\/\//.test(config.endpoint ?? '')) fail(`the supergraph gives subgraph ${config.name} no http(s) URL`)
+            endpoints.set(config.endpoint, { url: config.endpoint, name: `${context.sourceName}/${config.name}` })
+            subgraphs.push({ name: config.name, url: config.endpoint })
+          }
+          const endpoint = endpoints.get(config.endpoint)
+          if (!endpoint) fail(`the supergraph names an unknown subgraph endpoint for ${config.name}`)
+          const subgraphSchema = config.schema
+          // The executor types of @graphql-tools/utils 10 (ours) and 12 (federation's) differ only in optional `info` helpers.
+          const http = client.executor(endpoint!, () => subgraphSchema) as typeof config.executor
+          if (subgraphSchema.getSubscriptionType()) {
+            const subgraph = subgraphs.find((s) => s.url === config.endpoint)!
+            const transport = createSubscriptionTransport(endpoint!.name, endpoint!.url, subgraph.subscriptions, (ctx) => client.requestHeaders(endpoint!, ctx), options.timeoutMs ?? 5000)
+            transports.push(transport)
+            const subscribe = transport.executor as typeof config.executor
+            config.executor = (req) => (req.operationType === 'subscription' ? subscribe(req) : http(req))
+          } else {
+            config.executor = http
+          }
+          override.wrap(config)
+        },
+      })
+      relocateFieldErrors(built)
+      return built
+    }
+    const schema = stitch(supergraphSdl)
     // Progressive override tests only run with a context: every request has one (its draw is keyed by it).
-    const executor = ((req: ExecutionRequest) => inner(req.context == null ? { ...req, context: {} } : req)) as RemoteSubschema['executor']
+    const withContext = (inner: RemoteSubschema['executor']): RemoteSubschema['executor'] =>
+      ((req: ExecutionRequest) => inner(req.context == null ? { ...req, context: {} } : req)) as RemoteSubschema['executor']
+    // Every request reads `current` once: a reload swaps it atomically and in-flight requests finish on the plan they started with.
+    let current = withContext(createDefaultExecutor(schema) as RemoteSubschema['executor'])
+    const watcher =
+      options.supergraph === undefined
+        ? undefined
+        : watchSupergraph(options, supergraphSdl, context, (nextSdl) => {
+            const next = stitch(nextSdl)
+            if (printSchema(next) !== printSchema(schema)) {
+              throw new Error('its schema differs from the served one (types or fields changed): restart the gateway (development mode reloads on a config change) to serve it')
+            }
+            current = withContext(createDefaultExecutor(next) as RemoteSubschema['executor'])
+          })
     return {
       kind: 'remote',
       schema,
-      executor,
-      health: () => probe(options.subgraphs, endpoints, client.send),
+      executor: (request) => current(request),
+      health: () => probe(subgraphs, endpoints, client.send),
       close: async () => {
+        watcher?.close()
         await Promise.all(transports.map((t) => t.close()))
         await client.close()
       },
@@ -163,6 +212,107 @@ export async function createFederationSource(options: FederationSourceOptions, c
     if ((err as { code?: unknown }).code === 'TRB_ERR_SOURCE_LOAD') throw err
     throw new SourceLoadError(context.sourceName, (err as Error).message, { cause: err })
   }
+}
+
+/**
+ * The supergraph SDL of a file path or an `http(s)://` URL (GET with `headers`, at most `timeoutMs`).
+ * @throws SourceLoadError-worthy Error naming the file or URL when it cannot be read, is not 2xx, or exceeds 16 MiB.
+ */
+async function readSupergraph(where: string, headers: Record<string, string> | undefined, timeoutMs: number): Promise<{ sdl: string; etag?: string } | undefined> {
+  let text: string
+  let etag: string | undefined
+  if (/^https?:\/\//i.test(where)) {
+    const res = await fetch(where, { headers: { accept: 'text/plain, application/graphql, */*', ...headers }, signal: AbortSignal.timeout(timeoutMs) }).catch((err: Error) => {
+      throw new Error(`cannot read the supergraph at ${where}: ${err.message}`)
+    })
+    if (res.status === 304) return undefined
+    if (!res.ok) throw new Error(`cannot read the supergraph at ${where}: HTTP ${res.status}`)
+    if (Number(res.headers.get('content-length') ?? 0) > MAX_SUPERGRAPH_BYTES) throw new Error(`the supergraph at ${where} is larger than ${MAX_SUPERGRAPH_BYTES} bytes`)
+    etag = res.headers.get('etag') ?? undefined
+    text = await readBounded(res, where)
+  } else {
+    text = await readFile(where, 'utf8').catch((err: Error) => {
+      throw new Error(`cannot read the supergraph file ${where}: ${err.message}`)
+    })
+  }
+  if (Buffer.byteLength(text) > MAX_SUPERGRAPH_BYTES) throw new Error(`the supergraph at ${where} is larger than ${MAX_SUPERGRAPH_BYTES} bytes`)
+  if (!/\bjoin__Graph\b/.test(text)) throw new Error(`${where} is not a supergraph SDL (no join__Graph enum)`)
+  return { sdl: text, etag }
+}
+
+/** The body of `res` as text, refused past {@link MAX_SUPERGRAPH_BYTES} while it streams. */
+async function readBounded(res: Response, where: string): Promise<string> {
+  const chunks: Uint8Array[] = []
+  let size = 0
+  for await (const chunk of res.body ?? []) {
+    size += (chunk as Uint8Array).byteLength
+    if (size > MAX_SUPERGRAPH_BYTES) throw new Error(`the supergraph at ${where} is larger than ${MAX_SUPERGRAPH_BYTES} bytes`)
+    chunks.push(chunk as Uint8Array)
+  }
+  return Buffer.concat(chunks).toString('utf8')
+}
+
+/** A supergraph watcher: stops polling or watching on close. */
+interface SupergraphWatcher {
+  close(): void
+}
+
+/**
+ * Watches `options.supergraph` for a new version: a URL is polled every `supergraphPollMs` with
+ * `If-None-Match`; a file is watched with `fs.watch` in development mode. Each new SDL is handed to
+ * `apply`; when it or `apply` throws (an invalid supergraph, one that changes the schema's shape) the
+ * old one stays served, the error is logged and counted in `failures`.
+ */
+function watchSupergraph(options: FederationSourceOptions, initialSdl: string, context: ConnectorContext, apply: (sdl: string) => void): SupergraphWatcher | undefined {
+  const where = options.supergraph!
+  let last = initialSdl
+  let failures = 0
+  const consider = (sdl: string) => {
+    if (sdl === last) return
+    try {
+      apply(sdl)
+      last = sdl
+      context.logger.info({ supergraph: where }, 'new supergraph served')
+    } catch (err) {
+      failures++
+      last = sdl
+      context.logger.error({ supergraph: where, failures, err: { message: (err as Error).message } }, 'the new supergraph is refused; still serving the previous one')
+    }
+  }
+  if (/^https?:\/\//i.test(where)) {
+    let etag: string | undefined
+    let running = false
+    const timer = setInterval(() => {
+      if (running) return
+      running = true
+      readSupergraph(where, { ...options.supergraphHeaders, ...(etag ? { 'if-none-match': etag } : {}) }, options.timeoutMs ?? 5000)
+        .then((read) => {
+          if (read === undefined) return
+          etag = read.etag
+          consider(read.sdl)
+        })
+        .catch((err: Error) => {
+          failures++
+          context.logger.warn({ supergraph: where, failures, err: { message: err.message } }, 'cannot poll the supergraph; still serving the previous one')
+        })
+        .finally(() => (running = false))
+    }, options.supergraphPollMs ?? 10_000)
+    timer.unref()
+    return { close: () => clearInterval(timer) }
+  }
+  if (context.mode !== 'development') return undefined
+  const file = resolve(context.cwd, where)
+  let debounce: NodeJS.Timeout | undefined
+  const watcher = watch(file, () => {
+    clearTimeout(debounce)
+    debounce = setTimeout(() => {
+      readSupergraph(file, undefined, 0).then((read) => read && consider(read.sdl), (err: Error) => {
+        failures++
+        context.logger.error({ supergraph: where, failures, err: { message: err.message } }, 'cannot read the supergraph file; still serving the previous one')
+      })
+    }, 50)
+  })
+  return { close: () => (clearTimeout(debounce), watcher.close()) }
 }
 
 type Send = ReturnType<typeof createGraphQLHttpClient>['send']
