@@ -25,12 +25,17 @@ import { configPathFrom, loadConfigFile, projectRoot } from './config/load.js'
 import { database, resolveConfig, type TributaryConfig } from './config/index.js'
 import { namespaceFromUrl, scaffold } from './scaffold.js'
 import { checkDatabase } from './database-check.js'
-import { createGateway, reloadOperations, type Gateway } from './runtime.js'
-import { writeGenerated } from './codegen/index.js'
-import { buildApp } from './http/app.js'
+import type { Gateway } from './runtime.js'
 import { traceLogMixin } from './observability/tracing.js'
 import { startServices, type RunningService } from './services.js'
-import { startDraining } from './http/health.js'
+
+// The gateway itself (runtime, HTTP app, codegen: about 1,200 modules, 2 s of CPU) loads
+// only once a command needs it, so --help, a bad argument, a refused --database and the primary of
+// --workers (which only runs the side services) answer without it.
+const gatewayModules = () =>
+  Promise.all([import('./runtime.js'), import('./codegen/index.js'), import('./http/app.js'), import('./http/health.js')]).then(
+    ([runtime, codegen, app, health]) => ({ createGateway: runtime.createGateway, reloadOperations: runtime.reloadOperations, writeGenerated: codegen.writeGenerated, buildApp: app.buildApp, startDraining: health.startDraining }),
+  )
 
 /** Set in the workers of `start --workers N`: their index (1..N). The primary runs the side services. */
 const workerIndex = cluster.isWorker ? Number(process.env.TRIBUTARY_WORKER) || 1 : 0
@@ -110,6 +115,7 @@ async function generate(source: ConfigSource): Promise<void> {
   const config = await source.load(false)
   const logger = createLogger(config.server.logLevel)
   // Side services are not needed: sources read cached or committed documents when upstreams are down.
+  const { createGateway, writeGenerated } = await gatewayModules()
   const gateway = await createGateway(config, { logger })
   const changed = await writeGenerated(gateway)
   await gateway.close()
@@ -119,9 +125,12 @@ async function generate(source: ConfigSource): Promise<void> {
 async function serve(source: ConfigSource, dev: boolean): Promise<void> {
   const initial = await source.load(false)
   const logger = createLogger(initial.server.logLevel)
+  const modules = gatewayModules()
+  modules.catch(() => undefined) // awaited below; no unhandled rejection while the services start
   // In development a crashed side service is restarted with backoff; in production it is logged.
   // Workers leave the side services to their primary.
   const services = await startServices(workerIndex ? [] : initial.services, logger, { restart: initial.mode === 'development' })
+  const { createGateway, reloadOperations, writeGenerated, buildApp, startDraining } = await modules
   let gateway: Gateway
   try {
     gateway = await createGateway(initial, { logger })

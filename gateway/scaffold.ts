@@ -14,7 +14,6 @@ import { basename, join } from 'node:path'
 import { getNamedType, isLeafType, isObjectType, type GraphQLField } from 'graphql'
 import { pino } from 'pino'
 import { database, resolveConfig } from './config/index.js'
-import { createGateway } from './runtime.js'
 import { checkDatabase } from './database-check.js'
 
 /** Options of {@link scaffold}. */
@@ -88,6 +87,8 @@ export default defineConfig({
 /** The example operation for a database: `findMany` of its first model with scalar columns. */
 async function databaseOperation(cwd: string, url: string, namespace: string, log: (line: string) => void): Promise<string> {
   const config = resolveConfig({ datasources: [database({ namespace, url })], operations: { dir: join(cwd, 'operations') }, generatedDir: join(cwd, 'generated') })
+  // Loaded here, after the database was checked: a refused --database answers without the gateway.
+  const { createGateway } = await import('./runtime.js')
   const gateway = await createGateway(config, { logger: pino({ level: 'silent' }), cwd })
   try {
     const fields = Object.values(gateway.schema.getQueryType()?.getFields() ?? {})

@@ -9,7 +9,7 @@
  * which loads the user's own files afresh.
  */
 import t from 'tap'
-import { spawnSync } from 'node:child_process'
+import { spawn, spawnSync } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -47,13 +47,33 @@ for (const file of process.argv.slice(1)) {
 console.log(JSON.stringify(out))
 `
 
+/** Runs a command without blocking the event loop (the three projects run side by side); its exit status and output. */
+function run(file: string, args: string[], cwd: string): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(file, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'], timeout: 120_000 })
+    let stdout = ''
+    let stderr = ''
+    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()))
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()))
+    child.on('close', (status) => resolve({ status, stdout, stderr }))
+  })
+}
+
+// `npm init -y` runs once (a second of CPU each time); each project starts from its package.json.
+mkdirSync(join(work, 'npm-init'))
+const init = spawnSync('npm', ['init', '-y'], { cwd: join(work, 'npm-init'), env, encoding: 'utf8' })
+const initPackage = readFileSync(join(work, 'npm-init/package.json'), 'utf8')
+
+// Three projects of a few CLI-sized processes each, side by side: up to 3 minutes on a loaded machine.
+t.setTimeout(6 * 60_000)
+t.jobs = 3
+
 for (const kind of ['commonjs', 'module', 'none'] as const) {
   t.test(`a project with ${kind === 'none' ? 'no "type"' : `"type": "${kind}"`}`, async (t) => {
     const dir = join(work, kind)
     mkdirSync(join(dir, 'node_modules'), { recursive: true })
-    const init = spawnSync('npm', ['init', '-y'], { cwd: dir, env, encoding: 'utf8' })
     t.equal(init.status, 0, init.stderr)
-    const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { type?: string }
+    const pkg = JSON.parse(initPackage) as { type?: string }
     if (kind === 'commonjs') t.not(pkg.type, 'module', 'npm init -y leaves a CommonJS project')
     else if (kind === 'module') pkg.type = 'module'
     else delete pkg.type
@@ -70,7 +90,7 @@ for (const kind of ['commonjs', 'module', 'none'] as const) {
     }
     for (const [name, text] of Object.entries(files)) writeFileSync(join(dir, name), text)
 
-    const r = spawnSync(process.execPath, ['--input-type=module', '-e', probe, ...Object.keys(files).map((f) => join(dir, f))], { cwd: dir, env, encoding: 'utf8', timeout: 60_000 })
+    const r = await run(process.execPath, ['--input-type=module', '-e', probe, ...Object.keys(files).map((f) => join(dir, f))], dir)
     t.equal(r.status, 0, r.stderr)
     const found = JSON.parse(r.stdout.trim().split('\n').pop() ?? '{}') as Record<string, unknown>
     for (const name of Object.keys(files)) {
@@ -78,7 +98,7 @@ for (const kind of ['commonjs', 'module', 'none'] as const) {
       t.same(found[join(dir, name)], { same: true, sources: 1, reloaded: esm ? true : null }, `${name} loads, with the one tributary instance`)
     }
 
-    const gen = spawnSync(process.execPath, [join(root, 'dist/gateway/cli.js'), 'generate'], { cwd: dir, env, encoding: 'utf8', timeout: 60_000 })
+    const gen = await run(process.execPath, [join(root, 'dist/gateway/cli.js'), 'generate'], dir)
     t.equal(gen.status, 0, `tributary generate with tributary.config.ts:\n${gen.stdout}${gen.stderr}`)
     t.match(readFileSync(join(dir, 'generated/schema.graphql'), 'utf8'), /meta_v: Int/)
   })

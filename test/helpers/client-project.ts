@@ -18,6 +18,12 @@ export interface ClientProject {
   dir: string
   /** Writes `main.ts` and runs `tsc --noEmit`; `status` 0 means it type-checks, `output` is tsc's stdout and stderr. */
   typecheck(main: string): { status: number | null; output: string }
+  /**
+   * One tsc run for two programs: `main.ts` as given and `strict.ts`, the same program without its
+   * `// @ts-expect-error` lines (whose wrong calls must then fail). Each side gets the diagnostics of
+   * its own files (`main` also any global one); `status` 0 means no diagnostic. `main.ts` stays written.
+   */
+  typecheckWithStrict(main: string): { main: { status: number; output: string }; strict: { status: number; output: string } }
 }
 
 /**
@@ -54,6 +60,19 @@ export function clientProject(t: { teardown(fn: () => void): void }, clientSourc
       writeFileSync(join(dir, 'main.ts'), main)
       const r = spawnSync(process.execPath, [tsc, '-p', join(dir, 'tsconfig.json')], { encoding: 'utf8' })
       return { status: r.status, output: `${r.stdout}${r.stderr}` }
+    },
+    typecheckWithStrict(main) {
+      writeFileSync(join(dir, 'strict.ts'), main.replace(/\/\/ @ts-expect-error.*\n/g, ''))
+      const config = JSON.parse(readFileSync(join(dir, 'tsconfig.json'), 'utf8')) as { files: string[] }
+      writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({ ...config, files: ['client.ts', 'main.ts', 'strict.ts'] }))
+      const r = this.typecheck(main)
+      // A diagnostic starts at a line without indentation; its continuation lines are indented.
+      const diagnostics = r.output.split(/\n(?=\S)/).filter((d) => d.trim())
+      const side = (ds: string[]) => ({ status: ds.length ? 1 : 0, output: ds.join('\n') })
+      if (r.status !== 0 && !diagnostics.length) return { main: { status: r.status ?? 1, output: r.output }, strict: side([]) }
+      // tsc names files relative to the working directory (../../tmp/…/strict.ts(7,9): error …).
+      const inStrict = (d: string) => /^(\S*\/)?strict\.ts\(/.test(d)
+      return { main: side(diagnostics.filter((d) => !inStrict(d))), strict: side(diagnostics.filter(inStrict)) }
     },
   }
 }
