@@ -1,7 +1,7 @@
 /**
  * gateway/optional-package.ts: an optional peer dependency that is not installed fails with one
  * TRB_ERR_PACKAGE_MISSING line naming the package to install; an installed one loads. (The real
- * thing, a consumer's install without pg or mysql2, is in test/package.test.ts.)
+ * thing, a consumer's install without pg or mysql2, is in test/adoption-package.test.ts.)
  */
 import t from 'tap'
 import { importOptional, requireOptional } from '../gateway/optional-package.js'

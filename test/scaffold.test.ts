@@ -1,7 +1,7 @@
 /**
  * `tributary init` (gateway/scaffold.ts) in-process: namespaces from URLs, the files it writes, and
  * a project scaffolded with no database and with a real PostgreSQL database, each loaded and served.
- * test/package.test.ts runs the same command from the installed package on SQLite.
+ * test/adoption-package.test.ts runs the same command from the installed package on SQLite.
  */
 import t, { type Test } from 'tap'
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
@@ -29,7 +29,7 @@ function project(t: { teardown(fn: () => void): void }): string {
 
 async function serveProject(t: Test, dir: string) {
   // tap already runs TypeScript through tsx, so the config is imported directly here; the CLI's own
-  // loading of a user's .ts config is tested through the installed package (test/package.test.ts).
+  // loading of a user's .ts config is tested through the installed package (test/adoption-package.test.ts).
   const mod = (await import(pathToFileURL(join(dir, 'tributary.config.ts')).href)) as { default: unknown }
   const config = resolveConfig(mod.default)
   const gateway = await createGateway({ ...config, operations: { ...config.operations, dir: join(dir, 'operations') }, generatedDir: join(dir, 'generated') }, { logger: pino({ level: 'silent' }), cwd: dir })
