@@ -45,5 +45,5 @@ t.test('a type-only circle fails, naming its modules', async (t) => {
   const r = lintFloors(dir)
   t.not(r.status, 0)
   t.match(r.output, /no-circular: [^\n]+ → \n(\s+gateway\/[^\n]+ →\n)*\s+gateway\/errors\.ts →/)
-  t.match(r.output, 'upward-from-errors+safe-keys+scalars+result-budget+json-depth+service-guard+client: gateway/errors.ts → gateway/connectors/types.ts')
+  t.match(r.output, 'upward-from-errors+optional-package+safe-keys+scalars+result-budget+json-depth+service-guard+client: gateway/errors.ts → gateway/connectors/types.ts')
 })
