@@ -12,7 +12,10 @@ const requireHere = createRequire(import.meta.url)
 /** True when `err` says that `name` itself (not something it imports) cannot be found. */
 function isMissing(err: unknown, name: string): boolean {
   const e = err as { code?: string; message?: string }
-  return (e?.code === 'MODULE_NOT_FOUND' || e?.code === 'ERR_MODULE_NOT_FOUND') && typeof e.message === 'string' && e.message.includes(`'${name}'`)
+  if (typeof e?.message !== 'string' || !e.message.includes(`'${name}'`)) return false
+  // Node sets a code; a loader hook in front of Node's resolver (tsx, in tests and for `.ts` configs)
+  // may rethrow the same "Cannot find package/module '<name>'" without it.
+  return e.code === 'MODULE_NOT_FOUND' || e.code === 'ERR_MODULE_NOT_FOUND' || /^Cannot find (package|module) '/.test(e.message)
 }
 
 /**
