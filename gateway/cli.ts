@@ -141,7 +141,7 @@ async function serve(source: ConfigSource, dev: boolean): Promise<void> {
   // One writer of generated/: the first worker (the others start after it listens).
   const changed = workerIndex > 1 ? [] : await writeGenerated(gateway)
   if (changed.length) logger.info({ files: changed }, 'generated/ updated')
-  const app = await buildApp(gateway, { logger })
+  const app = await buildApp(gateway, { logger, trackInFlight: dev })
   const { host, port } = initial.server
   await app.listen({ host, port })
   const address = app.server.address()

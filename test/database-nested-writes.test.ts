@@ -6,7 +6,6 @@
  * (a compound primary key of two foreign keys) on SQLite. PostgreSQL and MySQL skip when unreachable.
  */
 import t, { type Test } from 'tap'
-import type { Knex } from 'knex'
 import { database } from '../gateway/config/index.js'
 import { createKnex } from '../gateway/connectors/database/connection.js'
 import type { Dialect } from '../gateway/connectors/database/model.js'
@@ -16,7 +15,7 @@ import type { LocalSubschema } from '../gateway/connectors/types.js'
 import { variablesSchema, type JsonSchema } from '../gateway/operations/json-schema.js'
 import { testContext } from './helpers/database-source.js'
 import { chinookSqlite } from './helpers/chinook.js'
-import { realworldDatabase } from './helpers/realworld.js'
+import { rawRows, realworldDatabase } from './helpers/realworld.js'
 import { startDatabaseGateway, type Answer } from './helpers/db-gateway.js'
 
 const DIALECTS: Dialect[] = ['sqlite', 'postgres', 'mysql']
@@ -41,12 +40,7 @@ async function setup(t: Test, dialect: Dialect, label: string, options: { maxNes
   const server = await startDatabaseGateway(t, [database({ url: db.url, ...(dialect === 'postgres' ? { schema: db.schema! } : {}), ...options })])
   const { knex } = createKnex(db.url)
   t.teardown(() => knex.destroy())
-  const sql = async (text: string, bindings: unknown[] = []): Promise<Record<string, unknown>[]> => {
-    const res = (await knex.raw(text, bindings as Knex.RawBinding[])) as unknown
-    if (dialect === 'sqlite') return res as Record<string, unknown>[]
-    if (dialect === 'postgres') return (res as { rows: Record<string, unknown>[] }).rows
-    return (res as [Record<string, unknown>[]])[0]
-  }
+  const sql = (text: string, bindings: unknown[] = []) => rawRows(knex, dialect, text, bindings)
   return {
     gql: (query, variables) => server.gql(query, variables),
     sql,

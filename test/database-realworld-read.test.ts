@@ -15,7 +15,7 @@ import { createDatabaseSource, type DatabaseSourceOptions } from '../gateway/con
 import type { Dialect } from '../gateway/connectors/database/model.js'
 import { checkEnums } from '../gateway/connectors/database/introspect/sqlite.js'
 import { resolveConfig } from '../gateway/config/index.js'
-import { realworldDatabase } from './helpers/realworld.js'
+import { rawRows, realworldDatabase } from './helpers/realworld.js'
 import { plain, run, testContext, type SqlLog } from './helpers/database-source.js'
 
 const ENGINES: readonly Dialect[] = ['sqlite', 'postgres', 'mysql']
@@ -55,13 +55,7 @@ async function setup(t: Test, dialect: Dialect, extra: Partial<DatabaseSourceOpt
   t.teardown(() => source.close!())
   const { knex } = createKnex(db.url)
   t.teardown(() => knex.destroy())
-  const sql = async (text: string, bindings: unknown[] = []): Promise<Record<string, unknown>[]> => {
-    if (dialect === 'postgres') await knex.raw(`set search_path to "${db.schema}"`)
-    const r = (await knex.raw(text, bindings as Knex.RawBinding[])) as unknown
-    if (dialect === 'sqlite') return r as Record<string, unknown>[]
-    if (dialect === 'postgres') return (r as { rows: Record<string, unknown>[] }).rows
-    return (r as [Record<string, unknown>[]])[0]
-  }
+  const sql = (text: string, bindings: unknown[] = []) => rawRows(knex, dialect, text, bindings, db.schema)
   const q = async (t: Test, query: string, variables?: Record<string, unknown>, statements = 1): Promise<Record<string, unknown>> => {
     log.clear()
     const res = await execute({ schema: source.schema, document: parse(query), ...(variables ? { variableValues: variables } : {}) })

@@ -17,12 +17,11 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
-import type { Knex } from 'knex'
 import { database } from '../gateway/config/index.js'
 import { createKnex } from '../gateway/connectors/database/connection.js'
 import type { DatabaseSourceOptions } from '../gateway/connectors/database/index.js'
 import type { Dialect } from '../gateway/connectors/database/model.js'
-import { realworldDatabase } from './helpers/realworld.js'
+import { rawRows, realworldDatabase } from './helpers/realworld.js'
 import { startDatabaseGateway, startLoggedGateway, type Answer } from './helpers/db-gateway.js'
 
 interface Env {
@@ -41,13 +40,7 @@ async function setup(t: Test, dialect: Dialect, options: Partial<DatabaseSourceO
   const server = await startDatabaseGateway(t, [database({ url: db.url, ...(dialect === 'postgres' ? { schema: db.schema! } : {}), ...options })])
   const { knex } = createKnex(db.url)
   t.teardown(() => knex.destroy())
-  const sql = async (text: string, bindings: unknown[] = []): Promise<Record<string, unknown>[]> => {
-    if (dialect === 'postgres') await knex.raw(`set search_path to "${db.schema}"`)
-    const res = (await knex.raw(text, bindings as Knex.RawBinding[])) as unknown
-    if (dialect === 'sqlite') return res as Record<string, unknown>[]
-    if (dialect === 'postgres') return (res as { rows: Record<string, unknown>[] }).rows
-    return (res as [Record<string, unknown>[]])[0]
-  }
+  const sql = (text: string, bindings: unknown[] = []) => rawRows(knex, dialect, text, bindings, db.schema)
   return { gql: (q, v) => server.gql(q, v), sql }
 }
 

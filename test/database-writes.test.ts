@@ -20,20 +20,12 @@ import { composeSchema } from '../gateway/compose/index.js'
 import type { Dialect } from '../gateway/connectors/database/model.js'
 import type { LocalSubschema } from '../gateway/connectors/types.js'
 import { EXEC_MODES, plain, run, testContext, type ExecMode, type SqlLog } from './helpers/database-source.js'
-import { realworldDatabase } from './helpers/realworld.js'
+import { rawRows, realworldDatabase } from './helpers/realworld.js'
 import { pools } from '../gateway/observability/probes.js'
 
 /** The `code` of each error of a result, in order. */
 function codes(res: ExecutionResult): (string | undefined)[] {
   return (res.errors ?? []).map((e) => (e.originalError as { code?: string } | undefined)?.code ?? (e.extensions?.['code'] as string | undefined))
-}
-
-/** Rows of a direct SQL query, as plain objects. */
-async function rows(knex: Knex, dialect: Dialect, text: string, bindings: unknown[] = []): Promise<Record<string, unknown>[]> {
-  const res = (await knex.raw(text, bindings as Knex.RawBinding[])) as unknown
-  if (dialect === 'sqlite') return res as Record<string, unknown>[]
-  if (dialect === 'postgres') return (res as { rows: Record<string, unknown>[] }).rows
-  return (res as [Record<string, unknown>[]])[0]
 }
 
 interface Env {
@@ -65,7 +57,7 @@ async function setup(t: Test, dialect: Dialect, options: Partial<DatabaseSourceO
     log,
     schema: source.schema,
     knex,
-    sql: (text, bindings = []) => rows(knex, dialect, text, bindings),
+    sql: (text, bindings = []) => rawRows(knex, dialect, text, bindings),
     gql: (mode, query, variables) => run(source.schema, mode, query, variables).then((r) => ({ ...r, data: plain(r.data) as ExecutionResult['data'] })),
   }
 }
@@ -238,7 +230,7 @@ t.test('mutation fields on different sources run in order, each with its own res
   t.teardown(() => kb.destroy())
   for (const mode of EXEC_MODES) {
     await one.sql('DELETE FROM w_account')
-    await rows(kb, dialect, 'DELETE FROM w_account')
+    await rawRows(kb, dialect, 'DELETE FROM w_account')
     // a1 and a2 on database a, b1 on database b (fails): a is committed, b is not; data is partial.
     const res = await run(schema, mode, `mutation {
       a1: a_createOneWAccount(data: { email: "a1@x" }) { email }
@@ -250,7 +242,7 @@ t.test('mutation fields on different sources run in order, each with its own res
     t.same(codes(res), ['TRB_ERR_DB_CHECK'], `${mode}: only the failed field has an error`)
     t.same(res.errors?.map((e) => e.path), [['b1']])
     t.same((await one.sql('SELECT email FROM w_account ORDER BY email')).map((r) => r['email']), ['a1@x', 'a2@x'], `${mode}: database a committed`)
-    t.same(await rows(kb, dialect, 'SELECT email FROM w_account'), [], `${mode}: database b wrote nothing`)
+    t.same(await rawRows(kb, dialect, 'SELECT email FROM w_account'), [], `${mode}: database b wrote nothing`)
   }
 })
 

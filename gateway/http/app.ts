@@ -58,6 +58,12 @@ export interface BuildAppOptions {
   logger?: boolean | FastifyBaseLogger | Record<string, unknown>
   /** The cluster to use. Default: one created from `config.pubsub`, closed with the app. */
   cluster?: Cluster
+  /**
+   * Count in-flight HTTP requests by the gateway version serving them, so that
+   * `app.tributary.drained()` can wait for those of a swapped-out version (the development reload).
+   * Default false: no per-request hook, and `drained()` resolves at once.
+   */
+  trackInFlight?: boolean
 }
 
 /**
@@ -111,7 +117,7 @@ export async function buildApp(gateway: Gateway, options: BuildAppOptions = {}):
   // In-flight HTTP requests by the version served when they began (development reload drains them).
   const inFlight = new Map<number, number>()
   const waiters = new Set<() => void>()
-  app.addHook('onRequest', (request, reply, done) => {
+  if (options.trackInFlight) app.addHook('onRequest', (request, reply, done) => {
     if (request.headers.upgrade === undefined) {
       const version = holder.version
       inFlight.set(version, (inFlight.get(version) ?? 0) + 1)

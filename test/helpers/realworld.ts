@@ -14,6 +14,7 @@ import path from 'node:path'
 import Database from 'better-sqlite3'
 import pg from 'pg'
 import mysql from 'mysql2/promise'
+import type { Knex } from 'knex'
 import type { Dialect } from '../../gateway/connectors/database/model.js'
 import { mysqlOptions } from '../../examples/chinook/load.js'
 import { freshDatabase, postgresUrl, repoRoot, type TestDatabase } from './chinook.js'
@@ -65,4 +66,17 @@ export async function realworldDatabase(dialect: Dialect, label = 'realworld', f
     throw new Error(`The ${fixture} fixture failed on ${dialect}: ${(err as Error).message}`)
   }
   return db
+}
+
+/**
+ * Rows of a direct SQL query through Knex, as plain objects, whatever the engine's raw result shape
+ * (SQLite: the rows; PostgreSQL: `{ rows }`; MySQL: `[rows, fields]`).
+ * @param schema PostgreSQL: the schema unqualified names resolve in (`set search_path` first)
+ */
+export async function rawRows(knex: Knex, dialect: Dialect, text: string, bindings: unknown[] = [], schema?: string): Promise<Record<string, unknown>[]> {
+  if (dialect === 'postgres' && schema) await knex.raw(`set search_path to "${schema}"`)
+  const res = (await knex.raw(text, bindings as Knex.RawBinding[])) as unknown
+  if (dialect === 'sqlite') return res as Record<string, unknown>[]
+  if (dialect === 'postgres') return (res as { rows: Record<string, unknown>[] }).rows
+  return (res as [Record<string, unknown>[]])[0]
 }
