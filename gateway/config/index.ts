@@ -300,6 +300,14 @@ export interface TributaryConfigInput {
   services?: ServiceDefinition[]
   /** Folder for generated files (`schema.graphql`, `introspection.json`, ...), relative to the working directory. Default `generated`. */
   generatedDir?: string
+  /** What the codegen writes besides the schema, manifest, OpenAPI document and typed client. */
+  codegen?: {
+    /**
+     * Also write `react.ts`: TanStack Query v5 hooks over the typed client (README "React hooks"). It
+     * imports `react` and `@tanstack/react-query`, which the project must then install. Default false.
+     */
+    react?: boolean
+  }
   /** Authentication: JWT verification and who may use `/graphql`. Default: off (no token is read). */
   auth?: AuthConfigInput
   /**
@@ -363,6 +371,7 @@ export interface TributaryConfig {
   readonly routes: readonly RouteDefinition[]
   readonly services: readonly ServiceDefinition[]
   readonly generatedDir: string
+  readonly codegen: Readonly<Required<NonNullable<TributaryConfigInput['codegen']>>>
   readonly auth: AuthConfig
   readonly permissions: Readonly<Record<string, PermissionRule>>
   readonly metrics: MetricsConfig
@@ -469,6 +478,7 @@ export function resolveConfig(input: unknown, env: NodeJS.ProcessEnv = process.e
     routes: (c.routes ?? []).map((r) => Object.freeze({ ...r })),
     services: (c.services ?? []).map((s) => Object.freeze({ ...s })),
     generatedDir: c.generatedDir ?? 'generated',
+    codegen: { react: c.codegen?.react ?? false },
     auth: resolveAuth(c.auth, dev),
     permissions: c.permissions ?? {},
     metrics: {

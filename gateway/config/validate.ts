@@ -356,6 +356,7 @@ const configSchema = {
       },
     },
     generatedDir: { type: 'string', minLength: 1 },
+    codegen: { type: 'object', additionalProperties: false, properties: { react: { type: 'boolean' } } },
     permissions: {
       type: 'object',
       propertyNames: { pattern: '^[_A-Za-z][_0-9A-Za-z]*(\\.[_A-Za-z][_0-9A-Za-z]*)?$' },
