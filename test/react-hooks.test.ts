@@ -84,7 +84,8 @@ t.test('the hooks render against a running gateway', async (t) => {
       React.createElement(BoundTodo, { hooks: createHooks(client), id: 2 }),
     ),
   )
-  const text = (id: string) => screen.getByTestId(id).textContent ?? ''
+  // The compilation has no DOM lib (the gateway runs on Node): jsdom's element typed by hand.
+  const text = (id: string) => (screen.getByTestId(id) as unknown as { textContent: string | null }).textContent ?? ''
   // waitFor retries its callback until it stops throwing.
   const waitText = (id: string, re: RegExp) =>
     waitFor(
