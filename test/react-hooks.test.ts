@@ -9,7 +9,8 @@ import t from 'tap'
 import { readFileSync } from 'node:fs'
 import { JSDOM } from 'jsdom'
 import { startDemo } from './helpers/demo.js'
-import { clientProject } from './helpers/client-project.js'
+import { spawnSync } from 'node:child_process'
+import { clientProject, root } from './helpers/client-project.js'
 import { renderClient } from '../gateway/codegen/client.js'
 import { renderReactHooks } from '../gateway/codegen/react.js'
 import { renderGenerated } from '../gateway/codegen/index.js'
@@ -25,6 +26,10 @@ t.test('react.ts is written only when codegen.react is true', async (t) => {
   t.notOk('react.ts' in renderGenerated(off), 'default off: a project without react keeps compiling')
   t.match(renderReactHooks(gateway), /from '@tanstack\/react-query'/)
   t.match(renderReactHooks(gateway), /from '\.\/client\.js'/, 'on top of the generated client')
+  // The server never loads react: only the generated file (and the application) imports it.
+  const grep = spawnSync('grep', ['-rlE', `from '(react|react-dom|@tanstack/[^']+)'`, 'gateway', 'datasources', 'config.ts'], { cwd: root, encoding: 'utf8' })
+  const importers = grep.stdout.split('\n').filter((f) => f && f !== 'gateway/codegen/react.ts') // that one holds the generated file's text
+  t.same(importers, [], 'no module of the gateway imports react or @tanstack/*')
 
   const project = clientProject(t, renderClient(gateway), {
     files: { 'react.ts': renderReactHooks(gateway) },
