@@ -7,6 +7,7 @@
  */
 import t from 'tap'
 import { readFileSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
 import { JSDOM } from 'jsdom'
 import { startDemo } from './helpers/demo.js'
 import { spawnSync } from 'node:child_process'
@@ -31,8 +32,14 @@ t.test('react.ts is written only when codegen.react is true', async (t) => {
   const importers = grep.stdout.split('\n').filter((f) => f && f !== 'gateway/codegen/react.ts') // that one holds the generated file's text
   t.same(importers, [], 'no module of the gateway imports react or @tanstack/*')
 
+  // Also the hooks of the operations-demo fixture: folders (`users/GetUser`), required variables, auth directives.
+  const fixtures = await startDemo(t, { rawSql: true, override: { operations: { dir: fileURLToPath(new URL('./fixtures/operations-demo', import.meta.url)) } } })
+  const other = renderReactHooks(fixtures.gateway)
+  t.match(other, /"users\/GetUser": \{ input: Users_GetUserVariables;/, 'a folder operation keeps its name')
+  t.match(other, /useUsers_GetUserQuery\(/)
+  t.notMatch(other, /Secret/, 'internal operations have no hook')
   const project = clientProject(t, renderClient(gateway), {
-    files: { 'react.ts': renderReactHooks(gateway) },
+    files: { 'react.ts': renderReactHooks(gateway), 'fixtures/client.ts': renderClient(fixtures.gateway), 'fixtures/react.ts': other },
     packages: ['react', '@types/react', '@tanstack/react-query', '@tanstack/query-core'],
     mainExtension: '.tsx',
   })

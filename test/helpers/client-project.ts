@@ -28,7 +28,7 @@ export interface ClientProject {
 
 /** More of a client project: other generated files, packages of the repository, JSX. */
 export interface ClientProjectOptions {
-  /** Files written beside `client.ts` and compiled with it, by name (`react.ts`). */
+  /** Files written beside `client.ts` and compiled with it, by path in the project (`react.ts`, `other/client.ts`). */
   files?: Record<string, string>
   /** Packages of the repository's node_modules linked into the project's (`react`, `@types/react`). */
   packages?: string[]
@@ -44,7 +44,10 @@ export function clientProject(t: { teardown(fn: () => void): void }, clientSourc
   const dir = mkdtempSync(join(tmpdir(), 'tributary-client-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   writeFileSync(join(dir, 'client.ts'), clientSource)
-  for (const [name, content] of Object.entries(options.files ?? {})) writeFileSync(join(dir, name), content)
+  for (const [name, content] of Object.entries(options.files ?? {})) {
+    mkdirSync(dirname(join(dir, name)), { recursive: true })
+    writeFileSync(join(dir, name), content)
+  }
   writeFileSync(join(dir, 'package.json'), JSON.stringify({ type: 'module' }))
   mkdirSync(join(dir, 'node_modules'))
   symlinkSync(root, join(dir, 'node_modules', 'tributary-gateway'), 'dir')
