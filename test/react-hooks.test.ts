@@ -3,7 +3,7 @@
  * test/fixtures/react-hooks/TodoApp.tsx is type-checked with tsc (strict, its wrong uses must fail),
  * then rendered with react-dom in jsdom (@testing-library/react) against a listening demo gateway:
  * a query, a disabled query, a mutation followed by a refetch, a mutation error, a subscription and
- * a live query over Server-Sent Events, and unmounting closes the streams.
+ * a live query over Server-Sent Events (and one the gateway refuses), and unmounting closes the streams.
  */
 import t from 'tap'
 import { readFileSync } from 'node:fs'
@@ -115,6 +115,8 @@ t.test('the hooks render against a running gateway', async (t) => {
   t.notMatch(before, title)
   t.equal(text('idle'), 'idle idle no data', 'enabled: false sends nothing')
   t.equal(await waitText('live', new RegExp(`^live ${count}:`)), `live ${count}: ${before.split(': ')[1]}`, 'the live query renders its first result')
+
+  t.equal(await waitText('refused', /^refused/), 'refused TRB_ERR_OPERATION_VARIABLES 400', 'a refused live query is the result\'s error')
 
   const first = await waitText('message', /^message \d+ subscribed=true$/)
   const next = await waitText('message', new RegExp(`^message (?!${first.split(' ')[1]} )\\d+ subscribed=true$`))
