@@ -12,8 +12,9 @@ import { JSDOM } from 'jsdom'
 import { startDemo } from './helpers/demo.js'
 import { spawnSync } from 'node:child_process'
 import { clientProject, root } from './helpers/client-project.js'
-import { renderClient } from '../gateway/codegen/client.js'
-import { renderReactHooks } from '../gateway/codegen/react.js'
+import { namesOf, renderClient } from '../gateway/codegen/client.js'
+import { hookNamesOf, renderReactHooks } from '../gateway/codegen/react.js'
+import type { CompiledOperation } from '../gateway/operations/compile.js'
 import { renderGenerated } from '../gateway/codegen/index.js'
 import type { Gateway } from '../gateway/runtime.js'
 
@@ -52,6 +53,28 @@ t.test('react.ts is written only when codegen.react is true', async (t) => {
   t.match(strict.output, /Property 'title' is missing/, 'a required variable')
   t.match(strict.output, /Property 'nope' does not exist/, 'the response type is real')
   t.equal(strict.output.split(/\n(?=\S)/).length, 4, `exactly the four wrong uses fail:\n${strict.output}`)
+})
+
+t.test('hook names are unique in the file', async (t) => {
+  const ops = [
+    { name: 'Todos', kind: 'query' },
+    { name: 'TodosLive', kind: 'query' },
+    { name: 'users/Get', kind: 'query' },
+    { name: 'users-Get', kind: 'mutation' },
+    { name: 'Tick', kind: 'subscription' },
+  ] as unknown as CompiledOperation[]
+  const hooks = hookNamesOf(ops, namesOf(ops))
+  t.same(
+    ops.map((op) => hooks.get(op)),
+    [
+      { main: 'useTodosQuery', live: 'useTodosLiveQuery_2' },
+      { main: 'useTodosLiveQuery', live: 'useTodosLiveLiveQuery' },
+      { main: 'useUsers_GetQuery', live: 'useUsers_GetLiveQuery' },
+      { main: 'useUsers_Get_2Mutation' },
+      { main: 'useTickSubscription' },
+    ],
+    "a query's plain hook keeps its name; the live hook that would take it gets _2",
+  )
 })
 
 /** Installs a jsdom window as the global DOM (only names Node lacks: Node's fetch, AbortController and streams stay). */

@@ -212,10 +212,30 @@ export function useTributaryClient(): TributaryClient {
 }
 `
 
-/** Hook names of one operation. */
-function hookNames(op: CompiledOperation, n: Names): string[] {
-  if (op.kind === 'query') return [`use${n.type}Query`, `use${n.type}LiveQuery`]
-  return [`use${n.type}${op.kind === 'mutation' ? 'Mutation' : 'Subscription'}`]
+/** The hooks of one operation: `main` (`use<Op>Query`, `…Mutation`, `…Subscription`) and, for a query, `live`. */
+interface HookNames {
+  main: string
+  live?: string
+}
+
+/**
+ * The per-operation hook names, unique in the file: `use<Type>Query` and `use<Type>LiveQuery`,
+ * `use<Type>Mutation`, `use<Type>Subscription`; a name already taken (`TodosLive`'s query and
+ * `Todos`' live query) gets `_2`, `_3`….
+ */
+export function hookNamesOf(ops: readonly CompiledOperation[], names: Map<CompiledOperation, Names>): Map<CompiledOperation, HookNames> {
+  const used = new Set(['useQuery', 'useLiveQuery', 'useMutation', 'useSubscription', 'useTributaryClient'])
+  const unique = (name: string): string => {
+    let candidate = name
+    for (let i = 2; used.has(candidate); i++) candidate = `${name}_${i}`
+    used.add(candidate)
+    return candidate
+  }
+  const out = new Map<CompiledOperation, HookNames>()
+  // Main hooks first, so that a live hook never takes the plain name of another operation's query.
+  for (const op of ops) out.set(op, { main: unique(`use${names.get(op)!.type}${op.kind === 'query' ? 'Query' : op.kind === 'mutation' ? 'Mutation' : 'Subscription'}`) })
+  for (const op of ops) if (op.kind === 'query') out.get(op)!.live = unique(`use${names.get(op)!.type}LiveQuery`)
+  return out
 }
 
 /**
@@ -227,6 +247,8 @@ export function renderReactHooks(gateway: Gateway): string {
   const ops = servedOperations(gateway)
   const names = namesOf(ops)
   const n = (op: CompiledOperation) => names.get(op)!
+  const hookNames = hookNamesOf(ops, names)
+  const h = (op: CompiledOperation) => hookNames.get(op)!
   const key = (op: CompiledOperation) => propertyKey(op.name)
   const lit = (op: CompiledOperation) => JSON.stringify(op.name)
   const firstQuery = ops.find((o) => o.kind === 'query')
@@ -241,10 +263,10 @@ export function renderReactHooks(gateway: Gateway): string {
  * \`\`\`tsx
  * import { QueryClient } from '@tanstack/react-query'
  * import { createClient } from './generated/client.js'
- * import { TributaryProvider${firstQuery ? `, use${n(firstQuery).type}Query` : ''}, useQuery } from './generated/react.js'
+ * import { TributaryProvider${firstQuery ? `, ${h(firstQuery).main}` : ''}, useQuery } from './generated/react.js'
  *
  * <TributaryProvider client={createClient({ baseUrl: 'http://127.0.0.1:4000' })} queryClient={new QueryClient()}>…</TributaryProvider>
-${firstQuery ? ` * const { data, error } = use${n(firstQuery).type}Query(${hasRequired(firstQuery) ? '{ ... }' : ''})\n * const live = useQuery({ operationName: ${lit(firstQuery)}, liveQuery: true })\n` : ''}${firstMutation ? ` * const { mutate } = useMutation({ operationName: ${lit(firstMutation)}, onSuccess: () => queryClient.invalidateQueries() })\n` : ''} * \`\`\`
+${firstQuery ? ` * const { data, error } = ${h(firstQuery).main}(${hasRequired(firstQuery) ? '{ ... }' : ''})\n * const live = useQuery({ operationName: ${lit(firstQuery)}, liveQuery: true })\n` : ''}${firstMutation ? ` * const { mutate } = useMutation({ operationName: ${lit(firstMutation)}, onSuccess: () => queryClient.invalidateQueries() })\n` : ''} * \`\`\`
  *
  * Query keys are \`[operationName, input]\` ({@link queryKey}). Errors are {@link TributaryError}s.
  */
@@ -304,15 +326,15 @@ export interface TributaryHooks {
     const input = `input${hasRequired(op) ? '' : '?'}: ${t}Variables`
     if (op.kind === 'query') {
       out.push(`  /** The query \`${op.name}\`. */`)
-      out.push(`  use${t}Query(${input}, options?: QueryOptions<Queries[${lit(op)}]>): UseQueryResult<${t}Response, TributaryError>`)
+      out.push(`  ${h(op).main}(${input}, options?: QueryOptions<Queries[${lit(op)}]>): UseQueryResult<${t}Response, TributaryError>`)
       out.push(`  /** The live query \`${op.name}\`. */`)
-      out.push(`  use${t}LiveQuery(${input}, options?: QueryOptions<Queries[${lit(op)}]>): UseQueryResult<${t}Response, TributaryError>`)
+      out.push(`  ${h(op).live}(${input}, options?: QueryOptions<Queries[${lit(op)}]>): UseQueryResult<${t}Response, TributaryError>`)
     } else if (op.kind === 'mutation') {
       out.push(`  /** The mutation \`${op.name}\`. */`)
-      out.push(`  use${t}Mutation(options?: MutationOptions<Mutations[${lit(op)}]>): UseMutationResult<${t}Response, TributaryError, MutationInput<Mutations[${lit(op)}]>>`)
+      out.push(`  ${h(op).main}(options?: MutationOptions<Mutations[${lit(op)}]>): UseMutationResult<${t}Response, TributaryError, MutationInput<Mutations[${lit(op)}]>>`)
     } else {
       out.push(`  /** The subscription \`${op.name}\`. */`)
-      out.push(`  use${t}Subscription(${input}, options?: SubscriptionOptions<${t}Response>): SubscriptionResult<${t}Response>`)
+      out.push(`  ${h(op).main}(${input}, options?: SubscriptionOptions<${t}Response>): SubscriptionResult<${t}Response>`)
     }
   }
   out.push(`}
@@ -330,12 +352,12 @@ function hooksFor(getClient: () => TributaryClient): TributaryHooks {
     const t = n(op).type
     const input = `input${hasRequired(op) ? '' : '?'}: ${t}Variables`
     if (op.kind === 'query') {
-      out.push(`    use${t}Query: (${input}, options?: QueryOptions<Queries[${lit(op)}]>) => hooks.useQuery({ ...options, operationName: ${lit(op)}, input } as QueryArgs<${lit(op)}>),`)
-      out.push(`    use${t}LiveQuery: (${input}, options?: QueryOptions<Queries[${lit(op)}]>) => hooks.useQuery({ ...options, operationName: ${lit(op)}, input, liveQuery: true } as QueryArgs<${lit(op)}>),`)
+      out.push(`    ${h(op).main}: (${input}, options?: QueryOptions<Queries[${lit(op)}]>) => hooks.useQuery({ ...options, operationName: ${lit(op)}, input } as QueryArgs<${lit(op)}>),`)
+      out.push(`    ${h(op).live}: (${input}, options?: QueryOptions<Queries[${lit(op)}]>) => hooks.useQuery({ ...options, operationName: ${lit(op)}, input, liveQuery: true } as QueryArgs<${lit(op)}>),`)
     } else if (op.kind === 'mutation') {
-      out.push(`    use${t}Mutation: (options?: MutationOptions<Mutations[${lit(op)}]>) => hooks.useMutation({ ...options, operationName: ${lit(op)} }),`)
+      out.push(`    ${h(op).main}: (options?: MutationOptions<Mutations[${lit(op)}]>) => hooks.useMutation({ ...options, operationName: ${lit(op)} }),`)
     } else {
-      out.push(`    use${t}Subscription: (${input}, options?: SubscriptionOptions<${t}Response>) => hooks.useSubscription({ ...options, operationName: ${lit(op)}, input } as SubscriptionArgs<${lit(op)}>),`)
+      out.push(`    ${h(op).main}: (${input}, options?: SubscriptionOptions<${t}Response>) => hooks.useSubscription({ ...options, operationName: ${lit(op)}, input } as SubscriptionArgs<${lit(op)}>),`)
     }
   }
   out.push(`  }
@@ -356,7 +378,7 @@ export const {
   useLiveQuery,
   useMutation,
   useSubscription,`)
-  for (const op of ops) out.push(`  ${hookNames(op, n(op)).join(',\n  ')},`)
+  for (const op of ops) out.push(`  ${[h(op).main, h(op).live].filter(Boolean).join(',\n  ')},`)
   out.push(`}: TributaryHooks = hooksFor(useTributaryClient)`)
   return out.join('\n') + '\n'
 }
