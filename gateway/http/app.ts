@@ -17,6 +17,7 @@ import { adoptSocketIdentity, authenticateSocket, authorizeSocketOperation, endA
 import { BadRequestError, InternalError, PersistedOnlyError, RouteNotFoundError, isTributaryError, errorBody } from '../errors.js'
 import { registerGraphQLEndpoint } from './graphql-endpoint.js'
 import { registerOperationRoutes } from './operations-routes.js'
+import { registerOidcRoutes } from './oidc.js'
 import { playgroundPlugin } from './playground.js'
 import { createSubscriptionHandler, websocketServerOptions } from './subscriptions.js'
 import { sharingKey } from './shared-subscriptions.js'
@@ -269,6 +270,8 @@ export async function buildApp(gateway: Gateway, options: BuildAppOptions = {}):
   })
   if (!wsScope) throw new Error('the WebSocket scope was not registered')
   registerOperationRoutes(app, holder)
+  // Cookie login with OpenID Connect (README "Cookie login with OpenID Connect"): only with auth.oidc.
+  registerOidcRoutes(app, holder)
   const livePollers = () => app.livePollers.size
   livePollerCounts.add(livePollers)
   app.addHook('onClose', async () => void livePollerCounts.delete(livePollers))
