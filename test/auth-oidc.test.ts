@@ -105,7 +105,11 @@ const config = resolveConfig({
   auth: {
     jwt: { secret: JWT_SECRET },
     oidc: {
-      providers: [{ id: 'local', issuer, clientId: 'tributary', clientSecret: 'client-secret-0123456789', scopes: ['openid', 'profile', 'email', 'roles'] }],
+      providers: [
+        { id: 'local', issuer, clientId: 'tributary', clientSecret: 'client-secret-0123456789', scopes: ['openid', 'profile', 'email', 'roles'] },
+        // Nothing listens on port 1: the provider cannot be reached.
+        { id: 'down', issuer: 'http://127.0.0.1:1', clientId: 'x', clientSecret: 'y', redirectUri: 'http://127.0.0.1:1/cb' },
+      ],
       cookie: { secrets: [SECRET] },
       redirectUris: [APP, BYE],
     },
@@ -389,6 +393,13 @@ t.test('attacks: each a coded 4xx, no session and nothing written', async (t) =>
     }
   })
 
+  t.test('a provider that cannot be reached: 503, no cookie', async (t) => {
+    const r = await fetch(`${gw}/auth/cookie/authorize/down`, { redirect: 'manual' })
+    t.equal(r.status, 503)
+    t.equal(codeOf(await r.json()), 'TRB_ERR_UPSTREAM_UNAVAILABLE')
+    t.same(r.headers.getSetCookie(), [])
+  })
+
   t.test('open redirect attempts', async (t) => {
     for (const target of ['https://evil.test/', 'http://app.test/after-login/../../evil', '//evil.test', 'javascript:alert(1)', `${APP}?x=1`]) {
       const r = await fetch(`${gw}/auth/cookie/authorize/local?redirect_uri=${encodeURIComponent(target)}`, { redirect: 'manual' })
@@ -429,6 +440,7 @@ t.test('config: bad oidc sections are refused with TRB_ERR_CONFIG_INVALID', asyn
   t.throws(oidc({ providers: [{ id: 'p', issuer: 'https://a.example', clientId: 'c', clientSecret: 's' }, { id: 'p', issuer: 'https://b.example', clientId: 'c', clientSecret: 's' }] }), { code: 'TRB_ERR_CONFIG_INVALID' }, 'one id twice')
   t.throws(oidc({ providers: [{ id: 'a/b', issuer: 'https://a.example', clientId: 'c', clientSecret: 's' }] }), { code: 'TRB_ERR_CONFIG_INVALID' })
   t.throws(oidc({ redirectUris: ['/relative'] }), { code: 'TRB_ERR_CONFIG_INVALID' })
+  t.throws(oidc({ cookie: { secrets: [SECRET], sameSite: 'none', secure: false } }), { code: 'TRB_ERR_CONFIG_INVALID' })
   const resolved = resolveConfig({ ...base, auth: { oidc: { providers: [{ id: 'p', issuer: 'https://id.example', clientId: 'c', clientSecret: 's' }], cookie: { secrets: [SECRET] } } } })
   t.match(resolved.auth.oidc, { cookie: { name: 'trb_session', secure: true, sameSite: 'lax', maxAgeSeconds: 28800, stateMaxAgeSeconds: 600 }, rolesClaim: 'roles', maxParamLength: 2048, maxCookieLength: 4096, timeoutMs: 5000, providers: [{ scopes: ['openid', 'profile', 'email'], fetchUserInfo: true }] })
 })

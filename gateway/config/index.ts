@@ -526,7 +526,8 @@ function resolveAuth(input: AuthConfigInput | undefined, dev: boolean): AuthConf
 
 /**
  * `auth.oidc` with its defaults (see {@link OidcConfigInput}).
- * @throws ConfigInvalidError for two providers with one id, or a redirect URI that is not an absolute URL.
+ * @throws ConfigInvalidError for two providers with one id, a redirect URI that is not an absolute URL,
+ *   or `sameSite: 'none'` without `secure`.
  */
 function resolveOidc(o: OidcConfigInput | undefined, jwtRolesClaim: string | undefined): OidcConfig | null {
   if (!o) return null
@@ -535,6 +536,7 @@ function resolveOidc(o: OidcConfigInput | undefined, jwtRolesClaim: string | und
     if (ids.has(p.id)) throw new ConfigInvalidError(`auth.oidc.providers: the id "${p.id}" is used twice`)
     ids.add(p.id)
   }
+  if (o.cookie.sameSite === 'none' && o.cookie.secure === false) throw new ConfigInvalidError("auth.oidc.cookie: sameSite 'none' needs secure (browsers drop such cookies)")
   const redirectUris = (o.redirectUris ?? []).map((u, i) => {
     if (!URL.canParse(u)) throw new ConfigInvalidError(`auth.oidc.redirectUris[${i}]: not an absolute URL`)
     return new URL(u).href
