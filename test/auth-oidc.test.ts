@@ -17,7 +17,9 @@ import { join } from 'node:path'
 import Provider from 'oidc-provider'
 import { EncryptJWT, SignJWT, jwtDecrypt } from 'jose'
 import { resolveConfig, schema } from '../gateway/config/index.js'
+import WebSocket from 'ws'
 import { serveGateway } from './helpers/serve.js'
+import { run } from './helpers/ws.js'
 
 const SECRET = 'cookie-secret-of-the-oidc-test-0123456789'
 const JWT_SECRET = 'jwt-secret-of-the-oidc-test-0123456789abcdef'
@@ -264,6 +266,18 @@ t.test('a bearer token works beside the cookie login, and needs no CSRF token', 
   t.match((await json(await fetch(`${gw}/auth/user`, { headers }))).body, { sub: 'svc', roles: ['editor'] })
   const csrf = await json(await fetch(`${gw}/auth/cookie/csrf`, { headers }))
   t.equal(csrf.status, 401, 'no CSRF token without a login session')
+})
+
+t.test('the cookie user over a WebSocket (the cookie of the upgrade request) and in the OpenAPI document', async (t) => {
+  const jar = await loggedIn()
+  const socket = new WebSocket(gw.replace(/^http/, 'ws') + '/graphql', 'graphql-transport-ws', { headers: { cookie: `${COOKIE}=${cookieOf(jar, gw, COOKIE)}` } })
+  await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject))
+  t.teardown(() => socket.close())
+  const result = await run(socket, 'query Q($s: String! @fromClaim(name: "sub")) @requireAuthentication { echo(id: $s) }')
+  t.same(result, { data: { echo: 'ada' } })
+  const openapi = (await (await fetch(`${gw}/openapi.json`)).json()) as { components: { securitySchemes: Record<string, unknown> }; paths: Record<string, { get?: { security?: unknown } }> }
+  t.match(openapi.components.securitySchemes.sessionCookie, { type: 'apiKey', in: 'cookie', name: COOKIE })
+  t.same(openapi.paths['/operations/WhoAmI'].get?.security, [{ bearerAuth: [] }, { sessionCookie: [] }])
 })
 
 t.test('a user without the role is refused by @rbac', async (t) => {
