@@ -280,6 +280,12 @@ t.test('the cookie user over a WebSocket (the cookie of the upgrade request) and
   t.same(openapi.paths['/operations/WhoAmI'].get?.security, [{ bearerAuth: [] }, { sessionCookie: [] }])
 })
 
+t.test('logout takes no body: a form post is refused (415)', async (t) => {
+  const r = await json(await fetch(`${gw}/auth/cookie/user/logout`, { method: 'POST', body: 'a=1', headers: { 'content-type': 'application/x-www-form-urlencoded' } }))
+  t.equal(r.status, 415)
+  t.equal(codeOf(r.body), 'TRB_ERR_BAD_REQUEST')
+})
+
 t.test('a user without the role is refused by @rbac', async (t) => {
   const jar = await loggedIn('mallory')
   const r = await json(await browse(jar, `${gw}/operations/WhoAmI`))
