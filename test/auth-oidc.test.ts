@@ -18,6 +18,9 @@ import Provider from 'oidc-provider'
 import { EncryptJWT, SignJWT, jwtDecrypt } from 'jose'
 import { resolveConfig, schema } from '../gateway/config/index.js'
 import WebSocket from 'ws'
+import { pino } from 'pino'
+import { createGateway } from '../gateway/runtime.js'
+import { buildApp } from '../gateway/http/app.js'
 import { serveGateway } from './helpers/serve.js'
 import { run } from './helpers/ws.js'
 
@@ -120,11 +123,28 @@ const config = resolveConfig({
 const { url: gw, app } = await serveGateway(t, config)
 const CALLBACK = `${gw}/auth/cookie/callback/local`
 
+// A second gateway with the hook points of the login routes set (OidcHooks).
+const hooked = await createGateway(config, { logger: pino({ level: 'silent' }) })
+t.teardown(() => hooked.close())
+const hookedApp = await buildApp(hooked, {
+  logger: false,
+  oidcHooks: {
+    mutatingPostAuthentication: async (claims, providerId) => ({ ...claims, tenant: `acme-${providerId}` }),
+    revalidate: async (user) => (user.claims.sub === 'grace' ? null : { ...user.claims, name: 'Ada King' }),
+  },
+})
+t.teardown(async () => {
+  hookedApp.server.closeAllConnections()
+  await hookedApp.close()
+})
+await hookedApp.listen({ host: '127.0.0.1', port: 0 })
+const gwHooked = `http://127.0.0.1:${(hookedApp.server.address() as { port: number }).port}`
+
 const provider = new Provider(issuer, {
   clients: [{
     client_id: 'tributary',
     client_secret: 'client-secret-0123456789',
-    redirect_uris: [CALLBACK],
+    redirect_uris: [CALLBACK, `${gwHooked}/auth/cookie/callback/local`],
     post_logout_redirect_uris: [BYE],
     response_types: ['code'],
     grant_types: ['authorization_code'],
@@ -143,13 +163,14 @@ handler = provider.callback()
  * Starts a login at the gateway and completes the provider's login and consent forms.
  * @returns the callback URL the provider sends the browser to (not yet followed).
  */
-async function loginAtProvider(jar: Jar, user = 'ada', beforeProvider?: () => Promise<void>): Promise<string> {
-  const start = await browse(jar, `${gw}/auth/cookie/authorize/local?redirect_uri=${encodeURIComponent(APP)}`)
+async function loginAtProvider(jar: Jar, user = 'ada', beforeProvider?: () => Promise<void>, gateway = gw): Promise<string> {
+  const callbackUrl = `${gateway}/auth/cookie/callback/local`
+  const start = await browse(jar, `${gateway}/auth/cookie/authorize/local?redirect_uri=${encodeURIComponent(APP)}`)
   if (start.status !== 302) throw new Error(`authorize answered ${start.status}: ${await start.text()}`)
   if (beforeProvider) await beforeProvider()
   let next: string = start.headers.get('location')!
   for (let hops = 0; hops < 20; hops++) {
-    if (next.startsWith(CALLBACK)) return next
+    if (next.startsWith(callbackUrl)) return next
     const res = await browse(jar, next)
     if (res.status >= 300 && res.status < 400) {
       next = new URL(res.headers.get('location')!, next).href
@@ -167,9 +188,9 @@ async function loginAtProvider(jar: Jar, user = 'ada', beforeProvider?: () => Pr
 }
 
 /** A browser logged in as `user`: its jar holds the session cookie. */
-async function loggedIn(user = 'ada'): Promise<Jar> {
+async function loggedIn(user = 'ada', gateway = gw): Promise<Jar> {
   const jar: Jar = new Map()
-  const callback = await loginAtProvider(jar, user)
+  const callback = await loginAtProvider(jar, user, undefined, gateway)
   const res = await browse(jar, callback)
   if (res.status !== 302) throw new Error(`callback answered ${res.status}: ${await res.text()}`)
   return jar
@@ -284,6 +305,22 @@ t.test('logout takes no body: a form post is refused (415)', async (t) => {
   const r = await json(await fetch(`${gw}/auth/cookie/user/logout`, { method: 'POST', body: 'a=1', headers: { 'content-type': 'application/x-www-form-urlencoded' } }))
   t.equal(r.status, 415)
   t.equal(codeOf(r.body), 'TRB_ERR_BAD_REQUEST')
+})
+
+t.test('hook points: mutatingPostAuthentication after login, revalidate on /auth/user?revalidate=true', async (t) => {
+  const jar = await loggedIn('ada', gwHooked)
+  t.match((await json(await browse(jar, `${gwHooked}/auth/user`))).body, { sub: 'ada', tenant: 'acme-local', name: 'Ada Lovelace' })
+  const before = cookieOf(jar, gwHooked, COOKIE)
+  const renewed = await json(await browse(jar, `${gwHooked}/auth/user?revalidate=true`))
+  t.match(renewed.body, { sub: 'ada', name: 'Ada King', provider: 'local' })
+  t.not(cookieOf(jar, gwHooked, COOKIE), before, 'the session is sealed again')
+  t.match((await json(await browse(jar, `${gwHooked}/auth/user`))).body, { name: 'Ada King' })
+  t.equal((await fetch(`${gwHooked}/auth/user`, { headers: { cookie: `${COOKIE}=${before}` } })).status, 401, 'the replaced session is ended')
+  const grace = await loggedIn('grace', gwHooked)
+  const refused = await json(await browse(grace, `${gwHooked}/auth/user?revalidate=true`))
+  t.equal(refused.status, 401)
+  t.equal(codeOf(refused.body), 'TRB_ERR_AUTH_REQUIRED')
+  t.notOk(cookieOf(grace, gwHooked, COOKIE), 'the cookie is cleared')
 })
 
 t.test('a user without the role is refused by @rbac', async (t) => {
@@ -469,5 +506,6 @@ t.test('config: bad oidc sections are refused with TRB_ERR_CONFIG_INVALID', asyn
 // for the servers' keep-alive timeouts, so they are cut when the tests are done.
 t.test('the keep-alive sockets are closed', async () => {
   app.server.closeAllConnections()
+  hookedApp.server.closeAllConnections()
   providerServer.closeAllConnections()
 })
