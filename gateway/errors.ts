@@ -130,6 +130,14 @@ export const MetricsDeniedError = createError('TRB_ERR_METRICS_DENIED', '%s', 40
 export const AuthInvalidError = createError('TRB_ERR_AUTH_INVALID', 'Invalid token: %s', 401) as Ctor
 /** The operation (or `/graphql` with `auth.graphql: 'authenticated'`) needs a token and none was sent. Sent with `WWW-Authenticate: Bearer`. */
 export const AuthRequiredError = createError('TRB_ERR_AUTH_REQUIRED', 'Authentication required: %s', 401) as Ctor
+/** A mutation authenticated by the `auth.oidc` session cookie without the session's `X-CSRF-Token` header. */
+export const CsrfError = createError('TRB_ERR_CSRF', 'CSRF check failed: %s', 403) as Ctor
+/** `/auth/cookie/authorize/<id>` or `/auth/cookie/callback/<id>` names no provider of `auth.oidc.providers`. */
+export const OidcProviderUnknownError = createError('TRB_ERR_OIDC_PROVIDER_UNKNOWN', 'Unknown OpenID Connect provider: %s', 404) as Ctor
+/** A `redirect_uri` of the OIDC routes that is not in `auth.oidc.redirectUris` (no open redirect). */
+export const OidcRedirectError = createError('TRB_ERR_OIDC_REDIRECT', 'Redirect refused: %s', 400) as Ctor
+/** An OIDC callback that fails: missing or wrong state or state cookie, an error from the provider, a code refused (replayed, expired), an ID token that does not validate (nonce, issuer, audience, signature), or an oversize parameter. */
+export const OidcCallbackError = createError('TRB_ERR_OIDC_CALLBACK', 'Login failed: %s', 400) as Ctor
 /** A valid token lacks what the operation or field needs: a role (`@rbac`, `permissions`) or a claim (`@fromClaim`). */
 export const AuthForbiddenError = createError('TRB_ERR_AUTH_FORBIDDEN', 'Forbidden: %s', 403) as Ctor
 /** 503: the gateway holds as many event streams (SSE) as `server.maxEventStreams` allows, or a SQLite file's worker queue is full (`retryAfterSec` on the error); `Retry-After` says when to try again. */
@@ -149,7 +157,7 @@ export const errorCodes: readonly string[] = [
   UpstreamError, UpstreamTimeoutError, UpstreamUnavailableError, UpstreamTooLargeError,
   DbUniqueError, DbForeignKeyError, DbNotNullError, DbCheckError, DbValueError, DbUnreadableWriteError, DbNotFoundError, DbInputError, DbRawError, DbRawRefusedError, DbTimeoutError, DbCancelledError, DbRolledBackError, DbUnavailableError,
   RouteNotFoundError, OriginForbiddenError, MisdirectedError, MetricsDeniedError,
-  AuthInvalidError, AuthRequiredError, AuthForbiddenError, RateLimitedError, CapacityError,
+  AuthInvalidError, AuthRequiredError, CsrfError, OidcProviderUnknownError, OidcRedirectError, OidcCallbackError, AuthForbiddenError, RateLimitedError, CapacityError,
   InternalError,
 ].map((E) => new E().code)
 

@@ -25,6 +25,7 @@ import { ConfigInvalidError, OperationInvalidError, SourceLoadError, isTributary
 import type { RowFilterRule } from './connectors/database/compiler/row-filter.js'
 import { applyPermissions } from './auth/permissions.js'
 import { createJwtVerifier, type JwtVerifier } from './auth/jwt.js'
+import { createIdentityVerifier, createSessionCodec, type SessionCodec } from './auth/session.js'
 
 /** One data source once loaded. */
 export interface LoadedSource {
@@ -45,8 +46,13 @@ export interface Gateway {
   readonly sources: readonly LoadedSource[]
   /** Every stored operation by URL name (`users/GetUser`), internal ones included. */
   readonly operations: ReadonlyMap<string, CompiledOperation>
-  /** The token verifier of `auth.jwt`, or null when tokens are not read. */
+  /**
+   * The identity verifier: tokens of `auth.jwt` and the session cookie of `auth.oidc`
+   * (gateway/auth/session.ts `createIdentityVerifier`), or null when neither is configured.
+   */
   readonly jwt: JwtVerifier | null
+  /** The login session codec of `auth.oidc` (cookies, CSRF tokens, logout), or null when off. */
+  readonly session: SessionCodec | null
   /**
    * The build key of each source, in the order of `sources`: a stable hash of its definition and of
    * what else shapes its subschema ({@link sourceBuildKey}); null when the definition cannot be hashed.
@@ -251,12 +257,14 @@ export async function createGateway(config: TributaryConfig, options: CreateGate
     const merged = sources.flatMap((s) => (s.merge ? [{ namespace: s.namespace, merge: s.merge }] : []))
     const schema = config.server.federation ? toSubgraphSchema(composed, config.server.federation, merged) : composed
     const operations = await compileStoredOperations(config, schema, cwd)
+    const session = config.auth.oidc ? createSessionCodec(config.auth.oidc) : null
     return {
       config,
       schema,
       sources,
       operations,
-      jwt: config.auth.jwt ? createJwtVerifier(config.auth.jwt) : null,
+      jwt: createIdentityVerifier(config.auth.jwt ? createJwtVerifier(config.auth.jwt) : null, session),
+      session,
       sourceKeys: keys,
       built,
       async health() {
@@ -278,8 +286,8 @@ export async function createGateway(config: TributaryConfig, options: CreateGate
 async function compileStoredOperations(config: TributaryConfig, schema: GraphQLSchema, cwd: string): Promise<Map<string, CompiledOperation>> {
   const stored = await loadOperations(resolve(cwd, config.operations.dir), schema, cwd)
   const withRules = stored.find((op) => op.auth)
-  if (withRules && !config.auth.jwt) {
-    throw new OperationInvalidError(`${withRules.file}:1:1: @requireAuthentication, @rbac and @fromClaim need auth.jwt in the config`)
+  if (withRules && !config.auth.jwt && !config.auth.oidc) {
+    throw new OperationInvalidError(`${withRules.file}:1:1: @requireAuthentication, @rbac and @fromClaim need auth.jwt or auth.oidc in the config`)
   }
   return new Map(stored.map((op) => [op.name, compileOperation(op, schema, { maxInputDepth: config.graphql.maxInputDepth, cost: { maxCost: config.graphql.maxCost, listSize: config.graphql.defaultListSize } })]))
 }

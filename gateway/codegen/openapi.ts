@@ -269,14 +269,18 @@ export function buildOpenApiDocument(gateway: Gateway, serverUrl?: string): Open
   }
 }
 
-/** The security schemes of `auth.jwt` (OpenAPI 3.1 §4.8.27): a bearer JWT, and the cookie when one is configured. */
+/**
+ * The security schemes (OpenAPI 3.1 §4.8.27): a bearer JWT (`auth.jwt`), its cookie when one is
+ * configured, and the login session cookie of `auth.oidc`.
+ */
 function securitySchemes(gateway: Gateway): Record<string, unknown> {
-  const jwt = gateway.config.auth.jwt
-  if (!jwt) return {}
+  const { jwt, oidc } = gateway.config.auth
+  if (!jwt && !oidc) return {}
   return {
     securitySchemes: {
-      bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'A JWT verified by the gateway (auth.jwt)' },
-      ...(jwt.cookie ? { cookieAuth: { type: 'apiKey', in: 'cookie', name: jwt.cookie, description: 'The same JWT in a cookie' } } : {}),
+      ...(jwt ? { bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'A JWT verified by the gateway (auth.jwt)' } } : {}),
+      ...(jwt?.cookie ? { cookieAuth: { type: 'apiKey', in: 'cookie', name: jwt.cookie, description: 'The same JWT in a cookie' } } : {}),
+      ...(oidc ? { sessionCookie: { type: 'apiKey', in: 'cookie', name: oidc.cookie.name, description: 'The login session of /auth/cookie/authorize/<provider> (auth.oidc); mutations also need the X-CSRF-Token header' } } : {}),
     },
   }
 }
@@ -287,9 +291,10 @@ function securitySchemes(gateway: Gateway): Record<string, unknown> {
  */
 function securityOf(op: CompiledOperation, gateway: Gateway): Record<string, unknown> {
   const rules = op.stored.auth
-  if (!rules || !gateway.config.auth.jwt) return {}
+  const { jwt, oidc } = gateway.config.auth
+  if (!rules || (!jwt && !oidc)) return {}
   return {
-    security: [{ bearerAuth: [] }, ...(gateway.config.auth.jwt.cookie ? [{ cookieAuth: [] }] : [])],
+    security: [...(jwt ? [{ bearerAuth: [] }] : []), ...(jwt?.cookie ? [{ cookieAuth: [] }] : []), ...(oidc ? [{ sessionCookie: [] }] : [])],
     ...(rules.requireMatchAny || rules.requireMatchAll
       ? { 'x-rbac': { ...(rules.requireMatchAny ? { requireMatchAny: rules.requireMatchAny } : {}), ...(rules.requireMatchAll ? { requireMatchAll: rules.requireMatchAll } : {}) } }
       : {}),

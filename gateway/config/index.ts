@@ -20,13 +20,13 @@ import type { RunMode } from '../connectors/types.js'
 import type { LinkDefinition, LinkBatch } from '../compose/links.js'
 import { DEFAULT_MAX_REPRESENTATIONS } from '../compose/subgraph.js'
 import type { PermissionRule } from '../auth/permissions.js'
-import type { JwtConfig, AuthConfigInput, AuthConfig } from '../auth/config.js'
+import type { JwtConfig, AuthConfigInput, AuthConfig, OidcConfigInput, OidcConfig } from '../auth/config.js'
 import type { MetricsConfig } from '../observability/metrics.js'
 import type { TelemetryConfig } from '../observability/tracing.js'
 import { validateConfig } from './validate.js'
 import { ConfigInvalidError } from '../errors.js'
 
-export type { RunMode, LinkDefinition, LinkBatch, PermissionRule, JwtConfig, AuthConfigInput, AuthConfig }
+export type { RunMode, LinkDefinition, LinkBatch, PermissionRule, JwtConfig, AuthConfigInput, AuthConfig, OidcConfigInput, OidcConfig }
 
 /** What every data source declaration carries besides its connector's options. */
 export interface DataSourceBase {
@@ -492,11 +492,11 @@ export function resolveConfig(input: unknown, env: NodeJS.ProcessEnv = process.e
       serviceName: c.telemetry?.serviceName ?? (env.OTEL_SERVICE_NAME || 'tributary'),
     },
   }
-  if (config.server.rateLimit?.key === 'sub' && !config.auth.jwt) throw new ConfigInvalidError("server.rateLimit.key: 'sub' needs auth.jwt")
+  if (config.server.rateLimit?.key === 'sub' && !config.auth.jwt && !config.auth.oidc) throw new ConfigInvalidError("server.rateLimit.key: 'sub' needs auth.jwt or auth.oidc")
   if (config.mode === 'production' && config.graphql.apq && !config.graphql.allowArbitraryOperationsInProduction) {
     throw new ConfigInvalidError('graphql.apq: registering a query runs it; in production it needs graphql.allowArbitraryOperationsInProduction')
   }
-  if (Object.keys(config.permissions).length > 0 && !config.auth.jwt) throw new ConfigInvalidError('permissions: roles come from tokens; set auth.jwt')
+  if (Object.keys(config.permissions).length > 0 && !config.auth.jwt && !config.auth.oidc) throw new ConfigInvalidError('permissions: roles come from tokens or login sessions; set auth.jwt or auth.oidc')
   for (const [key, rule] of Object.entries(config.permissions)) {
     if (rule.filter && key.includes('.')) throw new ConfigInvalidError(`permissions.${key}.filter: a row filter applies to a type ('Type'), not to a field`)
     if (rule.bypassRoles && !rule.filter) throw new ConfigInvalidError(`permissions.${key}.bypassRoles: only a rule with a filter has roles that bypass it`)
@@ -529,8 +529,47 @@ function resolveAuth(input: AuthConfigInput | undefined, dev: boolean): AuthConf
         maxTokenLength: j.maxTokenLength ?? 8192,
       }
     : null
-  if (input?.graphql === 'authenticated' && !jwt) throw new ConfigInvalidError("auth.graphql: 'authenticated' needs auth.jwt")
-  return { jwt, graphql: input?.graphql ?? (jwt && !dev ? 'authenticated' : 'public') }
+  const oidc = resolveOidc(input?.oidc, jwt?.rolesClaim)
+  if (input?.graphql === 'authenticated' && !jwt && !oidc) throw new ConfigInvalidError("auth.graphql: 'authenticated' needs auth.jwt or auth.oidc")
+  return { jwt, oidc, graphql: input?.graphql ?? ((jwt || oidc) && !dev ? 'authenticated' : 'public') }
+}
+
+/**
+ * `auth.oidc` with its defaults (see {@link OidcConfigInput}).
+ * @throws ConfigInvalidError for two providers with one id, a redirect URI that is not an absolute URL,
+ *   or `sameSite: 'none'` without `secure`.
+ */
+function resolveOidc(o: OidcConfigInput | undefined, jwtRolesClaim: string | undefined): OidcConfig | null {
+  if (!o) return null
+  const ids = new Set<string>()
+  for (const p of o.providers) {
+    if (ids.has(p.id)) throw new ConfigInvalidError(`auth.oidc.providers: the id "${p.id}" is used twice`)
+    ids.add(p.id)
+  }
+  if (o.cookie.sameSite === 'none' && o.cookie.secure === false) throw new ConfigInvalidError("auth.oidc.cookie: sameSite 'none' needs secure (browsers drop such cookies)")
+  const redirectUris = (o.redirectUris ?? []).map((u, i) => {
+    if (!URL.canParse(u)) throw new ConfigInvalidError(`auth.oidc.redirectUris[${i}]: not an absolute URL`)
+    return new URL(u).href
+  })
+  return {
+    providers: o.providers.map((p) => {
+      const scopes = p.scopes ?? ['openid', 'profile', 'email']
+      return { ...p, scopes: scopes.includes('openid') ? scopes : ['openid', ...scopes], fetchUserInfo: p.fetchUserInfo ?? true }
+    }),
+    cookie: {
+      name: o.cookie.name ?? 'trb_session',
+      secrets: o.cookie.secrets,
+      secure: o.cookie.secure ?? true,
+      sameSite: o.cookie.sameSite ?? 'lax',
+      maxAgeSeconds: o.cookie.maxAgeSeconds ?? 28_800,
+      stateMaxAgeSeconds: o.cookie.stateMaxAgeSeconds ?? 600,
+    },
+    redirectUris,
+    rolesClaim: o.rolesClaim ?? jwtRolesClaim ?? 'roles',
+    maxParamLength: o.maxParamLength ?? 2048,
+    maxCookieLength: o.maxCookieLength ?? 4096,
+    timeoutMs: o.timeoutMs ?? 5000,
+  }
 }
 
 /** A federation source's subgraphs have distinct names and URLs. */

@@ -10,7 +10,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { GraphQLError, type GraphQLFormattedError } from 'graphql'
 import type { CompiledOperation, Variables, VariablesError } from '../operations/compile.js'
 import { codedGraphQLError, codesOf, formatGraphQLErrors, sendError, setRetryAfter, withRetryAfter } from './format-error.js'
-import { identityOf } from './auth.js'
+import { checkCsrf, identityOf } from './auth.js'
 import type { AuthInfo } from '../auth/jwt.js'
 import { authorize } from '../auth/directives.js'
 import { AuthInvalidError, BadRequestError, CapacityError, DbNotFoundError, OperationMethodError, OperationNotFoundError, recordErrorCode } from '../errors.js'
@@ -357,6 +357,8 @@ export function registerOperationRoutes(app: FastifyInstance, holder: GatewayHol
     if (auth instanceof Promise) auth = await auth
     // 401/403 before the variables are looked at: an anonymous caller learns nothing of them.
     if (op.stored.auth) authorize(op.stored.auth, auth, `operation ${name}`)
+    // A browser's session cookie goes with cross-site requests: its mutations need the CSRF token.
+    if (op.kind === 'mutation') checkCsrf(gateway, request, auth)
     const method = request.method === 'HEAD' ? 'GET' : request.method
     const accept = request.headers.accept
     const wantsStream = accept !== undefined && accept.includes('text/event-stream')
