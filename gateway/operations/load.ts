@@ -1,7 +1,9 @@
 /**
  * Loads stored operations from `operations/`: one named operation per `.graphql` file (fragments may
- * sit beside it), parsed and validated once against the composed schema. Sub-folders become URL
+ * sit beside it), parsed and validated once against the composed schema, and one TypeScript operation
+ * per `.ts` file (imported through tsx, gateway/operations/define.ts). Sub-folders become URL
  * segments; files under `internal/` are loaded (callable from code) but not served over HTTP.
+ * `operations.defaults` are applied here too ({@link withOperationDefaults}).
  */
 import { readdir, readFile } from 'node:fs/promises'
 import { join, relative, sep } from 'node:path'
