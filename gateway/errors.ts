@@ -41,6 +41,12 @@ export const OperationNotFoundError = createError('TRB_ERR_OPERATION_NOT_FOUND',
 export const OperationMethodError = createError('TRB_ERR_OPERATION_METHOD', 'Method %s is not allowed for %s; allowed: %s', 405) as Ctor
 /** The variables failed validation against the operation's JSON Schema. */
 export const OperationVariablesError = createError('TRB_ERR_OPERATION_VARIABLES', 'Invalid variables: %s', 400) as Ctor
+/** A TypeScript operation's handler threw (or a subscription handler is not an async generator); the message is the error's in development only. */
+export const OperationHandlerError = createError('TRB_ERR_OPERATION_HANDLER', 'The handler of operation %s failed: %s', 500) as Ctor
+/** A TypeScript operation's handler threw an `OperationError`: its 4xx status, its message, its own code in `extensions.originalCode`. */
+export const OperationCustomError = createError('TRB_ERR_OPERATION_ERROR', '%s', 400) as Ctor
+/** A TypeScript operation's handler ran longer than `operations.handlerTimeoutMs`; its `context.signal` was aborted. */
+export const OperationTimeoutError = createError('TRB_ERR_OPERATION_TIMEOUT', 'The handler of operation %s exceeded the time limit of %s ms', 504) as Ctor
 /** The request body is not valid JSON or not an object. */
 export const BadRequestError = createError('TRB_ERR_BAD_REQUEST', '%s', 400) as Ctor
 
@@ -152,7 +158,7 @@ export const InternalError = createError('TRB_ERR_INTERNAL', 'Internal error (id
 /** Every error constructor above, by code; used by tests and by the error formatter. */
 export const errorCodes: readonly string[] = [
   ConfigInvalidError, ConfigLoadError, PackageMissingError, ComposeCollisionError, ComposeNamespaceError, SourceLoadError,
-  OperationInvalidError, OperationNotFoundError, OperationMethodError, OperationVariablesError, BadRequestError,
+  OperationInvalidError, OperationNotFoundError, OperationMethodError, OperationVariablesError, OperationHandlerError, OperationCustomError, OperationTimeoutError, BadRequestError,
   GraphQLRequestError, GraphQLMethodError, GraphQLLimitError, GraphQLValidationError, GraphQLFieldError, PersistedNotFoundError, PersistedOnlyError,
   UpstreamError, UpstreamTimeoutError, UpstreamUnavailableError, UpstreamTooLargeError,
   DbUniqueError, DbForeignKeyError, DbNotNullError, DbCheckError, DbValueError, DbUnreadableWriteError, DbNotFoundError, DbInputError, DbRawError, DbRawRefusedError, DbTimeoutError, DbCancelledError, DbRolledBackError, DbUnavailableError,

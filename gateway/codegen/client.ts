@@ -186,6 +186,11 @@ function authDoc(op: CompiledOperation): string {
   return note ? ` ${note} Pass it with the client's \`token\` option.` : ''
 }
 
+/** `operations/<name>.graphql`, or `.ts` for a TypeScript operation (its file under the operations folder, as named in docs). */
+export function operationFileOf(op: CompiledOperation): string {
+  return `operations/${op.name}.${op.stored.language === 'typescript' ? 'ts' : 'graphql'}`
+}
+
 /** Whether the operation has a required variable (the client's `variables` argument is then not optional). */
 export function hasRequired(op: CompiledOperation): boolean {
   return (op.variablesSchema.required ?? []).length > 0
@@ -231,7 +236,7 @@ ${ops.find((o) => o.kind === 'query') ? ` * const data = await client.${names.ge
   out.push('// ----- operations -----\n')
   for (const op of ops) {
     const n = names.get(op)!
-    const where = `\`${op.name}\` (operations/${op.name}.graphql)`
+    const where = `\`${op.name}\` (${operationFileOf(op)})`
     out.push(`/** Variables of the stored ${op.kind} ${where}. */`)
     out.push(`export type ${n.type}Variables = ${jsonSchemaToTs(op.variablesSchema, '', inputs.typeName)}\n`)
     out.push(`/** ${op.kind === 'subscription' ? 'One event' : 'The data object'} of the stored ${op.kind} ${where}. */`)

@@ -13,6 +13,7 @@
 import type { Gateway } from '../runtime.js'
 import type { CompiledOperation } from '../operations/compile.js'
 import { defRefName, mergedDefs, omitProperties, type JsonSchema } from '../operations/json-schema.js'
+import { operationFileOf } from './client.js'
 import { describeAuthRules } from '../auth/directives.js'
 
 /** An OpenAPI 3.1 document (loosely typed: it is written out as JSON). */
@@ -161,7 +162,7 @@ export function buildOpenApiDocument(gateway: Gateway, serverUrl?: string): Open
     const common = {
       tags: [op.kind],
       summary: `${op.kind} ${op.name}`,
-      description: `Stored ${op.kind} \`${op.name}\` (operations/${op.name}.graphql).${authNote ? ` ${authNote}` : ''}`,
+      description: `Stored ${op.kind} \`${op.name}\` (${operationFileOf(op)}).${authNote ? ` ${authNote}` : ''}`,
       ...securityOf(op, gateway),
     }
     const bodyRequired = (op.variablesSchema.required ?? []).length > 0

@@ -100,6 +100,20 @@ export function schema(options: DataSourceBase & SchemaSourceOptions): SchemaDat
   return { kind: 'schema', ...options }
 }
 
+/** `operations.defaults.<kind>`: what every operation of the kind gets unless it sets its own. */
+export interface OperationDefaults {
+  /** A valid token is needed (as `@requireAuthentication`); an operation's own `@rbac`/`@requireAuthentication`, or a TypeScript operation's `requireAuthentication: false`, overrides it. Default false. */
+  authentication?: boolean
+}
+
+/** `operations.defaults.queries.cache`: as `# @cache` (maxAge in seconds). */
+export interface OperationCacheDefault {
+  maxAge: number
+  staleWhileRevalidate?: number
+  public?: boolean
+  mustRevalidate?: boolean
+}
+
 /** A custom REST route mapped to a stored operation, like Hasura's RESTified endpoints. */
 export interface RouteDefinition {
   /** HTTP method: GET, POST, PUT, PATCH or DELETE. */
@@ -291,6 +305,20 @@ export interface TributaryConfigInput {
     dir?: string
     /** Live-query poll interval in milliseconds, unless an operation sets its own. Default 1000. */
     liveIntervalMs?: number
+    /**
+     * Longest run of a TypeScript operation's handler, in milliseconds (for a subscription: the wait
+     * for each next event is not bounded, the handler's start is). Past it the call answers 504
+     * `TRB_ERR_OPERATION_TIMEOUT` and the handler's `context.signal` aborts. Default 10000.
+     */
+    handlerTimeoutMs?: number
+    /** Deepest chain of in-process calls (a TypeScript operation calling one that calls another...). Default 8. */
+    maxCallDepth?: number
+    /** Settings every operation of a kind gets unless it sets its own (`# @cache`, `# @live`, `@requireAuthentication`, or a TypeScript operation's own settings). */
+    defaults?: {
+      queries?: OperationDefaults & { cache?: OperationCacheDefault; live?: { intervalMs?: number } | boolean }
+      mutations?: OperationDefaults
+      subscriptions?: OperationDefaults
+    }
   }
   /** Fields added to a source's type and resolved by another source's root field (README "Links"). Default none. */
   links?: LinkDefinition[]
@@ -473,6 +501,13 @@ export function resolveConfig(input: unknown, env: NodeJS.ProcessEnv = process.e
     operations: {
       dir: c.operations?.dir ?? 'operations',
       liveIntervalMs: c.operations?.liveIntervalMs ?? 1000,
+      handlerTimeoutMs: c.operations?.handlerTimeoutMs ?? 10_000,
+      maxCallDepth: c.operations?.maxCallDepth ?? 8,
+      defaults: {
+        queries: { ...c.operations?.defaults?.queries },
+        mutations: { ...c.operations?.defaults?.mutations },
+        subscriptions: { ...c.operations?.defaults?.subscriptions },
+      },
     },
     links: (c.links ?? []).map((l) => ({ ...l })),
     routes: (c.routes ?? []).map((r) => Object.freeze({ ...r })),

@@ -295,7 +295,39 @@ const configSchema = {
     operations: {
       type: 'object',
       additionalProperties: false,
-      properties: { dir: { type: 'string', minLength: 1 }, liveIntervalMs: { type: 'integer', minimum: 10 } },
+      properties: {
+        dir: { type: 'string', minLength: 1 },
+        liveIntervalMs: { type: 'integer', minimum: 10 },
+        handlerTimeoutMs: { type: 'integer', minimum: 1, maximum: 3_600_000 },
+        maxCallDepth: { type: 'integer', minimum: 1, maximum: 64 },
+        defaults: {
+          type: 'object',
+          additionalProperties: false,
+          properties: {
+            queries: {
+              type: 'object',
+              additionalProperties: false,
+              properties: {
+                authentication: { type: 'boolean' },
+                cache: {
+                  type: 'object',
+                  required: ['maxAge'],
+                  additionalProperties: false,
+                  properties: {
+                    maxAge: { type: 'integer', minimum: 0 },
+                    staleWhileRevalidate: { type: 'integer', minimum: 0 },
+                    public: { type: 'boolean' },
+                    mustRevalidate: { type: 'boolean' },
+                  },
+                },
+                live: { anyOf: [{ type: 'boolean' }, { type: 'object', additionalProperties: false, properties: { intervalMs: { type: 'integer', minimum: 10 } } }] },
+              },
+            },
+            mutations: { type: 'object', additionalProperties: false, properties: { authentication: { type: 'boolean' } } },
+            subscriptions: { type: 'object', additionalProperties: false, properties: { authentication: { type: 'boolean' } } },
+          },
+        },
+      },
     },
     links: {
       type: 'array',

@@ -113,7 +113,11 @@ interface CacheState {
 function tagsOf(op: CompiledOperation, holder: GatewayHolder, state: CacheState): string[] {
   let tags = state.tags.get(op)
   if (!tags) {
-    tags = operationTags(holder.current.schema, op.stored.document, op.stored.operation, holder.current.sources.map((s) => s.namespace))
+    // A TypeScript operation's reads are unknown: its cached answers expire by maxAge only.
+    tags =
+      op.stored.language === 'graphql'
+        ? operationTags(holder.current.schema, op.stored.document, op.stored.operation, holder.current.sources.map((s) => s.namespace))
+        : [`operation:${op.name}`]
     state.tags.set(op, tags)
   }
   return tags
@@ -185,9 +189,10 @@ async function respond(op: CompiledOperation, variables: Variables, request: Fas
     if (data) body.data = data
     return json(reply, data ? status : withRetryAfter(reply, result.errors, status), body)
   }
-  const data = result.data ?? {}
+  // A TypeScript operation may answer null (or any JSON value); a GraphQL data object is never null here.
+  const data = result.data === undefined ? {} : result.data
   // A custom REST route whose every root field came back null found nothing: 404.
-  if (notFoundWhenNull && Object.values(data).every((v) => v === null)) {
+  if (notFoundWhenNull && (data === null || (typeof data === 'object' && Object.values(data).every((v) => v === null)))) {
     return sendError(reply, new DbNotFoundError('matching', `${request.method} ${request.url}`))
   }
   const body = op.stringifyData(data)
@@ -380,6 +385,7 @@ export function registerOperationRoutes(app: FastifyInstance, holder: GatewayHol
         variables = op.variablesFromQuery(params)
         if (liveParam !== undefined && liveParam !== 'false') {
           if (op.kind !== 'query') return sendError(reply, new BadRequestError('live=true applies to queries only'))
+          if (op.stored.directives.liveOff) return sendError(reply, new BadRequestError(`live queries are off for ${name} (# @live off, live: false, or operations.defaults.queries.live: false)`))
           if (!wantsStream) return sendError(reply, new BadRequestError('Live queries need Accept: text/event-stream'), 406)
           variables = op.authorize(variables, auth)
           const stream = startSse(request, reply, open, holder)
