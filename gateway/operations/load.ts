@@ -8,6 +8,7 @@ import { join, relative, sep } from 'node:path'
 import {
   GraphQLError,
   Kind,
+  NoUnusedFragmentsRule,
   parse,
   specifiedRules,
   validate,
@@ -17,6 +18,7 @@ import {
 } from 'graphql'
 import { OperationInvalidError } from '../errors.js'
 import { extractAuthDirectives, type OperationAuthRules } from '../auth/directives.js'
+import { extractOperationDirectives, type OperationDirectiveRules } from './directives.js'
 
 /** Per-operation settings read from `# @cache ...` and `# @live ...` comment lines of its file. */
 export interface OperationDirectives {
@@ -40,9 +42,11 @@ export interface StoredOperation {
   operation: OperationDefinitionNode
   /** `query`, `mutation` or `subscription`. */
   kind: 'query' | 'mutation' | 'subscription'
-  /** True for files under `internal/`: never served over HTTP. */
+  /** True for files under `internal/` and operations marked `@internalOperation`: never served over HTTP. */
   internal: boolean
   directives: OperationDirectives
+  /** What the data directives declare (`@internal`, `@inject…`, `@jsonSchema`, `@export`/`_join`, `@transform`...; ./directives.ts). */
+  rules: OperationDirectiveRules
   /** What `@requireAuthentication`, `@rbac` and `@fromClaim` require (gateway/auth/directives.ts); null when it uses none. */
   auth: OperationAuthRules | null
 }
@@ -60,6 +64,8 @@ async function listGraphQLFiles(dir: string): Promise<string[]> {
     .map((e) => join(e.parentPath ?? (e as unknown as { path: string }).path, e.name))
     .sort()
 }
+
+const JOIN_RULES = specifiedRules.filter((r) => r !== NoUnusedFragmentsRule)
 
 function location(file: string, err: GraphQLError): string {
   const loc = err.locations?.[0]
@@ -121,6 +127,12 @@ export function loadOperationSource(name: string, file: string, source: string, 
     throw new OperationInvalidError(extracted.errors.map((e) => `${location(file, e)}: ${e.message}`).join('\n'), { cause: extracted.errors[0] })
   }
   document = extracted.document
+  const data = extractOperationDirectives(document, schema)
+  const fail = (errors: readonly GraphQLError[]) => {
+    throw new OperationInvalidError(errors.map((e) => `${location(file, e)}: ${e.message}`).join('\n'), { cause: errors[0] })
+  }
+  if (data.errors.length > 0) fail(data.errors)
+  document = data.document
   const operations = document.definitions.filter((d): d is OperationDefinitionNode => d.kind === Kind.OPERATION_DEFINITION)
   if (operations.length !== 1) {
     throw new OperationInvalidError(`${file}:1:1: a stored operation file must hold exactly one operation, found ${operations.length}`)
@@ -131,8 +143,17 @@ export function loadOperationSource(name: string, file: string, source: string, 
     throw new OperationInvalidError(`${file}:${loc?.line ?? 1}:${loc?.column ?? 1}: the operation must be named`)
   }
   const errors = validate(schema, document, specifiedRules)
-  if (errors.length > 0) {
-    throw new OperationInvalidError(errors.map((e) => `${location(file, e)}: ${e.message}`).join('\n'), { cause: errors[0] })
+  if (errors.length > 0) fail(errors)
+  // A joined selection is validated as a query of its own (it may leave some of the file's fragments unused).
+  for (const join of data.rules.joins) {
+    const joinErrors = validate(schema, join.document, JOIN_RULES)
+    if (joinErrors.length > 0) fail(joinErrors)
+  }
+  const auth = extracted.rules.get(operation.name.value) ?? null
+  const serverSet = [...data.rules.internalVariables, ...Object.keys(data.rules.inject)].filter((v) => auth?.fromClaim[v] !== undefined)
+  if (serverSet.length) {
+    const v = operation.variableDefinitions!.find((d) => d.variable.name.value === serverSet[0])!
+    fail([new GraphQLError(`$${serverSet[0]} can take only one of @internal, @injectGeneratedUUID, @injectCurrentDateTime, @injectEnvironmentVariable, @fromClaim`, { nodes: v })])
   }
   return {
     name,
@@ -141,9 +162,10 @@ export function loadOperationSource(name: string, file: string, source: string, 
     document,
     operation,
     kind: operation.operation,
-    internal: name === 'internal' || name.startsWith('internal/'),
+    internal: name === 'internal' || name.startsWith('internal/') || data.rules.internalOperation,
     directives: parseDirectives(source, file),
-    auth: extracted.rules.get(operation.name.value) ?? null,
+    rules: data.rules,
+    auth,
   }
 }
 
