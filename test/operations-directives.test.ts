@@ -29,7 +29,10 @@ const notesSchema = makeExecutableSchema({
     }`,
   resolvers: {
     Query: {
-      note: (_: unknown, a: { todoId: number }) => (a.todoId % 10 === 0 ? null : { todoId: a.todoId, text: `note of ${a.todoId}` }),
+      note: (_: unknown, a: { todoId: number }) => {
+        if (a.todoId === 113) throw new Error('note 113 is locked')
+        return a.todoId % 10 === 0 ? null : { todoId: a.todoId, text: `note of ${a.todoId}` }
+      },
       echo: (_: unknown, a: { value?: string | null }) => (a.value === undefined ? 'absent' : a.value),
       greeting: (_: unknown, a: { name: string | null }) => `hello ${a.name}`,
       echoInt: (_: unknown, a: { n?: number | null }) => a.n ?? null,
@@ -117,6 +120,8 @@ t.test('operation directives on a SQLite database and a GraphQL upstream', async
     t.notOk(openapi.paths['/operations/Hidden'], 'not in the OpenAPI document')
     t.ok(openapi.paths['/operations/Titles'], 'public operations are')
     t.notMatch(renderClient(gateway), /Hidden/, 'not in the typed client')
+    const viaGraphql = await postGraphQL(base, operations.Stamped!)
+    t.match(viaGraphql.body.errors?.[0]?.message, /Unknown directive "@injectGeneratedUUID"/, 'the data directives are for stored operations: /graphql refuses them')
     const op = gateway.operations.get('Hidden')!
     t.equal(op.internal, true, 'CompiledOperation.internal')
     const result = await op.execute(op.authorize({}, null), {})
@@ -135,6 +140,12 @@ t.test('operation directives on a SQLite database and a GraphQL upstream', async
     const calls = upstream.dataRequests().slice(before)
     t.equal(calls.length, 1, 'one request to the upstream for the whole level, not 100')
     t.equal(calls[0]!.query.match(/\bnote\(/g)?.length, 100, 'the 100 joined fields travel as aliases of one document')
+
+    const failing = await get('TodosWithNotes?take=120')
+    const errors = failing.body.errors as { message: string; path: (string | number)[] }[]
+    t.same(errors.map((e) => e.path), [['todo_findManyTodo', 112, '_join', 'people_note']], 'an error of a joined field is at its parent\'s path')
+    t.match(errors[0]!.message, /note 113 is locked/)
+    t.equal((failing.body.data as { todo_findManyTodo: unknown[] }).todo_findManyTodo.length, 120, 'the other parents keep their answers')
 
     const few = await get('TodosWithNotes?take=3')
     t.equal((few.body.todo_findManyTodo as unknown[]).length, 3, 'public variables still work beside @internal ones')

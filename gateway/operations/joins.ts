@@ -105,15 +105,16 @@ function rename(field: FieldNode, exported: ReadonlySet<string>, suffix: string,
 }
 
 /**
- * Runs one `_join` for every parent object of its level, in one execution: each distinct set of
- * exported values becomes aliased copies (`_<i>_<key>`) of the joined root fields with renamed
- * variables (`$<var>__<i>`). Fills `parent[join.key]` (null when an exported value is null).
+ * Runs one `_join` for every parent object of its level, in one execution per {@link MAX_JOIN_VALUES}
+ * distinct sets of exported values: each set becomes aliased copies (`_<i>_<key>`) of the joined root
+ * fields with renamed variables (`$<var>__<i>`). Fills `parent[join.key]` (null when an exported
+ * value is null).
  * @returns the errors of the joined fields, with paths under the first parent of each value set.
  */
 async function runJoin(schema: GraphQLSchema, join: OperationJoin, data: Obj, variables: Obj, context: unknown): Promise<GraphQLError[]> {
   const parents = objectsAt(data, join.path)
   const names = Object.keys(join.exports)
-  const groups = new Map<string, { values: unknown[]; parents: { obj: Obj; path: (string | number)[] }[] }>()
+  const groups = new Map<string, JoinGroup>()
   for (const p of parents) {
     const values = names.map((v) => p.obj[join.exports[v]!])
     if (values.some((x) => x === null || x === undefined)) {
@@ -126,13 +127,30 @@ async function runJoin(schema: GraphQLSchema, join: OperationJoin, data: Obj, va
     g.parents.push(p)
   }
   if (groups.size === 0) return []
+  const list = [...groups.values()]
+  const errors: GraphQLError[] = []
+  for (let from = 0; from < list.length; from += MAX_JOIN_VALUES) {
+    errors.push(...(await runJoinChunk(schema, join, list.slice(from, from + MAX_JOIN_VALUES), names, variables, context)))
+  }
+  return errors
+}
+
+/**
+ * Most distinct sets of exported values one `_join` document carries; a level with more runs one
+ * document per this many, one after the other (so an upstream never receives a document of more
+ * than this many aliased copies).
+ */
+export const MAX_JOIN_VALUES = 500
+
+type JoinGroup = { values: unknown[]; parents: { obj: Obj; path: (string | number)[] }[] }
+
+async function runJoinChunk(schema: GraphQLSchema, join: OperationJoin, list: JoinGroup[], names: string[], variables: Obj, context: unknown): Promise<GraphQLError[]> {
   const exported = new Set(names)
   const fields = join.operation.selectionSet.selections as readonly FieldNode[]
   const keyOf = (f: FieldNode) => f.alias?.value ?? f.name.value
   const variableDefinitions: VariableDefinitionNode[] = []
   const selections: FieldNode[] = []
   const vars: Obj = { ...variables }
-  const list = [...groups.values()]
   for (const def of join.operation.variableDefinitions ?? []) {
     const name = def.variable.name.value
     if (!exported.has(name)) variableDefinitions.push(def)
