@@ -81,6 +81,12 @@ const operations: Record<string, string> = {
   Descriptions: `query Descriptions($d: String! @internal) {
   todo_findManyTodo(take: 3, orderBy: { id: asc }) { id description @export(as: "d") _join { people_echo(value: $d) } }
 }`,
+  Chained: `query Chained($id: Int = 2, $title: String! @internal, $echo: String! @internal) {
+  first: todo_findUniqueTodo(where: { id: $id }) { id title @export(as: "title") }
+  echoed: people_echo(value: $title)
+  x: people_echo(value: "x") @export(as: "echo")
+  again: people_echo(value: $echo)
+}`,
   NullsRemoved: 'query NullsRemoved($name: String) @removeNullVariables { people_greeting(name: $name) }',
   NullsKept: 'query NullsKept($name: String) { people_greeting(name: $name) }',
 }
@@ -142,7 +148,7 @@ t.test('operation directives on a SQLite database and a GraphQL upstream', async
     t.equal(calls[0]!.query.match(/\bnote\(/g)?.length, 100, 'the 100 joined fields travel as aliases of one document')
 
     const failing = await get('TodosWithNotes?take=120')
-    const errors = failing.body.errors as { message: string; path: (string | number)[] }[]
+    const errors = failing.body.errors as unknown as { message: string; path: (string | number)[] }[]
     t.same(errors.map((e) => e.path), [['todo_findManyTodo', 112, '_join', 'people_note']], 'an error of a joined field is at its parent\'s path')
     t.match(errors[0]!.message, /note 113 is locked/)
     t.equal((failing.body.data as { todo_findManyTodo: unknown[] }).todo_findManyTodo.length, 120, 'the other parents keep their answers')
@@ -240,12 +246,22 @@ t.test('operation directives on a SQLite database and a GraphQL upstream', async
       ['query A($v: Int! @internal) { todo_findManyTodo { title @export(as: "v") _join { people_note(todoId: $v) { text } } } }', /A\.graphql:1:57: @export\(as: "v"\): the field's type String! does not fit \$v: Int!/],
       ['query A($v: Int! @internal) { todo_findUniqueTodo(where: { id: 1 }) @export(as: "v") { id } _join { people_note(todoId: $v) { text } } }', /A\.graphql:1:69: @export\(as: "v"\): only scalar and enum fields can be exported/],
       ['query A($v: Int!) { todo_findManyTodo { id @export(as: "v") _join { people_note(todoId: $v) { text } } } }', /A\.graphql:1:44: @export\(as: "v"\): \$v must be marked @internal/],
-      ['query A($v: Int! @internal) { todo_findManyTodo { id @export(as: "v") } }', /A\.graphql:1:54: @export needs a _join field beside it/],
+      ['query A($v: Int! @internal) { todo_findManyTodo { id @export(as: "v") } }', /A\.graphql:1:54: @export in a list needs a _join field beside it/],
       ['query A($v: Int! @internal) { todo_findManyTodo { id } }', /A\.graphql:1:9: \$v is @internal but no field @export/],
       ['query A($v: Int! @internal) { todo_findManyTodo { id @export(as: "v") _join { people_nope(todoId: $v) } } }', /A\.graphql:1:79: Cannot query field "people_nope" on type "Query"/],
       ['mutation A($v: Int! @internal) { todo_deleteManyTodo { count @export(as: "v") _join { people_note(todoId: $v) { text } } } }', /_join is supported in queries only/],
     ]
     for (const [source, error] of cases) t.throws(() => load('A', source), error, source)
+  })
+
+  t.test('@export outside lists: later root fields run with the value', async (t) => {
+    const res = await get('Chained')
+    t.same(res.body, { first: { id: 2, title: 'todo 2' }, x: 'x', echoed: 'todo 2', again: 'x' }, 'a nested field and a root field export into later root fields')
+    const missing = await get('Chained?id=99999')
+    t.same((missing.body.data as Record<string, unknown>).first, null)
+    t.match(missing.body.errors?.[0]?.message, /Variable "\$title" of non-null type "String!" must not be null/, 'a null exported value into a non-null variable is an error, not a silent null')
+    t.same(Object.keys(gateway.operations.get('Chained')!.responseSchema.properties ?? {}).sort(), ['again', 'echoed', 'first', 'x'])
+    t.throws(() => load('B', 'query B($v: String! @internal) { a: people_echo(value: "x") @export(as: "v") }'), /B\.graphql:1:9: \$v is exported but no later root field uses it/)
   })
 
   t.test('a null exported value gives a null join without an upstream call', async (t) => {

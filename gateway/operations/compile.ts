@@ -249,7 +249,7 @@ export function compileOperation(stored: StoredOperation, schema: GraphQLSchema,
   const publicSchema = withJsonSchemaKeywords(fullSchema, rules.jsonSchema)
   const vSchema = serverVars.length ? omitProperties(publicSchema, serverVars, true) : publicSchema
   const injecting = Object.keys(rules.inject).length > 0
-  const directed = rules.joins.length > 0 || rules.transforms.length > 0
+  const directed = rules.joins.length > 0 || rules.transforms.length > 0 || rules.later !== null
   // A claim variable's schema is checked on its own, with the $defs its references point into.
   const claimChecks = claimVars.map((v) => [v, bodyAjv.compile({ ...(fullSchema.properties?.[v] ?? {}), ...(fullSchema.$defs ? { $defs: fullSchema.$defs } : {}) })] as const)
   const what = `operation ${stored.name}`

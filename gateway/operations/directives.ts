@@ -65,6 +65,15 @@ export interface OperationJoin {
   readonly operation: OperationDefinitionNode
 }
 
+/** Root fields run after the others, with variables exported by them (`@export` outside lists, no `_join`). */
+export interface OperationLater {
+  /** Exported variable → response path of the field it comes from (objects only, no lists). */
+  readonly exports: Readonly<Record<string, readonly string[]>>
+  /** The later root fields, as an operation of their own with the variables they use (validated). */
+  readonly document: DocumentNode
+  readonly operation: OperationDefinitionNode
+}
+
 /** A `@transform(get:)`: the value at `path` is replaced by the value at `get` inside it. */
 export interface OperationTransform {
   readonly path: readonly string[]
@@ -82,6 +91,8 @@ export interface OperationDirectiveRules {
   /** Variable → JSON Schema keywords of `@jsonSchema`: `value` for the value (the items of a list), `list` for the list. */
   readonly jsonSchema: Readonly<Record<string, { value: JsonSchema; list: JsonSchema }>>
   readonly joins: readonly OperationJoin[]
+  /** The root fields that use variables exported (outside lists) by the others: run after them; null when none. */
+  readonly later: OperationLater | null
   /** Deepest first. */
   readonly transforms: readonly OperationTransform[]
 }
@@ -180,7 +191,7 @@ export function formatGoLayout(date: Date, layout: string): string {
   })
 }
 
-const NO_RULES: OperationDirectiveRules = Object.freeze({ internalOperation: false, removeNullVariables: false, internalVariables: [], inject: {}, jsonSchema: {}, joins: [], transforms: [] })
+const NO_RULES: OperationDirectiveRules = Object.freeze({ internalOperation: false, removeNullVariables: false, internalVariables: [], inject: {}, jsonSchema: {}, joins: [], later: null, transforms: [] })
 
 function arg(d: DirectiveNode, name: string): ArgumentNode | undefined {
   return d.arguments?.find((a) => a.name.value === name)
@@ -399,8 +410,10 @@ interface WalkState {
   joins: OperationJoin[]
   transforms: OperationTransform[]
   fragments: FragmentDefinitionNode[]
-  /** Exported variables that something fills (a `_join` sibling). */
+  /** Exported variables that something fills (a `_join` sibling, or a field for later root fields). */
   filled: Set<string>
+  /** Variables exported outside lists and joins, for later root fields: variable → response path of the field. */
+  rootExports: Record<string, string[]>
   operation: OperationDefinitionNode
 }
 
@@ -435,14 +448,14 @@ function withoutOurDirectives(field: FieldNode, selectionSet: SelectionSetNode |
 }
 
 /** Walks a selection set: strips `@export`/`@transform`, takes `_join` fields out, records what they declare. */
-function walkSelections(set: SelectionSetNode, parent: GraphQLCompositeType | undefined, path: string[], state: WalkState): SelectionSetNode {
+function walkSelections(set: SelectionSetNode, parent: GraphQLCompositeType | undefined, path: string[], state: WalkState, scope: { inList: boolean; inJoin: boolean } = { inList: false, inJoin: false }): SelectionSetNode {
   const selections: SelectionNode[] = []
   const exports: Record<string, string> = {}
   const joinFields: FieldNode[] = []
   for (const sel of set.selections) {
     if (sel.kind === Kind.INLINE_FRAGMENT) {
       const cond = sel.typeCondition ? state.schema.getType(sel.typeCondition.name.value) : parent
-      selections.push({ ...sel, selectionSet: walkSelections(sel.selectionSet, cond as GraphQLCompositeType | undefined, path, state) })
+      selections.push({ ...sel, selectionSet: walkSelections(sel.selectionSet, cond as GraphQLCompositeType | undefined, path, state, scope) })
       continue
     }
     if (sel.kind === Kind.FRAGMENT_SPREAD) {
@@ -486,16 +499,27 @@ function walkSelections(set: SelectionSetNode, parent: GraphQLCompositeType | un
       }
     }
     const child = sel.selectionSet && fieldType ? (getNamedType(fieldType) as GraphQLCompositeType) : undefined
-    selections.push(withoutOurDirectives(sel, sel.selectionSet ? walkSelections(sel.selectionSet, child, [...path, key], state) : undefined))
+    const childScope = { inList: scope.inList || (!!fieldType && listDepth(fieldType) > 0), inJoin: scope.inJoin }
+    selections.push(withoutOurDirectives(sel, sel.selectionSet ? walkSelections(sel.selectionSet, child, [...path, key], state, childScope) : undefined))
   }
   if (!joinFields.length && Object.keys(exports).length) {
     const first = set.selections.find((x): x is FieldNode => x.kind === Kind.FIELD && !!fieldDirective(x, 'export'))
-    state.errors.push(new GraphQLError(`@export needs a ${JOIN_FIELD} field beside it (in the same selection set), whose selection uses the exported variable`, { nodes: first ? fieldDirective(first, 'export') : set }))
+    if (scope.inList || scope.inJoin) {
+      const where = scope.inJoin ? `inside ${JOIN_FIELD}` : 'in a list'
+      state.errors.push(new GraphQLError(`@export ${where} needs a ${JOIN_FIELD} field beside it (in the same selection set), whose selection uses the exported variable`, { nodes: first ? fieldDirective(first, 'export') : set }))
+    } else {
+      // Outside lists: the value fills the variable for the later root fields that use it.
+      for (const [as, key] of Object.entries(exports)) {
+        if (state.rootExports[as]) state.errors.push(new GraphQLError(`$${as} is exported twice`, { nodes: first ? fieldDirective(first, 'export') : set }))
+        state.rootExports[as] = [...path, key]
+        state.filled.add(as)
+      }
+    }
   }
   if (joinFields.length) {
     for (const joinField of joinFields) {
       const joinKey = joinField.alias?.value ?? JOIN_FIELD
-      const j = { ...joinField, selectionSet: walkSelections(joinField.selectionSet!, state.schema.getQueryType() ?? undefined, [...path, joinKey], state) }
+      const j = { ...joinField, selectionSet: walkSelections(joinField.selectionSet!, state.schema.getQueryType() ?? undefined, [...path, joinKey], state, { inList: scope.inList, inJoin: true }) }
       const used = usedVariables(j.selectionSet, state.fragments)
       for (const v of Object.keys(exports)) state.filled.add(v)
       const missing = [...used].filter((v) => state.internal.has(v) && !(v in exports))
@@ -586,17 +610,47 @@ export function extractOperationDirectives(document: DocumentNode, schema: Graph
     transforms: [],
     fragments,
     filled: new Set(),
+    rootExports: {},
     operation: op,
   }
   const root = op.operation === 'query' ? schema.getQueryType() : op.operation === 'mutation' ? schema.getMutationType() : schema.getSubscriptionType()
-  const selectionSet = walkSelections(op.selectionSet, root ?? undefined, [], state)
+  let selectionSet = walkSelections(op.selectionSet, root ?? undefined, [], state)
+  let later: OperationLater | null = null
+  const rootExported = Object.keys(state.rootExports)
+  if (rootExported.length) {
+    // The root fields that use a root-exported variable run after the others, with its value.
+    const usesExport = (sel: SelectionNode) => sel.kind !== Kind.FRAGMENT_SPREAD && [...usedVariables({ kind: Kind.SELECTION_SET, selections: [sel] }, fragments)].some((v) => v in state.rootExports)
+    const second = selectionSet.selections.filter(usesExport)
+    const first = selectionSet.selections.filter((sel) => !usesExport(sel))
+    const exportedFrom = new Set(rootExported.map((v) => state.rootExports[v]![0]))
+    for (const sel of second) {
+      if (sel.kind !== Kind.FIELD) state.errors.push(new GraphQLError('a root selection that uses an exported variable must be a field', { nodes: sel }))
+      else if (exportedFrom.has(sel.alias?.value ?? sel.name.value)) state.errors.push(new GraphQLError('a root field cannot use a variable exported from inside itself', { nodes: sel }))
+    }
+    if (op.operation === 'subscription') state.errors.push(new GraphQLError('@export is not supported in subscriptions', { nodes: op }))
+    if (!second.length) {
+      for (const v of rootExported) state.errors.push(new GraphQLError(`$${v} is exported but no later root field uses it`, { nodes: state.variables.get(v)! }))
+    } else {
+      const used = usedVariables({ kind: Kind.SELECTION_SET, selections: second }, fragments)
+      const operation: OperationDefinitionNode = {
+        kind: Kind.OPERATION_DEFINITION,
+        operation: op.operation,
+        name: { kind: Kind.NAME, value: `${op.name?.value ?? 'Operation'}Later` },
+        variableDefinitions: (op.variableDefinitions ?? []).filter((v) => used.has(v.variable.name.value)).map((v) => ({ ...v, directives: [] })),
+        directives: [],
+        selectionSet: { kind: Kind.SELECTION_SET, selections: second },
+      }
+      later = { exports: state.rootExports, document: { kind: Kind.DOCUMENT, definitions: [operation, ...fragments] }, operation }
+      selectionSet = { ...selectionSet, selections: first }
+    }
+  }
   for (const v of vars.internal) {
-    if (!state.filled.has(v)) errors.push(new GraphQLError(`$${v} is @internal but no field @export(as: "${v}") beside a ${JOIN_FIELD} fills it`, { nodes: state.variables.get(v)! }))
+    if (!state.filled.has(v)) errors.push(new GraphQLError(`$${v} is @internal but no field @export(as: "${v}") fills it`, { nodes: state.variables.get(v)! }))
   }
   if (op.operation === 'subscription' && state.transforms.length) errors.push(new GraphQLError('@transform is supported in queries and mutations only', { nodes: op }))
   // The variables the main selection no longer uses (only its joins did) leave its definitions.
   const used = usedVariables(selectionSet, fragments)
-  const inJoins = new Set(state.joins.flatMap((j) => (j.operation.variableDefinitions ?? []).map((v) => v.variable.name.value)))
+  const inJoins = new Set([...state.joins.map((j) => j.operation), ...(later ? [later.operation] : [])].flatMap((o) => (o.variableDefinitions ?? []).map((v) => v.variable.name.value)))
   const joinOnly = new Set([...state.variables.keys()].filter((v) => !used.has(v) && (inJoins.has(v) || state.internal.has(v))))
   const strip = <D extends DirectiveNode>(ds: readonly D[] | undefined, set: Set<string>) => ds?.filter((d) => !set.has(d.name.value))
   const main: OperationDefinitionNode = {
@@ -612,6 +666,7 @@ export function extractOperationDirectives(document: DocumentNode, schema: Graph
     inject: vars.inject,
     jsonSchema: vars.jsonSchema,
     joins: state.joins,
+    later,
     transforms: state.transforms.sort((a, b) => b.path.length - a.path.length),
   })
   return { document: { ...document, definitions: document.definitions.map((d) => (d === op ? main : d)) }, rules, errors }

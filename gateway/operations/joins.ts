@@ -7,7 +7,7 @@
  */
 import { GraphQLError, Kind, execute, visit, type DocumentNode, type FieldNode, type GraphQLSchema, type OperationDefinitionNode, type VariableDefinitionNode } from 'graphql'
 import { nullable, responseSchema, type JsonSchema } from './json-schema.js'
-import type { OperationDirectiveRules, OperationJoin, OperationTransform } from './directives.js'
+import type { OperationDirectiveRules, OperationJoin, OperationLater, OperationTransform } from './directives.js'
 
 type Obj = Record<string, unknown>
 
@@ -58,8 +58,14 @@ function schemaAtGet(s: JsonSchema, get: readonly string[]): JsonSchema {
  * @throws Error naming the path when a `@transform(get:)` path is not in the selection.
  */
 export function directedResponseSchema(schema: GraphQLSchema, base: JsonSchema, rules: OperationDirectiveRules): JsonSchema {
-  if (!rules.joins.length && !rules.transforms.length) return base
+  if (!rules.joins.length && !rules.transforms.length && !rules.later) return base
   const out = structuredClone(base)
+  if (rules.later) {
+    const later = responseSchema(schema, rules.later.document, rules.later.operation)
+    out.properties = { ...out.properties, ...later.properties }
+    const required = [...(out.required ?? []), ...(later.required ?? [])]
+    if (required.length) out.required = required
+  }
   for (const join of rules.joins) {
     const holder = objectSchemaAt(out, join.path)
     if (!holder?.properties) continue
@@ -179,6 +185,27 @@ async function runJoinChunk(schema: GraphQLSchema, join: OperationJoin, list: Jo
   })
 }
 
+/**
+ * Runs the later root fields with the exported values read from `data` (a null value, or a missing
+ * parent, gives null: a non-null variable then fails GraphQL's variable coercion, reported as an
+ * error with those fields null) and merges their answers into `data`.
+ */
+async function runLater(schema: GraphQLSchema, later: OperationLater, data: Obj, variables: Obj, context: unknown): Promise<GraphQLError[]> {
+  const vars: Obj = { ...variables }
+  for (const [name, path] of Object.entries(later.exports)) {
+    let value: unknown = data
+    for (const key of path) value = value !== null && typeof value === 'object' ? (value as Obj)[key] : null
+    vars[name] = value ?? null
+  }
+  const result = await execute({ schema, document: later.document, variableValues: vars, contextValue: context })
+  for (const sel of later.operation.selectionSet.selections) {
+    if (sel.kind !== Kind.FIELD) continue
+    const key = sel.alias?.value ?? sel.name.value
+    data[key] = (result.data as Obj | null | undefined)?.[key] ?? null
+  }
+  return [...(result.errors ?? [])]
+}
+
 /** Replaces the value at every `path` with the value at `get` inside it (lists map, null stays null). */
 function transformAt(data: unknown, t: OperationTransform): void {
   const holders = objectsAt(data, t.path.slice(0, -1))
@@ -198,7 +225,9 @@ function transformAt(data: unknown, t: OperationTransform): void {
  * @returns the joined fields' errors.
  */
 export async function applyOperationDirectives(schema: GraphQLSchema, rules: OperationDirectiveRules, data: Obj, variables: Obj, context: unknown): Promise<GraphQLError[]> {
-  const errors = (await Promise.all(rules.joins.map((j) => runJoin(schema, j, data, variables, context)))).flat()
+  const errors: GraphQLError[] = []
+  if (rules.later) errors.push(...(await runLater(schema, rules.later, data, variables, context)))
+  errors.push(...(await Promise.all(rules.joins.map((j) => runJoin(schema, j, data, variables, context)))).flat())
   for (const t of rules.transforms) transformAt(data, t)
   return errors
 }

@@ -144,8 +144,8 @@ export function loadOperationSource(name: string, file: string, source: string, 
   }
   const errors = validate(schema, document, specifiedRules)
   if (errors.length > 0) fail(errors)
-  // A joined selection is validated as a query of its own (it may leave some of the file's fragments unused).
-  for (const join of data.rules.joins) {
+  // A joined selection, and the later root fields, are validated as operations of their own (they may leave some of the file's fragments unused).
+  for (const join of [...data.rules.joins, ...(data.rules.later ? [data.rules.later] : [])]) {
     const joinErrors = validate(schema, join.document, JOIN_RULES)
     if (joinErrors.length > 0) fail(joinErrors)
   }
