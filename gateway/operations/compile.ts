@@ -230,7 +230,12 @@ function withJsonSchemaKeywords(schema: JsonSchema, keywords: OperationDirective
     const prop = properties[name]
     if (!prop) continue
     const { value, list } = keywords[name]!
-    properties[name] = prop.items ? { ...prop, ...list, items: { ...prop.items, ...value } } : { ...prop, ...list, ...value }
+    const merged: JsonSchema = prop.items ? { ...prop, ...list, items: { ...prop.items, ...value } } : { ...prop, ...list, ...value }
+    // The rules are also written out in the description: the typed client's docstrings show them.
+    const all: JsonSchema = { ...list, ...value }
+    const rules = Object.entries(all).filter(([k]) => k !== 'title' && k !== 'description').map(([k, v]) => `${k} ${Array.isArray(v) ? v.join('|') : String(v)}`)
+    if (rules.length) merged.description = `${all.description ? `${all.description}. ` : ''}Rules: ${rules.join(', ')}.`
+    properties[name] = merged
   }
   return { ...schema, properties }
 }
