@@ -54,12 +54,13 @@ const operations: Record<string, string> = {
     }
   }
 }`,
-  NoteTexts: `query NoteTexts($todoId: Int! @internal) {
+  NoteTexts: `query NoteTexts($todoId: Int! @internal, $suffix: String = "") {
   todo_findManyTodo(take: 3, orderBy: { id: asc }) {
     id @export(as: "todoId")
     note: _join @transform(get: "people_note.text") {
       people_note(todoId: $todoId) { text }
     }
+    s: _join @transform(get: "people_echo") { people_echo(value: $suffix) }
   }
 }`,
   Titles: `query Titles {
@@ -174,7 +175,10 @@ t.test('operation directives on a SQLite database and a GraphQL upstream', async
 
   t.test('@transform(get:): the value at the path, in the answer, the response schema and the client', async (t) => {
     const joined = await get('NoteTexts')
-    t.same(joined.body, { todo_findManyTodo: [{ id: 1, note: 'note of 1' }, { id: 2, note: 'note of 2' }, { id: 3, note: 'note of 3' }] })
+    t.same(joined.body, { todo_findManyTodo: [{ id: 1, note: 'note of 1', s: '' }, { id: 2, note: 'note of 2', s: '' }, { id: 3, note: 'note of 3', s: '' }] })
+    const suffixed = await get('NoteTexts?suffix=!')
+    t.same((suffixed.body.todo_findManyTodo as { s: string }[]).map((x) => x.s), ['!', '!', '!'], 'a public variable used only inside _join stays public input')
+    t.throws(() => load('U', 'query U($v: Int! @internal, $w: Int) { todo_findManyTodo { id @export(as: "v") _join { people_note(todoId: $v) { text } } } }'), /U\.graphql:1:29: Variable "\$w" is never used in operation "U"/)
     const titles = await get('Titles')
     t.same(titles.body, { todo_findManyTodo: ['todo 1', 'todo 2', 'todo 3'], first: 'todo 1' }, 'lists map; an object becomes its field')
     const schema = gateway.operations.get('Titles')!.responseSchema

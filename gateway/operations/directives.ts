@@ -651,7 +651,15 @@ export function extractOperationDirectives(document: DocumentNode, schema: Graph
   // The variables the main selection no longer uses (only its joins did) leave its definitions.
   const used = usedVariables(selectionSet, fragments)
   const inJoins = new Set([...state.joins.map((j) => j.operation), ...(later ? [later.operation] : [])].flatMap((o) => (o.variableDefinitions ?? []).map((v) => v.variable.name.value)))
-  const joinOnly = new Set([...state.variables.keys()].filter((v) => !used.has(v) && (inJoins.has(v) || state.internal.has(v))))
+  // Public variables stay declared in the main selection even when only a join uses them (they are
+  // public input); @internal ones leave it when it does not use them (no client provides them).
+  const joinOnly = new Set([...state.internal].filter((v) => !used.has(v)))
+  if (inJoins.size) {
+    // The main selection is then validated without NoUnusedVariablesRule: this is that rule, over the whole operation.
+    for (const [name, def] of state.variables) {
+      if (!used.has(name) && !inJoins.has(name)) errors.push(new GraphQLError(`Variable "$${name}" is never used in operation "${op.name?.value ?? ''}".`, { nodes: def }))
+    }
+  }
   const strip = <D extends DirectiveNode>(ds: readonly D[] | undefined, set: Set<string>) => ds?.filter((d) => !set.has(d.name.value))
   const main: OperationDefinitionNode = {
     ...op,

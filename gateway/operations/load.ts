@@ -9,6 +9,7 @@ import {
   GraphQLError,
   Kind,
   NoUnusedFragmentsRule,
+  NoUnusedVariablesRule,
   parse,
   specifiedRules,
   validate,
@@ -66,6 +67,8 @@ async function listGraphQLFiles(dir: string): Promise<string[]> {
 }
 
 const JOIN_RULES = specifiedRules.filter((r) => r !== NoUnusedFragmentsRule)
+/** A main selection whose `_join`s or later root fields use some of its variables: ./directives.ts checks unused variables over the whole operation. */
+const MAIN_RULES_WITH_JOINS = specifiedRules.filter((r) => r !== NoUnusedVariablesRule)
 
 function location(file: string, err: GraphQLError): string {
   const loc = err.locations?.[0]
@@ -142,7 +145,7 @@ export function loadOperationSource(name: string, file: string, source: string, 
     const loc = operation.loc?.startToken
     throw new OperationInvalidError(`${file}:${loc?.line ?? 1}:${loc?.column ?? 1}: the operation must be named`)
   }
-  const errors = validate(schema, document, specifiedRules)
+  const errors = validate(schema, document, data.rules.joins.length || data.rules.later ? MAIN_RULES_WITH_JOINS : specifiedRules)
   if (errors.length > 0) fail(errors)
   // A joined selection, and the later root fields, are validated as operations of their own (they may leave some of the file's fragments unused).
   for (const join of [...data.rules.joins, ...(data.rules.later ? [data.rules.later] : [])]) {
