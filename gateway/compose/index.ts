@@ -42,7 +42,9 @@ function namespaced(source: ComposableSource): GraphQLSchema {
     )
   }
   if (subschema.kind === 'local') return detachReferencedRoots(applyNamespace(subschema.schema, namespace, foreign), namespace)
-  const wrapped = wrapSchema({ schema: subschema.schema, executor: subschema.executor, transforms: remoteRenames(namespace, foreign) })
+  // batch: the root fields of one execution bound for this source travel as one document (aliased),
+  // so a `_join` level (operations/joins.ts) or a query with several of its root fields is one request.
+  const wrapped = wrapSchema({ schema: subschema.schema, executor: subschema.executor, transforms: remoteRenames(namespace, foreign), batch: true })
   // Shared scalars and root-type normalisation still apply to the wrapped schema (foreign ones are prefixed by now).
   return detachReferencedRoots(applyNamespace(wrapped, ''), namespace)
 }

@@ -356,7 +356,7 @@ export function registerOperationRoutes(app: FastifyInstance, holder: GatewayHol
   async function serve(name: string, request: FastifyRequest, reply: FastifyReply, pathParams: Record<string, string> = NO_PARAMS, viaCustomRoute = false) {
     const gateway = holder.current
     const op = gateway.operations.get(name)
-    if (!op || op.stored.internal) return sendError(reply, new OperationNotFoundError(name))
+    if (!op || op.internal) return sendError(reply, new OperationNotFoundError(name))
     // An invalid token is refused even where none is needed (401 TRB_ERR_AUTH_INVALID), never ignored.
     let auth = gateway.jwt ? identityOf(gateway, request) : null
     if (auth instanceof Promise) auth = await auth

@@ -13,6 +13,8 @@ import { assertSafeKey, parseJsonSafely } from '../safe-keys.js'
 import { compileDirectOperation, type DirectOperation } from './direct-plan.js'
 import { BadRequestError, OperationInvalidError, OperationVariablesError } from '../errors.js'
 import { omitProperties, responseSchema, variablesSchema, type JsonSchema } from './json-schema.js'
+import { injectedVariables, type OperationDirectiveRules } from './directives.js'
+import { applyOperationDirectives, directedResponseSchema } from './joins.js'
 import type { GraphQLStoredOperation, StoredOperation } from './load.js'
 import { jsonDepth } from '../json-depth.js'
 import { filterCost } from './filter-cost.js'
@@ -42,13 +44,22 @@ export interface CompiledOperation {
   readonly stored: StoredOperation
   readonly name: string
   readonly kind: 'query' | 'mutation' | 'subscription'
-  /** The variables a client sends: `@fromClaim` variables are not among them (sending one is a 400). */
+  /**
+   * True for `@internalOperation` operations and files under `internal/`: not served over HTTP
+   * (404 as if unknown), not in the OpenAPI document or the typed client; callable in process
+   * (TypeScript operations, hooks) through the operations registry.
+   */
+  readonly internal: boolean
+  /** The variables a client sends: `@fromClaim`, `@internal` and `@inject…` variables are not among them (sending one is a 400). */
   readonly variablesSchema: JsonSchema
   readonly responseSchema: JsonSchema
   /**
-   * Checks an identity against the operation's `@requireAuthentication`/`@rbac` rules and adds its
-   * `@fromClaim` variables to `variables` (checked against their GraphQL types).
-   * @returns `variables` itself when the operation has no `@fromClaim`, else a copy with the claims.
+   * Checks an identity against the operation's `@requireAuthentication`/`@rbac` rules, adds its
+   * `@fromClaim` variables to `variables` (checked against their GraphQL types) and its server-side
+   * variables (`@injectGeneratedUUID`, `@injectCurrentDateTime`, `@injectEnvironmentVariable`), and
+   * drops null variables under `@removeNullVariables`. Every caller (HTTP, in-process) runs it
+   * before `execute`/`subscribe`/`direct`.
+   * @returns `variables` itself when the operation has none of these, else a copy.
    * @throws AuthRequiredError (401), AuthForbiddenError (403: a role or claim is missing, or a claim
    *   does not fit its variable's type).
    */
@@ -199,6 +210,36 @@ export interface CompileOperationOptions {
   cost?: { maxCost: number; listSize: number }
 }
 
+/** `@removeNullVariables`: the variables without those whose value is null (so their defaults apply). */
+function withoutNulls(variables: Variables): Variables {
+  const out: Variables = {}
+  for (const [k, v] of Object.entries(variables)) if (v !== null) out[k] = v
+  return out
+}
+
+/**
+ * A variables schema with the `@jsonSchema` keywords of its variables merged in: `list` keywords on
+ * a list variable's own schema, `value` keywords on its items (on the variable's schema when it is
+ * not a list). The properties touched are copies; `schema` is not changed.
+ */
+function withJsonSchemaKeywords(schema: JsonSchema, keywords: OperationDirectiveRules['jsonSchema']): JsonSchema {
+  const names = Object.keys(keywords)
+  if (!names.length || !schema.properties) return schema
+  const properties = { ...schema.properties }
+  for (const name of names) {
+    const prop = properties[name]
+    if (!prop) continue
+    const { value, list } = keywords[name]!
+    const merged: JsonSchema = prop.items ? { ...prop, ...list, items: { ...prop.items, ...value } } : { ...prop, ...list, ...value }
+    // The rules are also written out in the description: the typed client's docstrings show them.
+    const all: JsonSchema = { ...list, ...value }
+    const rules = Object.entries(all).filter(([k]) => k !== 'title' && k !== 'description').map(([k, v]) => `${k} ${Array.isArray(v) ? v.join('|') : String(v)}`)
+    if (rules.length) merged.description = `${all.description ? `${all.description}. ` : ''}Rules: ${rules.join(', ')}.`
+    properties[name] = merged
+  }
+  return { ...schema, properties }
+}
+
 /**
  * The two readers of an operation's variables (or a TypeScript operation's input) against its JSON
  * Schema: from a query string (strings coerced to the schema's types, `a[b]=` keys nested, JSON for
@@ -299,11 +340,21 @@ export function compileOperation(stored: GraphQLStoredOperation, schema: GraphQL
   const fullSchema = variablesSchema(schema, stored.operation, stored.document)
   const fromClaim = stored.auth?.fromClaim ?? {}
   const claimVars = Object.keys(fromClaim)
-  const vSchema = claimVars.length ? omitProperties(fullSchema, claimVars, true) : fullSchema
+  const rules = stored.rules
+  const serverVars = [...claimVars, ...rules.internalVariables, ...Object.keys(rules.inject)]
+  const publicSchema = withJsonSchemaKeywords(fullSchema, rules.jsonSchema)
+  const vSchema = serverVars.length ? omitProperties(publicSchema, serverVars, true) : publicSchema
+  const injecting = Object.keys(rules.inject).length > 0
+  const directed = rules.joins.length > 0 || rules.transforms.length > 0 || rules.later !== null
   // A claim variable's schema is checked on its own, with the $defs its references point into.
   const claimChecks = claimVars.map((v) => [v, bodyAjv.compile({ ...(fullSchema.properties?.[v] ?? {}), ...(fullSchema.$defs ? { $defs: fullSchema.$defs } : {}) })] as const)
   const what = `operation ${stored.name}`
-  const rSchema = responseSchema(schema, stored.document, stored.operation)
+  let rSchema: JsonSchema
+  try {
+    rSchema = directedResponseSchema(schema, responseSchema(schema, stored.document, stored.operation), rules)
+  } catch (err) {
+    throw new OperationInvalidError(`${stored.file}: ${(err as Error).message}`, { cause: err })
+  }
   const readers = variableReaders(vSchema, maxInputDepth, options.cost ? (vars) => {
     const cost = filterCost(schema, stored.document, stored.operation, options.cost!.listSize, vars, true)
     if (cost > options.cost!.maxCost) throw variablesError([{ variable: '', path: '', schemaPath: '#', message: `hold relation filters that cost ${cost}, more than the maximum of ${options.cost!.maxCost} (maxCost)` }])
@@ -339,15 +390,20 @@ export function compileOperation(stored: GraphQLStoredOperation, schema: GraphQL
     stored,
     name: stored.name,
     kind: stored.kind,
+    internal: stored.internal,
     variablesSchema: vSchema,
     responseSchema: rSchema,
-    direct: compileDirectOperation(schema, stored.document, stored.operation),
+    // `_join` and `@transform` work on the data object, which the direct plan never builds.
+    direct: directed ? null : compileDirectOperation(schema, stored.document, stored.operation),
 
     variablesFromQuery: readers.variablesFromQuery,
     variablesFromBody: readers.variablesFromBody,
 
     async execute(variables, context) {
-      return run.query(variables, context)
+      const result = await run.query(variables, context)
+      if (!directed || !result.data) return result
+      const errors = await applyOperationDirectives(schema, rules, result.data as Record<string, unknown>, variables, context)
+      return errors.length ? { ...result, errors: [...(result.errors ?? []), ...errors] } : result
     },
 
     async subscribe(variables, context) {
@@ -356,12 +412,17 @@ export function compileOperation(stored: GraphQLStoredOperation, schema: GraphQL
 
     authorize(variables, auth) {
       authorize(stored.auth, auth, what)
-      if (claimChecks.length === 0) return variables
-      const claims = claimVariables(stored.auth!, auth!)
-      for (const [v, check] of claimChecks) {
-        if (!check(claims[v])) throw new AuthForbiddenError(`the "${fromClaim[v]}" claim does not fit $${v}: it ${check.errors?.[0]?.message ?? 'is invalid'}`)
+      let out = variables
+      if (claimChecks.length > 0) {
+        const claims = claimVariables(stored.auth!, auth!)
+        for (const [v, check] of claimChecks) {
+          if (!check(claims[v])) throw new AuthForbiddenError(`the "${fromClaim[v]}" claim does not fit $${v}: it ${check.errors?.[0]?.message ?? 'is invalid'}`)
+        }
+        out = { ...out, ...claims }
       }
-      return { ...variables, ...claims }
+      if (injecting) out = { ...out, ...injectedVariables(rules.inject) }
+      if (rules.removeNullVariables) out = withoutNulls(out)
+      return out
     },
 
     stringifyData(data) {

@@ -72,7 +72,8 @@ function scalarSchema(name: string): JsonSchema {
   }
 }
 
-function nullable(schema: JsonSchema): JsonSchema {
+/** A schema that also accepts null: `type: [t, "null"]` for a single type, else `anyOf: [s, {type: null}]`. */
+export function nullable(schema: JsonSchema): JsonSchema {
   const s = schema.enum && !schema.enum.includes(null) ? { ...schema, enum: [...schema.enum, null] } : schema
   if (typeof s.type === 'string') return { ...s, type: [s.type, 'null'] }
   if (s.type === undefined && !s.anyOf) return s // any value already includes null

@@ -10,6 +10,8 @@ import { join, relative, sep } from 'node:path'
 import {
   GraphQLError,
   Kind,
+  NoUnusedFragmentsRule,
+  NoUnusedVariablesRule,
   parse,
   specifiedRules,
   validate,
@@ -22,6 +24,7 @@ import { extractAuthDirectives, type OperationAuthRules } from '../auth/directiv
 import { isTypeScriptOperation, type TypeScriptOperation } from './define.js'
 import { importModule } from '../config/load.js'
 import type { TributaryConfig } from '../config/index.js'
+import { extractOperationDirectives, type OperationDirectiveRules } from './directives.js'
 
 /** Per-operation settings read from `# @cache ...` and `# @live ...` comment lines of its file. */
 export interface OperationDirectives {
@@ -47,7 +50,7 @@ export interface StoredOperationBase {
   source: string
   /** `query`, `mutation` or `subscription`. */
   kind: 'query' | 'mutation' | 'subscription'
-  /** True for files under `internal/`: never served over HTTP. */
+  /** True for files under `internal/` and operations marked `@internalOperation`: never served over HTTP. */
   internal: boolean
   directives: OperationDirectives
   /** What `@requireAuthentication`, `@rbac` and `@fromClaim` require (gateway/auth/directives.ts); null when it uses none. */
@@ -57,6 +60,8 @@ export interface StoredOperationBase {
 /** A `.graphql` stored operation. */
 export interface GraphQLStoredOperation extends StoredOperationBase {
   readonly language: 'graphql'
+  /** What the data directives declare (`@internal`, `@inject…`, `@jsonSchema`, `@export`/`_join`, `@transform`...; ./directives.ts). */
+  rules: OperationDirectiveRules
   /** The parsed document: the operation and the fragments it uses, without its auth directives. */
   document: DocumentNode
   /** The operation definition itself. */
@@ -91,6 +96,10 @@ async function listOperationFiles(dir: string): Promise<string[]> {
     .map((e) => join(e.parentPath ?? (e as unknown as { path: string }).path, e.name))
     .sort()
 }
+
+const JOIN_RULES = specifiedRules.filter((r) => r !== NoUnusedFragmentsRule)
+/** A main selection whose `_join`s or later root fields use some of its variables: ./directives.ts checks unused variables over the whole operation. */
+const MAIN_RULES_WITH_JOINS = specifiedRules.filter((r) => r !== NoUnusedVariablesRule)
 
 function location(file: string, err: GraphQLError): string {
   const loc = err.locations?.[0]
@@ -158,6 +167,12 @@ export function loadOperationSource(name: string, file: string, source: string, 
     throw new OperationInvalidError(extracted.errors.map((e) => `${location(file, e)}: ${e.message}`).join('\n'), { cause: extracted.errors[0] })
   }
   document = extracted.document
+  const data = extractOperationDirectives(document, schema)
+  const fail = (errors: readonly GraphQLError[]) => {
+    throw new OperationInvalidError(errors.map((e) => `${location(file, e)}: ${e.message}`).join('\n'), { cause: errors[0] })
+  }
+  if (data.errors.length > 0) fail(data.errors)
+  document = data.document
   const operations = document.definitions.filter((d): d is OperationDefinitionNode => d.kind === Kind.OPERATION_DEFINITION)
   if (operations.length !== 1) {
     throw new OperationInvalidError(`${file}:1:1: a stored operation file must hold exactly one operation, found ${operations.length}`)
@@ -167,9 +182,18 @@ export function loadOperationSource(name: string, file: string, source: string, 
     const loc = operation.loc?.startToken
     throw new OperationInvalidError(`${file}:${loc?.line ?? 1}:${loc?.column ?? 1}: the operation must be named`)
   }
-  const errors = validate(schema, document, specifiedRules)
-  if (errors.length > 0) {
-    throw new OperationInvalidError(errors.map((e) => `${location(file, e)}: ${e.message}`).join('\n'), { cause: errors[0] })
+  const errors = validate(schema, document, data.rules.joins.length || data.rules.later ? MAIN_RULES_WITH_JOINS : specifiedRules)
+  if (errors.length > 0) fail(errors)
+  // A joined selection, and the later root fields, are validated as operations of their own (they may leave some of the file's fragments unused).
+  for (const join of [...data.rules.joins, ...(data.rules.later ? [data.rules.later] : [])]) {
+    const joinErrors = validate(schema, join.document, JOIN_RULES)
+    if (joinErrors.length > 0) fail(joinErrors)
+  }
+  const auth = extracted.rules.get(operation.name.value) ?? null
+  const serverSet = [...data.rules.internalVariables, ...Object.keys(data.rules.inject)].filter((v) => auth?.fromClaim[v] !== undefined)
+  if (serverSet.length) {
+    const v = operation.variableDefinitions!.find((d) => d.variable.name.value === serverSet[0])!
+    fail([new GraphQLError(`$${serverSet[0]} can take only one of @internal, @injectGeneratedUUID, @injectCurrentDateTime, @injectEnvironmentVariable, @fromClaim`, { nodes: v })])
   }
   return {
     language: 'graphql',
@@ -179,9 +203,10 @@ export function loadOperationSource(name: string, file: string, source: string, 
     document,
     operation,
     kind: operation.operation,
-    internal: name === 'internal' || name.startsWith('internal/'),
+    internal: name === 'internal' || name.startsWith('internal/') || data.rules.internalOperation,
     directives: parseDirectives(source, file),
-    auth: extracted.rules.get(operation.name.value) ?? null,
+    rules: data.rules,
+    auth,
   }
 }
 

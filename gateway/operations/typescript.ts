@@ -267,6 +267,7 @@ export function compileTypeScriptOperation(stored: TypeScriptStoredOperation, op
     stored,
     name: stored.name,
     kind: stored.kind,
+    internal: stored.internal,
     variablesSchema: vSchema,
     responseSchema: rSchema,
     direct: null,
