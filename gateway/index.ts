@@ -44,3 +44,20 @@ export { loadConfigFile } from './config/load.js'
 export { createGateway, type Gateway, type CreateGatewayOptions, type LoadedSource } from './runtime.js'
 export { buildApp, type BuildAppOptions } from './http/app.js'
 export { errorCodes, isTributaryError } from './errors.js'
+export type {
+  HooksConfigInput,
+  OperationHooks,
+  OperationHookArgs,
+  OperationPostHookArgs,
+  OperationResponse,
+  GlobalHooks,
+  AuthenticationHooks,
+  AuthenticationResult,
+  OriginRequest,
+  OriginResponse,
+  OriginRequestArgs,
+  OriginResponseArgs,
+  ConnectionInitArgs,
+  ClientRequestInfo,
+  HookUser,
+} from './hooks/index.js'

@@ -25,6 +25,7 @@ import { ConfigInvalidError, OperationInvalidError, SourceLoadError, isTributary
 import type { RowFilterRule } from './connectors/database/compiler/row-filter.js'
 import { applyPermissions } from './auth/permissions.js'
 import { createJwtVerifier, type JwtVerifier } from './auth/jwt.js'
+import type { OriginHookSlot, ResolvedHooks } from './hooks/index.js'
 
 /** One data source once loaded. */
 export interface LoadedSource {
@@ -47,6 +48,13 @@ export interface Gateway {
   readonly operations: ReadonlyMap<string, CompiledOperation>
   /** The token verifier of `auth.jwt`, or null when tokens are not read. */
   readonly jwt: JwtVerifier | null
+  /** Config `hooks`, or null when none is set (README "Hooks"). */
+  readonly hooks: ResolvedHooks | null
+  /**
+   * The global hooks the connectors read (`hooks.global`): one slot shared with the version this one
+   * replaces, so that a reused source sees the reloaded hooks.
+   */
+  readonly originHooks: OriginHookSlot
   /**
    * The build key of each source, in the order of `sources`: a stable hash of its definition and of
    * what else shapes its subschema ({@link sourceBuildKey}); null when the definition cannot be hashed.
@@ -194,6 +202,9 @@ export async function createGateway(config: TributaryConfig, options: CreateGate
 
   const keys = config.datasources.map((def) => sourceBuildKey(def, config))
   const previous = options.previous
+  const originHooks: OriginHookSlot = previous?.originHooks ?? { current: null }
+  const hooks = config.hooks
+  originHooks.current = hooks?.global ? { timeoutMs: hooks.timeoutMs, production: hooks.production, global: hooks.global } : null
   const reusable = new Map<string, LoadedSource>()
   if (previous) {
     previous.sources.forEach((s, i) => {
@@ -217,6 +228,7 @@ export async function createGateway(config: TributaryConfig, options: CreateGate
         cacheDir,
         cwd,
         rowFilteredTypes,
+        originHooks,
       }
       try {
         const subschema = await loadSource(def, ctx)
@@ -257,6 +269,8 @@ export async function createGateway(config: TributaryConfig, options: CreateGate
       sources,
       operations,
       jwt: config.auth.jwt ? createJwtVerifier(config.auth.jwt) : null,
+      hooks,
+      originHooks,
       sourceKeys: keys,
       built,
       async health() {

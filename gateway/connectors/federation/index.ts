@@ -114,7 +114,7 @@ export async function createFederationSource(options: FederationSourceOptions, c
   // Header values may be templates (`{{claims.sub}}`), rendered per request: an unknown placeholder fails the load.
   let client: ReturnType<typeof createGraphQLHttpClient>
   try {
-    client = createGraphQLHttpClient({ timeoutMs: options.timeoutMs ?? 5000, headers: options.headers, forwardHeaders: options.forwardHeaders, logger: context.logger })
+    client = createGraphQLHttpClient({ timeoutMs: options.timeoutMs ?? 5000, headers: options.headers, forwardHeaders: options.forwardHeaders, logger: context.logger, namespace: context.namespace, ...(context.originHooks ? { originHooks: context.originHooks } : {}) })
   } catch (err) {
     return fail((err as Error).message)
   }
