@@ -10,9 +10,14 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { IncomingMessage } from 'node:http'
+import { createServer } from 'node:http'
 import Database from 'better-sqlite3'
+import { buildSubgraphSchema } from '@apollo/subgraph'
+import { graphql as graphqlRun, parse } from 'graphql'
+import { useServer } from 'graphql-ws/use/ws'
+import { WebSocketServer } from 'ws'
 import { makeExecutableSchema } from '@graphql-tools/schema'
-import { database, graphql as graphqlSource, resolveConfig, rest, schema, type TributaryConfigInput } from '../gateway/config/index.js'
+import { database, federation, graphql as graphqlSource, resolveConfig, rest, schema, type TributaryConfigInput } from '../gateway/config/index.js'
 import type { HooksConfigInput, OperationHooks, OriginRequestArgs } from '../gateway/hooks/index.js'
 import { revalidateUser } from '../gateway/http/auth.js'
 import { serveGateway } from './helpers/serve.js'
@@ -290,4 +295,46 @@ test('config: hooks are validated and bounded', async (t) => {
   t.throws(() => resolveConfig({ ...base, hooks: { global: { onOriginRequest: {} } } } as never), { code: 'TRB_ERR_CONFIG_INVALID' })
   t.equal(resolveConfig(base).hooks, null, 'no hooks: nothing to run')
   t.equal(resolveConfig({ ...base, hooks: { operations: { Hi: { preResolve: () => undefined } } } }).hooks?.timeoutMs, 5000)
+})
+
+test('onConnectionInit: the connection_init payload a graphql-ws subgraph receives', async (t) => {
+  const seen: unknown[] = []
+  const schemaOf = buildSubgraphSchema({
+    typeDefs: parse('extend schema @link(url: "https://specs.apollo.dev/federation/v2.7", import: ["@key"])\ntype Query { ping: String }\ntype Subscription { tick: Int! }'),
+    resolvers: {
+      Query: { ping: () => 'pong' },
+      Subscription: { tick: { subscribe: async function* () { yield { tick: 1 }; await new Promise(() => undefined) } } },
+    } as never,
+  })
+  const server = createServer(async (req, res) => {
+    let body = ''
+    for await (const chunk of req) body += chunk
+    const { query, variables } = JSON.parse(body) as { query: string; variables?: Record<string, unknown> }
+    res.setHeader('content-type', 'application/json')
+    res.end(JSON.stringify(await graphqlRun({ schema: schemaOf, source: query, variableValues: variables })))
+  })
+  const wss = new WebSocketServer({ server, path: '/graphql' })
+  useServer({ schema: schemaOf, onConnect: (ctx) => { seen.push(ctx.connectionParams) } }, wss)
+  await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok))
+  t.teardown(() => new Promise<void>((ok) => { for (const c of wss.clients) c.terminate(); wss.close(); server.closeAllConnections(); server.close(() => ok()) }))
+  const dir = mkdtempSync(join(tmpdir(), 'tributary-hooks-ws-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  mkdirSync(join(dir, 'operations'))
+  writeFileSync(join(dir, 'operations', 'Ticks.graphql'), 'subscription Ticks { fed_tick }')
+  const config = resolveConfig({
+    mode: 'development',
+    datasources: [federation({ namespace: 'fed', subgraphs: [{ name: 'ticks', url: `http://127.0.0.1:${(server.address() as { port: number }).port}/graphql`, headers: { 'x-gateway': 'tributary' } }] })],
+    operations: { dir: join(dir, 'operations') },
+    generatedDir: join(dir, 'generated'),
+    hooks: { global: { onConnectionInit: { hook: ({ payload, namespace }) => ({ ...payload, hooked: namespace }) } } },
+  })
+  const { url } = await serveGateway(t, config, { cwd: dir })
+  const controller = new AbortController()
+  const res = await fetch(`${url}/operations/Ticks`, { headers: { accept: 'text/event-stream' }, signal: controller.signal })
+  const reader = res.body!.getReader()
+  let text = ''
+  while (!text.includes('data:')) text += new TextDecoder().decode((await reader.read()).value)
+  controller.abort()
+  t.match(text, /"fed_tick":1/)
+  t.match(seen[0], { hooked: 'fed', headers: { 'x-gateway': 'tributary' } })
 })

@@ -161,7 +161,7 @@ export interface AuthenticationHooks {
  * Config `hooks`. `Ops` maps operation names to `{ input, response }` types: the generated
  * `generated/client.ts` exports `HooksConfig`, this type for the deployment's operations.
  */
-export interface HooksConfigInput<Ops extends Record<string, { input: unknown; response: unknown }> = Record<string, { input: Record<string, unknown>; response: unknown }>> {
+export interface HooksConfigInput<Ops extends { [K in keyof Ops]: { input: unknown; response: unknown } } = Record<string, { input: Record<string, unknown>; response: unknown }>> {
   /** Longest time a hook may take, in milliseconds; a slower one fails with `TRB_ERR_HOOK_TIMEOUT`. Default 5000, at most 60000. */
   timeoutMs?: number
   /** Per stored operation, by name. */
@@ -329,4 +329,24 @@ function checkedResult(hooks: ResolvedHooks, name: string, result: Authenticatio
     throw hookFailure(hooks, name, 'it must return { status: "ok", user: { claims, roles } } or { status: "deny", message }')
   }
   return { claims: user.claims, roles: user.roles, token: typeof user.token === 'string' ? user.token : before.token }
+}
+
+/**
+ * The `connection_init` payload of a WebSocket to an upstream's subscriptions: `payload`, or what
+ * `onConnectionInit` returns for it (when the slot holds one that applies to `namespace`).
+ * @throws HookError (with `extensions.code`, so that the subscription fails with it) when the hook
+ *   throws or returns no object; HookTimeoutError.
+ */
+export async function connectionInitPayload(slot: OriginHookSlot | undefined, namespace: string, url: string, payload: Record<string, unknown>, context: unknown, log: HookLogger): Promise<Record<string, unknown>> {
+  const hooks = slot?.current
+  const entry = hooks?.global.onConnectionInit
+  if (!hooks || !entry || !hookApplies(entry, namespace)) return payload
+  try {
+    const result = await runHook(hooks, 'onConnectionInit', entry.hook, { namespace, url, payload, user: userOf(context), log })
+    if (result === null || typeof result !== 'object' || Array.isArray(result)) throw hookFailure(hooks, 'onConnectionInit', 'it must return the payload, an object')
+    return result
+  } catch (err) {
+    const e = err as Error & { code: string; statusCode?: number }
+    throw Object.assign(e, { extensions: { code: e.code, http: { status: e.statusCode ?? 500 } } })
+  }
 }
