@@ -18,7 +18,8 @@ import { useServer } from 'graphql-ws/use/ws'
 import { WebSocketServer } from 'ws'
 import { makeExecutableSchema } from '@graphql-tools/schema'
 import { database, federation, graphql as graphqlSource, resolveConfig, rest, schema, type TributaryConfigInput } from '../gateway/config/index.js'
-import type { HooksConfigInput, OperationHooks, OriginRequestArgs } from '../gateway/hooks/index.js'
+import type { ConnectionInitArgs, HooksConfigInput, OperationHooks, OriginRequestArgs } from '../gateway/hooks/index.js'
+import type { HooksConfig } from '../generated/client.js'
 import { revalidateUser } from '../gateway/http/auth.js'
 import { serveGateway } from './helpers/serve.js'
 import { sendJson, startUpstream, itemsDocument } from './helpers/rest-upstream.js'
@@ -326,7 +327,7 @@ test('onConnectionInit: the connection_init payload a graphql-ws subgraph receiv
     datasources: [federation({ namespace: 'fed', subgraphs: [{ name: 'ticks', url: `http://127.0.0.1:${(server.address() as { port: number }).port}/graphql`, headers: { 'x-gateway': 'tributary' } }] })],
     operations: { dir: join(dir, 'operations') },
     generatedDir: join(dir, 'generated'),
-    hooks: { global: { onConnectionInit: { hook: ({ payload, namespace }) => ({ ...payload, hooked: namespace }) } } },
+    hooks: { global: { onConnectionInit: { hook: ({ payload, namespace }: ConnectionInitArgs) => ({ ...payload, hooked: namespace }) } } },
   })
   const { url } = await serveGateway(t, config, { cwd: dir })
   const controller = new AbortController()
@@ -337,4 +338,22 @@ test('onConnectionInit: the connection_init payload a graphql-ws subgraph receiv
   controller.abort()
   t.match(text, /"fed_tick":1/)
   t.match(seen[0], { hooked: 'fed', headers: { 'x-gateway': 'tributary' } })
+})
+
+test('the generated HooksConfig types each operation\'s hooks (checked by tsc -p tsconfig.test.json)', async (t) => {
+  const typed = {
+    timeoutMs: 1000,
+    operations: {
+      TodoById: {
+        mutatingPreResolve: ({ input }) => ({ id: (input.id ?? 0) + 1 }),
+        mutatingPostResolve: ({ response }) => ({ data: { todo_findUniqueTodo: response.data?.todo_findUniqueTodo ?? null } }),
+      },
+    },
+  } satisfies HooksConfig
+  // @ts-expect-error an operation that does not exist
+  const unknownOperation: HooksConfig = { operations: { NoSuchOperation: {} } }
+  // @ts-expect-error mutatingPreResolve must return TodoByIdVariables
+  const wrongInput: HooksConfig = { operations: { TodoById: { mutatingPreResolve: () => ({ id: 'one' }) } } }
+  t.ok(resolveConfig({ datasources: [schema({ typeDefs: 'type Query { hi: String }' })], hooks: typed }).hooks?.operations.has('TodoById'))
+  t.ok(unknownOperation && wrongInput)
 })
