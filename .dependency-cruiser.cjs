@@ -11,7 +11,7 @@
 const FLOORS = [
   ['errors.ts', 'optional-package.ts', 'safe-keys.ts', 'scalars.ts', 'result-budget.ts', 'json-depth.ts', 'service-guard.ts', 'client/'],
   ['cluster/', 'observability/'],
-  ['auth/'],
+  ['auth/', 'hooks/'],
   ['connectors/'],
   ['compose/'],
   ['config/'],

@@ -151,6 +151,18 @@ export const CapacityError = createError('TRB_ERR_CAPACITY', 'The gateway is at 
 /** More requests than `server.rateLimit.max` within `server.rateLimit.timeWindowMs`; `Retry-After` says when to retry. */
 export const RateLimitedError = createError('TRB_ERR_RATE_LIMITED', 'Rate limit exceeded: retry in %s seconds', 429) as Ctor
 
+// ----- hooks -----
+/**
+ * A hook of config `hooks` threw, or returned something that does not fit (input failing the
+ * variables schema, a user without roles...). 500; in production the message is only the hook's
+ * name, in development it carries the hook's own message.
+ */
+export const HookError = createError('TRB_ERR_HOOK', '%s', 500) as Ctor
+/** A hook ran longer than `hooks.timeoutMs` and was cut off (its result is ignored). */
+export const HookTimeoutError = createError('TRB_ERR_HOOK_TIMEOUT', 'The %s hook took longer than %s ms', 500) as Ctor
+/** An `onOriginRequest` or `onOriginResponse` hook cancelled an upstream request; the error stands at the field's path. */
+export const HookCancelledError = createError('TRB_ERR_HOOK_CANCELLED', 'The %s hook cancelled the request to %s', 403) as Ctor
+
 // ----- internal -----
 /** Anything unexpected. The message reaching clients is masked; the id finds the log line. */
 export const InternalError = createError('TRB_ERR_INTERNAL', 'Internal error (id %s)', 500) as Ctor
@@ -164,6 +176,7 @@ export const errorCodes: readonly string[] = [
   DbUniqueError, DbForeignKeyError, DbNotNullError, DbCheckError, DbValueError, DbUnreadableWriteError, DbNotFoundError, DbInputError, DbRawError, DbRawRefusedError, DbTimeoutError, DbCancelledError, DbRolledBackError, DbUnavailableError,
   RouteNotFoundError, OriginForbiddenError, MisdirectedError, MetricsDeniedError,
   AuthInvalidError, AuthRequiredError, CsrfError, OidcProviderUnknownError, OidcRedirectError, OidcCallbackError, AuthForbiddenError, RateLimitedError, CapacityError,
+  HookError, HookTimeoutError, HookCancelledError,
   InternalError,
 ].map((E) => new E().code)
 

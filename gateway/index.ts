@@ -62,3 +62,20 @@ export {
   type SubscriptionSettings,
   type InputSchema,
 } from './operations/define.js'
+export type {
+  HooksConfigInput,
+  OperationHooks,
+  OperationHookArgs,
+  OperationPostHookArgs,
+  OperationResponse,
+  GlobalHooks,
+  AuthenticationHooks,
+  AuthenticationResult,
+  OriginRequest,
+  OriginResponse,
+  OriginRequestArgs,
+  OriginResponseArgs,
+  ConnectionInitArgs,
+  ClientRequestInfo,
+  HookUser,
+} from './hooks/index.js'

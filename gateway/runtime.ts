@@ -27,6 +27,7 @@ import type { RowFilterRule } from './connectors/database/compiler/row-filter.js
 import { applyPermissions } from './auth/permissions.js'
 import { createJwtVerifier, type JwtVerifier } from './auth/jwt.js'
 import { createIdentityVerifier, createSessionCodec, type SessionCodec } from './auth/session.js'
+import type { OriginHookSlot, ResolvedHooks } from './hooks/index.js'
 
 /** One data source once loaded. */
 export interface LoadedSource {
@@ -56,6 +57,13 @@ export interface Gateway {
   readonly jwt: JwtVerifier | null
   /** The login session codec of `auth.oidc` (cookies, CSRF tokens, logout), or null when off. */
   readonly session: SessionCodec | null
+  /** Config `hooks`, or null when none is set (README "Hooks"). */
+  readonly hooks: ResolvedHooks | null
+  /**
+   * The global hooks the connectors read (`hooks.global`): one slot shared with the version this one
+   * replaces, so that a reused source sees the reloaded hooks.
+   */
+  readonly originHooks: OriginHookSlot
   /**
    * The build key of each source, in the order of `sources`: a stable hash of its definition and of
    * what else shapes its subschema ({@link sourceBuildKey}); null when the definition cannot be hashed.
@@ -203,6 +211,9 @@ export async function createGateway(config: TributaryConfig, options: CreateGate
 
   const keys = config.datasources.map((def) => sourceBuildKey(def, config))
   const previous = options.previous
+  const originHooks: OriginHookSlot = previous?.originHooks ?? { current: null }
+  const hooks = config.hooks
+  originHooks.current = hooks?.global ? { timeoutMs: hooks.timeoutMs, production: hooks.production, global: hooks.global } : null
   const reusable = new Map<string, LoadedSource>()
   if (previous) {
     previous.sources.forEach((s, i) => {
@@ -226,6 +237,7 @@ export async function createGateway(config: TributaryConfig, options: CreateGate
         cacheDir,
         cwd,
         rowFilteredTypes,
+        originHooks,
       }
       try {
         const subschema = await loadSource(def, ctx)
@@ -269,6 +281,8 @@ export async function createGateway(config: TributaryConfig, options: CreateGate
       jwt: createIdentityVerifier(config.auth.jwt ? createJwtVerifier(config.auth.jwt) : null, session),
       session,
       logger,
+      hooks,
+      originHooks,
       sourceKeys: keys,
       built,
       async health() {

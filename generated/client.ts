@@ -17,6 +17,7 @@
 
 import { Transport, type CallOptions, type ClientOptions, type OperationInfo } from 'tributary-gateway/client'
 import type * as Runtime from 'tributary-gateway/client'
+import type { HooksConfigInput } from 'tributary-gateway'
 export { TributaryError } from 'tributary-gateway/client'
 export type { TributaryErrorItem, CallOptions, ClientOptions, HeadersOption } from 'tributary-gateway/client'
 
@@ -144,6 +145,21 @@ export type TodoWithRolesResponse = {
   createdAt: string
   roles: string[]
 }
+
+/** Each stored operation's variables (`input`) and data object (`response`), by operation name: what typed hooks read. */
+export interface Operations {
+  "CreateTodo": { input: CreateTodoVariables; response: CreateTodoResponse }
+  "DeleteTodo": { input: DeleteTodoVariables; response: DeleteTodoResponse }
+  "MessageCreated": { input: MessageCreatedVariables; response: MessageCreatedResponse }
+  "Roles": { input: RolesVariables; response: RolesResponse }
+  "TodoAndRoles": { input: TodoAndRolesVariables; response: TodoAndRolesResponse }
+  "TodoById": { input: TodoByIdVariables; response: TodoByIdResponse }
+  "Todos": { input: TodosVariables; response: TodosResponse }
+  "TodoWithRoles": { input: TodoWithRolesVariables; response: TodoWithRolesResponse }
+}
+
+/** Config `hooks` typed for these operations (README "Hooks"): `hooks: { operations: { … } } satisfies HooksConfig`. */
+export type HooksConfig = HooksConfigInput<Operations>
 
 const operations = {
   CreateTodo: { path: "/operations/CreateTodo", plain: ["title","completed"] },

@@ -7,11 +7,11 @@
  * ```tsx
  * import { QueryClient } from '@tanstack/react-query'
  * import { createClient } from './generated/client.js'
- * import { TributaryProvider, useTodoAndRolesQuery, useQuery } from './generated/react.js'
+ * import { TributaryProvider, useRolesQuery, useQuery } from './generated/react.js'
  *
  * <TributaryProvider client={createClient({ baseUrl: 'http://127.0.0.1:4000' })} queryClient={new QueryClient()}>…</TributaryProvider>
- * const { data, error } = useTodoAndRolesQuery()
- * const live = useQuery({ operationName: "TodoAndRoles", liveQuery: true })
+ * const { data, error } = useRolesQuery()
+ * const live = useQuery({ operationName: "Roles", liveQuery: true })
  * const { mutate } = useMutation({ operationName: "CreateTodo", onSuccess: () => queryClient.invalidateQueries() })
  * ```
  *
@@ -34,15 +34,17 @@ import {
 } from '@tanstack/react-query'
 import { TributaryError, type CallOptions, type TributaryClient } from './client.js'
 
-import type { CreateTodoVariables, CreateTodoResponse, DeleteTodoVariables, DeleteTodoResponse, MessageCreatedVariables, MessageCreatedResponse, TodoAndRolesVariables, TodoAndRolesResponse, TodoByIdVariables, TodoByIdResponse, TodosVariables, TodosResponse } from './client.js'
+import type { CreateTodoVariables, CreateTodoResponse, DeleteTodoVariables, DeleteTodoResponse, MessageCreatedVariables, MessageCreatedResponse, RolesVariables, RolesResponse, TodoAndRolesVariables, TodoAndRolesResponse, TodoByIdVariables, TodoByIdResponse, TodosVariables, TodosResponse, TodoWithRolesVariables, TodoWithRolesResponse } from './client.js'
 
 // ----- the operations, by kind -----
 
 /** The stored queries by name: variables (`input`), data (`response`), whether a variable is required. */
 export interface Queries {
+  Roles: { input: RolesVariables; response: RolesResponse; requiresInput: false }
   TodoAndRoles: { input: TodoAndRolesVariables; response: TodoAndRolesResponse; requiresInput: false }
   TodoById: { input: TodoByIdVariables; response: TodoByIdResponse; requiresInput: false }
   Todos: { input: TodosVariables; response: TodosResponse; requiresInput: false }
+  TodoWithRoles: { input: TodoWithRolesVariables; response: TodoWithRolesResponse; requiresInput: true }
 }
 
 /** The stored mutations by name: variables (`input`), data (`response`), whether a variable is required. */
@@ -61,9 +63,11 @@ const methods: Record<string, string | undefined> = {
   CreateTodo: "CreateTodo",
   DeleteTodo: "DeleteTodo",
   MessageCreated: "MessageCreated",
+  Roles: "Roles",
   TodoAndRoles: "TodoAndRoles",
   TodoById: "TodoById",
   Todos: "Todos",
+  TodoWithRoles: "TodoWithRoles",
 }
 
 // ----- runtime -----
@@ -269,6 +273,10 @@ export interface TributaryHooks {
   useDeleteTodoMutation(options?: MutationOptions<Mutations["DeleteTodo"]>): UseMutationResult<DeleteTodoResponse, TributaryError, MutationInput<Mutations["DeleteTodo"]>>
   /** The subscription `MessageCreated`. */
   useMessageCreatedSubscription(input?: MessageCreatedVariables, options?: SubscriptionOptions<MessageCreatedResponse>): SubscriptionResult<MessageCreatedResponse>
+  /** The query `Roles`. */
+  useRolesQuery(input?: RolesVariables, options?: QueryOptions<Queries["Roles"]>): UseQueryResult<RolesResponse, TributaryError>
+  /** The live query `Roles`. */
+  useRolesLiveQuery(input?: RolesVariables, options?: QueryOptions<Queries["Roles"]>): UseQueryResult<RolesResponse, TributaryError>
   /** The query `TodoAndRoles`. */
   useTodoAndRolesQuery(input?: TodoAndRolesVariables, options?: QueryOptions<Queries["TodoAndRoles"]>): UseQueryResult<TodoAndRolesResponse, TributaryError>
   /** The live query `TodoAndRoles`. */
@@ -281,6 +289,10 @@ export interface TributaryHooks {
   useTodosQuery(input?: TodosVariables, options?: QueryOptions<Queries["Todos"]>): UseQueryResult<TodosResponse, TributaryError>
   /** The live query `Todos`. */
   useTodosLiveQuery(input?: TodosVariables, options?: QueryOptions<Queries["Todos"]>): UseQueryResult<TodosResponse, TributaryError>
+  /** The query `TodoWithRoles`. */
+  useTodoWithRolesQuery(input: TodoWithRolesVariables, options?: QueryOptions<Queries["TodoWithRoles"]>): UseQueryResult<TodoWithRolesResponse, TributaryError>
+  /** The live query `TodoWithRoles`. */
+  useTodoWithRolesLiveQuery(input: TodoWithRolesVariables, options?: QueryOptions<Queries["TodoWithRoles"]>): UseQueryResult<TodoWithRolesResponse, TributaryError>
 }
 
 function hooksFor(getClient: () => TributaryClient): TributaryHooks {
@@ -295,12 +307,16 @@ function hooksFor(getClient: () => TributaryClient): TributaryHooks {
     useCreateTodoMutation: (options?: MutationOptions<Mutations["CreateTodo"]>) => hooks.useMutation({ ...options, operationName: "CreateTodo" }),
     useDeleteTodoMutation: (options?: MutationOptions<Mutations["DeleteTodo"]>) => hooks.useMutation({ ...options, operationName: "DeleteTodo" }),
     useMessageCreatedSubscription: (input?: MessageCreatedVariables, options?: SubscriptionOptions<MessageCreatedResponse>) => hooks.useSubscription({ ...options, operationName: "MessageCreated", input } as SubscriptionArgs<"MessageCreated">),
+    useRolesQuery: (input?: RolesVariables, options?: QueryOptions<Queries["Roles"]>) => hooks.useQuery({ ...options, operationName: "Roles", input } as QueryArgs<"Roles">),
+    useRolesLiveQuery: (input?: RolesVariables, options?: QueryOptions<Queries["Roles"]>) => hooks.useQuery({ ...options, operationName: "Roles", input, liveQuery: true } as QueryArgs<"Roles">),
     useTodoAndRolesQuery: (input?: TodoAndRolesVariables, options?: QueryOptions<Queries["TodoAndRoles"]>) => hooks.useQuery({ ...options, operationName: "TodoAndRoles", input } as QueryArgs<"TodoAndRoles">),
     useTodoAndRolesLiveQuery: (input?: TodoAndRolesVariables, options?: QueryOptions<Queries["TodoAndRoles"]>) => hooks.useQuery({ ...options, operationName: "TodoAndRoles", input, liveQuery: true } as QueryArgs<"TodoAndRoles">),
     useTodoByIdQuery: (input?: TodoByIdVariables, options?: QueryOptions<Queries["TodoById"]>) => hooks.useQuery({ ...options, operationName: "TodoById", input } as QueryArgs<"TodoById">),
     useTodoByIdLiveQuery: (input?: TodoByIdVariables, options?: QueryOptions<Queries["TodoById"]>) => hooks.useQuery({ ...options, operationName: "TodoById", input, liveQuery: true } as QueryArgs<"TodoById">),
     useTodosQuery: (input?: TodosVariables, options?: QueryOptions<Queries["Todos"]>) => hooks.useQuery({ ...options, operationName: "Todos", input } as QueryArgs<"Todos">),
     useTodosLiveQuery: (input?: TodosVariables, options?: QueryOptions<Queries["Todos"]>) => hooks.useQuery({ ...options, operationName: "Todos", input, liveQuery: true } as QueryArgs<"Todos">),
+    useTodoWithRolesQuery: (input: TodoWithRolesVariables, options?: QueryOptions<Queries["TodoWithRoles"]>) => hooks.useQuery({ ...options, operationName: "TodoWithRoles", input } as QueryArgs<"TodoWithRoles">),
+    useTodoWithRolesLiveQuery: (input: TodoWithRolesVariables, options?: QueryOptions<Queries["TodoWithRoles"]>) => hooks.useQuery({ ...options, operationName: "TodoWithRoles", input, liveQuery: true } as QueryArgs<"TodoWithRoles">),
   }
 }
 
@@ -322,10 +338,14 @@ export const {
   useCreateTodoMutation,
   useDeleteTodoMutation,
   useMessageCreatedSubscription,
+  useRolesQuery,
+  useRolesLiveQuery,
   useTodoAndRolesQuery,
   useTodoAndRolesLiveQuery,
   useTodoByIdQuery,
   useTodoByIdLiveQuery,
   useTodosQuery,
   useTodosLiveQuery,
+  useTodoWithRolesQuery,
+  useTodoWithRolesLiveQuery,
 }: TributaryHooks = hooksFor(useTributaryClient)

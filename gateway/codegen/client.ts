@@ -32,6 +32,7 @@ const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$]*$/
 /** What a generated client imports from the package: the runtime of `gateway/client/index.ts`. */
 const RUNTIME = `import { Transport, type CallOptions, type ClientOptions, type OperationInfo } from 'tributary-gateway/client'
 import type * as Runtime from 'tributary-gateway/client'
+import type { HooksConfigInput } from 'tributary-gateway'
 export { TributaryError } from 'tributary-gateway/client'
 export type { TributaryErrorItem, CallOptions, ClientOptions, HeadersOption } from 'tributary-gateway/client'
 
@@ -143,7 +144,7 @@ function objectType(schema: JsonSchema, indent: string, refName: (ref: string) =
 }
 
 /** Identifiers the generated file declares besides the input objects' types. */
-const FILE_IDENTIFIERS = ['Transport', 'CallOptions', 'ClientOptions', 'OperationInfo', 'Runtime', 'TributaryError', 'TributaryErrorItem', 'HeadersOption', 'DateTime', 'BigIntString', 'DecimalString', 'Base64String', 'JSONValue', 'TributaryClient', 'createClient', 'operations']
+const FILE_IDENTIFIERS = ['Transport', 'CallOptions', 'ClientOptions', 'OperationInfo', 'Runtime', 'TributaryError', 'TributaryErrorItem', 'HeadersOption', 'DateTime', 'BigIntString', 'DecimalString', 'Base64String', 'JSONValue', 'TributaryClient', 'createClient', 'operations', 'Operations', 'HooksConfig', 'HooksConfigInput']
 
 /**
  * The input objects the operations' variables refer to ({@link mergedDefs}) and the TypeScript name
@@ -203,7 +204,7 @@ export function servedOperations(gateway: Gateway): CompiledOperation[] {
 
 /**
  * Renders `generated/client.ts` for the served (non-internal) operations of a gateway.
- * @returns TypeScript source that compiles under `strict`; its one import is the package's runtime, `tributary-gateway/client`.
+ * @returns TypeScript source that compiles under `strict`; it imports the package's runtime, `tributary-gateway/client`, and the hook types of `tributary-gateway` (type-only).
  */
 export function renderClient(gateway: Gateway): string {
   const ops = servedOperations(gateway)
@@ -243,6 +244,12 @@ ${ops.find((o) => o.kind === 'query') ? ` * const data = await client.${names.ge
     out.push(`export type ${n.type}Response = ${jsonSchemaToTs(op.responseSchema, '', inputs.typeName)}\n`)
   }
 
+  out.push(`/** Each stored operation's variables (\`input\`) and data object (\`response\`), by operation name: what typed hooks read. */`)
+  out.push(`export interface Operations {`)
+  for (const op of ops) out.push(`  ${JSON.stringify(op.name)}: { input: ${names.get(op)!.type}Variables; response: ${names.get(op)!.type}Response }`)
+  out.push(`}\n`)
+  out.push(`/** Config \`hooks\` typed for these operations (README "Hooks"): \`hooks: { operations: { … } } satisfies HooksConfig\`. */`)
+  out.push(`export type HooksConfig = HooksConfigInput<Operations>\n`)
   out.push(`const operations = {`)
   for (const op of ops) out.push(`  ${propertyKey(names.get(op)!.method)}: { path: ${JSON.stringify(`/operations/${op.name}`)}, plain: ${JSON.stringify(plainVariables(op))} },`)
   out.push(`} satisfies Record<string, OperationInfo>\n`)

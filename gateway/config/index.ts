@@ -25,6 +25,7 @@ import type { MetricsConfig } from '../observability/metrics.js'
 import type { TelemetryConfig } from '../observability/tracing.js'
 import { validateConfig } from './validate.js'
 import { ConfigInvalidError } from '../errors.js'
+import { resolveHooks, type HooksConfigInput, type ResolvedHooks } from '../hooks/index.js'
 
 export type { RunMode, LinkDefinition, LinkBatch, PermissionRule, JwtConfig, AuthConfigInput, AuthConfig, OidcConfigInput, OidcConfig }
 
@@ -362,6 +363,13 @@ export interface TributaryConfigInput {
      */
     allowedIps?: string[]
   }
+  /**
+   * Hooks (README "Hooks"): code run around stored operations (`operations.<name>`), around every
+   * upstream request (`global`) and where identities are established (`authentication`). Type it
+   * with the generated `HooksConfig` of `generated/client.ts`. Default none.
+   */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- any operation name: the generated HooksConfig narrows it
+  hooks?: HooksConfigInput<any>
   /** OpenTelemetry traces (README "Observability"). Default: off. */
   telemetry?: {
     /**
@@ -404,6 +412,8 @@ export interface TributaryConfig {
   readonly permissions: Readonly<Record<string, PermissionRule>>
   readonly metrics: MetricsConfig
   readonly telemetry: TelemetryConfig
+  /** The configured hooks, or null when none is set (README "Hooks"). */
+  readonly hooks: ResolvedHooks | null
 }
 
 /**
@@ -526,6 +536,7 @@ export function resolveConfig(input: unknown, env: NodeJS.ProcessEnv = process.e
       otlpEndpoint: c.telemetry?.otlpEndpoint ?? (env.OTEL_EXPORTER_OTLP_ENDPOINT || null),
       serviceName: c.telemetry?.serviceName ?? (env.OTEL_SERVICE_NAME || 'tributary'),
     },
+    hooks: resolveHooks(c.hooks, mode === 'production'),
   }
   if (config.server.rateLimit?.key === 'sub' && !config.auth.jwt && !config.auth.oidc) throw new ConfigInvalidError("server.rateLimit.key: 'sub' needs auth.jwt or auth.oidc")
   if (config.mode === 'production' && config.graphql.apq && !config.graphql.allowArbitraryOperationsInProduction) {

@@ -8,6 +8,13 @@ import { ConfigInvalidError } from '../errors.js'
 
 const name = '^[_A-Za-z][_0-9A-Za-z]*$'
 const fn = { function: true }
+/** `hooks.global.*`: a hook with its filter (README "Hooks"). */
+const originHook = {
+  type: 'object',
+  required: ['hook'],
+  additionalProperties: false,
+  properties: { hook: fn, enabled: { type: 'boolean' }, namespaces: { type: 'array', items: { type: 'string' } } },
+}
 const stringOrList = { anyOf: [{ type: 'string', minLength: 1 }, { type: 'array', minItems: 1, items: { type: 'string', minLength: 1 } }] }
 
 const base = {
@@ -490,6 +497,38 @@ const configSchema = {
       properties: {
         otlpEndpoint: { type: 'string', pattern: '^[Hh][Tt][Tt][Pp][Ss]?://[^\\s]+$' },
         serviceName: { type: 'string', minLength: 1 },
+      },
+    },
+    hooks: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        timeoutMs: { type: 'integer', minimum: 1, maximum: 60000 },
+        operations: {
+          type: 'object',
+          additionalProperties: {
+            type: 'object',
+            additionalProperties: false,
+            properties: {
+              preResolve: fn,
+              mutatingPreResolve: fn,
+              customResolve: fn,
+              postResolve: fn,
+              mutatingPostResolve: fn,
+              mockResolve: { type: 'object', required: ['handler'], additionalProperties: false, properties: { enabled: { type: 'boolean' }, handler: fn } },
+            },
+          },
+        },
+        global: {
+          type: 'object',
+          additionalProperties: false,
+          properties: { onOriginRequest: originHook, onOriginResponse: originHook, onConnectionInit: originHook },
+        },
+        authentication: {
+          type: 'object',
+          additionalProperties: false,
+          properties: { postAuthentication: fn, mutatingPostAuthentication: fn, revalidate: fn },
+        },
       },
     },
   },

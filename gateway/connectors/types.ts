@@ -9,6 +9,7 @@ import type { GraphQLSchema } from 'graphql'
 import type { Executor } from '@graphql-tools/utils'
 import type { Logger } from 'pino'
 import type { RowFilterRule } from './database/compiler/row-filter.js'
+import type { OriginHookSlot } from '../hooks/index.js'
 
 /** `production` masks errors and serves stored operations only; `development` is the default. */
 export type RunMode = 'development' | 'production'
@@ -29,6 +30,8 @@ export interface ConnectorContext {
   cwd: string
   /** Public (namespaced) names of the types that have a row filter in config `permissions`. Default none. */
   rowFilteredTypes?: ReadonlySet<string>
+  /** The current `hooks.global` (README "Hooks"): REST, GraphQL and Federation sources call `onOriginRequest`/`onOriginResponse` through it. Default none. */
+  originHooks?: OriginHookSlot
 }
 
 /** The state of one data source, as reported by `GET /health`. */

@@ -11,6 +11,7 @@ import { authorize, claimVariables } from '../auth/directives.js'
 import { AuthInvalidError, isTributaryError } from '../errors.js'
 import { codedGraphQLError } from './format-error.js'
 import type { SubscriptionOperationInfo } from './subscriptions.js'
+import { authenticated, clientRequestOf, revalidated } from '../hooks/index.js'
 
 const identities = new WeakMap<FastifyRequest, Promise<AuthInfo | null>>()
 const ANONYMOUS: Promise<AuthInfo | null> = Promise.resolve(null)
@@ -25,7 +26,12 @@ export function authenticateRequest(gateway: Gateway, request: FastifyRequest): 
   const verifier = gateway.jwt
   if (!verifier) return ANONYMOUS
   let identity = identities.get(request)
-  if (!identity) identities.set(request, (identity = verifier.authenticate(request.headers)))
+  if (!identity) {
+    identity = verifier.authenticate(request.headers)
+    const hooks = gateway.hooks
+    if (hooks?.authentication) identity = identity.then((user) => (user ? authenticated(hooks, user, clientRequestOf({ request }), request.log) : null))
+    identities.set(request, identity)
+  }
   return identity
 }
 
@@ -37,6 +43,16 @@ export function authenticateRequest(gateway: Gateway, request: FastifyRequest): 
  */
 export function checkCsrf(gateway: Gateway, request: FastifyRequest, auth: AuthInfo | null): void {
   if (auth?.via === 'cookie' && gateway.session) gateway.session.checkCsrf(auth, request.headers['x-csrf-token'])
+}
+
+/**
+ * Re-runs the `revalidate` hook of config `hooks.authentication` on an identity (README "Hooks"):
+ * for `/auth/user?revalidate=true` and programs embedding the gateway.
+ * @returns the identity to keep: the hook's, or `user` when no `revalidate` hook is set
+ * @throws AuthInvalidError (401) when the hook denies it; HookError / HookTimeoutError (500).
+ */
+export function revalidateUser(gateway: Gateway, user: AuthInfo, log: FastifyRequest['log']): Promise<AuthInfo> {
+  return revalidated(gateway.hooks, user, log)
 }
 
 /**
@@ -56,6 +72,8 @@ export function adoptSocketIdentity(request: FastifyRequest, auth: AuthInfo | nu
 export function identityOf(gateway: Gateway, request: FastifyRequest): AuthInfo | null | Promise<AuthInfo | null> {
   const verifier = gateway.jwt
   if (!verifier) return null
+  // Authentication hooks run per request: no shortcut past them.
+  if (gateway.hooks?.authentication) return authenticateRequest(gateway, request)
   return verifier.known(request.headers) ?? authenticateRequest(gateway, request)
 }
 
@@ -69,9 +87,12 @@ export async function authenticateSocket(gateway: Gateway, request: FastifyReque
   const verifier = gateway.jwt
   if (!verifier) return null
   const sent = params.authorization ?? params.Authorization
-  if (typeof sent === 'string' && sent !== '') return verifier.verify(/^bearer /i.test(sent) ? sent.slice(7).trim() : sent)
-  if (sent !== undefined && sent !== null) throw new AuthInvalidError('connection_init "authorization" must be a string')
-  return verifier.authenticate(request.headers)
+  let user: AuthInfo | null
+  if (typeof sent === 'string' && sent !== '') user = await verifier.verify(/^bearer /i.test(sent) ? sent.slice(7).trim() : sent)
+  else if (sent !== undefined && sent !== null) throw new AuthInvalidError('connection_init "authorization" must be a string')
+  else user = await verifier.authenticate(request.headers)
+  const hooks = gateway.hooks
+  return user && hooks?.authentication ? authenticated(hooks, user, clientRequestOf({ request }), request.log) : user
 }
 
 /**

@@ -25,9 +25,9 @@ import type * as OpenIdClient from 'openid-client'
 import type { OidcConfig } from '../auth/config.js'
 import { cookieValue, type AuthInfo } from '../auth/jwt.js'
 import type { SessionCodec } from '../auth/session.js'
-import { AuthRequiredError, OidcCallbackError, OidcProviderUnknownError, OidcRedirectError, UpstreamError, UpstreamUnavailableError, isTributaryError } from '../errors.js'
+import { AuthInvalidError, AuthRequiredError, OidcCallbackError, OidcProviderUnknownError, OidcRedirectError, UpstreamError, UpstreamUnavailableError, isTributaryError } from '../errors.js'
 import { importOptional } from '../optional-package.js'
-import { authenticateRequest } from './auth.js'
+import { authenticateRequest, revalidateUser } from './auth.js'
 import type { GatewayHolder } from './gateway-holder.js'
 
 type Client = typeof OpenIdClient
@@ -213,8 +213,20 @@ export function registerOidcRoutes(app: FastifyInstance, holder: GatewayHolder, 
     if (!auth) throw new AuthRequiredError('no user is logged in')
     noStore(reply)
     // Hook point (issue 25 item 3): `revalidate` decides whether the session's user is still valid.
-    if (request.query.revalidate === 'true' && hooks.revalidate && auth.via === 'cookie' && gateway.session) {
-      const claims = await hooks.revalidate(auth)
+    // Without an `oidcHooks.revalidate`, config `hooks.authentication.revalidate` decides (README "Hooks").
+    const configRevalidate = gateway.hooks?.authentication?.revalidate
+      ? async (user: AuthInfo) => {
+          try {
+            return (await revalidateUser(gateway, user, request.log)).claims
+          } catch (err) {
+            if (err instanceof AuthInvalidError) return null
+            throw err
+          }
+        }
+      : undefined
+    const revalidate = hooks.revalidate ?? configRevalidate
+    if (request.query.revalidate === 'true' && revalidate && auth.via === 'cookie' && gateway.session) {
+      const claims = await revalidate(auth)
       if (!claims) {
         gateway.session.revoke(auth.session!, Number(auth.claims.exp))
         reply.header('set-cookie', gateway.session.clearCookies())

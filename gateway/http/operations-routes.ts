@@ -22,6 +22,7 @@ import { sharingKey } from './shared-subscriptions.js'
 import { resultBudget } from '../result-budget.js'
 import { ResponseCache, operationTags, type CacheLookup, type CachePolicy } from '../cluster/response-cache.js'
 import { activity, observeOperation } from '../observability/probes.js'
+import { hookFailure, runHook, type OperationHookArgs, type OperationHooks, type OperationPostHookArgs, type OperationResponse, type ResolvedHooks } from '../hooks/index.js'
 
 type Query = Record<string, string | string[] | undefined>
 
@@ -198,6 +199,79 @@ async function respond(op: CompiledOperation, variables: Variables, request: Fas
   const body = op.stringifyData(data)
   fill?.(body)
   return sendData(op, body, request, reply)
+}
+
+/**
+ * Answers a query or mutation that has hooks (README "Hooks"), in their order: `mockResolve` when
+ * enabled (and nothing else), `preResolve`, `mutatingPreResolve` (its input checked again against
+ * the variables schema), `customResolve`, the operation, `postResolve`, `mutatingPostResolve`.
+ * Without a post hook the operation runs as {@link respond} runs it (shared cache, direct SQL plan);
+ * with one, it runs through graphql-jit and its answer is neither read from nor stored in the shared
+ * cache, so that the hook sees and may change every answer.
+ * @throws HookError / HookTimeoutError (500) from a hook; the auth errors of `op.authorize`.
+ */
+async function respondHooked(op: CompiledOperation, hooks: OperationHooks, resolved: ResolvedHooks, variables: Variables, request: FastifyRequest, reply: FastifyReply, holder: GatewayHolder, notFoundWhenNull: boolean, state: CacheState, auth: AuthInfo | null) {
+  const args: OperationHookArgs = { operationName: op.name, input: variables, user: auth, clientRequest: { method: request.method, url: request.url, headers: request.headers }, log: request.log, context: {} }
+  const mock = hooks.mockResolve
+  if (mock && (mock.enabled ?? !resolved.production)) return sendHookResponse(op, checkedResponse(resolved, `mockResolve of ${op.name}`, await runHook(resolved, `mockResolve of ${op.name}`, mock.handler, args)), request, reply, 500)
+  if (hooks.preResolve) await runHook(resolved, `preResolve of ${op.name}`, hooks.preResolve, args)
+  if (hooks.mutatingPreResolve) {
+    const what = `mutatingPreResolve of ${op.name}`
+    const input = await runHook(resolved, what, hooks.mutatingPreResolve, args)
+    try {
+      if (input === null || input === undefined) throw hookFailure(resolved, what, 'it must return the input, an object of variables')
+      args.input = op.variablesFromBody(input)
+    } catch (err) {
+      if ((err as { code?: string }).code !== 'TRB_ERR_OPERATION_VARIABLES') throw err
+      const problems = (err as VariablesError).problems.map((p) => `${p.path.slice(1).replace(/\//g, '.') || p.variable || 'input'} ${readableMessage(p.message)}`).join('; ')
+      throw hookFailure(resolved, what, `the input it returned does not fit the variables schema: ${problems}`)
+    }
+  }
+  if (hooks.customResolve) {
+    const what = `customResolve of ${op.name}`
+    const answer = await runHook(resolved, what, hooks.customResolve, args)
+    if (answer !== null && answer !== undefined) return sendHookResponse(op, checkedResponse(resolved, what, answer), request, reply, 500)
+  }
+  const vars = op.authorize(args.input, auth)
+  if (!hooks.postResolve && !hooks.mutatingPostResolve) return respond(op, vars, request, reply, holder, notFoundWhenNull, state, auth)
+  const result = await op.execute(vars, { reply, request, headers: request.headers, cluster: holder.cluster, resultBudget: resultBudget(holder.current.config.server.maxResponseBytes), auth })
+  if (op.kind === 'mutation' && result.data) {
+    await state.cache.invalidate(tagsOf(op, holder, state)).catch((err: unknown) => request.log.error({ err, operation: op.name }, 'invalidating cached responses failed'))
+  }
+  let response: OperationResponse = { data: result.data ?? null }
+  let status = 200
+  if (result.errors?.length) {
+    const formatted = formatGraphQLErrors(result.errors, { mode: holder.current.config.mode, logger: request.log })
+    status = withRetryAfter(reply, result.errors, formatted.status)
+    response = { data: formatted.critical ? null : (result.data ?? null), errors: formatted.errors as OperationResponse['errors'] }
+  }
+  const post: OperationPostHookArgs = { ...args, response }
+  if (hooks.postResolve) await runHook(resolved, `postResolve of ${op.name}`, hooks.postResolve, post)
+  if (hooks.mutatingPostResolve) {
+    const what = `mutatingPostResolve of ${op.name}`
+    response = checkedResponse(resolved, what, await runHook(resolved, what, hooks.mutatingPostResolve, post))
+  }
+  return sendHookResponse(op, response, request, reply, status === 200 ? 500 : status)
+}
+
+/** A hook's response, checked: an object with `data` and/or an `errors` array of `{ message }`. @throws HookError */
+function checkedResponse(resolved: ResolvedHooks, what: string, response: unknown): OperationResponse {
+  const r = response as OperationResponse | null
+  const ok = r !== null && typeof r === 'object' && !Array.isArray(r) && ('data' in r || 'errors' in r)
+    && (r.errors === undefined || (Array.isArray(r.errors) && r.errors.every((e) => e !== null && typeof e === 'object' && typeof e.message === 'string')))
+  if (!ok) throw hookFailure(resolved, what, 'it must return a response { data?, errors? }')
+  return r
+}
+
+/**
+ * Sends the response of a hook: its data object as a successful answer (200, ETag on GET), or
+ * `{ errors, data? }` with 200 when it carries data, else `errorStatus`.
+ */
+function sendHookResponse(op: CompiledOperation, response: OperationResponse, request: FastifyRequest, reply: FastifyReply, errorStatus: number) {
+  if (!response.errors?.length) return sendData(op, JSON.stringify(response.data ?? null), request, reply)
+  const body: { errors: GraphQLFormattedError[]; data?: unknown } = { errors: response.errors as GraphQLFormattedError[] }
+  if (response.data !== undefined && response.data !== null) body.data = response.data
+  return json(reply, body.data ? 200 : errorStatus, body)
 }
 
 /** Sends a successful data object: ETag and Cache-Control for GET (304 on a match), no-store otherwise. */
@@ -411,6 +485,11 @@ export function registerOperationRoutes(app: FastifyInstance, holder: GatewayHol
     } catch (err) {
       if ((err as { code?: string }).code === 'TRB_ERR_OPERATION_VARIABLES') return variablesProblem(reply, err as VariablesError)
       throw err
+    }
+    // Operation hooks (README "Hooks"): queries and mutations answered once; one lookup when none is set.
+    if (gateway.hooks !== null && op.kind !== 'subscription') {
+      const hooks = gateway.hooks.operations.get(name)
+      if (hooks) return observeOperation(op.name, () => respondHooked(op, hooks, gateway.hooks!, variables, request, reply, holder, viaCustomRoute, cacheState, auth))
     }
     variables = op.authorize(variables, auth)
     if (op.kind === 'subscription') {

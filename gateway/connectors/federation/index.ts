@@ -32,6 +32,7 @@ import { join, resolve } from 'node:path'
 import type { ConnectorContext, RemoteSubschema, SourceHealth } from '../types.js'
 import { SourceLoadError } from '../../errors.js'
 import { createGraphQLHttpClient, type GraphQLEndpoint } from '../graphql/http.js'
+import { connectionInitPayload } from '../../hooks/index.js'
 import { compileHeaderTemplates } from '../../auth/header-templates.js'
 import { relocateFieldErrors } from '../field-errors.js'
 import { createSubscriptionTransport, type SubgraphSubscriptionOptions, type SubscriptionTransport } from './subscriptions.js'
@@ -114,7 +115,7 @@ export async function createFederationSource(options: FederationSourceOptions, c
   // Header values may be templates (`{{claims.sub}}`), rendered per request: an unknown placeholder fails the load.
   let client: ReturnType<typeof createGraphQLHttpClient>
   try {
-    client = createGraphQLHttpClient({ timeoutMs: options.timeoutMs ?? 5000, headers: options.headers, forwardHeaders: options.forwardHeaders, logger: context.logger })
+    client = createGraphQLHttpClient({ timeoutMs: options.timeoutMs ?? 5000, headers: options.headers, forwardHeaders: options.forwardHeaders, logger: context.logger, namespace: context.namespace, ...(context.originHooks ? { originHooks: context.originHooks } : {}) })
   } catch (err) {
     return fail((err as Error).message)
   }
@@ -166,7 +167,8 @@ export async function createFederationSource(options: FederationSourceOptions, c
           const http = client.executor(endpoint!, () => subgraphSchema) as typeof config.executor
           if (subgraphSchema.getSubscriptionType()) {
             const subgraph = subgraphs.find((s) => s.url === config.endpoint)!
-            const transport = createSubscriptionTransport(endpoint!.name, endpoint!.url, subgraph.subscriptions, (ctx) => client.requestHeaders(endpoint!, ctx), options.timeoutMs ?? 5000)
+            const transport = createSubscriptionTransport(endpoint!.name, endpoint!.url, subgraph.subscriptions, (ctx) => client.requestHeaders(endpoint!, ctx), options.timeoutMs ?? 5000,
+              context.originHooks ? (url, payload, ctx) => connectionInitPayload(context.originHooks, context.namespace, url, payload, ctx, context.logger) : undefined)
             transports.push(transport)
             const subscribe = transport.executor as typeof config.executor
             config.executor = (req) => (req.operationType === 'subscription' ? subscribe(req) : http(req))

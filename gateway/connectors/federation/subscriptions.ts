@@ -63,10 +63,11 @@ export function createSubscriptionTransport(
   options: SubgraphSubscriptionOptions | undefined,
   headersOf: (context: unknown) => Record<string, string>,
   timeoutMs: number,
+  connectionInit?: ConnectionInit,
 ): SubscriptionTransport {
   const protocol = options?.protocol ?? 'graphql-ws'
   if (protocol === 'sse') return sseTransport(name, options?.url ?? httpUrl, headersOf)
-  return wsTransport(name, options?.url ?? httpUrl.replace(/^http/, 'ws'), headersOf, timeoutMs)
+  return wsTransport(name, options?.url ?? httpUrl.replace(/^http/, 'ws'), headersOf, timeoutMs, connectionInit)
 }
 
 /** A coded `TRB_ERR_UPSTREAM` error (502) for a failed or closed subscription connection. */
@@ -91,13 +92,19 @@ function wsFailure(name: string, err: unknown): Error {
   return mapNetworkError(err, name, 0)
 }
 
-function wsTransport(name: string, url: string, headersOf: (context: unknown) => Record<string, string>, timeoutMs: number): SubscriptionTransport {
+/**
+ * Turns the default `connection_init` payload (`{ headers }`) into the one sent (`hooks.global.onConnectionInit`);
+ * `context` is the subscription's that opens the socket (a socket is shared by the subscriptions sending the same headers).
+ */
+export type ConnectionInit = (url: string, payload: Record<string, unknown>, context: unknown) => Promise<Record<string, unknown>>
+
+function wsTransport(name: string, url: string, headersOf: (context: unknown) => Record<string, string>, timeoutMs: number, connectionInit?: ConnectionInit): SubscriptionTransport {
   const path = new URL(url).pathname
   // One client (one lazy socket) per distinct header set; removed when its last subscription ends.
   const clients = new Map<string, { client: Client; users: number }>()
   const open = new Set<() => void>()
 
-  async function clientFor(headers: Record<string, string>): Promise<{ key: string; entry: { client: Client; users: number } }> {
+  async function clientFor(headers: Record<string, string>, context: unknown): Promise<{ key: string; entry: { client: Client; users: number } }> {
     const key = JSON.stringify(headers)
     let entry = clients.get(key)
     if (!entry) {
@@ -117,7 +124,7 @@ function wsTransport(name: string, url: string, headersOf: (context: unknown) =>
           lazyCloseTimeout: 0,
           connectionAckWaitTimeout: timeoutMs,
           retryAttempts: 0,
-          connectionParams: { headers },
+          connectionParams: connectionInit ? () => connectionInit(url, { headers }, context) : { headers },
         })
         entry = { client, users: 0 }
         clients.set(key, entry)
@@ -127,7 +134,7 @@ function wsTransport(name: string, url: string, headersOf: (context: unknown) =>
   }
 
   const executor: Executor = async (req: ExecutionRequest) => {
-    const { key, entry } = await clientFor(headersOf(req.context))
+    const { key, entry } = await clientFor(headersOf(req.context), req.context)
     entry.users++
     const release = (): void => {
       if (--entry.users === 0 && clients.get(key) === entry) {

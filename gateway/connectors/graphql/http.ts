@@ -18,8 +18,9 @@
 import { Kind, isInputType, print, typeFromAST, type GraphQLError, type GraphQLSchema } from 'graphql'
 import { transformInputValue, type ExecutionRequest, type ExecutionResult, type Executor } from '@graphql-tools/utils'
 import { Agent, request } from 'undici'
-import type { Logger } from 'pino'
+import { pino, type Logger } from 'pino'
 import { UpstreamError } from '../../errors.js'
+import { hasOriginHooks, originRequest, originResponse, type OriginHookSlot, type OriginRequest } from '../../hooks/index.js'
 import { compileHeaderTemplates, renderHeaderTemplates, type HeaderTemplates } from '../../auth/header-templates.js'
 import { toWireValue } from '../../scalars.js'
 import { mapNetworkError } from '../rest/request.js'
@@ -40,6 +41,10 @@ export interface GraphQLHttpOptions {
   forwardHeaders?: readonly string[]
   /** The source's logger: at `debug`, each request logs one line, msg `"upstream"`, with `method` and `url` (no query string). */
   logger?: Logger
+  /** The gateway's global hooks: `onOriginRequest`/`onOriginResponse` see each request of {@link GraphQLHttpClient.executor} (README "Hooks"). */
+  originHooks?: OriginHookSlot
+  /** The data source's namespace, as origin hooks filter and see it. Default `''`. */
+  namespace?: string
 }
 
 /** One upstream GraphQL endpoint, as seen by a connector. */
@@ -81,6 +86,15 @@ export interface GraphQLHttpClient {
   close(): Promise<void>
 }
 
+/** The content headers of every GraphQL request. */
+const contentHeaders = { 'content-type': 'application/json', accept: 'application/graphql-response+json, application/json' } as const
+
+/** A request an origin hook saw: what to send, and the hook of its answer. */
+interface Hooked {
+  request: OriginRequest
+  observe(status: number, headers: Record<string, string | string[] | undefined>): Promise<void>
+}
+
 interface ContextWithHeaders {
   reply?: { request: { headers: Record<string, string | string[] | undefined> } }
   headers?: Record<string, string | string[] | undefined>
@@ -106,29 +120,44 @@ export function createGraphQLHttpClient(options: GraphQLHttpOptions): GraphQLHtt
     return t
   }
   let closed: Promise<void> | undefined
+  const namespace = options.namespace ?? ''
+  const log = options.logger ?? pino({ level: 'silent' })
 
-  async function send(endpoint: GraphQLEndpoint, body: unknown, extraHeaders: Record<string, string> = {}, seen?: { status: number }): Promise<ExecutionResult> {
-    const path = new URL(endpoint.url).pathname
+  /** Runs `onOriginRequest` on one request and prepares `onOriginResponse` for its answer. */
+  async function hookedRequest(slot: OriginHookSlot, endpoint: GraphQLEndpoint, headers: Record<string, string>, body: string, context: unknown): Promise<Hooked> {
+    const request = await originRequest(slot, namespace, { method: 'POST', url: endpoint.url, headers, body }, context, log)
+    return {
+      request,
+      async observe(status, raw) {
+        const seen: Record<string, string> = {}
+        for (const [name, value] of Object.entries(raw)) if (value !== undefined && name !== 'set-cookie') seen[name] = Array.isArray(value) ? value.join(', ') : value
+        await originResponse(slot, namespace, request, { status, headers: seen }, context, log)
+      },
+    }
+  }
+
+  async function send(endpoint: GraphQLEndpoint, body: unknown, extraHeaders: Record<string, string> = {}, seen?: { status: number }, hooked?: Hooked): Promise<ExecutionResult> {
+    const path = new URL(hooked?.request.url ?? endpoint.url).pathname
     const details = (status: number, text?: string): UpstreamDetails =>
       ({ source: endpoint.name, method: 'POST', path, status, ...(text !== undefined ? { body: bodyExcerpt(text) } : {}) })
     if (options.logger?.isLevelEnabled('debug')) options.logger.debug({ method: 'POST', url: `${new URL(endpoint.url).origin}${path}` }, 'upstream')
     let res
     try {
-      res = await request(endpoint.url, {
-        method: 'POST',
-        dispatcher,
-        headers: {
-          'content-type': 'application/json',
-          accept: 'application/graphql-response+json, application/json',
-          ...templatesOf(endpoint).static,
-          ...extraHeaders,
-        },
-        body: JSON.stringify(body),
-      })
+      res = hooked
+        ? await request(hooked.request.url, { method: hooked.request.method as 'POST', dispatcher, headers: hooked.request.headers, body: hooked.request.body })
+        : await request(endpoint.url, { method: 'POST', dispatcher, headers: { ...contentHeaders, ...templatesOf(endpoint).static, ...extraHeaders }, body: JSON.stringify(body) })
     } catch (err) {
       throw mapNetworkError(err, endpoint.name, timeoutMs)
     }
     if (seen) seen.status = res.statusCode
+    if (hooked) {
+      try {
+        await hooked.observe(res.statusCode, res.headers)
+      } catch (err) {
+        await res.body.dump().catch(() => undefined)
+        throw err
+      }
+    }
     let text: string
     try {
       text = await res.body.text()
@@ -166,6 +195,10 @@ export function createGraphQLHttpClient(options: GraphQLHttpOptions): GraphQLHtt
     return async (req: ExecutionRequest) => {
       const extra = requestHeaders(endpoint, req.context)
       const payload = { query: print(req.document), variables: wireVariables(req, types()), operationName: req.operationName }
+      if (hasOriginHooks(options.originHooks, namespace)) {
+        const hooked = await hookedRequest(options.originHooks, endpoint, { ...contentHeaders, ...templatesOf(endpoint).static, ...extra }, JSON.stringify(payload), req.context)
+        return send(endpoint, payload, extra, undefined, hooked)
+      }
       // Observed (observability/probes.ts): its duration by status, a client span whose traceparent goes upstream.
       const end = startUpstream(endpoint.name, 'POST', endpoint.url, extra)
       if (!end) return send(endpoint, payload, extra)

@@ -36,7 +36,7 @@ export async function createGraphQLSource(options: GraphQLSourceOptions, context
   let client: ReturnType<typeof createGraphQLHttpClient>
   try {
     // `{{claims.sub}}`-style header values are rendered per request (gateway/auth/header-templates.ts).
-    client = createGraphQLHttpClient({ timeoutMs: options.timeoutMs ?? 5000, headers: options.headers, forwardHeaders: options.forwardHeaders, logger: context.logger })
+    client = createGraphQLHttpClient({ timeoutMs: options.timeoutMs ?? 5000, headers: options.headers, forwardHeaders: options.forwardHeaders, logger: context.logger, namespace: context.namespace, ...(context.originHooks ? { originHooks: context.originHooks } : {}) })
   } catch (err) {
     throw new SourceLoadError(context.sourceName, (err as Error).message)
   }

@@ -115,6 +115,8 @@ export async function createRestSource(options: RestSourceOptions, context: Conn
     forwardHeaders: options.forwardHeaders ?? [],
     sourceName: context.sourceName,
     logger: context.logger,
+    namespace: context.namespace,
+    ...(context.originHooks ? { originHooks: context.originHooks } : {}),
     ...(authenticator ? { authenticate: authenticator.authenticate } : {}),
   })
   try {

@@ -32,7 +32,7 @@ import { STATUS_CODES } from 'node:http'
 import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { BrokenCircuitError, CircuitState, ConsecutiveBreaker, circuitBreaker, handleWhen, type CircuitBreakerPolicy } from 'cockatiel'
-import type { Logger } from 'pino'
+import { pino, type Logger } from 'pino'
 import { FormData, Pool, type Dispatcher } from 'undici'
 import { UpstreamError, UpstreamTimeoutError, UpstreamTooLargeError, UpstreamUnavailableError } from '../../errors.js'
 import { parseJsonExact } from '../../scalars.js'
@@ -43,6 +43,7 @@ import { isObject } from './openapi.js'
 import { bodyExcerpt, withUpstreamDetails } from '../upstream-details.js'
 import { compileHeaderTemplates, renderHeaderTemplates } from '../../auth/header-templates.js'
 import { registerPool, startUpstream } from '../../observability/probes.js'
+import { hasOriginHooks, hookFailure, originRequest, originResponse, type OriginHookSlot, type OriginRequest } from '../../hooks/index.js'
 
 /** Retry policy of a source (see the file header). */
 export interface RetryOptions {
@@ -84,6 +85,10 @@ export interface UpstreamOptions {
   circuitBreaker: CircuitBreakerOptions | false
   /** Timeout of one `health()` probe, in milliseconds. */
   healthTimeoutMs: number
+  /** The gateway's global hooks (`hooks.global.onOriginRequest`/`onOriginResponse`, README "Hooks"); none by default. */
+  originHooks?: OriginHookSlot
+  /** The source's namespace, as origin hooks filter and see it. Default `''`. */
+  namespace?: string
   /** Logger for retries and circuit changes (never sees headers or bodies). */
   logger?: Logger
   /** Credentials for a call's `security` requirements (see `security.ts`); none when undefined. */
@@ -265,6 +270,11 @@ const CIRCUIT_NAMES: Record<CircuitState, 'closed' | 'open' | 'half-open'> = {
   [CircuitState.Isolated]: 'open',
 }
 
+/** Sees an answer's status and headers before its body is read (`onOriginResponse`); rejects to fail the call. */
+type ObserveResponse = (status: number, headers: Record<string, string | string[] | undefined>) => Promise<void>
+
+const silentLogger = pino({ level: 'silent' })
+
 /**
  * Creates the pool, the circuit breaker and the request function for one REST source.
  * @throws TypeError when `baseUrl` is not an absolute http(s) URL.
@@ -322,12 +332,12 @@ export function createUpstream(options: UpstreamOptions): Upstream {
    * One attempt, observed (observability/probes.ts: its duration by status, a client span whose
    * `traceparent` goes upstream in `headers`).
    */
-  const attempt = async (req: RestRequest, path: string, headers: Record<string, string>): Promise<unknown> => {
+  const attempt = async (req: RestRequest, path: string, headers: Record<string, string>, observe?: ObserveResponse): Promise<unknown> => {
     const end = startUpstream(sourceName, req.method, `${base.origin}${path}`, headers)
-    if (!end) return attemptOnce(req, path, headers)
+    if (!end) return attemptOnce(req, path, headers, undefined, observe)
     const seen = { status: 0 }
     try {
-      const result = await attemptOnce(req, path, headers, seen)
+      const result = await attemptOnce(req, path, headers, seen, observe)
       end(seen.status)
       return result
     } catch (err) {
@@ -337,7 +347,7 @@ export function createUpstream(options: UpstreamOptions): Upstream {
   }
 
   /** One attempt: sends the request and decodes a 2xx answer; rejects with a mapped error. `seen.status` gets the answer's status. */
-  const attemptOnce = async (req: RestRequest, path: string, headers: Record<string, string>, seen?: { status: number }): Promise<unknown> => {
+  const attemptOnce = async (req: RestRequest, path: string, headers: Record<string, string>, seen?: { status: number }, observe?: ObserveResponse): Promise<unknown> => {
     let res: Dispatcher.ResponseData
     // One line per upstream HTTP request (retries included), without the query string, which may carry credentials.
     if (logger?.isLevelEnabled('debug')) logger.debug({ method: req.method, url: `${base.origin}${path.split('?')[0]}` }, 'upstream')
@@ -349,6 +359,11 @@ export function createUpstream(options: UpstreamOptions): Upstream {
     if (seen) seen.status = res.statusCode
     try {
       const status = res.statusCode
+      if (observe) await observe(status, res.headers).catch(async (err: unknown) => {
+        // Read to the end, so that the socket goes back to the pool and no abort error is left unheard.
+        await res.body.dump().catch(() => undefined)
+        throw err
+      })
       if (status < 200 || status >= 300) {
         const text = await readLimited(res.body, MAX_ERROR_BODY)
         const details = { source: sourceName, method: req.method, path: `${basePath}${req.path}`, status, body: bodyExcerpt(text) }
@@ -404,6 +419,39 @@ export function createUpstream(options: UpstreamOptions): Upstream {
     }
     : (call: () => Promise<unknown>) => call()
 
+  const namespace = options.namespace ?? ''
+  /**
+   * Runs `onOriginRequest` on a call and prepares `onOriginResponse`. A changed URL must keep the
+   * source's origin (its pool is bound to it); the hook errors carry their code for the field.
+   */
+  const hooked = async (slot: OriginHookSlot, req: RestRequest, path: string, headers: Record<string, string>, context: unknown) => {
+    const log = logger ?? silentLogger
+    const sent: OriginRequest = { method: req.method, url: `${base.origin}${path}`, headers, body: typeof req.body === 'string' ? req.body : undefined }
+    let next: OriginRequest
+    try {
+      next = await originRequest(slot, namespace, sent, context, log)
+    } catch (err) {
+      throw withExtensions(err as Error & { code: string }, (err as { statusCode?: number }).statusCode ?? 500)
+    }
+    if (next !== sent) {
+      const url = new URL(next.url)
+      if (url.origin !== base.origin) throw withExtensions(hookFailure(slot.current!, 'onOriginRequest', `a REST source keeps its origin ${base.origin}`) as Error & { code: string }, 500)
+      path = `${url.pathname}${url.search}`
+      headers = next.headers
+      req = { ...req, method: next.method, ...(next.body !== sent.body ? { body: next.body } : {}) }
+    }
+    const observe: ObserveResponse = async (status, raw) => {
+      const seen: Record<string, string> = {}
+      for (const [name, value] of Object.entries(raw)) if (value !== undefined && name !== 'set-cookie') seen[name] = Array.isArray(value) ? value.join(', ') : value
+      try {
+        await originResponse(slot, namespace, next, { status, headers: seen }, context, log)
+      } catch (err) {
+        throw withExtensions(err as Error & { code: string }, (err as { statusCode?: number }).statusCode ?? 500)
+      }
+    }
+    return { req, path, headers, observe }
+  }
+
   const capacity = options.connections + options.maxQueue
   let pending = 0
   const { authenticate } = options
@@ -439,11 +487,14 @@ export function createUpstream(options: UpstreamOptions): Upstream {
     try {
       return await guarded(async () => {
         let { path, headers, auth } = await prepare()
+        let observe: ObserveResponse | undefined
+        // Origin hooks (README "Hooks"): once per call, before its first attempt; retries send what the hook returned.
+        if (hasOriginHooks(options.originHooks, namespace)) ({ req, path, headers, observe } = await hooked(options.originHooks, req, path, headers, context))
         const idempotent = IDEMPOTENT.has(req.method)
         let renewed = false
         for (let n = 0; ; n++) {
           try {
-            return await attempt(req, path, headers)
+            return await attempt(req, path, headers, observe)
           } catch (err) {
             if (auth?.invalidate && !renewed && statusOf(err) === 401) {
               // The token was refused (revoked, expired early): fetch a new one and try once more.
