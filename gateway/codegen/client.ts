@@ -190,7 +190,8 @@ function hasRequired(op: CompiledOperation): boolean {
 
 /**
  * Renders `generated/client.ts` for the served (non-internal) operations of a gateway.
- * @returns TypeScript source that compiles under `strict`; its one import is the package's runtime, `tributary-gateway/client`.
+ * @returns TypeScript source that compiles under `strict`, `noUnusedLocals` and `noUnusedParameters`
+ *   (with zero operations too); its one import is the package's runtime, `tributary-gateway/client`.
  */
 export function renderClient(gateway: Gateway): string {
   const ops = [...gateway.operations.values()].filter((op) => !op.stored.internal).sort((a, b) => a.name.localeCompare(b.name))
@@ -211,7 +212,8 @@ ${ops.find((o) => o.kind === 'query') ? ` * const data = await client.${names.ge
  */
 /* eslint-disable */
 `)
-  out.push(RUNTIME)
+  // With no operation, the call options and operation table types are not used (noUnusedLocals).
+  out.push(ops.length ? RUNTIME : RUNTIME.replace('{ Transport, type CallOptions, type ClientOptions, type OperationInfo }', '{ Transport, type ClientOptions }'))
   const inputs = inputTypes(ops, names)
   if (inputs.defs.size > 0) {
     out.push('// ----- input objects of the GraphQL schema (the variables\' $defs) -----\n')
@@ -230,9 +232,11 @@ ${ops.find((o) => o.kind === 'query') ? ` * const data = await client.${names.ge
     out.push(`export type ${n.type}Response = ${jsonSchemaToTs(op.responseSchema, '', inputs.typeName)}\n`)
   }
 
-  out.push(`const operations = {`)
-  for (const op of ops) out.push(`  ${propertyKey(names.get(op)!.method)}: { path: ${JSON.stringify(`/operations/${op.name}`)}, plain: ${JSON.stringify(plainVariables(op))} },`)
-  out.push(`} satisfies Record<string, OperationInfo>\n`)
+  if (ops.length) {
+    out.push(`const operations = {`)
+    for (const op of ops) out.push(`  ${propertyKey(names.get(op)!.method)}: { path: ${JSON.stringify(`/operations/${op.name}`)}, plain: ${JSON.stringify(plainVariables(op))} },`)
+    out.push(`} satisfies Record<string, OperationInfo>\n`)
+  }
 
   const signature = (op: CompiledOperation) => `variables${hasRequired(op) ? '' : '?'}: ${names.get(op)!.type}Variables, options?: CallOptions`
   const queries = ops.filter((op) => op.kind === 'query')
@@ -266,7 +270,7 @@ ${ops.find((o) => o.kind === 'query') ? ` * const data = await client.${names.ge
  * @throws TypeError when there is no global fetch and none is passed.
  */
 export function createClient(options: ClientOptions): TributaryClient {
-  const t = new Transport(options)
+  ${ops.length ? 'const t = ' : '// No operation yet: the options are still checked.\n  '}new Transport(options)
   return {`)
   for (const op of ops) {
     const n = names.get(op)!
