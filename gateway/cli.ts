@@ -256,7 +256,10 @@ async function primary(source: ConfigSource, workers: number): Promise<void> {
         resolve()
         if (stopping) return
         logger.error({ worker: index, code, signal }, 'worker exited; starting another in 1 s')
-        setTimeout(() => void fork(index), 1000).unref()
+        // Not when SIGTERM/SIGINT came meanwhile: the primary would wait for that worker for good.
+        setTimeout(() => {
+          if (!stopping) void fork(index)
+        }, 1000).unref()
       })
     })
   await fork(1)

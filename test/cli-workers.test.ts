@@ -13,7 +13,6 @@ import { spawnCli } from './helpers/spawn-cli.js'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 const cli = join(root, 'dist/gateway/cli.js')
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 // Three gateway processes start on a shared, slow machine.
 t.setTimeout(6 * 60_000)
 
@@ -57,26 +56,53 @@ t.test('start --workers 2 serves one port with two processes and replaces a dead
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   const [port, rolePort] = [await freePort(), await freePort()]
   const { child, output, exited } = spawnCli(t, ['start', '--workers', '2'], {
-    env: { REDIS_URL: '', PORT: String(port), ROLE_SERVICE_PORT: String(rolePort), SYSTEM_API_URL: '', TODO_DATABASE_URL: `sqlite:${join(dir, 'todo.sqlite')}`, LOG_LEVEL: 'warn' },
+    env: { REDIS_URL: '', PORT: String(port), ROLE_SERVICE_PORT: String(rolePort), SYSTEM_API_URL: '', TODO_DATABASE_URL: `sqlite:${join(dir, 'todo.sqlite')}`, LOG_LEVEL: 'info' },
   })
   t.teardown(() => {
     for (const w of workers(child.pid!)) process.kill(w, 'SIGKILL')
   })
   const base = `http://127.0.0.1:${port}`
-  const deadline = Date.now() + 120_000
-  while (workers(child.pid!).length < 2 || !/workers listening/.test(output())) {
-    if (Date.now() > deadline || child.exitCode !== null) break
-    await sleep(200)
-  }
+  /**
+   * Resolves once the output has `count` matches of `re` (waits on the output, no polling), or on
+   * exit or after `timeoutMs`; the caller asserts.
+   */
+  const until = (re: RegExp, count: number, timeoutMs: number) =>
+    new Promise<void>((resolve) => {
+      const g = new RegExp(re.source, 'g')
+      const check = () => {
+        if ((output().match(g)?.length ?? 0) < count && child.exitCode === null) return
+        done()
+      }
+      const done = () => {
+        clearTimeout(timer)
+        child.stdout.off('data', later)
+        child.stderr.off('data', later)
+        child.off('exit', done)
+        resolve()
+      }
+      // spawnCli's own 'data' listener appends to output() first; this one runs after it.
+      const later = () => setImmediate(check)
+      const timer = setTimeout(done, timeoutMs)
+      child.stdout.on('data', later)
+      child.stderr.on('data', later)
+      child.on('exit', done)
+      check()
+    })
+  // LOG_LEVEL=info: the primary logs "workers listening" once every worker listens (each worker logs
+  // "Server listening at <its URL>"). (At warn, the old loop could only end at its 120 s deadline.)
+  await until(/"msg":"workers listening"/, 1, 120_000)
   const pids = workers(child.pid!)
   t.equal(pids.length, 2, pids.length === 2 ? 'two workers run' : `two workers run:\n${output()}`)
+  t.match(output(), /"msg":"workers listening"/, 'the primary says every worker listens')
   t.equal(output().match(/Tributary is up/g)?.length, 1, 'the summary is printed once')
   const res = await fetch(`${base}/operations/TodoById?id=1`)
   t.equal(res.status, 200)
 
   process.kill(pids[0]!, 'SIGKILL')
-  const replaced = Date.now() + 90_000
-  while (Date.now() < replaced && !(workers(child.pid!).length === 2 && !workers(child.pid!).includes(pids[0]!))) await sleep(200)
+  // The primary logs the exit and forks a replacement after 1 s, which logs "Server listening at".
+  // (The side service logs its own "Server listening at", on another port.)
+  await until(new RegExp(`Server listening at http://127\\.0\\.0\\.1:${port}\\b`), 3, 90_000)
+  t.match(output(), /worker exited; starting another in 1 s/)
   const now = workers(child.pid!)
   t.equal(now.length, 2, 'the dead worker was replaced')
   t.notOk(now.includes(pids[0]!))

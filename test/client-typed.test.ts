@@ -5,7 +5,12 @@
  */
 import t from 'tap'
 import { spawn } from 'node:child_process'
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { pino } from 'pino'
+import { resolveConfig, schema } from '../gateway/config/index.js'
+import { createGateway } from '../gateway/runtime.js'
 import { startDemo } from './helpers/demo.js'
 import { clientProject, root } from './helpers/client-project.js'
 import { renderClient } from '../gateway/codegen/client.js'
@@ -100,4 +105,24 @@ t.test('the generated client type-checks and calls the running gateway', async (
   t.equal(out.events.length, 2)
   t.ok(out.events[1] > out.events[0], `subscription ids increase: ${out.events}`)
   t.equal(out.live, 2)
+})
+
+t.test('a project with zero operations: the generated client compiles under strict, noUnusedLocals and noUnusedParameters', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'tributary-client-zero-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  mkdirSync(join(dir, 'operations'))
+  const config = resolveConfig({
+    datasources: [schema({ typeDefs: 'type Query { now: String }', resolvers: { Query: { now: () => 'now' } } })],
+    operations: { dir: join(dir, 'operations') },
+    generatedDir: join(dir, 'generated'),
+  })
+  const gateway = await createGateway(config, { logger: pino({ level: 'silent' }) })
+  t.teardown(() => gateway.close())
+  t.equal(gateway.operations.size, 0)
+  const project = clientProject(t, renderClient(gateway))
+  const tsconfig = join(project.dir, 'tsconfig.json')
+  const parsed = JSON.parse(readFileSync(tsconfig, 'utf8')) as { compilerOptions: Record<string, unknown> }
+  writeFileSync(tsconfig, JSON.stringify({ ...parsed, compilerOptions: { ...parsed.compilerOptions, strict: true, noUnusedLocals: true, noUnusedParameters: true } }))
+  const check = project.typecheck(`import { createClient, type TributaryClient } from './client.js'\nconst client: TributaryClient = createClient({ baseUrl: 'http://127.0.0.1:1' })\nconsole.log(Object.keys(client.live).length)\n`)
+  t.equal(check.status, 0, `tsc --noEmit passes:\n${check.output}`)
 })

@@ -204,7 +204,8 @@ export function servedOperations(gateway: Gateway): CompiledOperation[] {
 
 /**
  * Renders `generated/client.ts` for the served (non-internal) operations of a gateway.
- * @returns TypeScript source that compiles under `strict`; it imports the package's runtime, `tributary-gateway/client`, and the hook types of `tributary-gateway` (type-only).
+ * @returns TypeScript source that compiles under `strict`, `noUnusedLocals` and `noUnusedParameters`
+ *   (with zero operations too); it imports the package's runtime, `tributary-gateway/client`, and the hook types of `tributary-gateway` (type-only).
  */
 export function renderClient(gateway: Gateway): string {
   const ops = servedOperations(gateway)
@@ -225,7 +226,8 @@ ${ops.find((o) => o.kind === 'query') ? ` * const data = await client.${names.ge
  */
 /* eslint-disable */
 `)
-  out.push(RUNTIME)
+  // With no operation, the call options and operation table types are not used (noUnusedLocals).
+  out.push(ops.length ? RUNTIME : RUNTIME.replace('{ Transport, type CallOptions, type ClientOptions, type OperationInfo }', '{ Transport, type ClientOptions }'))
   const inputs = inputTypes(ops, names)
   if (inputs.defs.size > 0) {
     out.push('// ----- input objects of the GraphQL schema (the variables\' $defs) -----\n')
@@ -250,9 +252,11 @@ ${ops.find((o) => o.kind === 'query') ? ` * const data = await client.${names.ge
   out.push(`}\n`)
   out.push(`/** Config \`hooks\` typed for these operations (README "Hooks"): \`hooks: { operations: { … } } satisfies HooksConfig\`. */`)
   out.push(`export type HooksConfig = HooksConfigInput<Operations>\n`)
-  out.push(`const operations = {`)
-  for (const op of ops) out.push(`  ${propertyKey(names.get(op)!.method)}: { path: ${JSON.stringify(`/operations/${op.name}`)}, plain: ${JSON.stringify(plainVariables(op))} },`)
-  out.push(`} satisfies Record<string, OperationInfo>\n`)
+  if (ops.length) {
+    out.push(`const operations = {`)
+    for (const op of ops) out.push(`  ${propertyKey(names.get(op)!.method)}: { path: ${JSON.stringify(`/operations/${op.name}`)}, plain: ${JSON.stringify(plainVariables(op))} },`)
+    out.push(`} satisfies Record<string, OperationInfo>\n`)
+  }
 
   const signature = (op: CompiledOperation) => `variables${hasRequired(op) ? '' : '?'}: ${names.get(op)!.type}Variables, options?: CallOptions`
   const queries = ops.filter((op) => op.kind === 'query')
@@ -286,7 +290,7 @@ ${ops.find((o) => o.kind === 'query') ? ` * const data = await client.${names.ge
  * @throws TypeError when there is no global fetch and none is passed.
  */
 export function createClient(options: ClientOptions): TributaryClient {
-  const t = new Transport(options)
+  ${ops.length ? 'const t = ' : '// No operation yet: the options are still checked.\n  '}new Transport(options)
   return {`)
   for (const op of ops) {
     const n = names.get(op)!

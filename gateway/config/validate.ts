@@ -68,7 +68,7 @@ const sourceSchemas = {
       url: { type: 'string', pattern: '^(sqlite:|postgres(ql)?://|mysql://|mariadb://)' },
       schema: { type: 'string', minLength: 1 },
       migrations: { type: 'object', additionalProperties: { type: 'object', required: ['up'], properties: { up: fn, down: fn } } },
-      pool: { type: 'object', additionalProperties: false, properties: { min: { type: 'integer', minimum: 0 }, max: { type: 'integer', minimum: 1 } } },
+      pool: { type: 'object', additionalProperties: false, properties: { min: { type: 'integer', minimum: 0 }, max: { type: 'integer', minimum: 1 }, acquireTimeoutMs: { type: 'integer', minimum: 1, maximum: 2147483647 } } },
       maxTake: { type: 'integer', minimum: 1 },
       maxNestedWrites: { type: 'integer', minimum: 0 },
       rawSql: { enum: [true, false, 'development'] },

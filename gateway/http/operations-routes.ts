@@ -290,6 +290,14 @@ function sendData(op: CompiledOperation, body: string, request: FastifyRequest, 
 type SseStream = EventStreamMember
 
 /**
+ * Events one Server-Sent Events connection may have waiting in the server's memory (written while
+ * the socket's buffer was full, not yet taken by the client): one more closes the stream with a
+ * last `data:` event carrying `TRB_ERR_CAPACITY`, counted in `tributary_event_streams_slow_closed_total`.
+ * A client that does not read cannot make the gateway buffer events without end.
+ */
+export const MAX_WAITING_SSE_EVENTS = 1000
+
+/**
  * Takes over the response and starts a `text/event-stream` (HTML Living Standard §9.2): a comment
  * line at once (so proxies and clients see the stream open), a `: ping` comment every 15 s, one
  * `data:` line per event. A client that disconnects closes the stream (socket `close`).
@@ -342,9 +350,26 @@ function startSse(request: FastifyRequest, reply: FastifyReply, open: Set<SseStr
   }
   res.on('close', gone)
   res.on('error', gone)
+  // Events written since the socket's buffer filled (write() returned false); 'drain' empties it.
+  let waiting = 0
+  res.on('drain', () => (waiting = 0))
   const stream: SseStream = {
     send(payload) {
-      if (!closed) res.write(`data: ${payload}\n\n`)
+      if (closed) return
+      if (waiting >= MAX_WAITING_SSE_EVENTS) {
+        activity.slowEventStreamsClosed++
+        const err = codedGraphQLError(new CapacityError(`the client left ${MAX_WAITING_SSE_EVENTS} events unread (MAX_WAITING_SSE_EVENTS); the stream is closed`))
+        const { errors } = formatGraphQLErrors([err], { mode: holder.current.config.mode, logger: request.log })
+        res.write(`data: ${JSON.stringify({ errors })}\n\n`)
+        close()
+        // Ended: a client that reads again gets the events and the error; one that does not is cut
+        // after 5 s, so that what is buffered is freed.
+        const cut = setTimeout(() => res.destroy(), 5000)
+        cut.unref()
+        res.once('close', () => clearTimeout(cut))
+        return
+      }
+      if (!res.write(`data: ${payload}\n\n`) || waiting > 0) waiting++
     },
     close,
     onClose(fn) {

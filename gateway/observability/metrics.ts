@@ -119,6 +119,15 @@ export function enableMetrics(): MetricSet {
       this.set(activity.subscriptions)
     },
   })
+  new Counter({
+    name: 'tributary_event_streams_slow_closed_total',
+    help: 'Server-Sent Events streams closed because the client left more than MAX_WAITING_SSE_EVENTS (1000) events unread',
+    registers: [registry],
+    collect() {
+      this.reset()
+      this.inc(activity.slowEventStreamsClosed)
+    },
+  })
   new Gauge({
     name: 'tributary_live_pollers',
     help: 'Live-query pollers running (one per operation, variables and credentials)',

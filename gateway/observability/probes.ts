@@ -41,6 +41,8 @@ export const observers: {
 export const activity = {
   /** Subscriptions running: WebSocket subscription operations plus Server-Sent Events streams of stored subscriptions. */
   subscriptions: 0,
+  /** Server-Sent Events streams closed because the client had more than `MAX_WAITING_SSE_EVENTS` events unread (a counter). */
+  slowEventStreamsClosed: 0,
 }
 
 /** A connection pool reported by the pool gauges. */

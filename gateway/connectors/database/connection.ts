@@ -19,7 +19,8 @@
  *
  * - MySQL: opening a connection (TCP and handshake) fails after {@link CONNECT_TIMEOUT_MS}, so a
  *   server that does not answer at all (a host gone from the network) is reported as unavailable
- *   within seconds. PostgreSQL waits for knex's pool acquire timeout instead: pg's
+ *   within seconds. PostgreSQL waits for the pool's acquire timeout
+ *   (`pool.acquireTimeoutMs`, default {@link DEFAULT_POOL_ACQUIRE_TIMEOUT_MS}) instead: pg's
  *   `connectionTimeoutMillis` (pg 8.23) made a request hang for good after the server ended the
  *   pool's sessions (2 runs of 5 of test/attack-db-unavailable.test.ts).
  *
@@ -59,13 +60,33 @@ export type ParsedDatabaseUrl =
       redacted: string
     }
 
+/**
+ * Connection pool options of a database source (`datasources[].pool`).
+ * - `min`, `max`: pool bounds. Defaults: SQLite `{ min: 1, max: 1 }`, PostgreSQL/MySQL `{ min: 0, max: 10 }`.
+ * - `acquireTimeoutMs`: longest wait for a pooled connection, in milliseconds (knex
+ *   `acquireConnectionTimeout`, whose own default is 60000); then the statement fails with
+ *   `TRB_ERR_DB_UNAVAILABLE` ("no connection within the pool's acquire timeout"). Default
+ *   {@link DEFAULT_POOL_ACQUIRE_TIMEOUT_MS}.
+ */
+export interface PoolOptions {
+  min?: number
+  max?: number
+  acquireTimeoutMs?: number
+}
+
+/**
+ * Default of `pool.acquireTimeoutMs` (ms): a server that accepts connections and never answers is
+ * reported unavailable after this long, instead of knex's 60 s.
+ */
+export const DEFAULT_POOL_ACQUIRE_TIMEOUT_MS = 10_000
+
 /** Options of {@link createKnex}. */
 export interface CreateKnexOptions {
   /**
    * Connection pool size. Defaults: SQLite `{ min: 1, max: 1 }` (better-sqlite3 is synchronous, one
    * connection is fastest and keeps `:memory:` databases single); PostgreSQL/MySQL `{ min: 0, max: 10 }`.
    */
-  pool?: { min?: number; max?: number }
+  pool?: PoolOptions
   /**
    * PostgreSQL only: the Knex `searchPath` (the schema unqualified names resolve in). Default: the
    * URL's `?schema=` parameter, else the server's default (`public`). Ignored elsewhere.
@@ -268,14 +289,39 @@ function serverConnection(parsed: Exclude<ParsedDatabaseUrl, { dialect: 'sqlite'
 /** Longest wait for a new MySQL connection to be ready (mysql2 `connectTimeout`, whose default is 10000), in milliseconds. */
 export const CONNECT_TIMEOUT_MS = 5000
 
-/** Pool bounds (default 0–10) and a statement run on every new connection (session time zone). */
-function sessionPool(pool: { min?: number; max?: number }, sessionSql: string): Knex.PoolConfig {
+/** Connections {@link discardConnection} marked: the pool's `validate` refuses them, so they are destroyed instead of reused. */
+const discarded = new WeakSet<object>()
+
+/**
+ * Marks a pooled PostgreSQL/MySQL connection as dead (a statement on it failed with a
+ * connection-level error: the server ended the session, the socket was reset…). Released to the
+ * pool, it is destroyed at its next acquire (the pool's `validate`) and a new one is opened.
+ *
+ * Needed because the driver does not always see the end of its socket: pg only marks a client
+ * unusable on a socket `error`/`end` event, and a session ended by the server (57P01) while a
+ * statement was on its way may leave the socket open with nobody on the other side (a proxy, a
+ * NAT entry): the next statement on it would wait forever.
+ */
+export function discardConnection(conn: unknown): void {
+  if (typeof conn === 'object' && conn !== null) discarded.add(conn)
+}
+
+/**
+ * Pool bounds (default 0–10), a statement run on every new connection (session time zone), and a
+ * `validate` that refuses connections {@link discardConnection} marked.
+ */
+function sessionPool(pool: PoolOptions, sessionSql: string): Knex.PoolConfig {
   return {
     min: pool.min ?? 0,
     max: pool.max ?? 10,
+    // A connection still opening after the acquire timeout is given up (tarn's default is 30 s):
+    // `knex.destroy()` (the gateway's close) waits for the opens under way, and one to a server that
+    // accepts and never answers would hold it that long.
+    createTimeoutMillis: pool.acquireTimeoutMs ?? DEFAULT_POOL_ACQUIRE_TIMEOUT_MS,
     afterCreate: (conn: CallbackQueryable, done: DoneCallback) => {
       conn.query(sessionSql, (err) => done(err, conn))
     },
+    validate: (conn: object) => !discarded.has(conn),
   }
 }
 
@@ -284,7 +330,7 @@ function sessionPool(pool: { min?: number; max?: number }, sessionSql: string): 
  * SQLite file's parent directory is created.
  *
  * @param url see {@link parseDatabaseUrl}.
- * @param options pool size, PostgreSQL search path and the base directory for relative SQLite paths.
+ * @param options pool size and acquire timeout, PostgreSQL search path and the base directory for relative SQLite paths.
  * @returns `{ knex, dialect }`. Close it with `knex.destroy()`.
  * @throws ConfigInvalidError (`TRB_ERR_CONFIG_INVALID`) for an unsupported or malformed URL.
  * @throws PackageMissingError (`TRB_ERR_PACKAGE_MISSING`) for a PostgreSQL URL without the `pg`
@@ -293,11 +339,13 @@ function sessionPool(pool: { min?: number; max?: number }, sessionSql: string): 
 export function createKnex(url: string, options: CreateKnexOptions = {}): KnexConnection {
   const parsed = parseDatabaseUrl(url, options.cwd)
   const pool = options.pool ?? {}
+  const acquireTimeoutMs = pool.acquireTimeoutMs ?? DEFAULT_POOL_ACQUIRE_TIMEOUT_MS
   switch (parsed.dialect) {
     case 'sqlite': {
       if (parsed.filename !== ':memory:') fs.mkdirSync(path.dirname(parsed.filename), { recursive: true })
       const knex = knexFactory({
         log: knexLog,
+        acquireConnectionTimeout: acquireTimeoutMs,
         client: 'better-sqlite3',
         connection: { filename: parsed.filename },
         useNullAsDefault: true,
@@ -324,6 +372,7 @@ export function createKnex(url: string, options: CreateKnexOptions = {}): KnexCo
       const ssl = params.sslmode && params.sslmode !== 'disable' ? { rejectUnauthorized: params.sslmode === 'verify-full' || params.sslmode === 'verify-ca' } : undefined
       const knex = knexFactory({
         log: knexLog,
+        acquireConnectionTimeout: acquireTimeoutMs,
         client: 'pg',
         connection: {
           ...serverConnection(parsed),
@@ -340,6 +389,7 @@ export function createKnex(url: string, options: CreateKnexOptions = {}): KnexCo
       requireOptional('mysql2', `MySQL ${options.label ?? 'database URL'}`)
       const knex = knexFactory({
         log: knexLog,
+        acquireConnectionTimeout: acquireTimeoutMs,
         client: 'mysql2',
         connection: {
           ...serverConnection(parsed),

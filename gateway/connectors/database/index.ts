@@ -14,7 +14,7 @@ import type { ConnectorContext, LocalSubschema, SourceHealth } from '../types.js
 import { buildSchema, installRowFilters } from './build-schema.js'
 import { Db } from './compiler/db.js'
 import type { MysqlFlavor } from './compiler/dialect.js'
-import { createKnex, parseDatabaseUrl } from './connection.js'
+import { createKnex, parseDatabaseUrl, type PoolOptions } from './connection.js'
 import { SqliteWorkers, type SqliteWorkerLimits } from './sqlite-workers.js'
 import { introspect } from './introspect.js'
 import type { DatabaseIntrospection } from './model.js'
@@ -31,8 +31,11 @@ export interface DatabaseSourceOptions {
   schema?: string
   /** Knex migrations run at startup in key order, before introspection: `{ '001-create-todo': { up(knex), down?(knex) } }`. Default none. */
   migrations?: Record<string, { up(knex: Knex): Promise<void>; down?(knex: Knex): Promise<void> }>
-  /** Connection pool bounds. Default: SQLite `{ min: 1, max: 1 }`, others `{ min: 0, max: 10 }`. */
-  pool?: { min?: number; max?: number }
+  /**
+   * Connection pool: bounds (default SQLite `{ min: 1, max: 1 }`, others `{ min: 0, max: 10 }`) and
+   * `acquireTimeoutMs`, the longest wait for a connection (default 10000), see {@link PoolOptions}.
+   */
+  pool?: PoolOptions
   /** Largest `|take|` of any list of this source, nested lists included; more is refused with `TRB_ERR_DB_INPUT`. Default 1000. */
   maxTake?: number
   /**

@@ -18,7 +18,6 @@
  * replaces the draw for every request (for tests and drills).
  */
 import type { GraphQLResolveInfo } from 'graphql'
-import type { FederationSubschemaConfig } from '@graphql-tools/federation'
 
 /**
  * Decides a progressive-override label that is not of the form `percent(n)`.
@@ -29,12 +28,22 @@ import type { FederationSubschemaConfig } from '@graphql-tools/federation'
  */
 export type OverrideLabelResolver = (label: string, context: Record<string, unknown>) => boolean
 
+/**
+ * The part of a subschema config (`@graphql-tools/federation`'s `FederationSubschemaConfig`) that
+ * {@link ProgressiveOverride.wrap} reads and rewrites: each merged field's `override` test. Declared
+ * here, not imported: the library's type declarations import `@apollo/server-gateway-interface`, a
+ * package this one does not depend on, which the published `.d.ts` would then need.
+ */
+export interface OverridableSubschemaConfig {
+  merge?: Record<string, { fields?: Record<string, { override?: (context: unknown, info: GraphQLResolveInfo) => boolean }> }>
+}
+
 /** The options `getStitchedSchemaFromSupergraphSdl` takes for progressive override, and the wrapping of each subschema config. */
 export interface ProgressiveOverride {
   handleProgressiveOverride: (label: string, context: unknown, info: GraphQLResolveInfo) => boolean
   getRng: () => number
   /** Makes the `percent(n)` tests of `config` use the request's draw; call from `onSubschemaConfig`. */
-  wrap(config: FederationSubschemaConfig): void
+  wrap(config: OverridableSubschemaConfig): void
 }
 
 /**

@@ -31,7 +31,7 @@ import type { Dialect } from '../model.js'
 import { isHeldWorker, type CancelWatch, type SqliteExecResult, type SqliteWorkers } from '../sqlite-workers.js'
 import { explainRefusal } from '../sqlite-raw-guard.js'
 import { startStatement } from '../../../observability/probes.js'
-import { pgJsonAsText } from '../connection.js'
+import { discardConnection, pgJsonAsText } from '../connection.js'
 import { textLength } from '../../../result-budget.js'
 
 export type { CancelWatch } from '../sqlite-workers.js'
@@ -324,6 +324,7 @@ export class Db {
         }
       } catch (err) {
         this.sessionReady.delete(conn)
+        if (unavailableReason(err, this.dialect)) discardConnection(conn)
         await this.release(conn)
         return this.unavailable(err)
       }
@@ -583,6 +584,8 @@ export class Db {
       running = true
       return await run()
     } catch (err) {
+      // A connection-level failure: the connection is not reused (see discardConnection).
+      if (unavailableReason(err, this.dialect)) discardConnection(conn)
       if (cancelled && !isTributaryError(err)) throw new DbCancelledError({ cause: err })
       throw this.timeoutError(err)
     } finally {
