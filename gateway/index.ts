@@ -18,6 +18,7 @@ export {
   graphql,
   federation,
   schema,
+  events,
   resolveConfig,
   type TributaryConfig,
   type TributaryConfigInput,
@@ -29,6 +30,7 @@ export {
   type FederationDataSource,
   type MergeableSource,
   type SchemaDataSource,
+  type EventsDataSource,
   type RouteDefinition,
   type ServiceDefinition,
   type RunMode,
@@ -39,6 +41,7 @@ export {
   type SubgraphOptions,
   type MergedTypeOptions,
   type SchemaSourceOptions,
+  type EventsSourceOptions,
 } from './config/index.js'
 export { loadConfigFile } from './config/load.js'
 export { createGateway, type Gateway, type CreateGatewayOptions, type LoadedSource } from './runtime.js'

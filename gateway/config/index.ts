@@ -14,6 +14,7 @@ import type { DatabaseSourceOptions } from '../connectors/database/index.js'
 import type { RestSourceOptions } from '../connectors/rest/index.js'
 import type { GraphQLSourceOptions } from '../connectors/graphql/index.js'
 import type { SchemaSourceOptions } from '../connectors/schema/index.js'
+import type { EventsSourceOptions } from '../connectors/events/index.js'
 import type { FederationSourceOptions, SubgraphOptions } from '../connectors/federation/index.js'
 import type { MergedTypeOptions } from '../compose/merge.js'
 import type { RunMode } from '../connectors/types.js'
@@ -26,6 +27,7 @@ import type { TelemetryConfig } from '../observability/tracing.js'
 import { validateConfig } from './validate.js'
 import { ConfigInvalidError } from '../errors.js'
 
+export type { EventsSourceOptions }
 export type { RunMode, LinkDefinition, LinkBatch, PermissionRule, JwtConfig, AuthConfigInput, AuthConfig }
 
 /** What every data source declaration carries besides its connector's options. */
@@ -73,8 +75,13 @@ export interface SchemaDataSource extends DataSourceBase, SchemaSourceOptions {
   kind: 'schema'
 }
 
+/** A message broker (NATS, AMQP, MQTT, Redis) served as subscriptions, publish mutations and NATS request–reply queries (README "Events (message brokers)"). */
+export interface EventsDataSource extends DataSourceBase, EventsSourceOptions {
+  kind: 'events'
+}
+
 /** One data source: a connector kind, its options and an optional namespace. */
-export type DataSourceDefinition = DatabaseDataSource | RestDataSource | GraphQLDataSource | FederationDataSource | SchemaDataSource
+export type DataSourceDefinition = DatabaseDataSource | RestDataSource | GraphQLDataSource | FederationDataSource | SchemaDataSource | EventsDataSource
 
 /** Declares a SQL database data source. See {@link DatabaseSourceOptions}. */
 export function database(options: DataSourceBase & DatabaseSourceOptions): DatabaseDataSource {
@@ -98,6 +105,15 @@ export function federation(options: DataSourceBase & FederationSourceOptions & M
 /** Declares a local schema data source (SDL + resolvers). See {@link SchemaSourceOptions}. */
 export function schema(options: DataSourceBase & SchemaSourceOptions): SchemaDataSource {
   return { kind: 'schema', ...options }
+}
+
+/**
+ * Declares an events data source: a message broker whose subjects become `Subscription` fields
+ * (`@subscribe`), publish `Mutation` fields (`@publish`) and, for NATS, request–reply `Query` fields
+ * (`@request`). See {@link EventsSourceOptions} and README "Events (message brokers)".
+ */
+export function events(options: DataSourceBase & EventsSourceOptions): EventsDataSource {
+  return { kind: 'events', ...options }
 }
 
 /** A custom REST route mapped to a stored operation, like Hasura's RESTified endpoints. */
