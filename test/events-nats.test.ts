@@ -14,6 +14,9 @@ import { join } from 'node:path'
 import WebSocket from 'ws'
 import { parse, subscribe } from 'graphql'
 import { connect, JSONCodec, type NatsConnection } from 'nats'
+import { pino } from 'pino'
+import { resolveConfig } from '../gateway/config/index.js'
+import { createEventsSource } from '../gateway/connectors/events/index.js'
 import { portOpen, real, startEventsGateway, unique, until, warmUp } from './helpers/events-gateway.js'
 
 const natsUrl = process.env['TEST_NATS_URL'] ?? 'nats://127.0.0.1:4222'
@@ -199,4 +202,19 @@ if (!(await portOpen(natsUrl, 4222))) {
     t.match(JSON.stringify(health), /"shop"/, '/health lists the broker source')
     t.notMatch(JSON.stringify(health), /"shop":\{"status":"down"/, 'and shows it up')
   })
+
+  t.test('config and schema errors are coded', async (t) => {
+    const base = { kind: 'events', url: natsUrl, schema: 'type Query { a: Int }' }
+    t.throws(() => resolveConfig({ datasources: [{ ...base, broker: 'kafka' } as never] }), { code: 'TRB_ERR_CONFIG_INVALID' }, 'an unknown broker')
+    t.throws(() => resolveConfig({ datasources: [{ ...base, broker: 'nats', maxBufferedEvents: 0 } as never] }), { code: 'TRB_ERR_CONFIG_INVALID' }, 'maxBufferedEvents below 1')
+    t.throws(() => resolveConfig({ datasources: [{ ...base, broker: 'nats', url: 'http://x' } as never] }), { code: 'TRB_ERR_CONFIG_INVALID' }, 'a URL of no broker')
+    const ctx = { namespace: 'x', sourceName: 'x', logger: pino({ level: 'silent' }), mode: 'development' as const, cacheDir: dir, cwd: dir }
+    const load = (broker: 'nats' | 'amqp', schema: string) => createEventsSource({ broker, url: 'amqp://127.0.0.1:1', schema }, ctx)
+    await t.rejects(load('amqp', 'type Query { q(s: String!): Int @request(subject: "x.{args.s}") }'), { code: 'TRB_ERR_SOURCE_LOAD' }, '@request needs NATS')
+    await t.rejects(load('amqp', 'type Query { a: Int } type Subscription { s: Int @subscribe(subjects: ["x"], durable: true, stream: "S") }'), { code: 'TRB_ERR_SOURCE_LOAD' }, 'durable needs NATS')
+    await t.rejects(load('nats', 'type Query { a: Int } type Subscription { s: Int @subscribe(subjects: ["x.{args.nope}"]) }'), { code: 'TRB_ERR_SOURCE_LOAD' }, 'a subject naming no argument')
+    await t.rejects(load('nats', 'type Query { a: Int @subscribe(subjects: ["x"]) }'), { code: 'TRB_ERR_SOURCE_LOAD' }, '@subscribe on a Query field')
+    await t.rejects(load('nats', 'type Query { q: Int @request(subject: "x", timeoutMs: 600000) }'), { code: 'TRB_ERR_SOURCE_LOAD' }, 'timeoutMs above 60000')
+  })
+
 }

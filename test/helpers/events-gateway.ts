@@ -98,7 +98,7 @@ export async function startEventsGateway(t: Teardown, events: EventsSourceOption
   const warnings: string[] = []
   const logger = pino({ level: 'warn' }, { write: (s: string) => void warnings.push((JSON.parse(s) as { msg: string }).msg) })
   const gateway = await createGateway(resolveConfig(input), { logger })
-  const app = await buildApp(gateway, { logger: false })
+  const app = await buildApp(gateway, { logger: process.env['EVENTS_DEBUG'] ? pino({ level: 'error' }) : false })
   await app.listen({ host: '127.0.0.1', port: 0 })
   const url = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`
   const clients: Client[] = []

@@ -278,8 +278,13 @@ function natsBroker(o: BrokerOptions): BrokerClient {
     async publish(subject, data, options) {
       const c = await conn()
       if (options.stream) {
-        const ack = await c.jetstream().publish(subject, data, { expect: { streamName: options.stream } })
-        return { success: true, broker: 'nats', stream: ack.stream, sequence: ack.seq, duplicate: ack.duplicate }
+        try {
+          const ack = await c.jetstream().publish(subject, data, { expect: { streamName: options.stream } })
+          return { success: true, broker: 'nats', stream: ack.stream, sequence: ack.seq, duplicate: ack.duplicate }
+        } catch (err) {
+          if ((err as { code?: string }).code === lib.ErrorCode.NoResponders) throw new UpstreamUnavailableError(o.sourceName, `no JetStream stream stores ${subject}`)
+          throw new UpstreamError(o.sourceName, `JetStream did not acknowledge the message: ${(err as Error).message}`)
+        }
       }
       c.publish(subject, data)
       await c.flush()

@@ -38,7 +38,7 @@ import {
 import { makeExecutableSchema } from '@graphql-tools/schema'
 import type { ConnectorContext, LocalSubschema } from '../types.js'
 import { sharedScalars } from '../../scalars.js'
-import { EventsSlowSubscriberError, GraphQLFieldError, GraphQLLimitError, SourceLoadError, UpstreamError } from '../../errors.js'
+import { EventsSlowSubscriberError, GraphQLFieldError, GraphQLLimitError, SourceLoadError, UpstreamError, isTributaryError } from '../../errors.js'
 import { countRejectedEvent } from '../../observability/probes.js'
 import { createBroker, subjectMatches, type BrokerClient, type BrokerKind, type BrokerMessage, type BrokerSubscription } from './brokers.js'
 
@@ -410,7 +410,13 @@ export async function createEventsSource(options: EventsSourceOptions, context: 
         const subject = render(spec.subject, args, `${prefix}${fieldName}`)
         const body = Buffer.from(JSON.stringify(spec.payload ? args[spec.payload] : args))
         if (body.byteLength > maxPayload) throw new GraphQLLimitError(`${prefix}${fieldName}: the message is ${body.byteLength} bytes; the maximum is ${maxPayload} (maxPayloadBytes)`)
-        return broker.publish(subject, body, { ...(spec.stream ? { stream: spec.stream } : {}), ...(spec.exchange ? { exchange: spec.exchange } : {}) })
+        try {
+          return await broker.publish(subject, body, { ...(spec.stream ? { stream: spec.stream } : {}), ...(spec.exchange ? { exchange: spec.exchange } : {}) })
+        } catch (err) {
+          // A broker client's own error (a closed connection, a refused publish) as an upstream error.
+          if (isTributaryError(err)) throw err
+          throw new UpstreamError(context.sourceName, `publish to ${subject} failed: ${(err as Error).message}`)
+        }
       }
     } else {
       queryResolvers[fieldName] = async (_root: unknown, args: Record<string, unknown>, _ctx: unknown, info: { fieldName: string; parentType: { getFields(): Record<string, GraphQLField<unknown, unknown>> } }) => {
