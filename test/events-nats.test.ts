@@ -172,12 +172,12 @@ if (!(await portOpen(natsUrl, 4222))) {
     }
     ;(socket as unknown as { _socket: { pause(): void; resume(): void } })._socket.pause()
     const filler = 'x'.repeat(60000)
-    for (let i = 0; i < 400; i++) nc.publish(`big_${u}`, jc.encode({ ...order(`b${i}`), status: filler }))
+    for (let i = 0; i < 700; i++) nc.publish(`big_${u}`, jc.encode({ ...order(`b${i}`), status: filler }))
     await nc.flush()
     await new Promise((r) => setTimeout(r, 300))
     ;(socket as unknown as { _socket: { resume(): void } })._socket.resume()
     t.ok(await until(() => closed !== 0, 10000), `the socket is closed (${closed})`)
-    t.ok(messages.filter((m) => m.type === 'next').length < 400, 'before every event was sent')
+    t.ok(messages.filter((m) => m.type === 'next').length < 700, 'before every event was sent')
   })
 
 
@@ -215,6 +215,21 @@ if (!(await portOpen(natsUrl, 4222))) {
     await t.rejects(load('nats', 'type Query { a: Int } type Subscription { s: Int @subscribe(subjects: ["x.{args.nope}"]) }'), { code: 'TRB_ERR_SOURCE_LOAD' }, 'a subject naming no argument')
     await t.rejects(load('nats', 'type Query { a: Int @subscribe(subjects: ["x"]) }'), { code: 'TRB_ERR_SOURCE_LOAD' }, '@subscribe on a Query field')
     await t.rejects(load('nats', 'type Query { q: Int @request(subject: "x", timeoutMs: 600000) }'), { code: 'TRB_ERR_SOURCE_LOAD' }, 'timeoutMs above 60000')
+  })
+
+
+  t.test('a broker that is down: /health shows it, an operation fails with a code after connectTimeoutMs', async (t) => {
+    const down = await startEventsGateway(t, { broker: 'nats', url: 'nats://127.0.0.1:1', schema: 'type Order { id: ID! customerId: Int! } type Query { a: Int } type Subscription { o: Order! @subscribe(subjects: ["x"]) } type Mutation { p(id: ID!): PublishAck! @publish(subject: "x") }', connectTimeoutMs: 200, maxReconnectDelayMs: 200 })
+    const health = await (await fetch(`${down.url}/health`)).json() as { status: string; sources: Record<string, { status: string; message?: string }> }
+    t.equal(health.sources['shop']?.status, 'down')
+    t.equal(health.status, 'degraded')
+    const res = await down.query('mutation { shop_p(id: "1") { success } }')
+    t.equal(res.body.errors[0].extensions.code, 'TRB_ERR_UPSTREAM_UNAVAILABLE')
+    const sub = down.ws('subscription { shop_o { id } }')
+    t.ok(await until(() => sub.events.length > 0 || sub.done))
+    const errors = sub.events[0]?.errors ?? (sub.error as { extensions?: { code?: string } }[])
+    t.equal(errors?.[0]?.extensions?.code, 'TRB_ERR_UPSTREAM_UNAVAILABLE', 'a subscription too')
+    await down.close()
   })
 
 }

@@ -3,6 +3,7 @@
  * source (`shop`) and a real SQLite database (`db`, table `customer`: 1 Ada, 2 Bo) linked by
  * `shop_Order.customer`, listening on 127.0.0.1; subscriptions over graphql-ws and Server-Sent Events
  * (stored operations), and the broker's port checked so that a test skips when the broker is down.
+ * `EVENTS_DEBUG=1` prints the app's error log lines (e.g. the cause of a `TRB_ERR_INTERNAL`).
  */
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs'
 import { connect } from 'node:net'
