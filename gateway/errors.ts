@@ -150,6 +150,12 @@ export const AuthForbiddenError = createError('TRB_ERR_AUTH_FORBIDDEN', 'Forbidd
 export const CapacityError = createError('TRB_ERR_CAPACITY', 'The gateway is at capacity: %s', 503) as Ctor
 /** More requests than `server.rateLimit.max` within `server.rateLimit.timeWindowMs`; `Retry-After` says when to retry. */
 export const RateLimitedError = createError('TRB_ERR_RATE_LIMITED', 'Rate limit exceeded: retry in %s seconds', 429) as Ctor
+/**
+ * A subscriber of an events source (README "Events (message brokers)") read its events more slowly
+ * than they arrived: more than `maxBufferedEvents` waited for it. Its buffered events are dropped and
+ * the subscription ends with this error.
+ */
+export const EventsSlowSubscriberError = createError('TRB_ERR_EVENTS_SLOW_SUBSCRIBER', 'The subscriber fell more than %s events behind; the subscription is closed', 429) as Ctor
 
 // ----- hooks -----
 /**
@@ -177,6 +183,7 @@ export const errorCodes: readonly string[] = [
   RouteNotFoundError, OriginForbiddenError, MisdirectedError, MetricsDeniedError,
   AuthInvalidError, AuthRequiredError, CsrfError, OidcProviderUnknownError, OidcRedirectError, OidcCallbackError, AuthForbiddenError, RateLimitedError, CapacityError,
   HookError, HookTimeoutError, HookCancelledError,
+  EventsSlowSubscriberError,
   InternalError,
 ].map((E) => new E().code)
 

@@ -20,6 +20,7 @@ export {
   graphql,
   federation,
   schema,
+  events,
   resolveConfig,
   type TributaryConfig,
   type TributaryConfigInput,
@@ -31,6 +32,7 @@ export {
   type FederationDataSource,
   type MergeableSource,
   type SchemaDataSource,
+  type EventsDataSource,
   type RouteDefinition,
   type ServiceDefinition,
   type RunMode,
@@ -41,6 +43,7 @@ export {
   type SubgraphOptions,
   type MergedTypeOptions,
   type SchemaSourceOptions,
+  type EventsSourceOptions,
 } from './config/index.js'
 export { loadConfigFile } from './config/load.js'
 export { createGateway, type Gateway, type CreateGatewayOptions, type LoadedSource } from './runtime.js'

@@ -14,6 +14,7 @@ import { createDatabaseSource } from './connectors/database/index.js'
 import { createRestSource } from './connectors/rest/index.js'
 import { createGraphQLSource } from './connectors/graphql/index.js'
 import { createSchemaSource } from './connectors/schema/index.js'
+import { createEventsSource } from './connectors/events/index.js'
 import { createFederationSource } from './connectors/federation/index.js'
 import type { MergedTypeOptions } from './compose/merge.js'
 import { composeSchema } from './compose/index.js'
@@ -164,6 +165,8 @@ async function loadSource(def: DataSourceDefinition, ctx: ConnectorContext): Pro
       return createFederationSource(options as Parameters<typeof createFederationSource>[0], ctx)
     case 'schema':
       return createSchemaSource(options as Parameters<typeof createSchemaSource>[0], ctx)
+    case 'events':
+      return createEventsSource(options as Parameters<typeof createEventsSource>[0], ctx)
     default:
       throw new SourceLoadError(ctx.sourceName, `unknown connector kind ${String(kind)}`)
   }

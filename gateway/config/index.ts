@@ -14,6 +14,7 @@ import type { DatabaseSourceOptions } from '../connectors/database/index.js'
 import type { RestSourceOptions } from '../connectors/rest/index.js'
 import type { GraphQLSourceOptions } from '../connectors/graphql/index.js'
 import type { SchemaSourceOptions } from '../connectors/schema/index.js'
+import type { EventsSourceOptions } from '../connectors/events/index.js'
 import type { FederationSourceOptions, SubgraphOptions } from '../connectors/federation/index.js'
 import type { MergedTypeOptions } from '../compose/merge.js'
 import type { RunMode } from '../connectors/types.js'
@@ -27,6 +28,7 @@ import { validateConfig } from './validate.js'
 import { ConfigInvalidError } from '../errors.js'
 import { resolveHooks, type HooksConfigInput, type ResolvedHooks } from '../hooks/index.js'
 
+export type { EventsSourceOptions }
 export type { RunMode, LinkDefinition, LinkBatch, PermissionRule, JwtConfig, AuthConfigInput, AuthConfig, OidcConfigInput, OidcConfig }
 
 /** What every data source declaration carries besides its connector's options. */
@@ -74,8 +76,13 @@ export interface SchemaDataSource extends DataSourceBase, SchemaSourceOptions {
   kind: 'schema'
 }
 
+/** A message broker (NATS, AMQP, MQTT, Redis) served as subscriptions, publish mutations and NATS request–reply queries (README "Events (message brokers)"). */
+export interface EventsDataSource extends DataSourceBase, EventsSourceOptions {
+  kind: 'events'
+}
+
 /** One data source: a connector kind, its options and an optional namespace. */
-export type DataSourceDefinition = DatabaseDataSource | RestDataSource | GraphQLDataSource | FederationDataSource | SchemaDataSource
+export type DataSourceDefinition = DatabaseDataSource | RestDataSource | GraphQLDataSource | FederationDataSource | SchemaDataSource | EventsDataSource
 
 /** Declares a SQL database data source. See {@link DatabaseSourceOptions}. */
 export function database(options: DataSourceBase & DatabaseSourceOptions): DatabaseDataSource {
@@ -99,6 +106,15 @@ export function federation(options: DataSourceBase & FederationSourceOptions & M
 /** Declares a local schema data source (SDL + resolvers). See {@link SchemaSourceOptions}. */
 export function schema(options: DataSourceBase & SchemaSourceOptions): SchemaDataSource {
   return { kind: 'schema', ...options }
+}
+
+/**
+ * Declares an events data source: a message broker whose subjects become `Subscription` fields
+ * (`@subscribe`), publish `Mutation` fields (`@publish`) and, for NATS, request–reply `Query` fields
+ * (`@request`). See {@link EventsSourceOptions} and README "Events (message brokers)".
+ */
+export function events(options: DataSourceBase & EventsSourceOptions): EventsDataSource {
+  return { kind: 'events', ...options }
 }
 
 /** `operations.defaults.<kind>`: what every operation of the kind gets unless it sets its own. */

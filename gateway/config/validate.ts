@@ -206,6 +206,21 @@ const sourceSchemas = {
       resolvers: { type: 'object' },
     },
   },
+  events: {
+    type: 'object',
+    required: ['kind', 'broker', 'url', 'schema'],
+    additionalProperties: false,
+    properties: {
+      ...base,
+      broker: { enum: ['nats', 'amqp', 'mqtt', 'redis'] },
+      url: { type: 'string', pattern: '^(nats|tls|amqps?|mqtts?|wss?|rediss?)://' },
+      schema: { type: 'string', minLength: 1 },
+      maxPayloadBytes: { type: 'integer', minimum: 1, maximum: 67_108_864 },
+      maxBufferedEvents: { type: 'integer', minimum: 1, maximum: 1_000_000 },
+      connectTimeoutMs: { type: 'integer', minimum: 1, maximum: 600_000 },
+      maxReconnectDelayMs: { type: 'integer', minimum: 100, maximum: 600_000 },
+    },
+  },
 } as const
 
 const configSchema = {

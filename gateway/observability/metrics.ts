@@ -10,7 +10,7 @@
  */
 import type { FastifyRequest } from 'fastify'
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client'
-import { activity, livePollerCounts, observers, pools, type MetricSet, type Observer } from './probes.js'
+import { activity, livePollerCounts, observers, pools, rejectedEvents, type MetricSet, type Observer } from './probes.js'
 
 export type { MetricSet }
 
@@ -136,6 +136,16 @@ export function enableMetrics(): MetricSet {
       let n = 0
       for (const count of livePollerCounts) n += count()
       this.set(n)
+    },
+  })
+  new Counter({
+    name: 'tributary_events_rejected_total',
+    help: 'Messages received from a message broker by an events source and not sent to subscribers (too large, not JSON, not of the field type), by source and field',
+    labelNames: ['source', 'field'] as const,
+    registers: [registry],
+    collect() {
+      this.reset()
+      for (const { source, field, n } of rejectedEvents.values()) this.inc({ source, field }, n)
     },
   })
   const poolGauge = (kind: 'db' | 'http', name: string, help: string) =>

@@ -45,6 +45,21 @@ export const activity = {
   slowEventStreamsClosed: 0,
 }
 
+/**
+ * Events sources (README "Events (message brokers)"): messages received from a broker and refused
+ * (too large, not JSON, not of the field's type), by source and field, counted always (one map
+ * update per refused message) and read by `tributary_events_rejected_total`.
+ */
+export const rejectedEvents = new Map<string, { source: string; field: string; n: number }>()
+
+/** Counts one refused broker message of `source`'s subscription field `field`. */
+export function countRejectedEvent(source: string, field: string): void {
+  const key = `${source}\u0000${field}`
+  const cell = rejectedEvents.get(key)
+  if (cell) cell.n++
+  else rejectedEvents.set(key, { source, field, n: 1 })
+}
+
 /** A connection pool reported by the pool gauges. */
 export interface PoolProbe {
   /** `db` for a knex pool, `http` for an undici pool or agent. */
