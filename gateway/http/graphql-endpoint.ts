@@ -334,7 +334,8 @@ export function registerGraphQLEndpoint(
     // Labelled by its stored operation's name when the text is one, else `(graphql)`: bounded.
     prepared.label ??= operation.name && persisted.allowsText(query) ? operation.name.value : '(graphql)'
     // `variables` now holds the `@fromClaim` values; `auth` is the caller's `context.auth`.
-    return observeOperation(prepared.label, () => run(request, reply, gateway, mediaType, prepared, operation, { ...params, variables }, auth))
+    // The span names the operation even when the metric label is `(graphql)` (README "Observability").
+    return observeOperation(prepared.label, () => run(request, reply, gateway, mediaType, prepared, operation, { ...params, variables }, auth), undefined, operation.name?.value)
   }
 
   /** Runs a prepared, checked operation and sends its result. */
