@@ -393,7 +393,7 @@ interface Asset {
   etag: string
 }
 
-const TYPES: Record<string, string> = { '.js': 'text/javascript; charset=utf-8', '.css': 'text/css; charset=utf-8', '.txt': 'text/plain; charset=utf-8', '.map': 'application/json' }
+const TYPES: Record<string, string> = { '.js': 'text/javascript; charset=utf-8', '.mjs': 'text/javascript; charset=utf-8', '.css': 'text/css; charset=utf-8', '.txt': 'text/plain; charset=utf-8', '.map': 'application/json' }
 
 /** The built assets: `console-assets/` beside this module (dist), else the repository's `dist/gateway/http/console-assets/`. */
 function assetDir(): string | null {
