@@ -27,6 +27,8 @@ t.test('development: the API on the demo', async (t) => {
     t.equal((await app.inject({ method: 'GET', url: `/console/assets/${asset}` })).statusCode, 200, `${asset} is served from the gateway`)
   }
   t.equal((await app.inject({ method: 'GET', url: '/console/assets/nope.js' })).statusCode, 404)
+  const playground = await app.inject({ method: 'GET', url: '/graphql', headers: { accept: 'text/html' } })
+  t.match(playground.body, /<a class="tributary-playground-console" href="\/console">/, 'the playground links the console')
   const graphiql = await app.inject({ method: 'GET', url: '/console/graphiql' })
   t.match(graphiql.body, /plugin-explorer\.umd\.js/, 'GraphiQL with the explorer plugin')
   t.match(graphiql.body, /query TodoAndRoles/, 'and the deployment\'s default query')

@@ -402,7 +402,7 @@ export function registerGraphQLEndpoint(
         return reply
           .type('text/html; charset=utf-8')
           .header('content-security-policy', `${playgroundContentSecurityPolicy({ endpoint: '/graphql', subscriptionEndpoint: '/graphql' })}; frame-ancestors 'none'`)
-          .send(renderPlaygroundHtml({ endpoint: '/graphql', subscriptionEndpoint: '/graphql', assetsPrefix: PLAYGROUND_ASSETS_PREFIX, title: 'Tributary', defaultQuery: playgroundQuery(holder.current.schema, holder.current.operations), initial: playgroundLink(q) }))
+          .send(renderPlaygroundHtml({ endpoint: '/graphql', subscriptionEndpoint: '/graphql', assetsPrefix: PLAYGROUND_ASSETS_PREFIX, title: 'Tributary', defaultQuery: playgroundQuery(holder.current.schema, holder.current.operations), initial: playgroundLink(q), ...(holder.current.config.console.enabled ? { consoleUrl: '/console' } : {}) }))
       }
       const variables = parseJsonParam(q.variables, 'variables')
       if (!variables.ok) return malformed(reply, variables.message)
