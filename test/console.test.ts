@@ -9,6 +9,7 @@ import pg from 'pg'
 import { resolveConfig, type TributaryConfigInput } from '../gateway/config/index.js'
 import { startDemo } from './helpers/demo.js'
 import { mint } from './helpers/auth.js'
+import { run, upgrade } from './helpers/ws.js'
 import { postgresUrl } from './helpers/chinook.js'
 import { createRoleService } from '../datasources/system/service.js'
 
@@ -90,8 +91,15 @@ t.test('development: the API on the demo', async (t) => {
   t.ok(traffic.errors.every((e: { time: string; operation: string }) => e.time && e.operation))
 })
 
-t.test('development: access', async (t) => {
-  const { app } = await startDemo(t)
+t.test('development: access; WebSocket operations in the traffic window', async (t) => {
+  const { app, url } = await startDemo(t, { listen: true })
+  const ws = await upgrade(url)
+  if (!ws.open) throw new Error('the upgrade was refused')
+  t.teardown(() => ws.socket.close())
+  const result = await run(ws.socket, 'query OverTheSocket { todo_findManyTodo(take: 1) { id } }')
+  t.ok(result.data, 'a query over WebSocket')
+  const traffic = (await app.inject({ method: 'GET', url: '/console/api/traffic' })).json()
+  t.ok(traffic.operations.some((o: { name: string; count: number }) => o.name === 'OverTheSocket' && o.count === 1), 'WebSocket operations are counted by name')
   const far = await app.inject({ method: 'GET', url: '/console/api/sources', remoteAddress: '10.1.2.3' })
   t.equal(far.statusCode, 401, 'only loopback clients are let in without a secret')
   t.equal(far.json().errors[0].extensions.code, 'TRB_ERR_CONSOLE_DENIED')
