@@ -23,7 +23,7 @@ export interface TelemetryConfig {
 }
 
 /** Routes not traced unless `telemetry.traceProbesAndAssets`: health probes and static assets. */
-const UNTRACED = /^\/(health(\/|$)|playground\/assets\/|console\/assets\/)/
+const UNTRACED = /^\/(health(\/|$|\?)|playground\/assets\/|console\/assets\/)/
 
 /** True when a request to `url` (path and query) gets no span: a health probe or a static asset, unless asked. */
 export function untraced(url: string, config: Pick<TelemetryConfig, 'traceProbesAndAssets'>): boolean {
