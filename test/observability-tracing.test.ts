@@ -104,7 +104,7 @@ t.test('traces: request → operation → SQL and upstream calls, traceparent in
   )
   t.ok(observers.tracer, 'the SDK runs')
   const mixed = await app.inject({ url: '/operations/Mixed', headers: { traceparent: `00-${CLIENT_TRACE}-${CLIENT_SPAN}-01` } })
-  t.equal(mixed.statusCode, 200)
+  t.equal(mixed.statusCode, 200, mixed.body)
   const broken = await app.inject({ url: '/operations/Broken' })
   t.equal(broken.statusCode, 502)
   const viaGraphql = await app.inject({ method: 'POST', url: '/graphql', payload: { query: '{ db_findManyItem { id } }' }, headers: { traceparent: `00-${'1'.repeat(32)}-${'2'.repeat(16)}-01` } })
