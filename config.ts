@@ -29,4 +29,6 @@ export default defineConfig({
     { method: 'POST', path: '/api/v1/todo/', operation: 'CreateTodo' },
     { method: 'DELETE', path: '/api/v1/todo/:id/', operation: 'DeleteTodo' },
   ],
+  // generated/react.ts: TanStack Query hooks over generated/client.ts (README "React hooks").
+  codegen: { react: true },
 })

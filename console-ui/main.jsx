@@ -311,7 +311,7 @@ function OperationsPage({ arg, version }) {
             {answer ? <div className="answer"><div>Answer: <b>{answer.status}</b>{answer.ms !== undefined ? ` in ${answer.ms} ms` : ''}</div><pre aria-label="answer">{answer.body}</pre></div> : null}
             <h3>curl</h3><pre className="copy">{op.curl}</pre>
             <h3>Typed client</h3><pre className="copy">{op.clientCall}</pre>
-            <details><summary>Document</summary><pre>{op.document}</pre></details>
+            {op.document ? <details><summary>Document</summary><pre>{op.document}</pre></details> : null}
             <details><summary>Variables JSON Schema</summary><pre>{JSON.stringify(op.variablesSchema, null, 2)}</pre></details>
           </div>
         ) : <p className="muted">No stored operations.</p>}

@@ -41,6 +41,12 @@ export const OperationNotFoundError = createError('TRB_ERR_OPERATION_NOT_FOUND',
 export const OperationMethodError = createError('TRB_ERR_OPERATION_METHOD', 'Method %s is not allowed for %s; allowed: %s', 405) as Ctor
 /** The variables failed validation against the operation's JSON Schema. */
 export const OperationVariablesError = createError('TRB_ERR_OPERATION_VARIABLES', 'Invalid variables: %s', 400) as Ctor
+/** A TypeScript operation's handler threw (or a subscription handler is not an async generator); the message is the error's in development only. */
+export const OperationHandlerError = createError('TRB_ERR_OPERATION_HANDLER', 'The handler of operation %s failed: %s', 500) as Ctor
+/** A TypeScript operation's handler threw an `OperationError`: its 4xx status, its message, its own code in `extensions.originalCode`. */
+export const OperationCustomError = createError('TRB_ERR_OPERATION_ERROR', '%s', 400) as Ctor
+/** A TypeScript operation's handler ran longer than `operations.handlerTimeoutMs`; its `context.signal` was aborted. */
+export const OperationTimeoutError = createError('TRB_ERR_OPERATION_TIMEOUT', 'The handler of operation %s exceeded the time limit of %s ms', 504) as Ctor
 /** The request body is not valid JSON or not an object. */
 export const BadRequestError = createError('TRB_ERR_BAD_REQUEST', '%s', 400) as Ctor
 
@@ -132,6 +138,14 @@ export const ConsoleDeniedError = createError('TRB_ERR_CONSOLE_DENIED', '%s', 40
 export const AuthInvalidError = createError('TRB_ERR_AUTH_INVALID', 'Invalid token: %s', 401) as Ctor
 /** The operation (or `/graphql` with `auth.graphql: 'authenticated'`) needs a token and none was sent. Sent with `WWW-Authenticate: Bearer`. */
 export const AuthRequiredError = createError('TRB_ERR_AUTH_REQUIRED', 'Authentication required: %s', 401) as Ctor
+/** A mutation authenticated by the `auth.oidc` session cookie without the session's `X-CSRF-Token` header. */
+export const CsrfError = createError('TRB_ERR_CSRF', 'CSRF check failed: %s', 403) as Ctor
+/** `/auth/cookie/authorize/<id>` or `/auth/cookie/callback/<id>` names no provider of `auth.oidc.providers`. */
+export const OidcProviderUnknownError = createError('TRB_ERR_OIDC_PROVIDER_UNKNOWN', 'Unknown OpenID Connect provider: %s', 404) as Ctor
+/** A `redirect_uri` of the OIDC routes that is not in `auth.oidc.redirectUris` (no open redirect). */
+export const OidcRedirectError = createError('TRB_ERR_OIDC_REDIRECT', 'Redirect refused: %s', 400) as Ctor
+/** An OIDC callback that fails: missing or wrong state or state cookie, an error from the provider, a code refused (replayed, expired), an ID token that does not validate (nonce, issuer, audience, signature), or an oversize parameter. */
+export const OidcCallbackError = createError('TRB_ERR_OIDC_CALLBACK', 'Login failed: %s', 400) as Ctor
 /** A valid token lacks what the operation or field needs: a role (`@rbac`, `permissions`) or a claim (`@fromClaim`). */
 export const AuthForbiddenError = createError('TRB_ERR_AUTH_FORBIDDEN', 'Forbidden: %s', 403) as Ctor
 /** 503: the gateway holds as many event streams (SSE) as `server.maxEventStreams` allows, or a SQLite file's worker queue is full (`retryAfterSec` on the error); `Retry-After` says when to try again. */
@@ -146,12 +160,12 @@ export const InternalError = createError('TRB_ERR_INTERNAL', 'Internal error (id
 /** Every error constructor above, by code; used by tests and by the error formatter. */
 export const errorCodes: readonly string[] = [
   ConfigInvalidError, ConfigLoadError, PackageMissingError, ComposeCollisionError, ComposeNamespaceError, SourceLoadError,
-  OperationInvalidError, OperationNotFoundError, OperationMethodError, OperationVariablesError, BadRequestError,
+  OperationInvalidError, OperationNotFoundError, OperationMethodError, OperationVariablesError, OperationHandlerError, OperationCustomError, OperationTimeoutError, BadRequestError,
   GraphQLRequestError, GraphQLMethodError, GraphQLLimitError, GraphQLValidationError, GraphQLFieldError, PersistedNotFoundError, PersistedOnlyError,
   UpstreamError, UpstreamTimeoutError, UpstreamUnavailableError, UpstreamTooLargeError,
   DbUniqueError, DbForeignKeyError, DbNotNullError, DbCheckError, DbValueError, DbUnreadableWriteError, DbNotFoundError, DbInputError, DbRawError, DbRawRefusedError, DbTimeoutError, DbCancelledError, DbRolledBackError, DbUnavailableError,
   RouteNotFoundError, OriginForbiddenError, MisdirectedError, MetricsDeniedError, ConsoleDeniedError,
-  AuthInvalidError, AuthRequiredError, AuthForbiddenError, RateLimitedError, CapacityError,
+  AuthInvalidError, AuthRequiredError, CsrfError, OidcProviderUnknownError, OidcRedirectError, OidcCallbackError, AuthForbiddenError, RateLimitedError, CapacityError,
   InternalError,
 ].map((E) => new E().code)
 

@@ -8,6 +8,8 @@
  * })
  * ```
  *
+ * TypeScript operations (`operations/**\/*.ts`) default-export {@link createOperation}`.query|mutation|subscription({ input, handler })`.
+ *
  * `tributary-gateway/config` exports the same. Programs that embed the gateway use {@link createGateway}
  * (load the sources, compose, compile the operations) and {@link buildApp} (the fastify app).
  */
@@ -44,3 +46,19 @@ export { loadConfigFile } from './config/load.js'
 export { createGateway, type Gateway, type CreateGatewayOptions, type LoadedSource } from './runtime.js'
 export { buildApp, type BuildAppOptions } from './http/app.js'
 export { errorCodes, isTributaryError } from './errors.js'
+export {
+  createOperation,
+  OperationError,
+  type TypeScriptOperation,
+  type HandlerContext,
+  type OperationsClient,
+  type OperationCall,
+  type OperationCallResult,
+  type OperationUser,
+  type OperationLogger,
+  type OperationCacheSettings,
+  type QuerySettings,
+  type MutationSettings,
+  type SubscriptionSettings,
+  type InputSchema,
+} from './operations/define.js'

@@ -19,12 +19,14 @@ import type { MergedTypeOptions } from './compose/merge.js'
 import { composeSchema } from './compose/index.js'
 import { applyLinks } from './compose/links.js'
 import { toSubgraphSchema } from './compose/subgraph.js'
-import { loadOperations } from './operations/load.js'
+import { loadOperations, withOperationDefaults } from './operations/load.js'
+import { compileTypeScriptOperation } from './operations/typescript.js'
 import { compileOperation, type CompiledOperation } from './operations/compile.js'
 import { ConfigInvalidError, OperationInvalidError, SourceLoadError, isTributaryError } from './errors.js'
 import type { RowFilterRule } from './connectors/database/compiler/row-filter.js'
 import { applyPermissions } from './auth/permissions.js'
 import { createJwtVerifier, type JwtVerifier } from './auth/jwt.js'
+import { createIdentityVerifier, createSessionCodec, type SessionCodec } from './auth/session.js'
 
 /** One data source once loaded. */
 export interface LoadedSource {
@@ -45,8 +47,15 @@ export interface Gateway {
   readonly sources: readonly LoadedSource[]
   /** Every stored operation by URL name (`users/GetUser`), internal ones included. */
   readonly operations: ReadonlyMap<string, CompiledOperation>
-  /** The token verifier of `auth.jwt`, or null when tokens are not read. */
+  /** The logger the gateway was created with (TypeScript operations log through it when a call has no request). */
+  readonly logger: Logger
+  /**
+   * The identity verifier: tokens of `auth.jwt` and the session cookie of `auth.oidc`
+   * (gateway/auth/session.ts `createIdentityVerifier`), or null when neither is configured.
+   */
   readonly jwt: JwtVerifier | null
+  /** The login session codec of `auth.oidc` (cookies, CSRF tokens, logout), or null when off. */
+  readonly session: SessionCodec | null
   /**
    * The build key of each source, in the order of `sources`: a stable hash of its definition and of
    * what else shapes its subschema ({@link sourceBuildKey}); null when the definition cannot be hashed.
@@ -250,13 +259,16 @@ export async function createGateway(config: TributaryConfig, options: CreateGate
     // A Federation subgraph: `_service` and `_entities` call the wrapped resolvers, so permissions hold there too.
     const merged = sources.flatMap((s) => (s.merge ? [{ namespace: s.namespace, merge: s.merge }] : []))
     const schema = config.server.federation ? toSubgraphSchema(composed, config.server.federation, merged) : composed
-    const operations = await compileStoredOperations(config, schema, cwd)
+    const operations = await compileStoredOperations(config, schema, cwd, logger, config.mode === 'development' && !!previous)
+    const session = config.auth.oidc ? createSessionCodec(config.auth.oidc) : null
     return {
       config,
       schema,
       sources,
       operations,
-      jwt: config.auth.jwt ? createJwtVerifier(config.auth.jwt) : null,
+      jwt: createIdentityVerifier(config.auth.jwt ? createJwtVerifier(config.auth.jwt) : null, session),
+      session,
+      logger,
       sourceKeys: keys,
       built,
       async health() {
@@ -272,16 +284,35 @@ export async function createGateway(config: TributaryConfig, options: CreateGate
 }
 
 /**
- * Reads and compiles the stored operations of `config.operations.dir` against `schema`.
+ * Reads and compiles the stored operations (`.graphql` and TypeScript) of `config.operations.dir`
+ * against `schema`, with `operations.defaults` applied.
+ * @param fresh import TypeScript operation files afresh (development reload).
  * @throws OperationInvalidError naming file:line:column
  */
-async function compileStoredOperations(config: TributaryConfig, schema: GraphQLSchema, cwd: string): Promise<Map<string, CompiledOperation>> {
-  const stored = await loadOperations(resolve(cwd, config.operations.dir), schema, cwd)
+async function compileStoredOperations(config: TributaryConfig, schema: GraphQLSchema, cwd: string, logger: Logger, fresh = false): Promise<Map<string, CompiledOperation>> {
+  const stored = (await loadOperations(resolve(cwd, config.operations.dir), schema, cwd, fresh)).map((op) => withOperationDefaults(op, config.operations.defaults))
   const withRules = stored.find((op) => op.auth)
-  if (withRules && !config.auth.jwt) {
-    throw new OperationInvalidError(`${withRules.file}:1:1: @requireAuthentication, @rbac and @fromClaim need auth.jwt in the config`)
+  if (withRules && !config.auth.jwt && !config.auth.oidc) {
+    throw new OperationInvalidError(`${withRules.file}:1:1: @requireAuthentication, @rbac and @fromClaim (and operations.defaults.*.authentication) need auth.jwt or auth.oidc in the config`)
   }
-  return new Map(stored.map((op) => [op.name, compileOperation(op, schema, { maxInputDepth: config.graphql.maxInputDepth, cost: { maxCost: config.graphql.maxCost, listSize: config.graphql.defaultListSize } })]))
+  const operations = new Map<string, CompiledOperation>()
+  const tsOptions = {
+    maxInputDepth: config.graphql.maxInputDepth,
+    handlerTimeoutMs: config.operations.handlerTimeoutMs,
+    maxCallDepth: config.operations.maxCallDepth,
+    mode: config.mode,
+    logger,
+    operations: () => operations,
+  }
+  for (const op of stored) {
+    operations.set(
+      op.name,
+      op.language === 'typescript'
+        ? compileTypeScriptOperation(op, tsOptions)
+        : compileOperation(op, schema, { maxInputDepth: config.graphql.maxInputDepth, cost: { maxCost: config.graphql.maxCost, listSize: config.graphql.defaultListSize } }),
+    )
+  }
+  return operations
 }
 
 /**
@@ -290,8 +321,8 @@ async function compileStoredOperations(config: TributaryConfig, schema: GraphQLS
  * `gateway.close(next)` closes nothing.
  * @throws OperationInvalidError naming file:line:column; `gateway` is untouched
  */
-export async function reloadOperations(gateway: Gateway, options: { cwd?: string } = {}): Promise<Gateway> {
-  const operations = await compileStoredOperations(gateway.config, gateway.schema, options.cwd ?? process.cwd())
+export async function reloadOperations(gateway: Gateway, options: { cwd?: string; logger?: Logger } = {}): Promise<Gateway> {
+  const operations = await compileStoredOperations(gateway.config, gateway.schema, options.cwd ?? process.cwd(), options.logger ?? gateway.logger, true)
   const next: Gateway = Object.freeze({ ...gateway, operations, built: [] })
   return next
 }

@@ -5,7 +5,7 @@
  * ```ts
  * import { createClient } from './generated/client.js'
  * const client = createClient({ baseUrl: 'http://127.0.0.1:4000' })
- * const data = await client.TodoAndRoles()
+ * const data = await client.Roles()
  * for await (const event of client.MessageCreated()) console.log(event)
  * ```
  *
@@ -70,6 +70,17 @@ export type MessageCreatedResponse = {
   } | null
 }
 
+/** Variables of the stored query `Roles` (operations/Roles.graphql). */
+export type RolesVariables = Record<string, never>
+
+/** The data object of the stored query `Roles` (operations/Roles.graphql). */
+export type RolesResponse = {
+  system_getAllRoles: Array<{
+    code: string
+    remark: string
+  }> | null
+}
+
 /** Variables of the stored query `TodoAndRoles` (operations/TodoAndRoles.graphql). */
 export type TodoAndRolesVariables = {
   id?: number | null
@@ -120,13 +131,29 @@ export type TodosResponse = {
   }>
 }
 
+/** Variables of the stored query `TodoWithRoles` (operations/TodoWithRoles.ts). */
+export type TodoWithRolesVariables = {
+  id: number
+}
+
+/** The data object of the stored query `TodoWithRoles` (operations/TodoWithRoles.ts). */
+export type TodoWithRolesResponse = {
+  id: number
+  title: string
+  completed: boolean
+  createdAt: string
+  roles: string[]
+}
+
 const operations = {
   CreateTodo: { path: "/operations/CreateTodo", plain: ["title","completed"] },
   DeleteTodo: { path: "/operations/DeleteTodo", plain: ["id"] },
   MessageCreated: { path: "/operations/MessageCreated", plain: [] },
+  Roles: { path: "/operations/Roles", plain: [] },
   TodoAndRoles: { path: "/operations/TodoAndRoles", plain: ["id"] },
   TodoById: { path: "/operations/TodoById", plain: ["id"] },
   Todos: { path: "/operations/Todos", plain: ["take","skip"] },
+  TodoWithRoles: { path: "/operations/TodoWithRoles", plain: ["id"] },
 } satisfies Record<string, OperationInfo>
 
 /** The typed client: one method per stored operation, and `live` for the live variant of each query. */
@@ -137,17 +164,23 @@ export interface TributaryClient {
   DeleteTodo(variables: DeleteTodoVariables, options?: CallOptions): Promise<DeleteTodoResponse>
   /** Subscribes to `MessageCreated`: `GET /operations/MessageCreated` as Server-Sent Events; leave the loop to close it. @throws TributaryError */
   MessageCreated(variables?: MessageCreatedVariables, options?: CallOptions): AsyncGenerator<MessageCreatedResponse, void, undefined>
+  /** Runs the query `Roles`: `GET /operations/Roles`. @throws TributaryError */
+  Roles(variables?: RolesVariables, options?: CallOptions): Promise<RolesResponse>
   /** Runs the query `TodoAndRoles`: `GET /operations/TodoAndRoles`. @throws TributaryError */
   TodoAndRoles(variables?: TodoAndRolesVariables, options?: CallOptions): Promise<TodoAndRolesResponse>
   /** Runs the query `TodoById`: `GET /operations/TodoById`. @throws TributaryError */
   TodoById(variables?: TodoByIdVariables, options?: CallOptions): Promise<TodoByIdResponse>
   /** Runs the query `Todos`: `GET /operations/Todos`. @throws TributaryError */
   Todos(variables?: TodosVariables, options?: CallOptions): Promise<TodosResponse>
+  /** Runs the query `TodoWithRoles`: `GET /operations/TodoWithRoles`. @throws TributaryError */
+  TodoWithRoles(variables: TodoWithRolesVariables, options?: CallOptions): Promise<TodoWithRolesResponse>
   /** Live queries: `GET /operations/<Query>?live=true` as Server-Sent Events; yields the result whenever it changes. */
   live: {
+    Roles(variables?: RolesVariables, options?: CallOptions): AsyncGenerator<RolesResponse, void, undefined>
     TodoAndRoles(variables?: TodoAndRolesVariables, options?: CallOptions): AsyncGenerator<TodoAndRolesResponse, void, undefined>
     TodoById(variables?: TodoByIdVariables, options?: CallOptions): AsyncGenerator<TodoByIdResponse, void, undefined>
     Todos(variables?: TodosVariables, options?: CallOptions): AsyncGenerator<TodosResponse, void, undefined>
+    TodoWithRoles(variables: TodoWithRolesVariables, options?: CallOptions): AsyncGenerator<TodoWithRolesResponse, void, undefined>
   }
 }
 
@@ -161,13 +194,17 @@ export function createClient(options: ClientOptions): TributaryClient {
     CreateTodo: (variables: CreateTodoVariables, options?: CallOptions) => t.mutate(operations.CreateTodo, variables, options) as Promise<CreateTodoResponse>,
     DeleteTodo: (variables: DeleteTodoVariables, options?: CallOptions) => t.mutate(operations.DeleteTodo, variables, options) as Promise<DeleteTodoResponse>,
     MessageCreated: (variables?: MessageCreatedVariables, options?: CallOptions) => t.stream(operations.MessageCreated, variables, false, options) as AsyncGenerator<MessageCreatedResponse, void, undefined>,
+    Roles: (variables?: RolesVariables, options?: CallOptions) => t.query(operations.Roles, variables, options) as Promise<RolesResponse>,
     TodoAndRoles: (variables?: TodoAndRolesVariables, options?: CallOptions) => t.query(operations.TodoAndRoles, variables, options) as Promise<TodoAndRolesResponse>,
     TodoById: (variables?: TodoByIdVariables, options?: CallOptions) => t.query(operations.TodoById, variables, options) as Promise<TodoByIdResponse>,
     Todos: (variables?: TodosVariables, options?: CallOptions) => t.query(operations.Todos, variables, options) as Promise<TodosResponse>,
+    TodoWithRoles: (variables: TodoWithRolesVariables, options?: CallOptions) => t.query(operations.TodoWithRoles, variables, options) as Promise<TodoWithRolesResponse>,
     live: {
+      Roles: (variables?: RolesVariables, options?: CallOptions) => t.stream(operations.Roles, variables, true, options) as AsyncGenerator<RolesResponse, void, undefined>,
       TodoAndRoles: (variables?: TodoAndRolesVariables, options?: CallOptions) => t.stream(operations.TodoAndRoles, variables, true, options) as AsyncGenerator<TodoAndRolesResponse, void, undefined>,
       TodoById: (variables?: TodoByIdVariables, options?: CallOptions) => t.stream(operations.TodoById, variables, true, options) as AsyncGenerator<TodoByIdResponse, void, undefined>,
       Todos: (variables?: TodosVariables, options?: CallOptions) => t.stream(operations.Todos, variables, true, options) as AsyncGenerator<TodosResponse, void, undefined>,
+      TodoWithRoles: (variables: TodoWithRolesVariables, options?: CallOptions) => t.stream(operations.TodoWithRoles, variables, true, options) as AsyncGenerator<TodoWithRolesResponse, void, undefined>,
     },
   }
 }

@@ -23,6 +23,8 @@ t.test('a bad config fails with one message naming the path', async (t) => {
     [{ datasources: [{ ...demo, namespace: 'todo-list' }] }, /datasources\[0\]\.namespace: must match pattern/],
     [{ datasources: [demo], server: { port: 70000 } }, /server\.port: must be <= 65535/],
     [{ datasources: [demo], server: { prot: 1 } }, /server\.prot: is not a known option/],
+    [{ datasources: [demo], codegen: { react: 'yes' as never } }, /codegen\.react: must be boolean/],
+    [{ datasources: [demo], codegen: { vue: true } as never }, /codegen\.vue: is not a known option/],
     [{ datasources: [database({ url: 'sqlite:x', migrations: { a: { up: 'no' as never } } })] }, /datasources\[0\]\.migrations\.a\.up: must be a function/],
     [{ datasources: [demo], routes: [{ method: 'GET', path: 'x', operation: 'A' }] }, /routes\[0\]\.path: must match pattern/],
     [{ datasources: [database({ url: 'sqlite:x', maxTake: 0 })] }, /datasources\[0\]\.maxTake: must be >= 1/],

@@ -40,8 +40,83 @@ export interface JwtConfig {
   maxTokenLength?: number
 }
 
+/** One OpenID Connect provider of `auth.oidc.providers` (README "Cookie login with OpenID Connect"). */
+export interface OidcProviderConfig {
+  /** The provider's name in the routes (`/auth/cookie/authorize/<id>`): letters, digits, `_` and `-`, at most 64. */
+  id: string
+  /** The issuer URL; its discovery document is `<issuer>/.well-known/openid-configuration` (OpenID Connect Discovery 1.0 §4). `https://`, or `http://` on a loopback host only (development). */
+  issuer: string
+  /** The client id registered at the provider. */
+  clientId: string
+  /** The client secret registered at the provider (sent with `client_secret_basic`). */
+  clientSecret: string
+  /** Scopes asked for. Default `['openid', 'profile', 'email']` (`openid` is added when missing). */
+  scopes?: string[]
+  /**
+   * The callback URL registered at the provider. Default: `<scheme>://<Host>/auth/cookie/callback/<id>`
+   * from the authorize request (behind a proxy set it, or set fastify `trustProxy`).
+   */
+  redirectUri?: string
+  /** Read the user's claims from the provider's userinfo endpoint too (merged over the ID token's). Default true. */
+  fetchUserInfo?: boolean
+}
+
+/** The cookies of `auth.oidc` (README "Cookie login with OpenID Connect"). */
+export interface OidcCookieConfig {
+  /** Name of the session cookie. Default `trb_session`; the state cookie is `<name>_state`. */
+  name?: string
+  /**
+   * Secrets the cookies are encrypted with (JWE `dir` + `A256GCM`, key = SHA-256 of the secret), each
+   * at least 32 characters. The first encrypts; all decrypt (rotation: put the new one first).
+   */
+  secrets: string[]
+  /** The `Secure` attribute (cookies only over HTTPS). Default true; false for development over http on loopback. */
+  secure?: boolean
+  /** The session cookie's `SameSite` attribute. Default `lax` (the state cookie is always `lax`: it must come back with the provider's redirect). */
+  sameSite?: 'strict' | 'lax' | 'none'
+  /** Lifetime of a session, in seconds (the cookie's `Max-Age` and the session's `exp`). Default 28800 (8 hours). */
+  maxAgeSeconds?: number
+  /** Lifetime of a login in progress (the state cookie), in seconds. Default 600. */
+  stateMaxAgeSeconds?: number
+}
+
+/** Cookie login with OpenID Connect (`auth.oidc`, README "Cookie login with OpenID Connect"). */
+export interface OidcConfigInput {
+  /** The providers users may log in with. */
+  providers: OidcProviderConfig[]
+  /** The cookies. */
+  cookie: OidcCookieConfig
+  /**
+   * Where the browser may be sent after login and logout (`redirect_uri` of the authorize and logout
+   * routes): absolute URLs compared exactly (scheme, host, port, path and query). Anything else is
+   * `TRB_ERR_OIDC_REDIRECT` (400). Default none: without `redirect_uri` the callback answers with the user.
+   */
+  redirectUris?: string[]
+  /** Claim holding the user's roles (as `auth.jwt.rolesClaim`). Default: `auth.jwt.rolesClaim`, else `roles`. */
+  rolesClaim?: string
+  /** Longest query parameter accepted by the OIDC routes (`code`, `state`, `redirect_uri`), in characters. Default 2048. */
+  maxParamLength?: number
+  /** Longest cookie value read (session or state), in characters; a longer one is ignored as invalid. Default 4096. */
+  maxCookieLength?: number
+  /** Time allowed for each call to a provider (discovery, token, userinfo), in milliseconds. Default 5000. */
+  timeoutMs?: number
+}
+
+/** The resolved `auth.oidc`. */
+export interface OidcConfig {
+  readonly providers: readonly Readonly<Required<Omit<OidcProviderConfig, 'redirectUri'>> & Pick<OidcProviderConfig, 'redirectUri'>>[]
+  readonly cookie: Readonly<Required<OidcCookieConfig>>
+  readonly redirectUris: readonly string[]
+  readonly rolesClaim: string
+  readonly maxParamLength: number
+  readonly maxCookieLength: number
+  readonly timeoutMs: number
+}
+
 /** Authentication of callers (README "Authentication"). */
 export interface AuthConfigInput {
+  /** Cookie login with OpenID Connect. Default: off. */
+  oidc?: OidcConfigInput
   /** How tokens are verified. Without it, no token is ever read and operations may not use the auth directives. */
   jwt?: JwtConfig
   /**
@@ -57,5 +132,7 @@ export interface AuthConfigInput {
 export interface AuthConfig {
   /** The JWT settings with their defaults, or null when tokens are not read. */
   readonly jwt: Readonly<Required<Omit<JwtConfig, 'jwksUrl' | 'secret' | 'issuer' | 'audience' | 'cookie'>> & Pick<JwtConfig, 'jwksUrl' | 'secret' | 'issuer' | 'audience' | 'cookie'>> | null
+  /** The OIDC cookie login settings with their defaults, or null when off. */
+  readonly oidc: OidcConfig | null
   readonly graphql: 'public' | 'authenticated'
 }

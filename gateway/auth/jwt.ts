@@ -30,12 +30,17 @@ export function claimValue(claims: Readonly<Record<string, unknown>>, name: stri
  * The verified identity of a request: `context.auth` in every resolver, null when no token came.
  * - `claims`: the token's payload (RFC 7519 §4), e.g. `{ sub, iss, aud, exp, roles }`;
  * - `roles`: the roles read from `auth.jwt.rolesClaim` (always a list of strings, maybe empty);
- * - `token`: the raw compact JWT, for connectors that forward it.
+ * - `token`: the raw compact JWT, for connectors that forward it (`''` for a login session);
+ * - `via`: `cookie` for the `auth.oidc` session cookie (its mutations need the CSRF token), else
+ *   absent (a token);
+ * - `session`: the login session's id (`jti`), for the CSRF token and logout.
  */
 export interface AuthInfo {
   readonly claims: Readonly<JWTPayload & Record<string, unknown>>
   readonly roles: readonly string[]
   readonly token: string
+  readonly via?: 'cookie'
+  readonly session?: string
 }
 
 /** Verifies the tokens of requests for one `auth.jwt` config. */
@@ -85,7 +90,7 @@ export function rolesOf(claims: Readonly<Record<string, unknown>>, name: string)
 }
 
 /** The value of one cookie in a `Cookie` header (RFC 6265 §5.4), or undefined. */
-function cookieValue(header: string | undefined, name: string): string | undefined {
+export function cookieValue(header: string | undefined, name: string): string | undefined {
   if (!header) return undefined
   for (const part of header.split(';')) {
     const eq = part.indexOf('=')

@@ -45,14 +45,15 @@ export type JSONValue = Runtime.JSONValue
 `
 
 /** Type names and method names derived from an operation's URL name. */
-interface Names {
+export interface Names {
   /** Method name on the client: `users/GetUser` → `users_GetUser`. */
   method: string
   /** Prefix of the exported types: `users/GetUser` → `Users_GetUser`. */
   type: string
 }
 
-function namesOf(ops: readonly CompiledOperation[]): Map<CompiledOperation, Names> {
+/** The client method and type prefix of each operation, unique within the file. */
+export function namesOf(ops: readonly CompiledOperation[]): Map<CompiledOperation, Names> {
   const used = new Set<string>(['live'])
   const out = new Map<CompiledOperation, Names>()
   for (const op of ops) {
@@ -71,7 +72,8 @@ function comment(text: string | undefined, indent: string): string {
   return `${indent}/** ${text.replace(/\*\//g, '*\\/').replace(/\n/g, `\n${indent} * `)} */\n`
 }
 
-function propertyKey(name: string): string {
+/** `name` as an object key: bare when it is an identifier, else a string literal. */
+export function propertyKey(name: string): string {
   return IDENTIFIER.test(name) ? name : JSON.stringify(name)
 }
 
@@ -184,8 +186,19 @@ function authDoc(op: CompiledOperation): string {
   return note ? ` ${note} Pass it with the client's \`token\` option.` : ''
 }
 
-function hasRequired(op: CompiledOperation): boolean {
+/** `operations/<name>.graphql`, or `.ts` for a TypeScript operation (its file under the operations folder, as named in docs). */
+export function operationFileOf(op: CompiledOperation): string {
+  return `operations/${op.name}.${op.stored.language === 'typescript' ? 'ts' : 'graphql'}`
+}
+
+/** Whether the operation has a required variable (the client's `variables` argument is then not optional). */
+export function hasRequired(op: CompiledOperation): boolean {
   return (op.variablesSchema.required ?? []).length > 0
+}
+
+/** The operations served over HTTP (not `@internal`), sorted by name: those the client and the hooks cover. */
+export function servedOperations(gateway: Gateway): CompiledOperation[] {
+  return [...gateway.operations.values()].filter((op) => !op.stored.internal).sort((a, b) => a.name.localeCompare(b.name))
 }
 
 /**
@@ -193,7 +206,7 @@ function hasRequired(op: CompiledOperation): boolean {
  * @returns TypeScript source that compiles under `strict`; its one import is the package's runtime, `tributary-gateway/client`.
  */
 export function renderClient(gateway: Gateway): string {
-  const ops = [...gateway.operations.values()].filter((op) => !op.stored.internal).sort((a, b) => a.name.localeCompare(b.name))
+  const ops = servedOperations(gateway)
   const names = namesOf(ops)
   const out: string[] = []
   out.push(`/**
@@ -223,7 +236,7 @@ ${ops.find((o) => o.kind === 'query') ? ` * const data = await client.${names.ge
   out.push('// ----- operations -----\n')
   for (const op of ops) {
     const n = names.get(op)!
-    const where = `\`${op.name}\` (operations/${op.name}.graphql)`
+    const where = `\`${op.name}\` (${operationFileOf(op)})`
     out.push(`/** Variables of the stored ${op.kind} ${where}. */`)
     out.push(`export type ${n.type}Variables = ${jsonSchemaToTs(op.variablesSchema, '', inputs.typeName)}\n`)
     out.push(`/** ${op.kind === 'subscription' ? 'One event' : 'The data object'} of the stored ${op.kind} ${where}. */`)

@@ -1,8 +1,8 @@
 /**
  * Writes `generated/`: the composed SDL (`schema.graphql`), the standard introspection result
  * (`introspection.json`), the operations manifest (`operations.json`), the operations' OpenAPI 3.1
- * document (`openapi.json`) and the typed fetch client (`client.ts`). Files are rewritten only when
- * their content changes.
+ * document (`openapi.json`), the typed fetch client (`client.ts`) and, when `codegen.react` is true,
+ * TanStack Query hooks over it (`react.ts`). Files are rewritten only when their content changes.
  */
 import { mkdir, readFile, writeFile } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
@@ -10,6 +10,7 @@ import { getIntrospectionQuery, graphqlSync, lexicographicSortSchema, printSchem
 import type { Gateway } from '../runtime.js'
 import { buildOpenApiDocument } from './openapi.js'
 import { renderClient } from './client.js'
+import { renderReactHooks } from './react.js'
 
 /** The generated files, by name relative to `generated/`, with their contents. */
 export function renderGenerated(gateway: Gateway): Record<string, string> {
@@ -39,6 +40,7 @@ export function renderGenerated(gateway: Gateway): Record<string, string> {
     'operations.json': JSON.stringify(manifest, null, 2) + '\n',
     'openapi.json': JSON.stringify(buildOpenApiDocument(gateway), null, 2) + '\n',
     'client.ts': renderClient(gateway),
+    ...(gateway.config.codegen.react ? { 'react.ts': renderReactHooks(gateway) } : {}),
   }
 }
 

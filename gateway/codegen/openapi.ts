@@ -13,6 +13,7 @@
 import type { Gateway } from '../runtime.js'
 import type { CompiledOperation } from '../operations/compile.js'
 import { defRefName, mergedDefs, omitProperties, type JsonSchema } from '../operations/json-schema.js'
+import { operationFileOf } from './client.js'
 import { describeAuthRules } from '../auth/directives.js'
 
 /** An OpenAPI 3.1 document (loosely typed: it is written out as JSON). */
@@ -161,7 +162,7 @@ export function buildOpenApiDocument(gateway: Gateway, serverUrl?: string): Open
     const common = {
       tags: [op.kind],
       summary: `${op.kind} ${op.name}`,
-      description: `Stored ${op.kind} \`${op.name}\` (operations/${op.name}.graphql).${authNote ? ` ${authNote}` : ''}`,
+      description: `Stored ${op.kind} \`${op.name}\` (${operationFileOf(op)}).${authNote ? ` ${authNote}` : ''}`,
       ...securityOf(op, gateway),
     }
     const bodyRequired = (op.variablesSchema.required ?? []).length > 0
@@ -269,14 +270,18 @@ export function buildOpenApiDocument(gateway: Gateway, serverUrl?: string): Open
   }
 }
 
-/** The security schemes of `auth.jwt` (OpenAPI 3.1 §4.8.27): a bearer JWT, and the cookie when one is configured. */
+/**
+ * The security schemes (OpenAPI 3.1 §4.8.27): a bearer JWT (`auth.jwt`), its cookie when one is
+ * configured, and the login session cookie of `auth.oidc`.
+ */
 function securitySchemes(gateway: Gateway): Record<string, unknown> {
-  const jwt = gateway.config.auth.jwt
-  if (!jwt) return {}
+  const { jwt, oidc } = gateway.config.auth
+  if (!jwt && !oidc) return {}
   return {
     securitySchemes: {
-      bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'A JWT verified by the gateway (auth.jwt)' },
-      ...(jwt.cookie ? { cookieAuth: { type: 'apiKey', in: 'cookie', name: jwt.cookie, description: 'The same JWT in a cookie' } } : {}),
+      ...(jwt ? { bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'A JWT verified by the gateway (auth.jwt)' } } : {}),
+      ...(jwt?.cookie ? { cookieAuth: { type: 'apiKey', in: 'cookie', name: jwt.cookie, description: 'The same JWT in a cookie' } } : {}),
+      ...(oidc ? { sessionCookie: { type: 'apiKey', in: 'cookie', name: oidc.cookie.name, description: 'The login session of /auth/cookie/authorize/<provider> (auth.oidc); mutations also need the X-CSRF-Token header' } } : {}),
     },
   }
 }
@@ -287,9 +292,10 @@ function securitySchemes(gateway: Gateway): Record<string, unknown> {
  */
 function securityOf(op: CompiledOperation, gateway: Gateway): Record<string, unknown> {
   const rules = op.stored.auth
-  if (!rules || !gateway.config.auth.jwt) return {}
+  const { jwt, oidc } = gateway.config.auth
+  if (!rules || (!jwt && !oidc)) return {}
   return {
-    security: [{ bearerAuth: [] }, ...(gateway.config.auth.jwt.cookie ? [{ cookieAuth: [] }] : [])],
+    security: [...(jwt ? [{ bearerAuth: [] }] : []), ...(jwt?.cookie ? [{ cookieAuth: [] }] : []), ...(oidc ? [{ sessionCookie: [] }] : [])],
     ...(rules.requireMatchAny || rules.requireMatchAll
       ? { 'x-rbac': { ...(rules.requireMatchAny ? { requireMatchAny: rules.requireMatchAny } : {}), ...(rules.requireMatchAll ? { requireMatchAll: rules.requireMatchAll } : {}) } }
       : {}),

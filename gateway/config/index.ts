@@ -20,13 +20,13 @@ import type { RunMode } from '../connectors/types.js'
 import type { LinkDefinition, LinkBatch } from '../compose/links.js'
 import { DEFAULT_MAX_REPRESENTATIONS } from '../compose/subgraph.js'
 import type { PermissionRule } from '../auth/permissions.js'
-import type { JwtConfig, AuthConfigInput, AuthConfig } from '../auth/config.js'
+import type { JwtConfig, AuthConfigInput, AuthConfig, OidcConfigInput, OidcConfig } from '../auth/config.js'
 import type { MetricsConfig } from '../observability/metrics.js'
 import type { TelemetryConfig } from '../observability/tracing.js'
 import { validateConfig } from './validate.js'
 import { ConfigInvalidError } from '../errors.js'
 
-export type { RunMode, LinkDefinition, LinkBatch, PermissionRule, JwtConfig, AuthConfigInput, AuthConfig }
+export type { RunMode, LinkDefinition, LinkBatch, PermissionRule, JwtConfig, AuthConfigInput, AuthConfig, OidcConfigInput, OidcConfig }
 
 /** What every data source declaration carries besides its connector's options. */
 export interface DataSourceBase {
@@ -98,6 +98,20 @@ export function federation(options: DataSourceBase & FederationSourceOptions & M
 /** Declares a local schema data source (SDL + resolvers). See {@link SchemaSourceOptions}. */
 export function schema(options: DataSourceBase & SchemaSourceOptions): SchemaDataSource {
   return { kind: 'schema', ...options }
+}
+
+/** `operations.defaults.<kind>`: what every operation of the kind gets unless it sets its own. */
+export interface OperationDefaults {
+  /** A valid token is needed (as `@requireAuthentication`); an operation's own `@rbac`/`@requireAuthentication`, or a TypeScript operation's `requireAuthentication: false`, overrides it. Default false. */
+  authentication?: boolean
+}
+
+/** `operations.defaults.queries.cache`: as `# @cache` (maxAge in seconds). */
+export interface OperationCacheDefault {
+  maxAge: number
+  staleWhileRevalidate?: number
+  public?: boolean
+  mustRevalidate?: boolean
 }
 
 /** A custom REST route mapped to a stored operation, like Hasura's RESTified endpoints. */
@@ -291,6 +305,20 @@ export interface TributaryConfigInput {
     dir?: string
     /** Live-query poll interval in milliseconds, unless an operation sets its own. Default 1000. */
     liveIntervalMs?: number
+    /**
+     * Longest run of a TypeScript operation's handler, in milliseconds (for a subscription: the wait
+     * for each next event is not bounded, the handler's start is). Past it the call answers 504
+     * `TRB_ERR_OPERATION_TIMEOUT` and the handler's `context.signal` aborts. Default 10000.
+     */
+    handlerTimeoutMs?: number
+    /** Deepest chain of in-process calls (a TypeScript operation calling one that calls another...). Default 8. */
+    maxCallDepth?: number
+    /** Settings every operation of a kind gets unless it sets its own (`# @cache`, `# @live`, `@requireAuthentication`, or a TypeScript operation's own settings). */
+    defaults?: {
+      queries?: OperationDefaults & { cache?: OperationCacheDefault; live?: { intervalMs?: number } | boolean }
+      mutations?: OperationDefaults
+      subscriptions?: OperationDefaults
+    }
   }
   /** Fields added to a source's type and resolved by another source's root field (README "Links"). Default none. */
   links?: LinkDefinition[]
@@ -300,6 +328,14 @@ export interface TributaryConfigInput {
   services?: ServiceDefinition[]
   /** Folder for generated files (`schema.graphql`, `introspection.json`, ...), relative to the working directory. Default `generated`. */
   generatedDir?: string
+  /** What the codegen writes besides the schema, manifest, OpenAPI document and typed client. */
+  codegen?: {
+    /**
+     * Also write `react.ts`: TanStack Query v5 hooks over the typed client (README "React hooks"). It
+     * imports `react` and `@tanstack/react-query`, which the project must then install. Default false.
+     */
+    react?: boolean
+  }
   /** Authentication: JWT verification and who may use `/graphql`. Default: off (no token is read). */
   auth?: AuthConfigInput
   /**
@@ -390,6 +426,7 @@ export interface TributaryConfig {
   readonly routes: readonly RouteDefinition[]
   readonly services: readonly ServiceDefinition[]
   readonly generatedDir: string
+  readonly codegen: Readonly<Required<NonNullable<TributaryConfigInput['codegen']>>>
   readonly auth: AuthConfig
   readonly permissions: Readonly<Record<string, PermissionRule>>
   readonly metrics: MetricsConfig
@@ -492,11 +529,19 @@ export function resolveConfig(input: unknown, env: NodeJS.ProcessEnv = process.e
     operations: {
       dir: c.operations?.dir ?? 'operations',
       liveIntervalMs: c.operations?.liveIntervalMs ?? 1000,
+      handlerTimeoutMs: c.operations?.handlerTimeoutMs ?? 10_000,
+      maxCallDepth: c.operations?.maxCallDepth ?? 8,
+      defaults: {
+        queries: { ...c.operations?.defaults?.queries },
+        mutations: { ...c.operations?.defaults?.mutations },
+        subscriptions: { ...c.operations?.defaults?.subscriptions },
+      },
     },
     links: (c.links ?? []).map((l) => ({ ...l })),
     routes: (c.routes ?? []).map((r) => Object.freeze({ ...r })),
     services: (c.services ?? []).map((s) => Object.freeze({ ...s })),
     generatedDir: c.generatedDir ?? 'generated',
+    codegen: { react: c.codegen?.react ?? false },
     auth: resolveAuth(c.auth, dev),
     permissions: c.permissions ?? {},
     metrics: {
@@ -519,11 +564,11 @@ export function resolveConfig(input: unknown, env: NodeJS.ProcessEnv = process.e
   if (config.mode === 'production' && config.console.enabled && !config.console.adminSecret && !config.auth.jwt) {
     throw new ConfigInvalidError('console.enabled: in production the console needs auth.jwt (a token with a role of console.roles) or console.adminSecret')
   }
-  if (config.server.rateLimit?.key === 'sub' && !config.auth.jwt) throw new ConfigInvalidError("server.rateLimit.key: 'sub' needs auth.jwt")
+  if (config.server.rateLimit?.key === 'sub' && !config.auth.jwt && !config.auth.oidc) throw new ConfigInvalidError("server.rateLimit.key: 'sub' needs auth.jwt or auth.oidc")
   if (config.mode === 'production' && config.graphql.apq && !config.graphql.allowArbitraryOperationsInProduction) {
     throw new ConfigInvalidError('graphql.apq: registering a query runs it; in production it needs graphql.allowArbitraryOperationsInProduction')
   }
-  if (Object.keys(config.permissions).length > 0 && !config.auth.jwt) throw new ConfigInvalidError('permissions: roles come from tokens; set auth.jwt')
+  if (Object.keys(config.permissions).length > 0 && !config.auth.jwt && !config.auth.oidc) throw new ConfigInvalidError('permissions: roles come from tokens or login sessions; set auth.jwt or auth.oidc')
   for (const [key, rule] of Object.entries(config.permissions)) {
     if (rule.filter && key.includes('.')) throw new ConfigInvalidError(`permissions.${key}.filter: a row filter applies to a type ('Type'), not to a field`)
     if (rule.bypassRoles && !rule.filter) throw new ConfigInvalidError(`permissions.${key}.bypassRoles: only a rule with a filter has roles that bypass it`)
@@ -556,8 +601,47 @@ function resolveAuth(input: AuthConfigInput | undefined, dev: boolean): AuthConf
         maxTokenLength: j.maxTokenLength ?? 8192,
       }
     : null
-  if (input?.graphql === 'authenticated' && !jwt) throw new ConfigInvalidError("auth.graphql: 'authenticated' needs auth.jwt")
-  return { jwt, graphql: input?.graphql ?? (jwt && !dev ? 'authenticated' : 'public') }
+  const oidc = resolveOidc(input?.oidc, jwt?.rolesClaim)
+  if (input?.graphql === 'authenticated' && !jwt && !oidc) throw new ConfigInvalidError("auth.graphql: 'authenticated' needs auth.jwt or auth.oidc")
+  return { jwt, oidc, graphql: input?.graphql ?? ((jwt || oidc) && !dev ? 'authenticated' : 'public') }
+}
+
+/**
+ * `auth.oidc` with its defaults (see {@link OidcConfigInput}).
+ * @throws ConfigInvalidError for two providers with one id, a redirect URI that is not an absolute URL,
+ *   or `sameSite: 'none'` without `secure`.
+ */
+function resolveOidc(o: OidcConfigInput | undefined, jwtRolesClaim: string | undefined): OidcConfig | null {
+  if (!o) return null
+  const ids = new Set<string>()
+  for (const p of o.providers) {
+    if (ids.has(p.id)) throw new ConfigInvalidError(`auth.oidc.providers: the id "${p.id}" is used twice`)
+    ids.add(p.id)
+  }
+  if (o.cookie.sameSite === 'none' && o.cookie.secure === false) throw new ConfigInvalidError("auth.oidc.cookie: sameSite 'none' needs secure (browsers drop such cookies)")
+  const redirectUris = (o.redirectUris ?? []).map((u, i) => {
+    if (!URL.canParse(u)) throw new ConfigInvalidError(`auth.oidc.redirectUris[${i}]: not an absolute URL`)
+    return new URL(u).href
+  })
+  return {
+    providers: o.providers.map((p) => {
+      const scopes = p.scopes ?? ['openid', 'profile', 'email']
+      return { ...p, scopes: scopes.includes('openid') ? scopes : ['openid', ...scopes], fetchUserInfo: p.fetchUserInfo ?? true }
+    }),
+    cookie: {
+      name: o.cookie.name ?? 'trb_session',
+      secrets: o.cookie.secrets,
+      secure: o.cookie.secure ?? true,
+      sameSite: o.cookie.sameSite ?? 'lax',
+      maxAgeSeconds: o.cookie.maxAgeSeconds ?? 28_800,
+      stateMaxAgeSeconds: o.cookie.stateMaxAgeSeconds ?? 600,
+    },
+    redirectUris,
+    rolesClaim: o.rolesClaim ?? jwtRolesClaim ?? 'roles',
+    maxParamLength: o.maxParamLength ?? 2048,
+    maxCookieLength: o.maxCookieLength ?? 4096,
+    timeoutMs: o.timeoutMs ?? 5000,
+  }
 }
 
 /** A federation source's subgraphs have distinct names and URLs. */

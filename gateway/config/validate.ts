@@ -295,7 +295,39 @@ const configSchema = {
     operations: {
       type: 'object',
       additionalProperties: false,
-      properties: { dir: { type: 'string', minLength: 1 }, liveIntervalMs: { type: 'integer', minimum: 10 } },
+      properties: {
+        dir: { type: 'string', minLength: 1 },
+        liveIntervalMs: { type: 'integer', minimum: 10 },
+        handlerTimeoutMs: { type: 'integer', minimum: 1, maximum: 3_600_000 },
+        maxCallDepth: { type: 'integer', minimum: 1, maximum: 64 },
+        defaults: {
+          type: 'object',
+          additionalProperties: false,
+          properties: {
+            queries: {
+              type: 'object',
+              additionalProperties: false,
+              properties: {
+                authentication: { type: 'boolean' },
+                cache: {
+                  type: 'object',
+                  required: ['maxAge'],
+                  additionalProperties: false,
+                  properties: {
+                    maxAge: { type: 'integer', minimum: 0 },
+                    staleWhileRevalidate: { type: 'integer', minimum: 0 },
+                    public: { type: 'boolean' },
+                    mustRevalidate: { type: 'boolean' },
+                  },
+                },
+                live: { anyOf: [{ type: 'boolean' }, { type: 'object', additionalProperties: false, properties: { intervalMs: { type: 'integer', minimum: 10 } } }] },
+              },
+            },
+            mutations: { type: 'object', additionalProperties: false, properties: { authentication: { type: 'boolean' } } },
+            subscriptions: { type: 'object', additionalProperties: false, properties: { authentication: { type: 'boolean' } } },
+          },
+        },
+      },
     },
     links: {
       type: 'array',
@@ -356,6 +388,7 @@ const configSchema = {
       },
     },
     generatedDir: { type: 'string', minLength: 1 },
+    codegen: { type: 'object', additionalProperties: false, properties: { react: { type: 'boolean' } } },
     permissions: {
       type: 'object',
       propertyNames: { pattern: '^[_A-Za-z][_0-9A-Za-z]*(\\.[_A-Za-z][_0-9A-Za-z]*)?$' },
@@ -392,6 +425,50 @@ const configSchema = {
             jwksCooldownMs: { type: 'integer', minimum: 0 },
             jwksTimeoutMs: { type: 'integer', minimum: 1 },
             maxTokenLength: { type: 'integer', minimum: 64, maximum: 65536 },
+          },
+        },
+        oidc: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['providers', 'cookie'],
+          properties: {
+            providers: {
+              type: 'array',
+              minItems: 1,
+              items: {
+                type: 'object',
+                additionalProperties: false,
+                required: ['id', 'issuer', 'clientId', 'clientSecret'],
+                properties: {
+                  id: { type: 'string', pattern: '^[A-Za-z0-9_-]{1,64}$' },
+                  // https, or http on a loopback host (development against a local provider).
+                  issuer: { type: 'string', pattern: '^(https://|http://(localhost|127\\.0\\.0\\.1|\\[::1\\])([:/]|$))' },
+                  clientId: { type: 'string', minLength: 1 },
+                  clientSecret: { type: 'string', minLength: 1 },
+                  scopes: { type: 'array', items: { type: 'string', pattern: '^[!#-\\[\\]-~]+$' } },
+                  redirectUri: { type: 'string', pattern: '^https?://' },
+                  fetchUserInfo: { type: 'boolean' },
+                },
+              },
+            },
+            cookie: {
+              type: 'object',
+              additionalProperties: false,
+              required: ['secrets'],
+              properties: {
+                name: { type: 'string', pattern: "^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,64}$" },
+                secrets: { type: 'array', minItems: 1, items: { type: 'string', minLength: 32 } },
+                secure: { type: 'boolean' },
+                sameSite: { enum: ['strict', 'lax', 'none'] },
+                maxAgeSeconds: { type: 'integer', minimum: 60, maximum: 31536000 },
+                stateMaxAgeSeconds: { type: 'integer', minimum: 30, maximum: 3600 },
+              },
+            },
+            redirectUris: { type: 'array', items: { type: 'string', pattern: '^https?://' } },
+            rolesClaim: { type: 'string', minLength: 1 },
+            maxParamLength: { type: 'integer', minimum: 256, maximum: 65536 },
+            maxCookieLength: { type: 'integer', minimum: 1024, maximum: 16384 },
+            timeoutMs: { type: 'integer', minimum: 1 },
           },
         },
       },

@@ -30,6 +30,16 @@ export function authenticateRequest(gateway: Gateway, request: FastifyRequest): 
 }
 
 /**
+ * Refuses a mutation authenticated by the `auth.oidc` session cookie that does not carry the
+ * session's CSRF token in `X-CSRF-Token` (README "Cookie login with OpenID Connect"). Requests
+ * authenticated by a bearer token, and anonymous ones, pass.
+ * @throws CsrfError (403 `TRB_ERR_CSRF`).
+ */
+export function checkCsrf(gateway: Gateway, request: FastifyRequest, auth: AuthInfo | null): void {
+  if (auth?.via === 'cookie' && gateway.session) gateway.session.checkCsrf(auth, request.headers['x-csrf-token'])
+}
+
+/**
  * Makes the identity a WebSocket proved on `connection_init` the identity of its upgrade request, so
  * that whatever reads the request's identity afterwards (the rate limiter's `key: 'sub'`, counting
  * each operation of the socket) sees the token the socket runs with, not only the upgrade's headers.

@@ -378,7 +378,8 @@ function operationInfo(gateway: Gateway, op: Gateway['operations'] extends Reado
     routes: gateway.config.routes.filter((r) => r.operation === op.name).map((r) => ({ method: r.method, path: r.path })),
     variablesSchema: op.variablesSchema,
     example,
-    document: print(op.stored.document),
+    /** The GraphQL document; null for a TypeScript operation (its file is code). */
+    document: op.stored.language === 'typescript' ? null : print(op.stored.document),
     curl,
     clientCall,
   }

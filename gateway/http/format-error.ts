@@ -154,8 +154,10 @@ export function formatGraphQLError(err: GraphQLError, options: FormatErrorOption
       const extensions = { code: original.code, ...(http ? { http } : {}) }
       return { error: formatUpstreamError(message, extensions, upstream, base, options), status: original.statusCode ?? 502 }
     }
+    // A TypeScript operation's OperationError keeps the handler's own code beside ours.
+    const originalCode = (original as { originalCode?: unknown }).originalCode
     return {
-      error: { message, ...base, extensions: { code: original.code, ...(http ? { http } : {}) } },
+      error: { message, ...base, extensions: { code: original.code, ...(http ? { http } : {}), ...(typeof originalCode === 'string' ? { originalCode } : {}) } },
       status: original.statusCode ?? 500,
     }
   }

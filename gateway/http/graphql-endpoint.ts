@@ -43,7 +43,7 @@ import { PLAYGROUND_ASSETS_PREFIX, playgroundContentSecurityPolicy, playgroundQu
 import type { GatewayHolder } from './gateway-holder.js'
 import { invalidateTags, operationTags } from '../cluster/response-cache.js'
 import { sha256, type PersistedOperations } from './persisted.js'
-import { identityOf } from './auth.js'
+import { checkCsrf, identityOf } from './auth.js'
 import type { AuthInfo } from '../auth/jwt.js'
 import { authorize, claimVariables, extractAuthDirectives, type OperationAuthRules } from '../auth/directives.js'
 import { resultBudget } from '../result-budget.js'
@@ -316,6 +316,8 @@ export function registerGraphQLEndpoint(
       reply.header('allow', 'POST')
       return requestError(reply, mediaType, [codedGraphQLError(new GraphQLMethodError())], 405)
     }
+    // A browser's session cookie goes with cross-site requests: its mutations need the CSRF token.
+    if (operation.operation === 'mutation') checkCsrf(gateway, request, auth)
     if (operation.operation === 'subscription') {
       return requestError(reply, mediaType, [new GraphQLError('Subscriptions are served over WebSocket (graphql-transport-ws) at this path, or as Server-Sent Events at /operations/<Name>')])
     }

@@ -10,7 +10,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { GraphQLError, type GraphQLFormattedError } from 'graphql'
 import type { CompiledOperation, Variables, VariablesError } from '../operations/compile.js'
 import { codedGraphQLError, codesOf, formatGraphQLErrors, sendError, setRetryAfter, withRetryAfter } from './format-error.js'
-import { identityOf } from './auth.js'
+import { checkCsrf, identityOf } from './auth.js'
 import type { AuthInfo } from '../auth/jwt.js'
 import { authorize } from '../auth/directives.js'
 import { AuthInvalidError, BadRequestError, CapacityError, DbNotFoundError, OperationMethodError, OperationNotFoundError, recordErrorCode } from '../errors.js'
@@ -113,7 +113,11 @@ interface CacheState {
 function tagsOf(op: CompiledOperation, holder: GatewayHolder, state: CacheState): string[] {
   let tags = state.tags.get(op)
   if (!tags) {
-    tags = operationTags(holder.current.schema, op.stored.document, op.stored.operation, holder.current.sources.map((s) => s.namespace))
+    // A TypeScript operation's reads are unknown: its cached answers expire by maxAge only.
+    tags =
+      op.stored.language === 'graphql'
+        ? operationTags(holder.current.schema, op.stored.document, op.stored.operation, holder.current.sources.map((s) => s.namespace))
+        : [`operation:${op.name}`]
     state.tags.set(op, tags)
   }
   return tags
@@ -185,9 +189,10 @@ async function respond(op: CompiledOperation, variables: Variables, request: Fas
     if (data) body.data = data
     return json(reply, data ? status : withRetryAfter(reply, result.errors, status), body)
   }
-  const data = result.data ?? {}
+  // A TypeScript operation may answer null (or any JSON value); a GraphQL data object is never null here.
+  const data = result.data === undefined ? {} : result.data
   // A custom REST route whose every root field came back null found nothing: 404.
-  if (notFoundWhenNull && Object.values(data).every((v) => v === null)) {
+  if (notFoundWhenNull && (data === null || (typeof data === 'object' && Object.values(data).every((v) => v === null)))) {
     return sendError(reply, new DbNotFoundError('matching', `${request.method} ${request.url}`))
   }
   const body = op.stringifyData(data)
@@ -357,6 +362,8 @@ export function registerOperationRoutes(app: FastifyInstance, holder: GatewayHol
     if (auth instanceof Promise) auth = await auth
     // 401/403 before the variables are looked at: an anonymous caller learns nothing of them.
     if (op.stored.auth) authorize(op.stored.auth, auth, `operation ${name}`)
+    // A browser's session cookie goes with cross-site requests: its mutations need the CSRF token.
+    if (op.kind === 'mutation') checkCsrf(gateway, request, auth)
     const method = request.method === 'HEAD' ? 'GET' : request.method
     const accept = request.headers.accept
     const wantsStream = accept !== undefined && accept.includes('text/event-stream')
@@ -378,6 +385,7 @@ export function registerOperationRoutes(app: FastifyInstance, holder: GatewayHol
         variables = op.variablesFromQuery(params)
         if (liveParam !== undefined && liveParam !== 'false') {
           if (op.kind !== 'query') return sendError(reply, new BadRequestError('live=true applies to queries only'))
+          if (op.stored.directives.liveOff) return sendError(reply, new BadRequestError(`live queries are off for ${name} (# @live off, live: false, or operations.defaults.queries.live: false)`))
           if (!wantsStream) return sendError(reply, new BadRequestError('Live queries need Accept: text/event-stream'), 406)
           variables = op.authorize(variables, auth)
           const stream = startSse(request, reply, open, holder)

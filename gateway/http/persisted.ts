@@ -25,7 +25,7 @@ export class PersistedOperations {
     if (this.version !== this.holder.version) {
       this.byKey = new Map()
       for (const op of this.holder.current.operations.values()) {
-        if (op.stored.internal) continue // callable from code only
+        if (op.stored.internal || op.stored.language !== 'graphql') continue // callable from code only; TypeScript operations are no GraphQL documents
         this.byKey.set(sha256(op.stored.source), op.stored.source)
         this.byKey.set(sha256(print(op.stored.document)), op.stored.source)
         this.byKey.set(op.name, op.stored.source)

@@ -98,7 +98,8 @@ const DEFAULT_QUERY = `${WELCOME}
 export interface PlaygroundOperation {
   readonly name: string
   readonly kind: 'query' | 'mutation' | 'subscription'
-  readonly stored: { readonly internal: boolean; readonly document: DocumentNode }
+  /** A `.graphql` operation has its document; a TypeScript one (`language: 'typescript'`) is not shown. */
+  readonly stored: { readonly internal: boolean; readonly language?: 'graphql'; readonly document: DocumentNode } | { readonly internal: boolean; readonly language: 'typescript' }
 }
 
 const playgroundQueries = new WeakMap<GraphQLSchema, WeakMap<object, string>>()
@@ -129,10 +130,12 @@ function rootFieldQuery(schema: GraphQLSchema): string | undefined {
 export function playgroundQuery(schema: GraphQLSchema, operations: ReadonlyMap<string, PlaygroundOperation>): string {
   const cached = playgroundQueries.get(schema)?.get(operations)
   if (cached !== undefined) return cached
-  const served = [...operations.values()].filter((op) => !op.stored.internal).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+  const served = [...operations.values()]
+    .flatMap((op) => (!op.stored.internal && op.stored.language !== 'typescript' ? [{ name: op.name, kind: op.kind, document: op.stored.document }] : []))
+    .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
   const op = served.find((o) => o.kind === 'query') ?? served[0]
   let text: string
-  if (op) text = `${WELCOME}#\n# The stored operation ${op.name} (operations/${op.name}.graphql), also GET/POST /operations/${op.name}.\n\n${print(op.stored.document)}\n`
+  if (op) text = `${WELCOME}#\n# The stored operation ${op.name} (operations/${op.name}.graphql), also GET/POST /operations/${op.name}.\n\n${print(op.document)}\n`
   else {
     const built = rootFieldQuery(schema)
     text = built ? `${WELCOME}\n${built}` : DEFAULT_QUERY

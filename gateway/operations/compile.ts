@@ -13,7 +13,7 @@ import { assertSafeKey, parseJsonSafely } from '../safe-keys.js'
 import { compileDirectOperation, type DirectOperation } from './direct-plan.js'
 import { BadRequestError, OperationInvalidError, OperationVariablesError } from '../errors.js'
 import { omitProperties, responseSchema, variablesSchema, type JsonSchema } from './json-schema.js'
-import type { StoredOperation } from './load.js'
+import type { GraphQLStoredOperation, StoredOperation } from './load.js'
 import { jsonDepth } from '../json-depth.js'
 import { filterCost } from './filter-cost.js'
 import { authorize, claimVariables } from '../auth/directives.js'
@@ -200,19 +200,17 @@ export interface CompileOperationOptions {
 }
 
 /**
- * Compiles a stored operation against the schema.
- * @throws OperationInvalidError when graphql-jit cannot compile it (it was validated already, so this is rare).
+ * The two readers of an operation's variables (or a TypeScript operation's input) against its JSON
+ * Schema: from a query string (strings coerced to the schema's types, `a[b]=` keys nested, JSON for
+ * object and list variables) and from a JSON body (no coercion). Both refuse input nested deeper than
+ * `maxInputDepth`, then run `checkObjects` (only when a variable can hold an object or list), then ajv.
+ * @throws VariablesError (400 `TRB_ERR_OPERATION_VARIABLES`) listing every problem; BadRequestError for a forbidden query-string key.
  */
-export function compileOperation(stored: StoredOperation, schema: GraphQLSchema, options: CompileOperationOptions = {}): CompiledOperation {
-  const maxInputDepth = options.maxInputDepth ?? 32
-  const fullSchema = variablesSchema(schema, stored.operation, stored.document)
-  const fromClaim = stored.auth?.fromClaim ?? {}
-  const claimVars = Object.keys(fromClaim)
-  const vSchema = claimVars.length ? omitProperties(fullSchema, claimVars, true) : fullSchema
-  // A claim variable's schema is checked on its own, with the $defs its references point into.
-  const claimChecks = claimVars.map((v) => [v, bodyAjv.compile({ ...(fullSchema.properties?.[v] ?? {}), ...(fullSchema.$defs ? { $defs: fullSchema.$defs } : {}) })] as const)
-  const what = `operation ${stored.name}`
-  const rSchema = responseSchema(schema, stored.document, stored.operation)
+export function variableReaders(
+  vSchema: JsonSchema,
+  maxInputDepth: number,
+  checkObjects?: (vars: Record<string, unknown>) => void,
+): Pick<CompiledOperation, 'variablesFromQuery' | 'variablesFromBody'> {
   const paths = schemaPaths(vSchema)
   const validateQuery: ValidateFunction = queryAjv.compile(vSchema)
   const validateBody: ValidateFunction = bodyAjv.compile(vSchema)
@@ -226,47 +224,11 @@ export function compileOperation(stored: StoredOperation, schema: GraphQLSchema,
     if (jsonVars.size === 0 || jsonDepth(vars, maxInputDepth + 1) <= maxInputDepth + 1) return
     throw variablesError([{ variable: '', path: '', schemaPath: '#', message: `must not be nested more than ${maxInputDepth} levels deep (maxInputDepth)` }])
   }
-  /** Refuses relation filters in the variables that cost more than maxCost (only object or list variables can hold one; the operation's own literals are not priced). */
+  /** Runs `checkObjects` (relation filter cost) when a variable can hold an object or a list. */
   const checkFilterCost = (vars: Record<string, unknown>): void => {
-    if (jsonVars.size === 0 || !options.cost) return
-    const cost = filterCost(schema, stored.document, stored.operation, options.cost.listSize, vars, true)
-    if (cost > options.cost.maxCost) throw variablesError([{ variable: '', path: '', schemaPath: '#', message: `hold relation filters that cost ${cost}, more than the maximum of ${options.cost.maxCost} (maxCost)` }])
+    if (jsonVars.size > 0 && checkObjects) checkObjects(vars)
   }
-
-  // graphql-jit when it can compile the operation; graphql-js (no parsing or validation either) when not.
-  let run: { query(vars: Variables, ctx: unknown): Promise<ExecutionResult> | ExecutionResult; subscribe(vars: Variables, ctx: unknown): Promise<AsyncIterableIterator<ExecutionResult> | ExecutionResult> }
-  const operationName = stored.operation.name!.value
-  if (isJitSafe(schema, stored.document, stored.operation)) {
-    const compiled = compileQuery(schema, stored.document, operationName, { disablingCapturingStackErrors: true })
-    if (!isCompiledQuery(compiled)) {
-      throw new OperationInvalidError(`${stored.file}: ${compiled.errors?.map((e) => e.message).join('; ')}`)
-    }
-    const jit = compiled as CompiledQuery
-    run = {
-      query: (vars, ctx) => jit.query(undefined, ctx, vars),
-      subscribe: async (vars, ctx) => (jit.subscribe ? jit.subscribe(undefined, ctx, vars) : { errors: [new GraphQLError('not a subscription')] }),
-    }
-  } else {
-    run = {
-      query: (vars, ctx) => executeJs({ schema, document: stored.document, operationName, variableValues: vars, contextValue: ctx }),
-      subscribe: (vars, ctx) => subscribeJs({ schema, document: stored.document, operationName, variableValues: vars, contextValue: ctx }),
-    }
-  }
-  let stringify: (data: unknown) => string
-  try {
-    stringify = fastJson(rSchema as Parameters<typeof fastJson>[0]) as (data: unknown) => string
-  } catch {
-    stringify = JSON.stringify
-  }
-
   return {
-    stored,
-    name: stored.name,
-    kind: stored.kind,
-    variablesSchema: vSchema,
-    responseSchema: rSchema,
-    direct: compileDirectOperation(schema, stored.document, stored.operation),
-
     variablesFromQuery(query) {
       let vars: Record<string, unknown> = {}
       const problems: VariableProblem[] = []
@@ -325,6 +287,64 @@ export function compileOperation(stored: StoredOperation, schema: GraphQLSchema,
       if (!validateBody(vars)) throw variablesError(problemsOf(validateBody.errors, paths))
       return vars as Variables
     },
+  }
+}
+
+/**
+ * Compiles a stored operation against the schema.
+ * @throws OperationInvalidError when graphql-jit cannot compile it (it was validated already, so this is rare).
+ */
+export function compileOperation(stored: GraphQLStoredOperation, schema: GraphQLSchema, options: CompileOperationOptions = {}): CompiledOperation {
+  const maxInputDepth = options.maxInputDepth ?? 32
+  const fullSchema = variablesSchema(schema, stored.operation, stored.document)
+  const fromClaim = stored.auth?.fromClaim ?? {}
+  const claimVars = Object.keys(fromClaim)
+  const vSchema = claimVars.length ? omitProperties(fullSchema, claimVars, true) : fullSchema
+  // A claim variable's schema is checked on its own, with the $defs its references point into.
+  const claimChecks = claimVars.map((v) => [v, bodyAjv.compile({ ...(fullSchema.properties?.[v] ?? {}), ...(fullSchema.$defs ? { $defs: fullSchema.$defs } : {}) })] as const)
+  const what = `operation ${stored.name}`
+  const rSchema = responseSchema(schema, stored.document, stored.operation)
+  const readers = variableReaders(vSchema, maxInputDepth, options.cost ? (vars) => {
+    const cost = filterCost(schema, stored.document, stored.operation, options.cost!.listSize, vars, true)
+    if (cost > options.cost!.maxCost) throw variablesError([{ variable: '', path: '', schemaPath: '#', message: `hold relation filters that cost ${cost}, more than the maximum of ${options.cost!.maxCost} (maxCost)` }])
+  } : undefined)
+
+  // graphql-jit when it can compile the operation; graphql-js (no parsing or validation either) when not.
+  let run: { query(vars: Variables, ctx: unknown): Promise<ExecutionResult> | ExecutionResult; subscribe(vars: Variables, ctx: unknown): Promise<AsyncIterableIterator<ExecutionResult> | ExecutionResult> }
+  const operationName = stored.operation.name!.value
+  if (isJitSafe(schema, stored.document, stored.operation)) {
+    const compiled = compileQuery(schema, stored.document, operationName, { disablingCapturingStackErrors: true })
+    if (!isCompiledQuery(compiled)) {
+      throw new OperationInvalidError(`${stored.file}: ${compiled.errors?.map((e) => e.message).join('; ')}`)
+    }
+    const jit = compiled as CompiledQuery
+    run = {
+      query: (vars, ctx) => jit.query(undefined, ctx, vars),
+      subscribe: async (vars, ctx) => (jit.subscribe ? jit.subscribe(undefined, ctx, vars) : { errors: [new GraphQLError('not a subscription')] }),
+    }
+  } else {
+    run = {
+      query: (vars, ctx) => executeJs({ schema, document: stored.document, operationName, variableValues: vars, contextValue: ctx }),
+      subscribe: (vars, ctx) => subscribeJs({ schema, document: stored.document, operationName, variableValues: vars, contextValue: ctx }),
+    }
+  }
+  let stringify: (data: unknown) => string
+  try {
+    stringify = fastJson(rSchema as Parameters<typeof fastJson>[0]) as (data: unknown) => string
+  } catch {
+    stringify = JSON.stringify
+  }
+
+  return {
+    stored,
+    name: stored.name,
+    kind: stored.kind,
+    variablesSchema: vSchema,
+    responseSchema: rSchema,
+    direct: compileDirectOperation(schema, stored.document, stored.operation),
+
+    variablesFromQuery: readers.variablesFromQuery,
+    variablesFromBody: readers.variablesFromBody,
 
     async execute(variables, context) {
       return run.query(variables, context)

@@ -6,14 +6,14 @@
 import { spawnSync } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 /** The repository root. */
 export const root = fileURLToPath(new URL('../..', import.meta.url))
 const tsc = join(root, 'node_modules/typescript/bin/tsc')
 
-/** A client project: its directory, and `typecheck(main)` that writes `main.ts` and runs tsc on both files. */
+/** A client project: its directory, and `typecheck(main)` that writes `main.ts` (or `.tsx`) and runs tsc on every file. */
 export interface ClientProject {
   dir: string
   /** Writes `main.ts` and runs `tsc --noEmit`; `status` 0 means it type-checks, `output` is tsc's stdout and stderr. */
@@ -26,17 +26,37 @@ export interface ClientProject {
   typecheckWithStrict(main: string): { main: { status: number; output: string }; strict: { status: number; output: string } }
 }
 
+/** More of a client project: other generated files, packages of the repository, JSX. */
+export interface ClientProjectOptions {
+  /** Files written beside `client.ts` and compiled with it, by path in the project (`react.ts`, `other/client.ts`). */
+  files?: Record<string, string>
+  /** Packages of the repository's node_modules linked into the project's (`react`, `@types/react`). */
+  packages?: string[]
+  /** The main program's extension: `.tsx` compiles it with the classic JSX runtime (`jsx: react`). Default `.ts`. */
+  mainExtension?: '.ts' | '.tsx'
+}
+
 /**
  * Creates the project with `clientSource` as `client.ts`; it is removed at teardown.
  * @param t anything with `teardown` (a tap test)
  */
-export function clientProject(t: { teardown(fn: () => void): void }, clientSource: string): ClientProject {
+export function clientProject(t: { teardown(fn: () => void): void }, clientSource: string, options: ClientProjectOptions = {}): ClientProject {
   const dir = mkdtempSync(join(tmpdir(), 'tributary-client-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   writeFileSync(join(dir, 'client.ts'), clientSource)
+  for (const [name, content] of Object.entries(options.files ?? {})) {
+    mkdirSync(dirname(join(dir, name)), { recursive: true })
+    writeFileSync(join(dir, name), content)
+  }
   writeFileSync(join(dir, 'package.json'), JSON.stringify({ type: 'module' }))
   mkdirSync(join(dir, 'node_modules'))
   symlinkSync(root, join(dir, 'node_modules', 'tributary-gateway'), 'dir')
+  for (const pkg of options.packages ?? []) {
+    mkdirSync(dirname(join(dir, 'node_modules', pkg)), { recursive: true })
+    symlinkSync(join(root, 'node_modules', pkg), join(dir, 'node_modules', pkg), 'dir')
+  }
+  const ext = options.mainExtension ?? '.ts'
+  const sources = ['client.ts', ...Object.keys(options.files ?? {})]
   const projectConfig = JSON.parse(readFileSync(join(root, 'tsconfig.json'), 'utf8')) as { compilerOptions: Record<string, unknown> }
   writeFileSync(
     join(dir, 'tsconfig.json'),
@@ -50,28 +70,29 @@ export function clientProject(t: { teardown(fn: () => void): void }, clientSourc
         tsBuildInfoFile: undefined,
         types: ['node'],
         typeRoots: [join(root, 'node_modules/@types')],
+        ...(ext === '.tsx' ? { jsx: 'react' } : {}),
       },
-      files: ['client.ts', 'main.ts'],
+      files: [...sources, `main${ext}`],
     }),
   )
   return {
     dir,
     typecheck(main) {
-      writeFileSync(join(dir, 'main.ts'), main)
+      writeFileSync(join(dir, `main${ext}`), main)
       const r = spawnSync(process.execPath, [tsc, '-p', join(dir, 'tsconfig.json')], { encoding: 'utf8' })
       return { status: r.status, output: `${r.stdout}${r.stderr}` }
     },
     typecheckWithStrict(main) {
-      writeFileSync(join(dir, 'strict.ts'), main.replace(/\/\/ @ts-expect-error.*\n/g, ''))
+      writeFileSync(join(dir, `strict${ext}`), main.replace(/\/\/ @ts-expect-error.*\n/g, ''))
       const config = JSON.parse(readFileSync(join(dir, 'tsconfig.json'), 'utf8')) as { files: string[] }
-      writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({ ...config, files: ['client.ts', 'main.ts', 'strict.ts'] }))
+      writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({ ...config, files: [...sources, `main${ext}`, `strict${ext}`] }))
       const r = this.typecheck(main)
       // A diagnostic starts at a line without indentation; its continuation lines are indented.
       const diagnostics = r.output.split(/\n(?=\S)/).filter((d) => d.trim())
       const side = (ds: string[]) => ({ status: ds.length ? 1 : 0, output: ds.join('\n') })
       if (r.status !== 0 && !diagnostics.length) return { main: { status: r.status ?? 1, output: r.output }, strict: side([]) }
       // tsc names files relative to the working directory (../../tmp/…/strict.ts(7,9): error …).
-      const inStrict = (d: string) => /^(\S*\/)?strict\.ts\(/.test(d)
+      const inStrict = (d: string) => /^(\S*\/)?strict\.tsx?\(/.test(d)
       return { main: side(diagnostics.filter((d) => !inStrict(d))), strict: side(diagnostics.filter(inStrict)) }
     },
   }
