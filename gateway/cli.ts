@@ -101,6 +101,10 @@ function summary(gateway: Gateway, base: string, services: RunningService[], sou
     lines.push(`  Subgraph        ${base}/graphql (Apollo Federation v2, ${count} entity types${refused ? '; persisted operations only: set graphql.allowArbitraryOperationsInProduction for a router' : ''})`)
   }
   lines.push(`  OpenAPI         ${base}/openapi.json`)
+  if (gateway.config.console.enabled) {
+    const guard = gateway.config.mode === 'development' ? 'open to loopback clients' : 'X-Tributary-Admin-Secret or a token with a role of console.roles'
+    lines.push(`  Console         ${base}/console (${guard})`)
+  }
   lines.push(`  Health          ${base}/health (also /health/live, /health/ready)`)
   const { metrics } = gateway.config
   if (metrics.enabled) {

@@ -130,6 +130,8 @@ export const OriginForbiddenError = createError('TRB_ERR_ORIGIN_FORBIDDEN', 'Ori
 export const MisdirectedError = createError('TRB_ERR_MISDIRECTED', 'This host is not served here', 421) as Ctor
 /** `GET /metrics` without the `metrics.bearerToken` (401) or from an address not in `metrics.allowedIps` (403). */
 export const MetricsDeniedError = createError('TRB_ERR_METRICS_DENIED', '%s', 403) as Ctor
+/** The admin console's API without access (401: no admin secret or token; 403: a token without a role of `console.roles`). */
+export const ConsoleDeniedError = createError('TRB_ERR_CONSOLE_DENIED', '%s', 401) as Ctor
 
 // ----- authentication and authorization -----
 /** A token was sent but is not valid: bad signature, expired, not yet valid, wrong issuer or audience, unknown key, `alg: none`. Sent with `WWW-Authenticate: Bearer error="invalid_token"`. */
@@ -180,7 +182,7 @@ export const errorCodes: readonly string[] = [
   GraphQLRequestError, GraphQLMethodError, GraphQLLimitError, GraphQLValidationError, GraphQLFieldError, PersistedNotFoundError, PersistedOnlyError,
   UpstreamError, UpstreamTimeoutError, UpstreamUnavailableError, UpstreamTooLargeError,
   DbUniqueError, DbForeignKeyError, DbNotNullError, DbCheckError, DbValueError, DbUnreadableWriteError, DbNotFoundError, DbInputError, DbRawError, DbRawRefusedError, DbTimeoutError, DbCancelledError, DbRolledBackError, DbUnavailableError,
-  RouteNotFoundError, OriginForbiddenError, MisdirectedError, MetricsDeniedError,
+  RouteNotFoundError, OriginForbiddenError, MisdirectedError, MetricsDeniedError, ConsoleDeniedError,
   AuthInvalidError, AuthRequiredError, CsrfError, OidcProviderUnknownError, OidcRedirectError, OidcCallbackError, AuthForbiddenError, RateLimitedError, CapacityError,
   HookError, HookTimeoutError, HookCancelledError,
   EventsSlowSubscriberError,

@@ -19,7 +19,7 @@ const stamp = join(dist, '.build-stamp')
 const args = process.argv.slice(2)
 const ifNeeded = args.includes('--if-needed')
 const generate = !ifNeeded && !args.includes('--no-generate')
-const inputs = ['gateway', 'datasources', 'examples', 'scripts', 'config.ts', 'tsconfig.json', 'package.json']
+const inputs = ['gateway', 'console-ui', 'datasources', 'examples', 'scripts', 'config.ts', 'tsconfig.json', 'package.json']
 const assetDirs = ['datasources', 'examples']
 const assetExt = /\.(graphql|json|sql)$/
 
@@ -45,7 +45,7 @@ function walk(dir, out = []) {
   return out
 }
 
-const stale = !existsSync(stamp) || !existsSync(join(dist, 'gateway/http/playground-vendor/graphiql.min.js')) || inputs.some((p) => newest(join(root, p)) > statSync(stamp).mtimeMs)
+const stale = !existsSync(stamp) || !existsSync(join(dist, 'gateway/http/playground-vendor/graphiql.min.js')) || !existsSync(join(dist, 'gateway/http/console-assets/console.js')) || inputs.some((p) => newest(join(root, p)) > statSync(stamp).mtimeMs)
 if (ifNeeded && !stale) process.exit(0)
 
 const step = (msg) => process.stdout.write(`[build] ${msg}\n`)
@@ -85,6 +85,10 @@ if (existsSync(join(root, 'scripts/build-playground.mjs'))) {
   const pg = spawnSync(process.execPath, [join(root, 'scripts/build-playground.mjs')], { stdio: 'inherit' })
   if (pg.status !== 0) process.exit(pg.status ?? 1)
 }
+// The admin console's browser files (gateway/http/console.ts), bundled from devDependencies.
+step('bundling the admin console…')
+const consoleBuild = spawnSync(process.execPath, [join(root, 'scripts/build-console.mjs')], { stdio: 'inherit' })
+if (consoleBuild.status !== 0) process.exit(consoleBuild.status ?? 1)
 mkdirSync(dist, { recursive: true })
 writeFileSync(stamp, new Date().toISOString())
 step(`compiled in ${((Date.now() - started) / 1000).toFixed(1)} s`)

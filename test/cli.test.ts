@@ -102,4 +102,5 @@ t.test('the startup summary of a deployment without operations has no empty Oper
   t.match(out, /Data sources:\n\s+meta\s+schema/)
   t.notMatch(out, /Operations:/, 'no header over an empty list')
   t.match(out, /URLs:\n\s+GraphQL/)
+  if (process.env.NODE_ENV !== 'production') t.match(out, /Console\s+http:\/\/\S+\/console \(open to loopback clients\)/, 'the console URL beside the others')
 })

@@ -203,9 +203,9 @@ t.test('metrics and telemetry config is validated', async (t) => {
 
   const defaults = resolveConfig(base, {})
   t.same(defaults.metrics, { enabled: true, path: '/metrics', bearerToken: null, allowedIps: ['127.0.0.1', '::1'] })
-  t.same(defaults.telemetry, { otlpEndpoint: null, serviceName: 'tributary' })
+  t.same(defaults.telemetry, { otlpEndpoint: null, serviceName: 'tributary', traceProbesAndAssets: false })
   const withToken = resolveConfig({ ...base, metrics: { bearerToken: 'x'.repeat(16) } }, {})
   t.equal(withToken.metrics.allowedIps, null, 'a bearer token opens the metrics to any address that has it')
   const fromEnv = resolveConfig(base, { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318', OTEL_SERVICE_NAME: 'edge' })
-  t.same(fromEnv.telemetry, { otlpEndpoint: 'http://127.0.0.1:4318', serviceName: 'edge' })
+  t.same(fromEnv.telemetry, { otlpEndpoint: 'http://127.0.0.1:4318', serviceName: 'edge', traceProbesAndAssets: false })
 })

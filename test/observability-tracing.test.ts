@@ -104,11 +104,15 @@ t.test('traces: request → operation → SQL and upstream calls, traceparent in
   )
   t.ok(observers.tracer, 'the SDK runs')
   const mixed = await app.inject({ url: '/operations/Mixed', headers: { traceparent: `00-${CLIENT_TRACE}-${CLIENT_SPAN}-01` } })
-  t.equal(mixed.statusCode, 200)
+  t.equal(mixed.statusCode, 200, mixed.body)
   const broken = await app.inject({ url: '/operations/Broken' })
   t.equal(broken.statusCode, 502)
   const viaGraphql = await app.inject({ method: 'POST', url: '/graphql', payload: { query: '{ db_findManyItem { id } }' }, headers: { traceparent: `00-${'1'.repeat(32)}-${'2'.repeat(16)}-01` } })
   t.equal(viaGraphql.statusCode, 200)
+  const named = await app.inject({ method: 'POST', url: '/graphql', payload: { query: 'query ListItems { db_findManyItem { id } }' }, headers: { traceparent: `00-${'3'.repeat(32)}-${'2'.repeat(16)}-01` } })
+  t.equal(named.statusCode, 200)
+  // Health probes and static assets are not traced (telemetry.traceProbesAndAssets is off).
+  t.equal((await app.inject({ url: '/health/live', headers: { traceparent: `00-${'4'.repeat(32)}-${'2'.repeat(16)}-01` } })).statusCode, 200)
   // Closing the app flushes the spans to the receiver.
   await app.close()
   // Until the spans stop coming (the exporter may post them in more than one batch).
@@ -160,6 +164,10 @@ t.test('traces: request → operation → SQL and upstream calls, traceparent in
   const graphqlOp = receiver.spans.find((s) => s.traceId === '1'.repeat(32) && s.name === 'operation (graphql)')
   t.ok(graphqlOp, '/graphql operation span in the client trace')
   t.ok(receiver.spans.some((s) => s.parentSpanId === graphqlOp?.spanId && attr(s, 'db.system.name') === 'sqlite'), 'its SQL under it')
+  const namedOp = receiver.spans.find((s) => s.traceId === '3'.repeat(32) && s.name.startsWith('operation '))
+  t.equal(namedOp?.name, 'operation ListItems', 'a named /graphql operation\'s span carries its name')
+  t.equal(attr(namedOp!, 'graphql.operation.name'), 'ListItems')
+  t.notOk(receiver.spans.some((s) => s.traceId === '4'.repeat(32)), 'no span for a health probe')
 
   // Logs: the upstream failure's warning carries its request id and its trace id.
   const warn = logs.lines.find((l) => l.msg === 'upstream error')

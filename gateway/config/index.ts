@@ -396,7 +396,34 @@ export interface TributaryConfigInput {
     otlpEndpoint?: string
     /** The `service.name` of the spans. Default `OTEL_SERVICE_NAME` or `tributary`. */
     serviceName?: string
+    /** Trace health probes (`/health*`) and static assets (playground, console) too. Default false. */
+    traceProbesAndAssets?: boolean
   }
+  /**
+   * The admin console at `/console` (README "Admin console"). Default: on in development (open to
+   * loopback clients), off in production.
+   */
+  console?: ConsoleConfigInput
+}
+
+/** The `console` section of the config (README "Admin console"). */
+export interface ConsoleConfigInput {
+  /** Serve the console. Default: true in development, false in production. */
+  enabled?: boolean
+  /** Token roles (`auth.jwt`) that may use the console. Default `['admin']`. */
+  roles?: string[]
+  /**
+   * A secret that opens the console when sent as `X-Tributary-Admin-Secret` (16 characters or more).
+   * Default `TRIBUTARY_ADMIN_SECRET`, else none.
+   */
+  adminSecret?: string
+}
+
+/** The resolved `console` section. */
+export interface ConsoleConfig {
+  readonly enabled: boolean
+  readonly roles: readonly string[]
+  readonly adminSecret: string | null
 }
 
 /** The validated, defaulted and frozen configuration. */
@@ -430,6 +457,7 @@ export interface TributaryConfig {
   readonly telemetry: TelemetryConfig
   /** The configured hooks, or null when none is set (README "Hooks"). */
   readonly hooks: ResolvedHooks | null
+  readonly console: ConsoleConfig
 }
 
 /**
@@ -551,8 +579,17 @@ export function resolveConfig(input: unknown, env: NodeJS.ProcessEnv = process.e
     telemetry: {
       otlpEndpoint: c.telemetry?.otlpEndpoint ?? (env.OTEL_EXPORTER_OTLP_ENDPOINT || null),
       serviceName: c.telemetry?.serviceName ?? (env.OTEL_SERVICE_NAME || 'tributary'),
+      traceProbesAndAssets: c.telemetry?.traceProbesAndAssets ?? false,
     },
     hooks: resolveHooks(c.hooks, mode === 'production'),
+    console: {
+      enabled: c.console?.enabled ?? dev,
+      roles: [...(c.console?.roles ?? ['admin'])],
+      adminSecret: c.console?.adminSecret ?? (env.TRIBUTARY_ADMIN_SECRET || null),
+    },
+  }
+  if (config.mode === 'production' && config.console.enabled && !config.console.adminSecret && !config.auth.jwt && !config.auth.oidc) {
+    throw new ConfigInvalidError('console.enabled: in production the console needs auth.jwt or auth.oidc (a user with a role of console.roles) or console.adminSecret')
   }
   if (config.server.rateLimit?.key === 'sub' && !config.auth.jwt && !config.auth.oidc) throw new ConfigInvalidError("server.rateLimit.key: 'sub' needs auth.jwt or auth.oidc")
   if (config.mode === 'production' && config.graphql.apq && !config.graphql.allowArbitraryOperationsInProduction) {

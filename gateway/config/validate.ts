@@ -512,6 +512,16 @@ const configSchema = {
       properties: {
         otlpEndpoint: { type: 'string', pattern: '^[Hh][Tt][Tt][Pp][Ss]?://[^\\s]+$' },
         serviceName: { type: 'string', minLength: 1 },
+        traceProbesAndAssets: { type: 'boolean' },
+      },
+    },
+    console: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        enabled: { type: 'boolean' },
+        roles: { type: 'array', items: { type: 'string', minLength: 1 } },
+        adminSecret: { type: 'string', minLength: 16 },
       },
     },
     hooks: {

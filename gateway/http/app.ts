@@ -9,7 +9,7 @@ import mercurius from 'mercurius'
 import { randomUUID } from 'node:crypto'
 import { STATUS_CODES } from 'node:http'
 import type { Socket } from 'node:net'
-import { GraphQLError, NoSchemaIntrospectionCustomRule, subscribe as graphqlSubscribe } from 'graphql'
+import { GraphQLError, NoSchemaIntrospectionCustomRule, execute as graphqlExecute, getOperationAST, subscribe as graphqlSubscribe, type ExecutionArgs } from 'graphql'
 import type { Gateway } from '../runtime.js'
 import type { GatewayHolder } from './gateway-holder.js'
 import type { AuthInfo } from '../auth/jwt.js'
@@ -32,7 +32,8 @@ import { registerHealthRoutes } from './health.js'
 import { registerMetrics } from './metrics-route.js'
 import { registerTracing, traceLogMixin } from '../observability/tracing.js'
 import { lazyChildLogger } from '../observability/logs.js'
-import { livePollerCounts } from '../observability/probes.js'
+import { livePollerCounts, observeOperation, observers } from '../observability/probes.js'
+import { registerConsole } from './console.js'
 
 export type { GatewayHolder }
 
@@ -219,7 +220,8 @@ export async function buildApp(gateway: Gateway, options: BuildAppOptions = {}):
         throw err
       }
     },
-    subscribe: (args) => endAtExpiry(graphqlSubscribe(args), (args.contextValue as { auth?: AuthInfo | null }).auth ?? null),
+    execute: (args) => observeSocketOperation(args, () => graphqlExecute(args)),
+    subscribe: (args) => observeSocketOperation(args, () => endAtExpiry(graphqlSubscribe(args), (args.contextValue as { auth?: AuthInfo | null }).auth ?? null)),
     // Equal subscriptions share one stream and one execution per event (README "Subscriptions").
     ...(config.graphql.shareSubscriptions
       ? {
@@ -282,6 +284,7 @@ export async function buildApp(gateway: Gateway, options: BuildAppOptions = {}):
   app.addHook('onClose', async () => void livePollerCounts.delete(livePollers))
 
   registerHealthRoutes(app, holder)
+  if (config.console.enabled) await registerConsole(app, holder)
 
   let openapi: { version: number; body: string } | undefined
   app.get('/openapi.json', async (request, reply) => {
@@ -293,6 +296,27 @@ export async function buildApp(gateway: Gateway, options: BuildAppOptions = {}):
   })
 
   return app
+}
+
+/**
+ * Runs one operation of a WebSocket observed (README "Observability"): a span `operation <name>`
+ * (metric label `(graphql)`, attribute `tributary.transport: websocket`; a subscription's span covers
+ * its start) and, when the console runs, a count in its traffic window under the operation's name.
+ */
+function observeSocketOperation<T>(args: ExecutionArgs, run: () => T | Promise<T>): Promise<T> {
+  const name = args.operationName ?? getOperationAST(args.document, undefined)?.name?.value
+  const started = performance.now()
+  const count = (failed: boolean) => observers.traffic?.operation(name ?? '(graphql)', performance.now() - started, failed)
+  return observeOperation('(graphql)', async () => run(), { 'tributary.transport': 'websocket' }, name).then(
+    (result) => {
+      count(Array.isArray((result as { errors?: unknown }).errors))
+      return result
+    },
+    (err: unknown) => {
+      count(true)
+      throw err
+    },
+  )
 }
 
 /**

@@ -336,7 +336,8 @@ export function registerGraphQLEndpoint(
     // Labelled by its stored operation's name when the text is one, else `(graphql)`: bounded.
     prepared.label ??= operation.name && persisted.allowsText(query) ? operation.name.value : '(graphql)'
     // `variables` now holds the `@fromClaim` values; `auth` is the caller's `context.auth`.
-    return observeOperation(prepared.label, () => run(request, reply, gateway, mediaType, prepared, operation, { ...params, variables }, auth))
+    // The span names the operation even when the metric label is `(graphql)` (README "Observability").
+    return observeOperation(prepared.label, () => run(request, reply, gateway, mediaType, prepared, operation, { ...params, variables }, auth), undefined, operation.name?.value)
   }
 
   /** Runs a prepared, checked operation and sends its result. */
@@ -403,7 +404,7 @@ export function registerGraphQLEndpoint(
         return reply
           .type('text/html; charset=utf-8')
           .header('content-security-policy', `${playgroundContentSecurityPolicy({ endpoint: '/graphql', subscriptionEndpoint: '/graphql' })}; frame-ancestors 'none'`)
-          .send(renderPlaygroundHtml({ endpoint: '/graphql', subscriptionEndpoint: '/graphql', assetsPrefix: PLAYGROUND_ASSETS_PREFIX, title: 'Tributary', defaultQuery: playgroundQuery(holder.current.schema, holder.current.operations), initial: playgroundLink(q) }))
+          .send(renderPlaygroundHtml({ endpoint: '/graphql', subscriptionEndpoint: '/graphql', assetsPrefix: PLAYGROUND_ASSETS_PREFIX, title: 'Tributary', defaultQuery: playgroundQuery(holder.current.schema, holder.current.operations), initial: playgroundLink(q), ...(holder.current.config.console.enabled ? { consoleUrl: '/console' } : {}) }))
       }
       const variables = parseJsonParam(q.variables, 'variables')
       if (!variables.ok) return malformed(reply, variables.message)

@@ -59,6 +59,8 @@ export interface PlaygroundHtmlOptions {
    * its `variables` (JSON text) and `operationName`. It replaces the editor's content.
    */
   initial?: { query: string; variables?: string; operationName?: string }
+  /** The admin console's path (README "Admin console"), linked from a corner of the page when given. */
+  consoleUrl?: string
 }
 
 interface Asset {
@@ -182,6 +184,7 @@ try {
 const STYLES = `html, body { height: 100%; margin: 0; }
 #graphiql { height: 100vh; }
 .tributary-playground-loading { font: 14px system-ui, sans-serif; padding: 1rem; color: #555; }
+.tributary-playground-console { position: fixed; right: 0.75rem; bottom: 0.5rem; z-index: 10; font: 12px system-ui, sans-serif; color: #2f6fdb; background: #fff; padding: 0.15rem 0.5rem; border-radius: 4px; border: 1px solid #d5dbe6; text-decoration: none; }
 .tributary-playground-error { margin: 0; padding: 0.75rem 1rem; background: #fdecea; color: #611a15; font: 13px ui-monospace, monospace; white-space: pre-wrap; }
 `
 
@@ -392,7 +395,8 @@ export function renderPlaygroundHtml(options: PlaygroundHtmlOptions): string {
 <script type="application/json" id="tributary-playground-config">${jsonForScript(config)}</script>
 </head>
 <body>
-<div id="graphiql"><p class="tributary-playground-loading">Loading the playground…</p><noscript>The playground needs JavaScript.</noscript></div>
+${options.consoleUrl ? `<a class="tributary-playground-console" href="${escapeHtml(options.consoleUrl)}">Admin console</a>
+` : ''}<div id="graphiql"><p class="tributary-playground-loading">Loading the playground…</p><noscript>The playground needs JavaScript.</noscript></div>
 <script src="${asset('react.production.min.js')}"></script>
 <script src="${asset('react-dom.production.min.js')}"></script>
 <script src="${asset('graphiql.min.js')}"></script>

@@ -9,6 +9,7 @@
  */
 import { SpanKind, SpanStatusCode, context, propagation, trace, type Attributes, type Span, type Tracer } from '@opentelemetry/api'
 import type { Registry } from 'prom-client'
+import type { TrafficRecorder } from './traffic.js'
 
 /** The observers of one metric child: what the probes call. */
 export interface Observer {
@@ -35,7 +36,9 @@ export const observers: {
   metrics: MetricSet | undefined
   /** The tracer, when an OTLP endpoint is configured and the SDK runs. */
   tracer: Tracer | undefined
-} = { metrics: undefined, tracer: undefined }
+  /** The admin console's traffic window (traffic.ts), when some app serves the console. */
+  traffic: TrafficRecorder | undefined
+} = { metrics: undefined, tracer: undefined, traffic: undefined }
 
 /** Gauges read when `/metrics` is scraped: counts kept here, cheap to update. */
 export const activity = {
@@ -102,12 +105,14 @@ function statementKeyword(sql: string): string {
  * @returns the function that ends it, or undefined when nothing is switched on
  */
 export function startStatement(source: string, dialect: string, sql: string): StatementEnd | undefined {
-  const { metrics, tracer } = observers
-  if (!metrics && !tracer) return undefined
+  const { metrics, tracer, traffic } = observers
+  if (!metrics && !tracer && !traffic) return undefined
   const started = performance.now()
   const span = tracer && clientSpan(tracer, statementKeyword(sql), { 'db.system.name': DB_SYSTEMS[dialect] ?? dialect, 'db.query.text': sql, 'tributary.source': source })
   return (error?: unknown) => {
-    metrics?.sqlSeconds(source).observe((performance.now() - started) / 1000)
+    const ms = performance.now() - started
+    metrics?.sqlSeconds(source).observe(ms / 1000)
+    traffic?.source(source, ms, error !== undefined)
     if (span) endSpan(span, error)
   }
 }
@@ -124,13 +129,15 @@ export type UpstreamEnd = (status: number, error?: unknown) => void
  * @returns the function that ends it, or undefined when nothing is switched on
  */
 export function startUpstream(source: string, method: string, url: string, headers: Record<string, string>): UpstreamEnd | undefined {
-  const { metrics, tracer } = observers
-  if (!metrics && !tracer) return undefined
+  const { metrics, tracer, traffic } = observers
+  if (!metrics && !tracer && !traffic) return undefined
   const started = performance.now()
   const span = tracer && clientSpan(tracer, method, { 'http.request.method': method, 'url.full': url, 'tributary.source': source })
   if (span) propagation.inject(trace.setSpan(context.active(), span), headers)
   return (status: number, error?: unknown) => {
-    metrics?.upstreamSeconds(source, status > 0 ? String(status) : 'error').observe((performance.now() - started) / 1000)
+    const ms = performance.now() - started
+    metrics?.upstreamSeconds(source, status > 0 ? String(status) : 'error').observe(ms / 1000)
+    traffic?.source(source, ms, status === 0 || status >= 500 || error !== undefined)
     if (span) {
       if (status > 0) span.setAttribute('http.response.status_code', status)
       endSpan(span, error ?? (status >= 400 ? new Error(`HTTP ${status}`) : undefined))
@@ -144,14 +151,18 @@ export function startUpstream(source: string, method: string, url: string, heade
  * made active for `run`, so that its SQL statements and upstream calls become its children.
  * @param name the operation's label: a stored operation's name, or `(graphql)` (bounded by the deployment)
  * @param attributes extra span attributes
+ * @param operationName the operation's own name when it differs from the metric label (a named
+ *   document on `/graphql`, labelled `(graphql)`): the span is `operation <operationName>` and carries
+ *   it as `graphql.operation.name`. Spans are not aggregated, so any name may appear there.
  */
-export function observeOperation<T>(name: string, run: () => Promise<T>, attributes?: Attributes): Promise<T> {
+export function observeOperation<T>(name: string, run: () => Promise<T>, attributes?: Attributes, operationName?: string): Promise<T> {
   const { metrics, tracer } = observers
   if (!metrics && !tracer) return run()
   const started = performance.now()
   const done = (error?: unknown) => metrics?.operationSeconds(name).observe((performance.now() - started) / 1000)
   if (!tracer) return run().then((v) => (done(), v), (err: unknown) => { done(err); throw err })
-  return tracer.startActiveSpan(`operation ${name}`, { attributes: { 'graphql.operation.name': name, ...attributes } }, (span) =>
+  const spanName = operationName ?? name
+  return tracer.startActiveSpan(`operation ${spanName}`, { attributes: { 'graphql.operation.name': spanName, ...attributes } }, (span) =>
     run().then(
       (v) => {
         done()

@@ -18,6 +18,16 @@ export interface TelemetryConfig {
   readonly otlpEndpoint: string | null
   /** The `service.name` resource attribute. */
   readonly serviceName: string
+  /** Trace the health probes (`/health*`) and static assets (`/playground/assets/*`, `/console/assets/*`) too. Default false. */
+  readonly traceProbesAndAssets?: boolean
+}
+
+/** Routes not traced unless `telemetry.traceProbesAndAssets`: health probes and static assets. */
+const UNTRACED = /^\/(health(\/|$|\?)|playground\/assets\/|console\/assets\/)/
+
+/** True when a request to `url` (path and query) gets no span: a health probe or a static asset, unless asked. */
+export function untraced(url: string, config: Pick<TelemetryConfig, 'traceProbesAndAssets'>): boolean {
+  return !config.traceProbesAndAssets && UNTRACED.test(url)
 }
 
 interface Running {
@@ -106,6 +116,7 @@ export async function registerTracing(app: FastifyInstance, config: TelemetryCon
   app.addHook('onClose', async () => release())
   const tracer = observers.tracer!
   app.addHook('onRequest', (request: FastifyRequest, _reply, done) => {
+    if (untraced(request.url, config)) return done()
     const parent = propagation.extract(context.active(), request.headers)
     const route = request.routeOptions.url ?? '(unmatched)'
     const span = tracer.startSpan(`${request.method} ${route}`, {

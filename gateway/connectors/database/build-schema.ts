@@ -499,7 +499,7 @@ class SchemaBuilder {
         const fields: GraphQLFieldConfigMap<unknown, unknown> = {}
         for (const f of m.fields) {
           const v = this.valueType(f)
-          fields[f.name] = { type: f.nullable ? v : nn(v), extensions: { [EXT]: { column: f.column } } }
+          fields[f.name] = { type: f.nullable ? v : nn(v), extensions: { [EXT]: { column: f.column, dataType: f.dataType } } }
           if (isUnsignedInt(f)) fields[f.name]!.resolve = unsignedIntResolver(m, f)
         }
         const counts = this.countOutput(m)
