@@ -5,7 +5,8 @@
  *
  * Every model type carries `extensions.tributary = { model, table }`, every scalar field
  * `extensions.tributary = { column }` and every relation field `extensions.tributary = { relation,
- * target }`, so that the compiler finds its tables after `compose/` renamed the types. The root
+ * target }`, so that the compiler finds its tables after `compose/` renamed the types. Table and
+ * column comments of the database become the `description`s of model types and their scalar fields. The root
  * query fields `findUniqueX`, `findFirstX` and `findManyX` carry `extensions.tributary = { model,
  * direct }`: their direct-JSON compiler (direct.ts).
  *
@@ -493,13 +494,14 @@ class SchemaBuilder {
     if (t) return t
     t = new GraphQLObjectType({
       name: m.name,
-      description: `${m.kind === 'view' ? 'View' : 'Table'} \`${m.table}\`.`,
+      // A table comment leads; the table's name follows, as it does alone without a comment.
+      description: `${m.comment ? `${m.comment}\n\n` : ''}${m.kind === 'view' ? 'View' : 'Table'} \`${m.table}\`.`,
       extensions: { [EXT]: { model: m.name, table: m.table }, ...this.reads(m) },
       fields: () => {
         const fields: GraphQLFieldConfigMap<unknown, unknown> = {}
         for (const f of m.fields) {
           const v = this.valueType(f)
-          fields[f.name] = { type: f.nullable ? v : nn(v), extensions: { [EXT]: { column: f.column, dataType: f.dataType } } }
+          fields[f.name] = { type: f.nullable ? v : nn(v), ...(f.comment ? { description: f.comment } : {}), extensions: { [EXT]: { column: f.column, dataType: f.dataType } } }
           if (isUnsignedInt(f)) fields[f.name]!.resolve = unsignedIntResolver(m, f)
         }
         const counts = this.countOutput(m)

@@ -59,7 +59,16 @@ export interface ColumnInfo {
    * are written and compared in this format (so indexes serve comparisons). Absent: mixed or unknown.
    */
   dateTimeFormat?: string
+  /**
+   * The column's comment (PostgreSQL `COMMENT ON COLUMN`, MySQL/MariaDB `COMMENT '…'`; SQLite has
+   * none), trimmed and cut to {@link MAX_COMMENT_LENGTH} characters. Absent when there is none. It
+   * becomes the GraphQL field's `description`.
+   */
+  comment?: string
 }
+
+/** Longest table or column comment kept, in characters (UTF-16 code units); longer ones are cut and end with `…`. */
+export const MAX_COMMENT_LENGTH = 1000
 
 /** A foreign key from this table's `columns` to `referencedTable.referencedColumns`, position by position. */
 export interface ForeignKeyInfo {
@@ -96,6 +105,11 @@ export interface TableInfo {
    * `createMany` counts the rows it sent.
    */
   insertsRedirected?: boolean
+  /**
+   * The table's or view's comment (PostgreSQL `COMMENT ON TABLE/VIEW`, MySQL/MariaDB `COMMENT='…'`),
+   * like {@link ColumnInfo.comment}. It becomes the object type's `description`.
+   */
+  comment?: string
 }
 
 /** A database enum type (PostgreSQL `CREATE TYPE ... AS ENUM`, MySQL inline `enum(...)`). */

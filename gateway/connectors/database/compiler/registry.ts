@@ -36,6 +36,8 @@ export interface ScalarField {
    * before a redirected insert (a sequence need not be `OWNED BY` its column, as Sakila's is not).
    */
   nextvalDefault?: string
+  /** The column's comment (`ColumnInfo.comment`): the field's GraphQL `description`. */
+  comment?: string
 }
 
 /** One relation field. `fromFields` are on this model, `toFields` on the target; joined position by position. */
@@ -86,6 +88,8 @@ export interface Model {
   identity: string[]
   /** PostgreSQL: inserts may land in another table (see `TableInfo.insertsRedirected`). */
   insertsRedirected: boolean
+  /** The table's or view's comment (`TableInfo.comment`): leads the object type's GraphQL `description`. */
+  comment?: string
 }
 
 /** A function argument with its GraphQL name. */
@@ -195,6 +199,7 @@ export function buildRegistry(doc: DatabaseIntrospection, maxTake = DEFAULT_MAX_
       ...(c.dateTimeFormat && doc.dialect === 'sqlite' && c.scalar === 'DateTime' ? { dateTimeFormat: c.dateTimeFormat } : {}),
       ...(c.isList ? { list: true } : {}),
       ...(doc.dialect === 'postgres' && c.default && /^nextval\(/i.test(c.default) ? { nextvalDefault: c.default } : {}),
+      ...(c.comment ? { comment: c.comment } : {}),
     }))
     const byColumn = new Map(fields.map((f) => [f.column, f]))
     const col = (c: string): string => {
@@ -231,6 +236,7 @@ export function buildRegistry(doc: DatabaseIntrospection, maxTake = DEFAULT_MAX_
       uniqueKeys,
       identity,
       insertsRedirected: t.insertsRedirected === true,
+      ...(t.comment ? { comment: t.comment } : {}),
     }
     models.set(model.name, model)
     byTable.set(t.name, model)

@@ -2,7 +2,7 @@
  * Helpers shared by the per-engine introspection queries: stable sorting, name synthesis and the
  * final assembly of {@link TableInfo}s. Pure.
  */
-import type { EnumInfo, TableInfo, UniqueConstraintInfo } from '../model.js'
+import { MAX_COMMENT_LENGTH, type EnumInfo, type TableInfo, type UniqueConstraintInfo } from '../model.js'
 
 /** Tables the gateway never exposes (SQLite internals and Knex's migration bookkeeping). */
 export const INTERNAL_TABLES: ReadonlySet<string> = new Set(['knex_migrations', 'knex_migrations_lock'])
@@ -19,6 +19,16 @@ export function compareNames(a: string, b: string): number {
 
 /** One table as the engine queries assemble it, before sorting and clean-up: the shape of {@link TableInfo}. */
 export type RawTable = TableInfo
+
+/**
+ * A table or column comment as the document keeps it: trimmed, `undefined` when empty or absent, cut
+ * to {@link MAX_COMMENT_LENGTH} characters (the last one replaced by `…`) when longer.
+ */
+export function normalizeComment(comment: string | null | undefined): string | undefined {
+  const s = (comment ?? '').trim()
+  if (s === '') return undefined
+  return s.length > MAX_COMMENT_LENGTH ? `${s.slice(0, MAX_COMMENT_LENGTH - 1).trimEnd()}…` : s
+}
 
 /** Normalises a referential action to upper-case words (`NO ACTION`, `CASCADE`, `SET NULL`…). */
 export function normalizeAction(action: string | null | undefined): string | undefined {
@@ -56,6 +66,7 @@ export function finishTables(tables: RawTable[]): TableInfo[] {
       uniqueConstraints: uniques,
       foreignKeys: fks,
       ...(t.insertsRedirected ? { insertsRedirected: true } : {}),
+      ...(t.comment !== undefined ? { comment: t.comment } : {}),
     })
   }
   return out.sort((a, b) => compareNames(a.name, b.name))

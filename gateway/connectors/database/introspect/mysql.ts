@@ -5,10 +5,10 @@
 import type { Knex } from 'knex'
 import type { ColumnInfo, EnumInfo, ForeignKeyInfo, UniqueConstraintInfo } from '../model.js'
 import { mapColumnType } from '../type-map.js'
-import { groupBy, isInternalTable, normalizeAction, type RawTable } from './common.js'
+import { groupBy, isInternalTable, normalizeAction, normalizeComment, type RawTable } from './common.js'
 
-interface TableRow { name: string; table_type: string }
-interface ColumnRow { tbl: string; name: string; column_type: string; is_nullable: string; column_default: string | null; extra: string }
+interface TableRow { name: string; table_type: string; comment: string | null }
+interface ColumnRow { tbl: string; name: string; column_type: string; is_nullable: string; column_default: string | null; extra: string; comment: string | null }
 interface IndexRow { tbl: string; idx: string; non_unique: number | string; seq: number; col: string | null }
 interface FkRow { tbl: string; name: string; col: string; ref_table: string; ref_col: string; ref_schema: string; on_delete: string | null; on_update: string | null }
 interface CheckRow { tbl: string; clause: string }
@@ -66,7 +66,8 @@ export function mysqlEnumName(table: string, column: string): string {
 }
 
 /**
- * Reads the base tables and views of one database (`schema`, default `DATABASE()`).
+ * Reads the base tables and views of one database (`schema`, default `DATABASE()`), with the
+ * comments of tables and columns (`TABLE_COMMENT`, `COLUMN_COMMENT`; a view's is always `VIEW`, dropped).
  * Auto-increment: `EXTRA` contains `auto_increment`. Inline enums become {@link EnumInfo}s named by
  * {@link mysqlEnumName}. MariaDB `JSON` columns (a `longtext` with a `json_valid` check) are reported
  * with `dataType: 'json'`; MariaDB's `NULL` default is reported as `null`.
@@ -77,11 +78,11 @@ export async function introspectMysql(knex: Knex, schema?: string): Promise<{ ta
   if (!db) return { tables: [], enums: [] }
   const mariadb = /mariadb/i.test(dbRow?.version ?? '')
 
-  const tableRows = (await rows<TableRow>(knex, `select table_name as name, table_type as table_type from information_schema.tables
+  const tableRows = (await rows<TableRow>(knex, `select table_name as name, table_type as table_type, table_comment as comment from information_schema.tables
     where table_schema = ? and table_type in ('BASE TABLE', 'VIEW', 'SYSTEM VERSIONED') order by table_name`, [db]))
     .filter((t) => !isInternalTable(t.name))
   const columnRows = await rows<ColumnRow>(knex, `select table_name as tbl, column_name as name, column_type as column_type,
-      is_nullable as is_nullable, column_default as column_default, extra as extra
+      is_nullable as is_nullable, column_default as column_default, extra as extra, column_comment as comment
     from information_schema.columns where table_schema = ? order by table_name, ordinal_position`, [db])
   const indexRows = await rows<IndexRow>(knex, `select table_name as tbl, index_name as idx, non_unique as non_unique, seq_in_index as seq, column_name as col
     from information_schema.statistics where table_schema = ? and non_unique = 0 order by table_name, index_name, seq_in_index`, [db])
@@ -140,6 +141,8 @@ export async function introspectMysql(knex: Knex, schema?: string): Promise<{ ta
         col.enumName = mysqlEnumName(t.name, c.name)
         enums.push({ name: col.enumName, values: parseMysqlEnumValues(c.column_type) })
       }
+      const comment = normalizeComment(c.comment)
+      if (comment !== undefined) col.comment = comment
       return col
     })
     let primaryKey: string[] = []
@@ -161,7 +164,9 @@ export async function introspectMysql(knex: Knex, schema?: string): Promise<{ ta
       if (onUpdate) fk.onUpdate = onUpdate
       foreignKeys.push(fk)
     }
-    out.push({ name: t.name, kind, columns, primaryKey, uniqueConstraints, foreignKeys })
+    // Views cannot have comments: MySQL reports `VIEW` as a view's TABLE_COMMENT.
+    const comment = kind === 'view' ? undefined : normalizeComment(t.comment)
+    out.push({ name: t.name, kind, columns, primaryKey, uniqueConstraints, foreignKeys, ...(comment !== undefined ? { comment } : {}) })
   }
   return mergeViewEnums(out, enums)
 }

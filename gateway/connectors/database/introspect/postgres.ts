@@ -1,17 +1,18 @@
 /**
  * PostgreSQL introspection from `pg_catalog` (postgresql.org/docs/current/catalogs.html): `pg_class`,
- * `pg_attribute`, `pg_attrdef`, `pg_constraint`, `pg_index`, `pg_type`, `pg_enum`. One schema at a time.
+ * `pg_attribute`, `pg_attrdef`, `pg_constraint`, `pg_index`, `pg_type`, `pg_enum`, and comments
+ * (`obj_description`, `col_description`). One schema at a time.
  */
 import type { Knex } from 'knex'
 import type { ColumnInfo, EnumInfo, ForeignKeyInfo, UniqueConstraintInfo, FunctionArgInfo, FunctionInfo, ScalarKind } from '../model.js'
 import { mapColumnType } from '../type-map.js'
-import { groupBy, isInternalTable, normalizeAction, type RawTable } from './common.js'
+import { groupBy, isInternalTable, normalizeAction, normalizeComment, type RawTable } from './common.js'
 
-interface TableRow { oid: string; name: string; relkind: string; redirected: boolean }
+interface TableRow { oid: string; name: string; relkind: string; redirected: boolean; comment: string | null }
 interface ColumnRow {
   relid: string; attnum: number; name: string; data_type: string; typtype: string; type_name: string
   type_schema: string; notnull: boolean; default_expr: string | null; identity: string; generated: string
-  elem_typtype: string | null; elem_name: string | null; elem_schema: string | null
+  elem_typtype: string | null; elem_name: string | null; elem_schema: string | null; comment: string | null
 }
 interface ConstraintRow { relid: string; name: string; contype: 'p' | 'u' | 'f'; cols: string[]; ref_table: string | null; ref_schema: string | null; ref_cols: string[] | null; on_delete: string; on_update: string }
 interface IndexRow { relid: string; name: string; cols: string[] | null }
@@ -58,7 +59,8 @@ export async function introspectPostgres(knex: Knex, schema: string): Promise<{ 
   const tableRows = await rows<TableRow>(knex, `
     select c.oid::bigint as oid, c.relname as name, c.relkind::text as relkind,
       (c.relkind = 'r' and (exists (select 1 from pg_catalog.pg_rewrite r where r.ev_class = c.oid and r.ev_type = '3')
-        or exists (select 1 from pg_catalog.pg_inherits i where i.inhparent = c.oid))) as redirected
+        or exists (select 1 from pg_catalog.pg_inherits i where i.inhparent = c.oid))) as redirected,
+      pg_catalog.obj_description(c.oid, 'pg_class') as comment
     from pg_catalog.pg_class c join pg_catalog.pg_namespace n on n.oid = c.relnamespace
     where n.nspname = ? and c.relkind in ('r', 'p', 'f', 'v', 'm') and not c.relispartition
       and not exists (select 1 from pg_catalog.pg_inherits i where i.inhrelid = c.oid)
@@ -76,7 +78,8 @@ export async function introspectPostgres(knex: Knex, schema: string): Promise<{ 
       t.typtype::text as typtype, t.typname as type_name, tn.nspname as type_schema,
       a.attnotnull as notnull, pg_get_expr(d.adbin, d.adrelid) as default_expr,
       a.attidentity::text as identity, a.attgenerated::text as generated,
-      et.typtype::text as elem_typtype, et.typname as elem_name, en.nspname as elem_schema
+      et.typtype::text as elem_typtype, et.typname as elem_name, en.nspname as elem_schema,
+      pg_catalog.col_description(a.attrelid, a.attnum) as comment
     from pg_catalog.pg_attribute a
       join pg_catalog.pg_type t on t.oid = a.atttypid
       join pg_catalog.pg_namespace tn on tn.oid = t.typnamespace
@@ -159,6 +162,8 @@ export async function introspectPostgres(knex: Knex, schema: string): Promise<{ 
       if (isEnum) col.enumName = c.type_name
       if (isEnumArray) col.enumName = c.elem_name!
       if ('list' in mapping && mapping.list) col.isList = true
+      const comment = normalizeComment(c.comment)
+      if (comment !== undefined) col.comment = comment
       return col
     })
     const cons = consBy.get(String(t.oid)) ?? []
@@ -175,7 +180,8 @@ export async function introspectPostgres(knex: Knex, schema: string): Promise<{ 
         if (onUpdate) fk.onUpdate = onUpdate
         return fk
       })
-    out.push({ name: t.name, kind, columns, primaryKey, uniqueConstraints, foreignKeys, ...(t.redirected ? { insertsRedirected: true } : {}) })
+    const comment = normalizeComment(t.comment)
+    out.push({ name: t.name, kind, columns, primaryKey, uniqueConstraints, foreignKeys, ...(t.redirected ? { insertsRedirected: true } : {}), ...(comment !== undefined ? { comment } : {}) })
   }
   return { tables: out, enums }
 }
