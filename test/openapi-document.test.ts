@@ -6,8 +6,6 @@
  */
 import t from 'tap'
 import { cpSync, mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { Ajv2020 } from 'ajv/dist/2020.js'
 import addFormats from 'ajv-formats'
@@ -32,7 +30,8 @@ interface Operation {
 
 /** The demo's operations plus the fixture operations (folders, internal/, nested inputs), in one folder. */
 function operationsDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'tributary-openapi-ops-'))
+  // Inside the repository (a git-ignored .scratch folder): the demo's TypeScript operation resolves zod from the project.
+  const dir = mkdtempSync(fileURLToPath(new URL('../.scratch-openapi-ops-', import.meta.url)))
   cpSync(fileURLToPath(new URL('../operations', import.meta.url)), dir, { recursive: true })
   cpSync(fileURLToPath(new URL('./fixtures/operations-demo', import.meta.url)), dir, { recursive: true })
   return dir
@@ -153,6 +152,8 @@ t.test('the OpenAPI document', async (t) => {
     const samples: Record<string, string> = {
       TodoById: 'id=2',
       TodoAndRoles: 'id=1',
+      TodoWithRoles: 'id=2',
+      Roles: '',
       Todos: 'take=3',
       Coerce: 'title=a&ids=1&ids=2',
       FindTodos: 'where[completed][equals]=true',
