@@ -119,6 +119,24 @@ t.test('OIDC login at the example provider, then Me reads the session email with
   t.same(await (await browse(stranger, `${gw}/operations/Me`)).json(), { chinook_findManyCustomer: [] }, 'a user who is no customer sees nothing')
 })
 
+t.test('a callback with a wrong state, or replayed, is a coded 400 and sets no session', async (t) => {
+  const codeOf = async (res: Response) => ((await res.json()) as { errors: { extensions: { code: string } }[] }).errors[0].extensions.code
+  const forged: Jar = new Map()
+  const callback = new URL(await loginAtProvider(forged, { gateway: gw, providerId: 'local', user: 'luis' }))
+  callback.searchParams.set('state', 'forged-state')
+  const r = await browse(forged, callback.href)
+  t.equal(r.status, 400)
+  t.equal(await codeOf(r), 'TRB_ERR_OIDC_CALLBACK')
+  t.notOk(cookieOf(forged, gw, 'trb_session'), 'no session')
+
+  const jar: Jar = new Map()
+  const real = await loginAtProvider(jar, { gateway: gw, providerId: 'local', user: 'luis' })
+  t.equal((await browse(jar, real)).status, 200)
+  const replayed = await browse(new Map(), real)
+  t.equal(replayed.status, 400, 'the same callback again (no state cookie) is refused')
+  t.equal(await codeOf(replayed), 'TRB_ERR_OIDC_CALLBACK')
+})
+
 t.test('the side-service scripts listen on their ports when run as the config runs them', async (t) => {
   const [chartsPort, oidcPort] = [await freePort(), await freePort()]
   const run = (name: string, env: Record<string, string>) => new Promise<void>((resolve, reject) => {
