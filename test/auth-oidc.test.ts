@@ -23,6 +23,7 @@ import { createGateway } from '../gateway/runtime.js'
 import { buildApp } from '../gateway/http/app.js'
 import { serveGateway } from './helpers/serve.js'
 import { run } from './helpers/ws.js'
+import { browse, cookieOf, loginAtProvider, type Jar } from './helpers/oidc-browser.js'
 
 const SECRET = 'cookie-secret-of-the-oidc-test-0123456789'
 const JWT_SECRET = 'jwt-secret-of-the-oidc-test-0123456789abcdef'
@@ -33,35 +34,6 @@ const STATE_COOKIE = 'trb_session_state'
 
 const notes: { author: string; text: string }[] = []
 
-// ----- the browser: one cookie jar per origin, redirects followed by hand -----
-type Jar = Map<string, Map<string, string>>
-
-function store(jar: Jar, url: string, res: Response): void {
-  const origin = new URL(url).origin
-  let cookies = jar.get(origin)
-  if (!cookies) jar.set(origin, (cookies = new Map()))
-  for (const line of res.headers.getSetCookie()) {
-    const [pair, ...attrs] = line.split(';')
-    const eq = pair.indexOf('=')
-    const name = pair.slice(0, eq).trim()
-    const value = pair.slice(eq + 1).trim()
-    if (attrs.some((a) => /^\s*max-age=0\s*$/i.test(a)) || value === '') cookies.delete(name)
-    else cookies.set(name, value)
-  }
-}
-
-async function browse(jar: Jar, url: string, init: RequestInit = {}): Promise<Response> {
-  const cookies = jar.get(new URL(url).origin)
-  const headers = new Headers(init.headers)
-  if (cookies?.size) headers.set('cookie', [...cookies].map(([k, v]) => `${k}=${v}`).join('; '))
-  const res = await fetch(url, { ...init, headers, redirect: 'manual' })
-  store(jar, url, res)
-  return res
-}
-
-function cookieOf(jar: Jar, origin: string, name: string): string | undefined {
-  return jar.get(origin)?.get(name)
-}
 
 type ErrorBody = { errors: { message: string; extensions: { code: string } }[] }
 
@@ -159,38 +131,15 @@ const provider = new Provider(issuer, {
 })
 handler = provider.callback()
 
-/**
- * Starts a login at the gateway and completes the provider's login and consent forms.
- * @returns the callback URL the provider sends the browser to (not yet followed).
- */
-async function loginAtProvider(jar: Jar, user = 'ada', beforeProvider?: () => Promise<void>, gateway = gw): Promise<string> {
-  const callbackUrl = `${gateway}/auth/cookie/callback/local`
-  const start = await browse(jar, `${gateway}/auth/cookie/authorize/local?redirect_uri=${encodeURIComponent(APP)}`)
-  if (start.status !== 302) throw new Error(`authorize answered ${start.status}: ${await start.text()}`)
-  if (beforeProvider) await beforeProvider()
-  let next: string = start.headers.get('location')!
-  for (let hops = 0; hops < 20; hops++) {
-    if (next.startsWith(callbackUrl)) return next
-    const res = await browse(jar, next)
-    if (res.status >= 300 && res.status < 400) {
-      next = new URL(res.headers.get('location')!, next).href
-      continue
-    }
-    const html = await res.text()
-    if (res.status !== 200) throw new Error(`provider answered ${res.status}: ${html.slice(0, 300)}`)
-    const action = new URL(/<form[^>]*action="([^"]+)"/.exec(html)![1], next).href
-    const prompt = /name="prompt" value="(\w+)"/.exec(html)![1]
-    const body = prompt === 'login' ? new URLSearchParams({ prompt, login: user, password: 'any' }) : new URLSearchParams({ prompt })
-    const posted = await browse(jar, action, { method: 'POST', body, headers: { 'content-type': 'application/x-www-form-urlencoded' } })
-    next = new URL(posted.headers.get('location')!, action).href
-  }
-  throw new Error('too many redirects')
+/** Starts a login at `gateway` as `user` (redirect_uri APP); see loginAtProvider of helpers/oidc-browser.ts. */
+function login(jar: Jar, user = 'ada', beforeProvider?: () => Promise<void>, gateway = gw): Promise<string> {
+  return loginAtProvider(jar, { gateway, providerId: 'local', user, redirectUri: APP, beforeProvider })
 }
 
 /** A browser logged in as `user`: its jar holds the session cookie. */
 async function loggedIn(user = 'ada', gateway = gw): Promise<Jar> {
   const jar: Jar = new Map()
-  const callback = await loginAtProvider(jar, user, undefined, gateway)
+  const callback = await login(jar, user, undefined, gateway)
   const res = await browse(jar, callback)
   if (res.status !== 302) throw new Error(`callback answered ${res.status}: ${await res.text()}`)
   return jar
@@ -200,7 +149,7 @@ const sessionKey = createHash('sha256').update(SECRET).digest()
 
 t.test('the whole flow: authorize, provider login, callback, /auth/user, operations, CSRF, logout', async (t) => {
   const jar: Jar = new Map()
-  const callback = await loginAtProvider(jar)
+  const callback = await login(jar)
   t.ok(cookieOf(jar, gw, STATE_COOKIE), 'the state cookie is set during the login')
   const cb = await browse(jar, callback)
   t.equal(cb.status, 302)
@@ -351,7 +300,7 @@ t.test('attacks: each a coded 4xx, no session and nothing written', async (t) =>
 
   t.test('wrong state', async (t) => {
     const jar: Jar = new Map()
-    const callback = new URL(await loginAtProvider(jar))
+    const callback = new URL(await login(jar))
     callback.searchParams.set('state', 'forged-state')
     const r = await browse(jar, callback.href)
     t.equal(r.status, 400)
@@ -361,7 +310,7 @@ t.test('attacks: each a coded 4xx, no session and nothing written', async (t) =>
 
   t.test('missing state cookie', async (t) => {
     const jar: Jar = new Map()
-    const callback = await loginAtProvider(jar)
+    const callback = await login(jar)
     jar.get(gw)!.delete(STATE_COOKIE)
     const r = await browse(jar, callback)
     t.equal(r.status, 400)
@@ -373,7 +322,7 @@ t.test('attacks: each a coded 4xx, no session and nothing written', async (t) =>
 
   t.test('a state cookie of another key (tampered)', async (t) => {
     const jar: Jar = new Map()
-    const callback = await loginAtProvider(jar)
+    const callback = await login(jar)
     const value = cookieOf(jar, gw, STATE_COOKIE)!
     jar.get(gw)!.set(STATE_COOKIE, value.slice(0, -4) + (value.endsWith('AAAA') ? 'BBBB' : 'AAAA'))
     const r = await browse(jar, callback)
@@ -383,7 +332,7 @@ t.test('attacks: each a coded 4xx, no session and nothing written', async (t) =>
 
   t.test('a forged nonce: the ID token does not validate', async (t) => {
     const jar: Jar = new Map()
-    const callback = await loginAtProvider(jar, 'ada', async () => {
+    const callback = await login(jar, 'ada', async () => {
       // The attacker's state cookie: the login's own state and PKCE verifier, another nonce.
       const { payload } = await jwtDecrypt(cookieOf(jar, gw, STATE_COOKIE)!, sessionKey)
       const forged = await new EncryptJWT({ ...payload, nonce: 'forged-nonce' }).setProtectedHeader({ alg: 'dir', enc: 'A256GCM' }).encrypt(sessionKey)
@@ -399,7 +348,7 @@ t.test('attacks: each a coded 4xx, no session and nothing written', async (t) =>
 
   t.test('a replayed authorization code', async (t) => {
     const jar: Jar = new Map()
-    const callback = await loginAtProvider(jar)
+    const callback = await login(jar)
     const stateCookie = cookieOf(jar, gw, STATE_COOKIE)!
     t.equal((await browse(jar, callback)).status, 302, 'the first use logs in')
     const r = await fetch(callback, { headers: { cookie: `${STATE_COOKIE}=${stateCookie}` }, redirect: 'manual' })
@@ -412,7 +361,7 @@ t.test('attacks: each a coded 4xx, no session and nothing written', async (t) =>
 
   t.test('an error from the provider (access denied)', async (t) => {
     const jar: Jar = new Map()
-    const callback = new URL(await loginAtProvider(jar))
+    const callback = new URL(await login(jar))
     const denied = new URL(CALLBACK)
     denied.searchParams.set('error', 'access_denied')
     denied.searchParams.set('state', callback.searchParams.get('state')!)
