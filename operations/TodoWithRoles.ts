@@ -4,7 +4,9 @@
  * one object. `GET /operations/TodoWithRoles?id=2`.
  */
 import { z } from 'zod'
-import { createOperation, OperationError } from 'tributary-gateway'
+// In this repository the demo imports the gateway's sources, as config.ts does; a project of one's own
+// writes `from 'tributary-gateway'` (README "TypeScript operations").
+import { createOperation, OperationError } from '../gateway/operations/define.js'
 
 interface TodoById {
   todo_findUniqueTodo: { id: number; title: string; completed: boolean; createdAt: string } | null

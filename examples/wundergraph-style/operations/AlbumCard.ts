@@ -4,7 +4,9 @@
  * parallel and with no HTTP, and answers one object. `GET /operations/AlbumCard?albumId=1`.
  */
 import { z } from 'zod'
-import { createOperation, OperationError } from 'tributary-gateway'
+// In this repository the example imports the gateway's sources, as its config.ts does; a project of one's own
+// writes `from 'tributary-gateway'` (README "TypeScript operations").
+import { createOperation, OperationError } from '../../../gateway/operations/define.js'
 
 interface Album {
   chinook_findUniqueAlbum: { albumId: number; title: string; artist: { name: string } } | null
