@@ -32,8 +32,8 @@ t.test('the server side of a playground link', async (t) => {
   const plain = await app.inject({ method: 'GET', url: '/graphql', headers: { accept: BROWSER_ACCEPT } })
   t.equal(pageConfig(plain.body).initial, undefined, 'without ?query= the default query shows')
   const opened = (JSON.parse(/id="tributary-playground-config">(.*?)<\/script>/s.exec(plain.body)![1]!) as { defaultQuery: string }).defaultQuery
-  t.match(opened, /# The stored operation TodoAndRoles \(operations\/TodoAndRoles\.graphql\)/, 'the playground opens on the first stored query of the deployment')
-  t.match(opened, /query TodoAndRoles/)
+  t.match(opened, /# The stored operation Roles \(operations\/Roles\.graphql\)/, 'the playground opens on the first stored query of the deployment')
+  t.match(opened, /query Roles/)
   t.notMatch(opened, /messages \{/, 'not the demo query of another schema')
 
   const hostile = await app.inject({ method: 'GET', url: `/graphql?query=${encodeURIComponent('{ a } # </script><script>alert(1)</script>')}`, headers: { accept: BROWSER_ACCEPT } })

@@ -6,7 +6,7 @@
  * `operations.defaults` are applied here too ({@link withOperationDefaults}).
  */
 import { readdir, readFile } from 'node:fs/promises'
-import { join, relative, sep } from 'node:path'
+import { basename, join, relative, sep } from 'node:path'
 import {
   GraphQLError,
   Kind,
@@ -221,13 +221,17 @@ function importErrorLocation(err: unknown, absFile: string, shown: string): stri
   const text = `${e?.message ?? ''}\n${e?.stack ?? ''}`
   const escaped = absFile.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
   const m = new RegExp(`${escaped}(?:\\?[^:]*)?:(\\d+):(\\d+)`).exec(text)
-  return m ? `${shown}:${m[1]}:${m[2]}` : `${shown}:1:1`
+  if (m) return `${shown}:${m[1]}:${m[2]}`
+  // A TypeScript compiler diagnostic (ts-node, when a test runner registers it): `<file>(line,col): error TS…`.
+  const base = basename(absFile).replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+  const d = new RegExp(`${base}\\((\\d+),(\\d+)\\): error TS`).exec(text)
+  return d ? `${shown}:${d[1]}:${d[2]}` : `${shown}:1:1`
 }
 
 /** The first line of an import error's message, without the file path esbuild repeats. */
 function importErrorMessage(err: unknown): string {
   const message = String((err as Error)?.message ?? err)
-  const error = /ERROR: (.*)/.exec(message)
+  const error = /ERROR: (.*)/.exec(message) ?? /\): error (TS\d+: .*)/.exec(message)
   return (error ? error[1] : message.split('\n')[0]).trim()
 }
 
