@@ -5,17 +5,14 @@
  * traffic page shows the requests the test made. One browser, one gateway per deployment.
  * Screenshots of each page go to test/screenshots/ (git-ignored); docs/console.png is one of them.
  */
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import t from 'tap'
-import { pino } from 'pino'
 import type { BrowserContext, Page } from 'playwright-core'
-import { resolveConfig, type TributaryConfigInput } from '../gateway/config/index.js'
-import { createGateway } from '../gateway/runtime.js'
-import { buildApp } from '../gateway/http/app.js'
 import { startDemo } from './helpers/demo.js'
+import { startChinookExample } from './helpers/chinook-example.js'
 
 const CHROMIUM = '/usr/bin/chromium'
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..')
@@ -109,18 +106,7 @@ t.test('the console in Chromium', { skip: existsSync(CHROMIUM) ? false : `${CHRO
   await shot(page, 'demo-openapi')
 
   // ----- Chinook -----
-  const dir = mkdtempSync(join(tmpdir(), 'tributary-chinook-console-'))
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
-  copyFileSync(join(root, 'examples/chinook/chinook.sqlite'), join(dir, 'chinook.sqlite'))
-  process.env.CHINOOK_DATABASE_URL = `sqlite:${join(dir, 'chinook.sqlite')}`
-  const input = (await import('../examples/chinook/config.js')).default as TributaryConfigInput
-  const config = resolveConfig({ ...input, operations: { dir: join(root, 'examples/chinook/operations') }, generatedDir: join(dir, 'generated') })
-  const gateway = await createGateway(config, { logger: pino({ level: 'silent' }) })
-  const app = await buildApp(gateway, { logger: false })
-  t.teardown(async () => {
-    await app.close()
-    await gateway.close()
-  })
+  const { app } = await startChinookExample(t)
   await app.listen({ host: '127.0.0.1', port: 0 })
   const address = app.server.address()
   const chinook = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`

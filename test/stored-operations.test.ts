@@ -4,16 +4,11 @@
  * Run with `UPDATE_EXPECTED=1` to rewrite them after a deliberate change (and review the diff).
  */
 import t from 'tap'
-import { copyFileSync, mkdtempSync } from 'node:fs'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { pino } from 'pino'
-import { resolveConfig, type TributaryConfigInput } from '../gateway/config/index.js'
-import { createGateway } from '../gateway/runtime.js'
-import { buildApp } from '../gateway/http/app.js'
 import { startDemo } from './helpers/demo.js'
 import { checkExpectedResponses } from './helpers/expected-responses.js'
+import { startChinookExample } from './helpers/chinook-example.js'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 
@@ -23,16 +18,6 @@ t.test('demo operations', async (t) => {
 })
 
 t.test('Chinook example operations', async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'tributary-chinook-'))
-  copyFileSync(join(root, 'examples/chinook/chinook.sqlite'), join(dir, 'chinook.sqlite'))
-  process.env.CHINOOK_DATABASE_URL = `sqlite:${join(dir, 'chinook.sqlite')}`
-  const input = (await import('../examples/chinook/config.js')).default as TributaryConfigInput
-  const config = resolveConfig({ ...input, operations: { dir: join(root, 'examples/chinook/operations') }, generatedDir: join(dir, 'generated') })
-  const gateway = await createGateway(config, { logger: pino({ level: 'silent' }) })
-  const app = await buildApp(gateway, { logger: false })
-  t.teardown(async () => {
-    await app.close()
-    await gateway.close()
-  })
-  await checkExpectedResponses(t, app, join(root, 'examples/chinook/operations'))
+  const { app, operationsDir } = await startChinookExample(t)
+  await checkExpectedResponses(t, app, operationsDir)
 })

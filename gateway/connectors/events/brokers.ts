@@ -407,6 +407,50 @@ function amqpBroker(o: BrokerOptions): BrokerClient {
   }
 }
 
+/**
+ * The listeners of a broker whose subscriptions are per connection (MQTT, Redis): one broker
+ * subscription per subject (topic filter, channel), shared by every listener of it, opened with its
+ * first listener and ended with its last.
+ */
+class SharedSubscriptions {
+  /** Subject → its listeners; the connection's message handler dispatches through it. */
+  readonly bySubject = new Map<string, Set<(m: BrokerMessage) => void>>()
+
+  constructor(
+    private readonly open: (subject: string) => Promise<unknown>,
+    private readonly end: (subject: string) => Promise<unknown>,
+  ) {}
+
+  /** Adds a listener to each subject, subscribing at the broker to those it is the first of. */
+  async add(subjects: readonly string[], onMessage: (m: BrokerMessage) => void): Promise<BrokerSubscription> {
+    for (const subject of subjects) {
+      let set = this.bySubject.get(subject)
+      if (!set) {
+        this.bySubject.set(subject, (set = new Set()))
+        await this.open(subject)
+      }
+      set.add(onMessage)
+    }
+    let ended = false
+    return {
+      close: () => {
+        if (ended) return
+        ended = true
+        for (const subject of subjects) {
+          const set = this.bySubject.get(subject)
+          if (!set) continue
+          set.delete(onMessage)
+          if (set.size === 0) {
+            this.bySubject.delete(subject)
+            void this.end(subject).catch(() => {})
+          }
+        }
+      },
+    }
+  }
+}
+
+
 // ----- MQTT (mqtt v5) -----
 
 type Mqtt = typeof import('mqtt')
@@ -417,7 +461,10 @@ function mqttBroker(o: BrokerOptions): BrokerClient {
   let attempt = 0
   let ready = deferred<void>()
   const client = lib.connect(o.url, { reconnectPeriod: 100, connectTimeout: o.connectTimeoutMs, resubscribe: true, clientId: `tributary-${o.sourceName}-${Math.random().toString(36).slice(2, 10)}` })
-  const listeners = new Map<string, Set<(m: BrokerMessage) => void>>()
+  const listeners = new SharedSubscriptions(
+    (topic) => client.subscribeAsync(topic, { qos: 1 }),
+    (topic) => client.unsubscribeAsync(topic),
+  )
   client.on('connect', () => {
     attempt = 0
     client.options.reconnectPeriod = 100
@@ -438,7 +485,7 @@ function mqttBroker(o: BrokerOptions): BrokerClient {
     state = { status: 'down', message: err.message }
   })
   client.on('message', (topic, payload) => {
-    for (const [filter, set] of listeners) {
+    for (const [filter, set] of listeners.bySubject) {
       if (!subjectMatches('mqtt', filter, topic)) continue
       for (const l of set) safely(o, l, { subject: topic, data: payload })
     }
@@ -450,30 +497,7 @@ function mqttBroker(o: BrokerOptions): BrokerClient {
     state: () => state,
     async subscribe(subjects, onMessage) {
       await conn()
-      for (const topic of subjects) {
-        let set = listeners.get(topic)
-        if (!set) {
-          listeners.set(topic, (set = new Set()))
-          await client.subscribeAsync(topic, { qos: 1 })
-        }
-        set.add(onMessage)
-      }
-      let ended = false
-      return {
-        close: () => {
-          if (ended) return
-          ended = true
-          for (const topic of subjects) {
-            const set = listeners.get(topic)
-            if (!set) continue
-            set.delete(onMessage)
-            if (set.size === 0) {
-              listeners.delete(topic)
-              void client.unsubscribeAsync(topic).catch(() => {})
-            }
-          }
-        },
-      }
+      return listeners.add(subjects, onMessage)
     },
     async publish(subject, data) {
       await conn()
@@ -501,10 +525,13 @@ function redisBroker(o: BrokerOptions): BrokerClient {
   const sub = new Redis(o.url, { ...common, autoResubscribe: true })
   pub.on('error', () => {})
   sub.on('error', () => {})
-  const listeners = new Map<string, Set<(m: BrokerMessage) => void>>()
+  const listeners = new SharedSubscriptions(
+    (channel) => sub.subscribe(channel),
+    (channel) => sub.unsubscribe(channel),
+  )
   sub.on('messageBuffer', (channel: Buffer, message: Buffer) => {
     const name = channel.toString()
-    for (const l of listeners.get(name) ?? []) safely(o, l, { subject: name, data: message })
+    for (const l of listeners.bySubject.get(name) ?? []) safely(o, l, { subject: name, data: message })
   })
   const state = (): BrokerState =>
     pub.status === 'ready' && sub.status === 'ready' ? { status: 'up' } : { status: 'down', message: `redis ${pub.status === 'ready' ? sub.status : pub.status}` }
@@ -520,30 +547,7 @@ function redisBroker(o: BrokerOptions): BrokerClient {
     state,
     async subscribe(subjects, onMessage) {
       await conn()
-      for (const channel of subjects) {
-        let set = listeners.get(channel)
-        if (!set) {
-          listeners.set(channel, (set = new Set()))
-          await sub.subscribe(channel)
-        }
-        set.add(onMessage)
-      }
-      let ended = false
-      return {
-        close: () => {
-          if (ended) return
-          ended = true
-          for (const channel of subjects) {
-            const set = listeners.get(channel)
-            if (!set) continue
-            set.delete(onMessage)
-            if (set.size === 0) {
-              listeners.delete(channel)
-              void sub.unsubscribe(channel).catch(() => {})
-            }
-          }
-        },
-      }
+      return listeners.add(subjects, onMessage)
     },
     async publish(subject, data) {
       await conn()
