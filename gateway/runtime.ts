@@ -15,7 +15,7 @@ import { createRestSource } from './connectors/rest/index.js'
 import { createGraphQLSource } from './connectors/graphql/index.js'
 import { createSchemaSource } from './connectors/schema/index.js'
 import { createEventsSource } from './connectors/events/index.js'
-import { createFederationSource } from './connectors/federation/index.js'
+import type { createFederationSource } from './connectors/federation/index.js'
 import type { MergedTypeOptions } from './compose/merge.js'
 import { composeSchema } from './compose/index.js'
 import { applyLinks } from './compose/links.js'
@@ -161,8 +161,12 @@ async function loadSource(def: DataSourceDefinition, ctx: ConnectorContext): Pro
       return createRestSource(options as Parameters<typeof createRestSource>[0], ctx)
     case 'graphql':
       return createGraphQLSource(options as Parameters<typeof createGraphQLSource>[0], ctx)
-    case 'federation':
-      return createFederationSource(options as Parameters<typeof createFederationSource>[0], ctx)
+    case 'federation': {
+      // Loaded on use: @graphql-tools/federation and its planner are a few hundred modules that
+      // a gateway without a federation source never needs (each costs start-up time).
+      const federation = await import('./connectors/federation/index.js')
+      return federation.createFederationSource(options as Parameters<typeof createFederationSource>[0], ctx)
+    }
     case 'schema':
       return createSchemaSource(options as Parameters<typeof createSchemaSource>[0], ctx)
     case 'events':

@@ -27,3 +27,13 @@ t.test('every locked package supports the oldest declared Node version', async (
 t.test('the running Node satisfies engines.node', async (t) => {
   t.ok(semver.satisfies(process.version, pkg.engines.node), `${process.version} satisfies ${pkg.engines.node}`)
 })
+
+t.test('the runtime @graphql-tools packages share one @graphql-tools/utils', async (t) => {
+  // A nested copy under each of them (npm's choice when the root pins an older release than the
+  // newest their range allows) loaded about 650 more modules into every gateway process, and two
+  // copies of the utils' classes and symbols in one schema. package.json pins the root copy.
+  const nested = Object.keys(lock.packages).filter((where) =>
+    /^node_modules\/@graphql-tools\/(batch-delegate|batch-execute|delegate|executor|executor-common|executor-graphql-ws|executor-http|federation|merge|schema|stitch|stitching-directives|wrap)\/node_modules\/@graphql-tools\/utils$/.test(where),
+  )
+  t.same(nested, [], 'no nested @graphql-tools/utils under the packages the gateway runs')
+})

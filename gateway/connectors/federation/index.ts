@@ -22,7 +22,6 @@
  * Progressive override (`@override(label:)`) routes per request (`./override.ts`).
  */
 import { GraphQLSchema, parse, printSchema } from 'graphql'
-import { composeServices } from '@theguild/federation-composition'
 import { getStitchedSchemaFromSupergraphSdl } from '@graphql-tools/federation'
 import { createDefaultExecutor } from '@graphql-tools/delegate'
 import type { ExecutionRequest } from '@graphql-tools/utils'
@@ -138,6 +137,8 @@ export async function createFederationSource(options: FederationSourceOptions, c
       supergraphSdl = (await readSupergraph(/^https?:\/\//i.test(options.supergraph) ? options.supergraph : resolve(context.cwd, options.supergraph), options.supergraphHeaders, options.timeoutMs ?? 5000))!.sdl
     } else {
       const sdls = await readSdls(listed, endpoints, client.send, context)
+      // Loaded here: the composition library (with lodash, about 400 modules) is only needed to compose.
+      const { composeServices } = await import('@theguild/federation-composition')
       const composed = composeServices(listed.map((s) => ({ name: s.name, url: s.url, typeDefs: parse(sdls[s.name]!) })))
       if (composed.errors) {
         const quoted = composed.errors.slice(0, MAX_QUOTED_ERRORS).map((e) => e.message)
