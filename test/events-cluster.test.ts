@@ -18,6 +18,8 @@ const amqpUrl = process.env['TEST_AMQP_URL'] ?? 'amqp://guest:guest@127.0.0.1:56
 const order = (id: string, customerId = 1) => ({ id, customerId, total: 9.5 })
 const json = (v: unknown) => new TextEncoder().encode(JSON.stringify(v))
 const F = 'shop_orderStored'
+/** Longest wait for an event, in ms: generous, since the tests share a loaded machine; a passing run never waits it out. */
+const WAIT = 30_000
 const SUB = 'subscription { shop_orderStored { id customer { name } } }'
 const ids = (r: Received) => r.events.map((e) => (e.data?.[F] as { id: string } | undefined)?.id ?? `error:${JSON.stringify(e)}`)
 
@@ -33,17 +35,17 @@ async function clusterSuite(t: Test, broker: 'nats' | 'amqp', schema: string, pu
     const onB = b.ws(SUB)
     const onB2 = b.ws('subscription { shop_orderStored { id } }')
     let n = 0
-    t.ok(await warmUp(onA, () => publish(`warm${n++}`)), 'instance A reads the consumer')
-    t.ok(await warmUp(onB, () => publish(`warm${n++}`)), 'instance B too')
-    t.ok(await warmUp(onB2, () => publish(`warm${n++}`)), 'with a second subscriber')
+    t.ok(await warmUp(onA, () => publish(`warm${n++}`), WAIT), 'instance A reads the consumer')
+    t.ok(await warmUp(onB, () => publish(`warm${n++}`), WAIT), 'instance B too')
+    t.ok(await warmUp(onB2, () => publish(`warm${n++}`), WAIT), 'with a second subscriber')
     // Warm-up messages in flight may still arrive: every event from here on is counted from a marker.
     await publish('start')
-    t.ok(await until(() => [onA, onB, onB2].every((r) => ids(r).includes('start'))), 'the marker reaches every subscriber')
+    t.ok(await until(() => [onA, onB, onB2].every((r) => ids(r).includes('start')), WAIT), 'the marker reaches every subscriber')
     for (const r of [onA, onB, onB2]) r.events.splice(0, ids(r).indexOf('start') + 1)
     const sent = Array.from({ length: 20 }, (_, i) => `m${i}`)
     for (const id of sent) await publish(id, 1 + (Number(id.slice(1)) % 2))
     await publish('end')
-    t.ok(await until(() => [onA, onB, onB2].every((r) => ids(r).includes('end') && sent.every((id) => ids(r).includes(id)))), 'every message reaches every subscriber')
+    t.ok(await until(() => [onA, onB, onB2].every((r) => ids(r).includes('end') && sent.every((id) => ids(r).includes(id))), WAIT), 'every message reaches every subscriber')
     for (const [name, r] of [['A', onA], ['B', onB], ['B, second', onB2]] as const) {
       t.same([...ids(r)].filter((id) => !id.startsWith('warm')).sort(), [...sent, 'end'].sort(), `subscriber ${name}: each message exactly once`)
     }
@@ -62,7 +64,7 @@ async function clusterSuite(t: Test, broker: 'nats' | 'amqp', schema: string, pu
     await publish('missed2', 1)
     const again = await startEventsGateway(t, options, { pubsub })
     const sub = again.ws(SUB)
-    t.ok(await until(() => ids(sub).includes('missed2')), 'the new subscriber gets the messages published while the gateway was down')
+    t.ok(await until(() => ids(sub).includes('missed2'), WAIT), 'the new subscriber gets the messages published while the gateway was down')
     t.same(sub.events.filter((e) => /^missed/.test((e.data?.[F] as { id: string }).id)), [
       { data: { [F]: { id: 'missed1', customer: { name: 'Bo' } } } },
       { data: { [F]: { id: 'missed2', customer: { name: 'Ada' } } } },
