@@ -4,7 +4,9 @@
  * root fields to subjects with three directives, named after WunderGraph Cosmo's EDFS directives
  * (`@edfs__natsSubscribe`, `@edfs__natsPublish`, `@edfs__natsRequest`) without their prefix:
  *
- * - `Subscription` field `@subscribe(subjects: [...], filter, durable, stream, consumer, exchange)`:
+ * - `Subscription` field `@subscribe(subjects: [...], filter, durable, stream, consumer, exchange)`
+ *   (`durable`: a JetStream durable consumer or an AMQP durable queue, fanned out through a Redis
+ *   cluster when the gateway has one):
  *   every message on the subjects whose JSON body is a value of the field's type is an event;
  * - `Mutation` field `@publish(subject, stream, payload, exchange)`: publishes its arguments (or the
  *   argument named by `payload`) as JSON and returns a `PublishAck`;
@@ -436,7 +438,7 @@ export async function createEventsSource(options: EventsSourceOptions, context: 
             }
             queue.onEnd = () => {
               h.readers.delete(reader)
-              if (h.readers.size === 0 && h.running) stopDurable(h)
+              if (h.readers.size === 0 && h.running) void stopDurable(h)
             }
             try {
               await h.running
