@@ -35,6 +35,11 @@
  *            Two rounds: SHARE_SUBSCRIPTIONS=false (one execution per subscriber, the baseline),
  *            then shared executions (the default); per message, when each instance wrote its last
  *            socket (LOG_LEVEL=debug), first and last receipt; CPU of the load generator and instances
+ *   events   NATS → --event-subscribers (1000) graphql-ws clients of one subscription (bench/events/config.ts,
+ *            one gateway, NATS_URL): events per second delivered to every subscriber with at most 20
+ *            events in flight, CPU µs of the gateway process per event (/proc), and p50/p99 delivery
+ *            latency (publish → receipt, one clock) at a fixed rate: 100 events/s, or half the
+ *            measured throughput when that is lower                                       (no target)
  *   metrics  GET /operations/TodoById?id=1 on the demo with metrics on (the default) vs the same
  *            gateway with `metrics: { enabled: false }`: the cost of the metrics        target ≥ 0.95
  *            (BENCH_METRICS_CONTROL=1: both without metrics, an A/A control of the pair)
@@ -47,9 +52,10 @@
  *   --memory-runs <n>       BENCH_MEMORY_RUNS       runs of the memory scenario (5)
  *   --memory-duration <s>   BENCH_MEMORY_DURATION   seconds per memory run (20)
  *   --pipelining <n>        BENCH_PIPELINING        autocannon pipelining (1)
- *   --scenarios <list>      BENCH_SCENARIOS         comma-separated subset of rest,graphql,calibration,memory,chinook,health,roles,linked,workers,subscribers,metrics,auth
+ *   --scenarios <list>      BENCH_SCENARIOS         comma-separated subset of rest,graphql,calibration,memory,chinook,health,roles,linked,workers,subscribers,events,metrics,auth
  *   --subscribers <n>       BENCH_SUBSCRIBERS       WebSocket subscribers of the subscribers scenario (5000, at most 20000)
  *   --messages <n>          BENCH_MESSAGES          messages measured in the subscribers scenario (10)
+ *   --event-subscribers <n> BENCH_EVENT_SUBSCRIBERS WebSocket subscribers of the events scenario (1000, at most 20000)
  *   --calibration-spin-us <n> BENCH_CALIBRATION_SPIN_US  µs of busy work the calibration scenario adds (10, ≤ 1000)
  *   --no-peer                                       linked: skip the linked-peer comparison with Hive Gateway
  *   --perf                                          profile the gateway with Linux perf during the first
@@ -96,16 +102,17 @@ const options = {
   pipelining: num('pipelining', 'BENCH_PIPELINING', 1, 1),
   subscribers: num('subscribers', 'BENCH_SUBSCRIBERS', 5000, 5000),
   messages: num('messages', 'BENCH_MESSAGES', 10, 5),
+  eventSubscribers: num('event-subscribers', 'BENCH_EVENT_SUBSCRIBERS', 1000, 1000),
   calibrationSpinUs: num('calibration-spin-us', 'BENCH_CALIBRATION_SPIN_US', 10, 10),
-  scenarios: String(opt('scenarios', 'BENCH_SCENARIOS', 'rest,graphql,calibration,memory,chinook,health,roles,linked,workers,subscribers,metrics,auth')).split(',').map((s) => s.trim()).filter(Boolean),
+  scenarios: String(opt('scenarios', 'BENCH_SCENARIOS', 'rest,graphql,calibration,memory,chinook,health,roles,linked,workers,subscribers,events,metrics,auth')).split(',').map((s) => s.trim()).filter(Boolean),
   cpuProf: argv.includes('--cpu-prof'),
   perf: argv.includes('--perf'),
   peer: !argv.includes('--no-peer'),
 }
-const known = ['rest', 'graphql', 'calibration', 'memory', 'chinook', 'health', 'roles', 'linked', 'workers', 'subscribers', 'metrics', 'auth']
+const known = ['rest', 'graphql', 'calibration', 'memory', 'chinook', 'health', 'roles', 'linked', 'workers', 'subscribers', 'events', 'metrics', 'auth']
 for (const s of options.scenarios) if (!known.includes(s)) throw new Error(`unknown scenario "${s}"; use ${known.join(', ')}`)
 if (options.calibrationSpinUs > 1000) throw new Error('--calibration-spin-us: at most 1000 µs')
-if (options.subscribers > 20000 || options.messages > 1000) throw new Error('at most 20000 subscribers and 1000 messages')
+if (options.subscribers > 20000 || options.eventSubscribers > 20000 || options.messages > 1000) throw new Error('at most 20000 subscribers and 1000 messages')
 if (options.connections > 1000 || options.duration > 600 || options.memoryDuration > 600) throw new Error('at most 1000 connections and 600 s per run')
 
 const TARGETS = { rest: 0.7, graphql: 0.35, memoryGrowth: 0.1, chinook: 0.5, healthP99Ms: 100, roles: 0.6, linked: 0.5, subscribersP99Ms: 200, metrics: 0.95, auth: 0.85 }
@@ -510,6 +517,162 @@ async function subscribersRound(shared) {
     for (const ws of sockets) ws.terminate()
     await a.stop()
     await b.stop()
+  }
+}
+
+// ---------------------------------------------------------------- events (issue 26 item 6)
+/** Events in flight (published, not yet received by every subscriber) in the throughput phase. */
+const EVENTS_WINDOW = 20
+/** Events per second of the latency phase. */
+const EVENTS_LATENCY_RATE = 100
+
+/**
+ * The events scenario: one gateway (bench/events/config.ts) with `--event-subscribers` graphql-ws
+ * subscribers of `bench_tick` (one shared execution per event), fed by this process' NATS client.
+ * 1. Throughput: for `--duration` seconds, publish whenever fewer than EVENTS_WINDOW events are in
+ *    flight; events/s counts events received by every subscriber; CPU µs per event is the gateway
+ *    process' user + system time (/proc/<pid>/stat) over those events.
+ * 2. Latency: for `--duration` seconds, EVENTS_LATENCY_RATE events a second (or half the throughput of
+ *    phase 1 when that is lower); each delivery's delay is
+ *    receipt − `sentAt` (both read from this process' clock, performance.timeOrigin + now()).
+ */
+async function eventsScenario() {
+  const { default: WebSocket } = await import('ws')
+  const { connect } = await import('nats')
+  const natsUrl = process.env.NATS_URL || 'nats://127.0.0.1:4222'
+  const subject = `bench_events_${process.pid}_${Date.now().toString(36)}`
+  const n = options.eventSubscribers
+  const nc = await connect({ servers: natsUrl.replace(/^nats:\/\//, '') })
+  const gw = await startGateway({ config: 'bench/events/config.ts', env: { NATS_URL: natsUrl, BENCH_EVENTS_SUBJECT: subject, MAX_WEBSOCKETS: String(n + 10), TRIBUTARY_PUBSUB: 'memory' }, nodeArgs: gatewayNodeArgs('events') })
+  say(`\n[events] one gateway (bench/events/config.ts, pid ${gw.pid}) on NATS ${natsUrl}, subject ${subject}, ${n} graphql-ws subscribers of bench_tick`)
+  const sockets = []
+  const now = () => performance.timeOrigin + performance.now()
+  // seq → receipts so far; waiters are called when an event reaches every subscriber.
+  const receipts = new Map()
+  let complete = 0
+  let waiter
+  let delays = []
+  const encoder = new TextEncoder()
+  const publish = (seq) => nc.publish(subject, encoder.encode(`{"seq":${seq},"sentAt":${now()}}`))
+  const TICK = /"seq":(-?\d+),"sentAt":([\d.e+]+)/
+  try {
+    const open = () =>
+      new Promise((ok, fail) => {
+        const ws = new WebSocket(gw.url.replace(/^http/, 'ws') + '/graphql', 'graphql-transport-ws', { skipUTF8Validation: true, perMessageDeflate: false })
+        sockets.push(ws)
+        ws.on('open', () => ws.send(JSON.stringify({ type: 'connection_init' })))
+        ws.on('error', fail)
+        ws.on('message', (raw) => {
+          const text = raw.toString()
+          // The load generator shares the machine: a regular expression instead of JSON.parse per frame.
+          const m = TICK.exec(text)
+          if (!m) {
+            if (text.includes('connection_ack')) {
+              ws.send(JSON.stringify({ id: '1', type: 'subscribe', payload: { query: 'subscription { bench_tick { seq sentAt } }' } }))
+              ok()
+            }
+            return
+          }
+          delays.push(now() - Number(m[2]))
+          const seq = Number(m[1])
+          const got = (receipts.get(seq) ?? 0) + 1
+          if (got === n) {
+            receipts.delete(seq)
+            complete++
+            const w = waiter
+            waiter = undefined
+            w?.()
+          } else receipts.set(seq, got)
+        })
+      })
+    for (let i = 0; i < n; i += 100) {
+      await Promise.all(Array.from({ length: Math.min(100, n - i) }, () => open()))
+      progress(`events: ${Math.min(i + 100, n)}/${n} subscribers connected`)
+    }
+    const nextComplete = (ms) => new Promise((ok) => {
+      const timer = setTimeout(ok, ms)
+      waiter = () => (clearTimeout(timer), ok())
+    })
+    // Warm-up: until one event reaches every subscriber (their subscriptions are all running), then a few seconds.
+    // Warm-up events have negative numbers; `warm` counts them.
+    let warm = 0
+    const warmEnd = Date.now() + 30_000
+    while (complete === 0 && Date.now() < warmEnd) {
+      publish(-1 - warm++)
+      await nextComplete(100)
+    }
+    if (complete === 0) throw new Error('events: no event reached every subscriber within 30 s')
+    const warmUntil = Date.now() + options.warmup * 1000
+    while (Date.now() < warmUntil) {
+      if (warm - complete < EVENTS_WINDOW) publish(-1 - warm++)
+      else await nextComplete(1000)
+    }
+    const settled = Date.now() + 10_000
+    while (complete < warm && Date.now() < settled) await nextComplete(100)
+    let seq = 0
+
+    // 1. Throughput with EVENTS_WINDOW events in flight.
+    receipts.clear()
+    complete = 0
+    delays = []
+    const cpu0 = cpuTimeOf(gw.pid)
+    const client0 = process.cpuUsage()
+    const t0 = now()
+    const end = Date.now() + options.duration * 1000
+    while (Date.now() < end) {
+      if (seq - complete < EVENTS_WINDOW) publish(seq++)
+      else await nextComplete(1000)
+      if (seq % 200 === 0) progress(`events: ${fmt(complete)} events delivered to every subscriber`)
+    }
+    const drainEnd = Date.now() + 10_000
+    while (complete < seq && Date.now() < drainEnd) await nextComplete(100)
+    const elapsedS = (now() - t0) / 1000
+    const cpuMs = cpuTimeOf(gw.pid) - cpu0
+    const clientCpu = process.cpuUsage(client0)
+    const sortedT = [...delays].sort((x, y) => x - y)
+    const pctT = (p) => +sortedT[Math.min(sortedT.length - 1, Math.floor((p / 100) * sortedT.length))].toFixed(1)
+    const throughput = {
+      published: seq, completed: complete, seconds: +elapsedS.toFixed(2), window: EVENTS_WINDOW,
+      eventsPerSec: Math.round(complete / elapsedS), deliveriesPerSec: Math.round(delays.length / elapsedS),
+      cpuMs, cpuPct: Math.round((100 * cpuMs) / (elapsedS * 1000)), cpuUsPerEvent: Math.round((cpuMs * 1000) / complete),
+      cpuUsPerDelivery: +((cpuMs * 1000) / delays.length).toFixed(2),
+      clientCpuPct: Math.round((clientCpu.user + clientCpu.system) / 10 / (elapsedS * 1000)),
+      delayMs: { p50: pctT(50), p99: pctT(99), max: +sortedT.at(-1).toFixed(1) },
+    }
+    say(`[events] throughput (≤ ${EVENTS_WINDOW} in flight, ${throughput.seconds} s): ${fmt(throughput.eventsPerSec)} events/s to all ${n} subscribers (${fmt(throughput.deliveriesPerSec)} deliveries/s; ${complete}/${seq} complete), gateway CPU ${throughput.cpuPct} % of one core = ${throughput.cpuUsPerEvent} µs per event (${throughput.cpuUsPerDelivery} µs per delivery); delivery delay under this load p50 ${throughput.delayMs.p50} ms p99 ${throughput.delayMs.p99} ms; load generator CPU ${throughput.clientCpuPct} %`)
+
+    // 2. Latency at a fixed rate: EVENTS_LATENCY_RATE, or half the measured throughput when that is lower
+    // (a rate above it measures a growing queue, not delivery).
+    const rate = Math.max(1, Math.min(EVENTS_LATENCY_RATE, Math.floor(throughput.eventsPerSec / 2)))
+    receipts.clear()
+    complete = 0
+    delays = []
+    const first = seq
+    const cpu1 = cpuTimeOf(gw.pid)
+    const t1 = now()
+    const total = Math.round(rate * options.duration)
+    for (let i = 0; i < total; i++) {
+      const due = t1 + (i * 1000) / rate
+      const wait = due - now()
+      if (wait > 0) await new Promise((ok) => setTimeout(ok, wait))
+      publish(seq++)
+    }
+    const latencyEnd = Date.now() + 10_000
+    while (complete < seq - first && Date.now() < latencyEnd) await nextComplete(100)
+    const cpuMs1 = cpuTimeOf(gw.pid) - cpu1
+    const sorted = [...delays].sort((x, y) => x - y)
+    const pct = (p) => +sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))].toFixed(1)
+    const latency = {
+      rate, published: total, completed: complete, deliveries: delays.length,
+      delayMs: { p50: pct(50), p90: pct(90), p99: pct(99), max: +sorted.at(-1).toFixed(1) },
+      cpuPct: Math.round((100 * cpuMs1) / (now() - t1)), cpuUsPerEvent: Math.round((cpuMs1 * 1000) / Math.max(1, complete)),
+    }
+    say(`[events] latency at ${rate} events/s (${total} events, ${complete} to every subscriber): delivery delay p50 ${latency.delayMs.p50} ms p90 ${latency.delayMs.p90} ms p99 ${latency.delayMs.p99} ms max ${latency.delayMs.max} ms; gateway CPU ${latency.cpuPct} % = ${latency.cpuUsPerEvent} µs per event`)
+    results.scenarios.events = { subscribers: n, subject, throughput, latency, loadavg1: +loadavg()[0].toFixed(2) }
+  } finally {
+    for (const ws of sockets) ws.terminate()
+    await nc.close()
+    await stopGateway(gw, 'events')
   }
 }
 
@@ -928,6 +1091,7 @@ try {
   if (options.scenarios.includes('linked')) await linkedScenario()
   if (options.scenarios.includes('workers')) await workersScenario()
   if (options.scenarios.includes('subscribers')) await subscribersScenario()
+  if (options.scenarios.includes('events')) await eventsScenario()
   if (options.scenarios.includes('metrics')) await metricsScenario()
   if (options.scenarios.includes('auth')) await authScenario()
 } catch (err) {
@@ -951,6 +1115,7 @@ for (const [name, s] of Object.entries(results.scenarios)) {
   } else if (name === 'linked-peer') {
     say(`  ${name.padEnd(8)} ${s.skipped ? `skipped: ${s.skipped}` : `Tributary ÷ Hive Gateway ratios ${s.ratios.join(', ')}  median ${s.medianRatio}`}`)
   } else if (name === 'subscribers') say(`  subscribers ${s.subscribers} over ${s.instances} instances: delivery p99 ${s.delayMs.p99} ms (< ${s.target} ms; unshared ${s.unshared.delayMs.p99} ms), ${(s.rssPerThousandKb / 1024).toFixed(1)} MB RSS per 1,000 (unshared ${(s.unshared.rssPerThousandKb / 1024).toFixed(1)}), load generator CPU ${s.cpuPct.client} %  ${s.pass ? 'PASS' : 'MISS'}`)
+  else if (name === 'events') say(`  events   NATS → ${s.subscribers} WebSocket subscribers: ${fmt(s.throughput.eventsPerSec)} events/s (${fmt(s.throughput.deliveriesPerSec)} deliveries/s), ${s.throughput.cpuUsPerEvent} µs gateway CPU per event; at ${s.latency.rate}/s delivery p50 ${s.latency.delayMs.p50} ms p99 ${s.latency.delayMs.p99} ms`)
   else if (name === 'memory') say(`  memory   RSS MB ${s.rssKb.map((k) => (k / 1024).toFixed(1)).join(' → ')}  growth ${s.growthPct} % (< ${s.targetPct} %)  ${s.pass ? 'PASS' : 'MISS'}`)
   else say(`  ${name.padEnd(8)} ratios ${s.ratios.join(', ')}  median ${s.medianRatio} (≥ ${s.target})  ${s.pass ? 'PASS' : 'MISS'}${s.profiled ? ' (profiled)' : ''}`)
 }

@@ -211,7 +211,7 @@ if (!(await portOpen(natsUrl, 4222))) {
     const ctx = { namespace: 'x', sourceName: 'x', logger: pino({ level: 'silent' }), mode: 'development' as const, cacheDir: dir, cwd: dir }
     const load = (broker: 'nats' | 'amqp', schema: string) => createEventsSource({ broker, url: 'amqp://127.0.0.1:1', schema }, ctx)
     await t.rejects(load('amqp', 'type Query { q(s: String!): Int @request(subject: "x.{args.s}") }'), { code: 'TRB_ERR_SOURCE_LOAD' }, '@request needs NATS')
-    await t.rejects(load('amqp', 'type Query { a: Int } type Subscription { s: Int @subscribe(subjects: ["x"], durable: true, stream: "S") }'), { code: 'TRB_ERR_SOURCE_LOAD' }, 'durable needs NATS')
+    await t.rejects(load('amqp', 'type Query { a: Int } type Subscription { s: Int @subscribe(subjects: ["x"], durable: true, stream: "S") }'), { code: 'TRB_ERR_SOURCE_LOAD' }, 'stream needs NATS')
     await t.rejects(load('nats', 'type Query { a: Int } type Subscription { s: Int @subscribe(subjects: ["x.{args.nope}"]) }'), { code: 'TRB_ERR_SOURCE_LOAD' }, 'a subject naming no argument')
     await t.rejects(load('nats', 'type Query { a: Int @subscribe(subjects: ["x"]) }'), { code: 'TRB_ERR_SOURCE_LOAD' }, '@subscribe on a Query field')
     await t.rejects(load('nats', 'type Query { q: Int @request(subject: "x", timeoutMs: 600000) }'), { code: 'TRB_ERR_SOURCE_LOAD' }, 'timeoutMs above 60000')

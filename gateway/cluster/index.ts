@@ -44,6 +44,12 @@ export interface Cluster {
   /** Calls `listener` with each message of `channel` until the returned function is called. */
   subscribe(channel: string, listener: (message: string) => void): () => void
   /**
+   * Resolves once the channel's subscription of this instance is in place (Redis answered SUBSCRIBE):
+   * a message published from then on reaches this instance's listeners. Never rejects (a failed
+   * SUBSCRIBE is logged and resolves too). Memory: at once.
+   */
+  subscribed(channel: string): Promise<void>
+  /**
    * Takes the lock `name` for `ttlMs` milliseconds, or extends it when this instance holds it.
    * @returns true when this instance holds the lock afterwards.
    */
@@ -95,6 +101,8 @@ class RedisCluster implements Cluster {
   private readonly commands: Redis
   private readonly subscriber: Redis
   private readonly listeners = new Map<string, Set<(message: string) => void>>()
+  /** Channel → its SUBSCRIBE, settled when Redis answered. */
+  private readonly subscribing = new Map<string, Promise<void>>()
   private readonly prefix: string
   private closed = false
 
@@ -142,7 +150,10 @@ class RedisCluster implements Cluster {
     let set = this.listeners.get(channel)
     if (!set) {
       this.listeners.set(channel, (set = new Set()))
-      this.subscriber.subscribe(this.prefix + channel).catch((err: Error) => this.options.logger?.error({ err: { message: err.message }, channel }, 'Redis SUBSCRIBE failed'))
+      this.subscribing.set(channel, this.subscriber.subscribe(this.prefix + channel).then(
+        () => undefined,
+        (err: Error) => void this.options.logger?.error({ err: { message: err.message }, channel }, 'Redis SUBSCRIBE failed'),
+      ))
     }
     set.add(listener)
     const own = set
@@ -150,9 +161,14 @@ class RedisCluster implements Cluster {
       own.delete(listener)
       if (own.size === 0 && this.listeners.get(channel) === own) {
         this.listeners.delete(channel)
+        this.subscribing.delete(channel)
         if (!this.closed) this.subscriber.unsubscribe(this.prefix + channel).catch(() => undefined)
       }
     }
+  }
+
+  subscribed(channel: string): Promise<void> {
+    return this.subscribing.get(channel) ?? Promise.resolve()
   }
 
   async acquire(name: string, ttlMs: number): Promise<boolean> {
@@ -262,6 +278,8 @@ class MemoryCluster implements Cluster {
       if (own.size === 0 && this.listeners.get(channel) === own) this.listeners.delete(channel)
     }
   }
+
+  async subscribed(): Promise<void> {}
 
   async acquire(name: string, ttlMs: number): Promise<boolean> {
     const key = `lock:${name}`

@@ -76,9 +76,10 @@ export interface EventsGateway {
 
 /**
  * Starts a gateway over `shop` (the events source) and `db`.
- * @param operations stored operations (name → document), served under /operations/<name>
+ * @param options.operations stored operations (name → document), served under /operations/<name>
+ * @param options.pubsub the cluster's Redis (README "Running several instances"); default in memory
  */
-export async function startEventsGateway(t: Teardown, events: EventsSourceOptions & Record<string, unknown>, options: { operations?: Record<string, string>; dir?: string } = {}): Promise<EventsGateway> {
+export async function startEventsGateway(t: Teardown, events: EventsSourceOptions & Record<string, unknown>, options: { operations?: Record<string, string>; dir?: string; pubsub?: { redisUrl: string; keyPrefix: string } } = {}): Promise<EventsGateway> {
   const dir = options.dir ?? mkdtempSync(join(tmpdir(), 'tributary-events-'))
   const dbFile = join(dir, 'shop.sqlite')
   const db = new Database(dbFile)
@@ -95,6 +96,7 @@ export async function startEventsGateway(t: Teardown, events: EventsSourceOption
     links: [customerLink],
     operations: { dir: ops },
     generatedDir: join(dir, 'generated'),
+    ...(options.pubsub ? { pubsub: options.pubsub } : {}),
   }
   const warnings: string[] = []
   const logger = pino({ level: 'warn' }, { write: (s: string) => void warnings.push((JSON.parse(s) as { msg: string }).msg) })

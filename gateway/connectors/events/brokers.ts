@@ -45,15 +45,27 @@ export interface PublishAck {
   receivers?: number
 }
 
-/** A JetStream durable consumer (NATS only). */
+/** A durable consumer: a JetStream durable consumer (NATS) or a named durable queue (AMQP). */
 export interface DurableOptions {
-  /** The stream, created (with `subjects`) when missing. */
-  stream: string
-  /** The durable consumer's name. */
+  /** NATS: the stream, created (with `subjects`) when missing. Required for NATS, unused by AMQP. */
+  stream?: string
+  /** The durable consumer's name (NATS) or the durable queue's name (AMQP). */
   consumer: string
-  /** The subjects the consumer reads (NATS wildcards allowed). */
+  /** The subjects (routing keys) the consumer reads, in the broker's wildcard syntax. */
   subjects: string[]
+  /** AMQP: the topic exchange the queue is bound to. Default `amq.topic`. */
+  exchange?: string
 }
+
+/**
+ * A durable consumer's message handler. Returning a promise defers the acknowledgement until it
+ * settles: fulfilled acknowledges the message, rejected gives it back to the broker (redelivered
+ * after {@link REDELIVERY_DELAY_MS}); returning anything else (or throwing) acknowledges at once.
+ */
+export type DurableHandler = (m: BrokerMessage) => void | Promise<unknown>
+
+/** How long a message whose handler's promise rejected waits before the broker delivers it again, in milliseconds. */
+export const REDELIVERY_DELAY_MS = 1000
 
 /** The broker's connection state, for `/health`. */
 export interface BrokerState {
@@ -68,8 +80,12 @@ export interface BrokerClient {
   state(): BrokerState
   /** Subscribes to the given subjects (the broker's own wildcard syntax). Resolves when the broker has the subscription. */
   subscribe(subjects: string[], onMessage: (m: BrokerMessage) => void, options: { exchange?: string }): Promise<BrokerSubscription>
-  /** JetStream durable consumer (NATS only): each message is acknowledged once `onMessage` returned. */
-  consumeDurable?(options: DurableOptions, onMessage: (m: BrokerMessage) => void): Promise<BrokerSubscription>
+  /**
+   * A durable consumer (NATS JetStream, AMQP durable queue): each message is acknowledged once
+   * `onMessage` returned, or once its promise settled (see {@link DurableHandler}). Consumers that
+   * share the name share the messages: the broker gives each to one of them.
+   */
+  consumeDurable?(options: DurableOptions, onMessage: DurableHandler): Promise<BrokerSubscription>
   /**
    * Publishes one message and waits for the broker's acknowledgement where it has one (JetStream
    * `stream` publishes, AMQP publisher confirms, MQTT QoS 1 PUBACK).
@@ -170,6 +186,24 @@ function safely(o: BrokerOptions, onMessage: (m: BrokerMessage) => void, m: Brok
   }
 }
 
+/**
+ * Runs a durable handler and acknowledges the message when it is done: at once, or when the promise it
+ * returned fulfilled; `retry` (the broker's negative acknowledgement) when that promise rejected.
+ */
+function settle(o: BrokerOptions, onMessage: DurableHandler, m: BrokerMessage, ack: () => void, retry: () => void): void {
+  let result: unknown
+  try {
+    result = onMessage(m)
+  } catch (err) {
+    o.logger.error({ err, subject: m.subject }, 'events: message handler failed')
+  }
+  if (!(result instanceof Promise)) return ack()
+  result.then(ack, (err: unknown) => {
+    o.logger.warn({ err, subject: m.subject }, 'events: message not handed on; the broker delivers it again')
+    retry()
+  })
+}
+
 function natsBroker(o: BrokerOptions): BrokerClient {
   const lib = requireOptional<Nats>('nats', `events source '${o.sourceName}' (broker nats)`)
   let state: BrokerState = { status: 'down', message: 'connecting' }
@@ -243,27 +277,24 @@ function natsBroker(o: BrokerOptions): BrokerClient {
     },
     async consumeDurable(d, onMessage) {
       const c = await conn()
-      const jsm = await ensureStream(c, d.stream, d.subjects)
+      const streamName = d.stream!
+      const jsm = await ensureStream(c, streamName, d.subjects)
       try {
-        await jsm.consumers.info(d.stream, d.consumer)
+        await jsm.consumers.info(streamName, d.consumer)
       } catch {
-        await jsm.consumers.add(d.stream, {
+        await jsm.consumers.add(streamName, {
           durable_name: d.consumer,
           ack_policy: lib.AckPolicy.Explicit,
           deliver_policy: lib.DeliverPolicy.New,
           ...(d.subjects.length === 1 ? { filter_subject: d.subjects[0] } : { filter_subjects: d.subjects }),
         })
       }
-      const consumer = await c.jetstream().consumers.get(d.stream, d.consumer)
+      const consumer = await c.jetstream().consumers.get(streamName, d.consumer)
       const messages = await consumer.consume({ max_messages: 256 })
       let stopped = false
       void (async () => {
         for await (const m of messages) {
-          try {
-            safely(o, onMessage, { subject: m.subject, data: m.data })
-          } finally {
-            m.ack()
-          }
+          settle(o, onMessage, { subject: m.subject, data: m.data }, () => m.ack(), () => m.nak(REDELIVERY_DELAY_MS))
           if (stopped) break
         }
       })().catch((err: unknown) => o.logger.warn({ err, broker: 'nats' }, 'events: durable consumer stopped'))
@@ -312,6 +343,9 @@ function natsBroker(o: BrokerOptions): BrokerClient {
 
 // ----- AMQP 0-9-1 (amqplib) -----
 
+/** Unacknowledged messages one AMQP durable consumer holds at once (`basic.qos` prefetch). */
+const DURABLE_PREFETCH = 256
+
 type Amqp = typeof import('amqplib')
 type AmqpConnection = Awaited<ReturnType<Amqp['connect']>>
 type AmqpChannel = Awaited<ReturnType<AmqpConnection['createChannel']>>
@@ -355,36 +389,61 @@ function amqpBroker(o: BrokerOptions): BrokerClient {
   void open()
   const conn = () => within(current.promise, o.connectTimeoutMs, o.sourceName, () => state)
 
+  /** Runs `start` (declare, bind, consume; returns the consumer tag) now and again after every reconnect, until closed. */
+  const listen = async (start: (ch: AmqpChannel) => Promise<string>): Promise<BrokerSubscription> => {
+    let tag: string | undefined
+    let channel: AmqpChannel | undefined
+    let ended = false
+    const bind = async (ch: AmqpChannel) => {
+      channel = ch
+      tag = await start(ch)
+      if (ended) await ch.cancel(tag).catch(() => {})
+    }
+    const { consume } = await conn()
+    await bind(consume)
+    bindings.add(bind)
+    return {
+      close: () => {
+        if (ended) return
+        ended = true
+        bindings.delete(bind)
+        if (tag && channel) void channel.cancel(tag).catch(() => {})
+      },
+    }
+  }
+
   return {
     kind: 'amqp',
     state: () => state,
-    async subscribe(subjects, onMessage, options) {
+    subscribe(subjects, onMessage, options) {
       const exchange = options.exchange ?? 'amq.topic'
-      let tag: string | undefined
-      let channel: AmqpChannel | undefined
-      let ended = false
-      const bind = async (ch: AmqpChannel) => {
-        channel = ch
+      return listen(async (ch) => {
         if (!exchange.startsWith('amq.')) await ch.assertExchange(exchange, 'topic', { durable: true })
         const q = await ch.assertQueue('', { exclusive: true, autoDelete: true })
         for (const key of subjects) await ch.bindQueue(q.queue, exchange, key)
         const c = await ch.consume(q.queue, (msg) => {
           if (msg) safely(o, onMessage, { subject: msg.fields.routingKey, data: msg.content })
         }, { noAck: true })
-        tag = c.consumerTag
-        if (ended) await ch.cancel(tag).catch(() => {})
-      }
-      const { consume } = await conn()
-      await bind(consume)
-      bindings.add(bind)
-      return {
-        close: () => {
-          if (ended) return
-          ended = true
-          bindings.delete(bind)
-          if (tag && channel) void channel.cancel(tag).catch(() => {})
-        },
-      }
+        return c.consumerTag
+      })
+    },
+    consumeDurable(d, onMessage) {
+      const exchange = d.exchange ?? 'amq.topic'
+      return listen(async (ch) => {
+        if (!exchange.startsWith('amq.')) await ch.assertExchange(exchange, 'topic', { durable: true })
+        // A named durable queue outlives the gateway: messages routed to it while no gateway reads it wait there.
+        await ch.assertQueue(d.consumer, { durable: true })
+        for (const key of d.subjects) await ch.bindQueue(d.consumer, exchange, key)
+        // Applies to the consumers started on this channel from now on (the exclusive ones are noAck, unaffected).
+        await ch.prefetch(DURABLE_PREFETCH, false)
+        const c = await ch.consume(d.consumer, (msg) => {
+          if (!msg) return
+          // An ack or nack on a channel that closed meanwhile throws; the broker redelivers that message anyway.
+          const safe = (f: () => void) => () => { try { f() } catch { /* channel closed */ } }
+          settle(o, onMessage, { subject: msg.fields.routingKey, data: msg.content }, safe(() => ch.ack(msg)), () => setTimeout(safe(() => ch.nack(msg, false, true)), REDELIVERY_DELAY_MS))
+        }, { noAck: false })
+        return c.consumerTag
+      })
     },
     async publish(subject, data, options) {
       const { confirm } = await conn()

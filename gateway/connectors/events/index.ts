@@ -4,7 +4,9 @@
  * root fields to subjects with three directives, named after WunderGraph Cosmo's EDFS directives
  * (`@edfs__natsSubscribe`, `@edfs__natsPublish`, `@edfs__natsRequest`) without their prefix:
  *
- * - `Subscription` field `@subscribe(subjects: [...], filter, durable, stream, consumer, exchange)`:
+ * - `Subscription` field `@subscribe(subjects: [...], filter, durable, stream, consumer, exchange)`
+ *   (`durable`: a JetStream durable consumer or an AMQP durable queue, fanned out through a Redis
+ *   cluster when the gateway has one):
  *   every message on the subjects whose JSON body is a value of the field's type is an event;
  * - `Mutation` field `@publish(subject, stream, payload, exchange)`: publishes its arguments (or the
  *   argument named by `payload`) as JSON and returns a `PublishAck`;
@@ -40,6 +42,7 @@ import type { ConnectorContext, LocalSubschema } from '../types.js'
 import { sharedScalars } from '../../scalars.js'
 import { EventsSlowSubscriberError, GraphQLFieldError, GraphQLLimitError, SourceLoadError, UpstreamError, isTributaryError } from '../../errors.js'
 import { countRejectedEvent } from '../../observability/probes.js'
+import type { Cluster } from '../../cluster/index.js'
 import { createBroker, subjectMatches, type BrokerClient, type BrokerKind, type BrokerMessage, type BrokerSubscription } from './brokers.js'
 
 export { subjectMatches, type BrokerKind } from './brokers.js'
@@ -227,11 +230,16 @@ class EventQueue implements AsyncIterableIterator<unknown> {
   }
 }
 
-/** The readers of one durable consumer (one per field), fed by one JetStream consumer while any reader runs. */
+/** The readers of one durable consumer (one per field), fed by one broker consumer while any reader runs. */
 interface DurableHub {
-  readers: Set<{ subjects: string[]; deliver: (value: unknown, subject: string) => void }>
+  readers: Set<{ subjects: string[]; deliver: (value: unknown) => void }>
   running: Promise<BrokerSubscription> | undefined
+  /** Cluster fan-out: ends this instance's subscription to the field's cluster channel. */
+  unlisten: (() => void) | undefined
 }
+
+/** The part of the gateway's `context.cluster` (gateway/cluster) a durable field fans out through. */
+type FanOut = Pick<Cluster, 'kind' | 'publish' | 'subscribe' | 'subscribed'>
 
 /**
  * Builds the subschema of an events source.
@@ -274,8 +282,9 @@ export async function createEventsSource(options: EventsSourceOptions, context: 
           const filter = a['filter'] as string[] | undefined
           for (const f of filter ?? []) if (!argNames.has(f)) fail(`@subscribe on ${key}: filter names ${f}, which is not an argument of the field`)
           const durable = a['durable'] === true
-          if (durable && options.broker !== 'nats') fail(`@subscribe on ${key}: durable consumers need broker nats (JetStream)`)
-          if (durable && typeof a['stream'] !== 'string') fail(`@subscribe on ${key}: durable needs stream`)
+          if (durable && options.broker !== 'nats' && options.broker !== 'amqp') fail(`@subscribe on ${key}: durable consumers need broker nats (JetStream) or amqp (a durable queue)`)
+          if (durable && options.broker === 'nats' && typeof a['stream'] !== 'string') fail(`@subscribe on ${key}: durable needs stream`)
+          if (typeof a['stream'] === 'string' && options.broker !== 'nats') fail(`@subscribe on ${key}: stream needs broker nats (JetStream)`)
           specs.set(key, {
             kind: 'subscribe', subjects, durable,
             ...(filter ? { filter } : {}),
@@ -352,6 +361,52 @@ export async function createEventsSource(options: EventsSourceOptions, context: 
   const consumerName = (fieldName: string, spec: SubscribeSpec) =>
     spec.consumer ?? `tributary_${prefix}${fieldName}`.replace(/[^A-Za-z0-9_-]/g, '_')
 
+  /** Hands a message to the readers of a hub whose subjects match its subject. */
+  const dispatch = (h: DurableHub, value: unknown, subject: string) => {
+    for (const r of h.readers) if (r.subjects.some((s) => subjectMatches(options.broker, s, subject))) r.deliver(value)
+  }
+
+  /**
+   * Starts a field's durable consumer. With a Redis cluster, a message this instance consumes is
+   * published on the cluster channel `events:<broker>:<stream or exchange>:<consumer>` (acknowledged to the broker once Redis
+   * took it) and every instance with readers of the field, this one included, hands it to its readers
+   * from that channel; else it goes to this instance's readers directly.
+   */
+  const startDurable = async (h: DurableHub, field: GraphQLField<unknown, unknown>, fieldName: string, spec: SubscribeSpec, cluster: FanOut | undefined): Promise<BrokerSubscription> => {
+    const durable = { consumer: consumerName(fieldName, spec), subjects: spec.subjects.map(wildcard), ...(spec.stream ? { stream: spec.stream } : {}), ...(spec.exchange ? { exchange: spec.exchange } : {}) }
+    if (!cluster) {
+      return broker.consumeDurable!(durable, (m) => {
+        const ok = accept(field, fieldName, m)
+        if (ok) dispatch(h, ok.value, m.subject)
+      })
+    }
+    // Instances share a consumer's messages when they share its stream (exchange) and name: so do their channels.
+    const channel = `events:${options.broker}:${spec.stream ?? spec.exchange ?? 'amq.topic'}:${durable.consumer}`
+    h.unlisten = cluster.subscribe(channel, (raw) => {
+      let event: { s: string; v: unknown }
+      try {
+        event = JSON.parse(raw) as { s: string; v: unknown }
+      } catch {
+        return
+      }
+      dispatch(h, event.v, event.s)
+    })
+    await cluster.subscribed(channel)
+    return broker.consumeDurable!(durable, (m) => {
+      const ok = accept(field, fieldName, m)
+      return ok ? cluster.publish(channel, JSON.stringify({ s: m.subject, v: ok.value })) : undefined
+    })
+  }
+
+  /** Stops a hub's consumer and its cluster channel (its last reader left, or the source closes). */
+  const stopDurable = (h: DurableHub): Promise<void> => {
+    const running = h.running
+    h.running = undefined
+    h.unlisten?.()
+    h.unlisten = undefined
+    return running ? running.then((s) => s.close(), () => {}) : Promise.resolve()
+  }
+
   const subscriptionResolvers: Record<string, unknown> = {}
   const mutationResolvers: Record<string, unknown> = {}
   const queryResolvers: Record<string, unknown> = {}
@@ -360,7 +415,7 @@ export async function createEventsSource(options: EventsSourceOptions, context: 
     if (spec.kind === 'subscribe') {
       const argsInSubjects = new Set(spec.subjects.flatMap(templateArgs))
       subscriptionResolvers[fieldName] = {
-        subscribe: async (_root: unknown, args: Record<string, unknown>, _ctx: unknown, info: { fieldName: string; parentType: { getFields(): Record<string, GraphQLField<unknown, unknown>> } }) => {
+        subscribe: async (_root: unknown, args: Record<string, unknown>, ctx: { cluster?: FanOut } | undefined, info: { fieldName: string; parentType: { getFields(): Record<string, GraphQLField<unknown, unknown>> } }) => {
           const field = info.parentType.getFields()[info.fieldName]!
           const subjects = spec.subjects.map((s) => render(s, args, `${prefix}${fieldName}`))
           const filter = spec.filter ?? Object.keys(args).filter((n) => !argsInSubjects.has(n))
@@ -370,27 +425,27 @@ export async function createEventsSource(options: EventsSourceOptions, context: 
           }
           if (spec.durable) {
             let hub = hubs.get(fieldName)
-            if (!hub) hubs.set(fieldName, (hub = { readers: new Set(), running: undefined }))
+            if (!hub) hubs.set(fieldName, (hub = { readers: new Set(), running: undefined, unlisten: undefined }))
             const reader = { subjects, deliver }
             hub.readers.add(reader)
             const h = hub
             if (!h.running) {
-              h.running = broker.consumeDurable!({ stream: spec.stream!, consumer: consumerName(fieldName, spec), subjects: spec.subjects.map(wildcard) }, (m) => {
-                const ok = accept(field, fieldName, m)
-                if (!ok) return
-                for (const r of h.readers) if (r.subjects.some((s) => subjectMatches('nats', s, m.subject))) r.deliver(ok.value, m.subject)
+              const running = (h.running = startDurable(h, field, fieldName, spec, ctx?.cluster?.kind === 'redis' ? ctx.cluster : undefined))
+              // A consumer that failed to start is started again by the next subscriber.
+              running.catch(() => {
+                if (h.running === running) void stopDurable(h)
               })
-              h.running.catch(() => (h.running = undefined))
             }
             queue.onEnd = () => {
               h.readers.delete(reader)
-              if (h.readers.size === 0 && h.running) {
-                const running = h.running
-                h.running = undefined
-                void running.then((s) => s.close(), () => {})
-              }
+              if (h.readers.size === 0 && h.running) void stopDurable(h)
             }
-            await h.running
+            try {
+              await h.running
+            } catch (err) {
+              h.readers.delete(reader)
+              throw err
+            }
             return queue
           }
           const sub = await broker.subscribe(subjects, (m) => {
@@ -465,11 +520,7 @@ export async function createEventsSource(options: EventsSourceOptions, context: 
       return s.status === 'up' ? { status: 'up' } : { status: 'down', message: `${options.broker}: ${s.message ?? 'down'}` }
     },
     close: async () => {
-      for (const hub of hubs.values()) {
-        const running = hub.running
-        hub.running = undefined
-        if (running) await running.then((s) => s.close(), () => {})
-      }
+      for (const hub of hubs.values()) await stopDurable(hub)
       await broker.close()
     },
   }

@@ -1,0 +1,93 @@
+/**
+ * examples/events (issue 26 item 6), run as its README says: the tables of schema.sql loaded into
+ * PostgreSQL (a schema of this run), the gateway started by the built CLI with the example's config
+ * (`start --config examples/events/config.ts`, real NATS), `curl -N` on the stored subscription
+ * OrderCreated (Server-Sent Events, read here raw over HTTP as curl prints it) and `curl -X POST` of
+ * order.json to CreateOrder. Both outputs must equal the files the README shows (expected/), and the
+ * event's two links run one SQL statement each (`LOG_LEVEL=debug` lines), not one per order line.
+ * Needs PostgreSQL (TEST_POSTGRES_URL) and NATS (TEST_NATS_URL); skips with a message otherwise.
+ */
+import t from 'tap'
+import { mkdtempSync, readFileSync } from 'node:fs'
+import { request } from 'node:http'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import pg from 'pg'
+import { connect, JSONCodec } from 'nats'
+import { portOpen, unique, until } from './helpers/events-gateway.js'
+import { freePort } from './helpers/cli.js'
+import { repoRoot } from './helpers/chinook.js'
+import { spawnCli } from './helpers/spawn-cli.js'
+
+const natsUrl = process.env['TEST_NATS_URL'] ?? 'nats://127.0.0.1:4222'
+const pgUrl = process.env['TEST_POSTGRES_URL'] ?? 'postgres://postgres@127.0.0.1:5432/test'
+const example = join(repoRoot, 'examples/events')
+const read = (name: string) => readFileSync(join(example, name), 'utf8')
+
+if (!(await portOpen(natsUrl, 4222)) || !(await portOpen(pgUrl, 5432))) {
+  t.comment(`NATS (${natsUrl}) or PostgreSQL (${pgUrl}) is not running; skipping`)
+  t.pass('skipped: no NATS or PostgreSQL')
+} else {
+  const u = unique()
+  const schema = `events_example_${u}`
+  const db = new pg.Client(pgUrl)
+  await db.connect()
+  // `psql -f examples/events/schema.sql`, in a schema of this run.
+  await db.query(read('schema.sql').replaceAll('events_example', schema))
+  t.teardown(async () => {
+    await db.query(`drop schema if exists "${schema}" cascade`).catch(() => {})
+    await db.end()
+  })
+  const port = await freePort()
+  const base = `http://127.0.0.1:${port}`
+  const cli = spawnCli(t, ['start', '--config', 'examples/events/config.ts'], {
+    env: {
+      PORT: String(port), LOG_LEVEL: 'debug', TRIBUTARY_PUBSUB: 'memory', NATS_URL: natsUrl,
+      EVENTS_DATABASE_URL: pgUrl, EVENTS_DB_SCHEMA: schema, EVENTS_SUBJECT_PREFIX: `shop_${u}`,
+      EVENTS_GENERATED_DIR: mkdtempSync(join(tmpdir(), 'tributary-example-events-')),
+    },
+  })
+  const ready = await until(() => cli.output().includes('Tributary is up') || cli.child.exitCode !== null, 90_000)
+  t.ok(ready && cli.child.exitCode === null, 'the gateway starts')
+
+  t.test('curl -N on OrderCreated prints the order completed from PostgreSQL; the POST answers as the README says', async (t) => {
+    // `curl -N -H 'accept: text/event-stream' …/operations/OrderCreated?region=eu`: the raw bytes.
+    let sse = ''
+    const req = request(`${base}/operations/OrderCreated?region=eu`, { headers: { accept: 'text/event-stream' } }, (res) => {
+      res.setEncoding('utf8')
+      res.on('data', (chunk: string) => (sse += chunk))
+    })
+    req.end()
+    t.teardown(() => req.destroy())
+    t.ok(await until(() => sse.includes(': stream opened')), 'the stream opens')
+    // The NATS subscription is in place once a message on the subject arrives: a warm-up of the test's own.
+    const nc = await connect({ servers: natsUrl.replace(/^nats:\/\//, '') })
+    t.teardown(() => nc.close())
+    const warm = JSONCodec().encode({ id: 'warm', customerId: 2, region: 'eu', lines: [] })
+    const warmed = await (async () => {
+      for (let i = 0; i < 200 && !sse.includes('"warm"'); i++) {
+        nc.publish(`shop_${u}.eu.created`, warm)
+        await until(() => sse.includes('"warm"'), 25)
+      }
+      return sse.includes('"warm"')
+    })()
+    t.ok(warmed, 'the subscription reads NATS')
+    await new Promise((r) => setTimeout(r, 100))
+    sse = ': stream opened\n\n'
+    const before = cli.output().length
+
+    // `curl -X POST …/operations/CreateOrder -H 'content-type: application/json' -d @examples/events/order.json`
+    const res = await fetch(`${base}/operations/CreateOrder`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: read('order.json') })
+    t.equal(res.status, 200)
+    t.equal(await res.text() + '\n', read('expected/CreateOrder.json'), 'the mutation answers expected/CreateOrder.json')
+    t.ok(await until(() => sse.includes('A-1001') && sse.endsWith('\n\n')), 'the event arrives')
+    t.equal(sse, read('expected/OrderCreated.txt'), 'curl prints expected/OrderCreated.txt')
+
+    const statements = cli.output().slice(before).split('\n').filter((l) => l.includes('"msg":"sql"')).map((l) => JSON.parse(l) as { sql: string; bindings: unknown[] })
+    const customers = statements.filter((s) => s.sql.includes('."customer"'))
+    const products = statements.filter((s) => s.sql.includes('."product"'))
+    t.equal(customers.length, 1, 'one statement reads the customer')
+    t.equal(products.length, 1, 'one statement reads the products of both lines (batched per event)')
+    t.same(products[0]?.bindings.slice(0, 2), [10, 12], 'with both product ids')
+  })
+}
