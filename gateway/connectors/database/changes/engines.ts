@@ -360,12 +360,11 @@ export async function startChangelog(o: EngineOptions): Promise<EngineReader> {
       again = again || forced
       return running
     }
-    const p = pollOnce(forced).then(() => {
+    const p = pollOnce(forced).then((): Promise<void> | undefined => {
       running = undefined
-      if (again && !closed) {
-        again = false
-        return poll(true)
-      }
+      if (!again || closed) return undefined
+      again = false
+      return poll(true)
     })
     running = p
     return p
