@@ -78,8 +78,8 @@ for (const dialect of ['sqlite', 'postgres', 'mysql'] as Dialect[]) {
       for (const c of clients) await c.dispose()
     })
     const subscribe = async (user: string, query: string): Promise<Got> => {
-      const authorization = `Bearer ${await sign(user)}`
-      const client = createClient({ url: `${url.replace(/^http/, 'ws')}/graphql`, webSocketImpl: WebSocket, retryAttempts: 0, lazy: true, connectionParams: { authorization } })
+      const connectionParams = user ? { authorization: `Bearer ${await sign(user)}` } : {}
+      const client = createClient({ url: `${url.replace(/^http/, 'ws')}/graphql`, webSocketImpl: WebSocket, retryAttempts: 0, lazy: true, connectionParams })
       clients.push(client)
       const r: Got = { events: [], done: false, error: undefined }
       client.subscribe({ query }, {
@@ -144,6 +144,10 @@ for (const dialect of ['sqlite', 'postgres', 'mysql'] as Dialect[]) {
     const big = await subscribe('ada', streamQuery.replace('batchSize: 2', 'batchSize: 51'))
     await until(() => big.done, 5000)
     t.match(JSON.stringify(big.error ?? big.events), /TRB_ERR_DB_INPUT/, 'batchSize above maxBatchSize: TRB_ERR_DB_INPUT')
+
+    const anonymous = await subscribe('', `subscription { ch_ChgNoteChanged ${selection} }`)
+    await until(() => anonymous.done, 5000)
+    t.match(JSON.stringify(anonymous.error ?? anonymous.events), /TRB_ERR_AUTH_REQUIRED/, 'no token on a row-filtered type: refused when subscribing')
 
     const slow = await subscribe('ada', 'subscription { ch_ChgBulkChanged { operation key { id } } }')
     let warm = 1000

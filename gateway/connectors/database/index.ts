@@ -353,7 +353,7 @@ export async function createDatabaseSource(options: DatabaseSourceOptions, ctx: 
     const c = changes
     // The gateway's own writes are looked for at once (SQLite, MySQL/MariaDB: the changelog is polled).
     db.onQuery((sql) => {
-      if (/^\s*(insert|update|delete|replace|with)\b/i.test(sql)) c.poke()
+      if (/^\s*(insert|update|delete|replace)\b/i.test(sql)) c.poke()
     })
   }
   let closed = false

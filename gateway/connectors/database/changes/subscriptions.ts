@@ -232,6 +232,22 @@ export function changeFields(rt: Runtime, m: Model, obj: GraphQLObjectType, wher
   })
   const filtered = (): boolean => rt.reg.rowFilters.has(m.name)
 
+  /**
+   * Binds a read of no row with the subscriber's `where` and identity, without running it: a
+   * subscriber the row filter refuses (no token: `TRB_ERR_AUTH_REQUIRED`; a claim missing:
+   * `TRB_ERR_AUTH_FORBIDDEN`) or a `where` that cannot be bound fails when it subscribes, not on
+   * every event.
+   */
+  const checkBinding = (info: GraphQLResolveInfo, context: unknown): void => {
+    const field = info.parentType.getFields()[info.fieldName]!
+    const userWhere = readArgs(info.fieldNodes[0]!, field.args, info.variableValues)['where']
+    const ctx = makeCtx(rt, info)
+    const keyWhere = keysWhere(m, [Object.fromEntries(m.primaryKey.map((f) => [f, null]))])
+    const l = compileList(ctx, m, obj, [syntheticNode(m.primaryKey)], { where: userWhere === undefined ? keyWhere : { AND: [keyWhere, userWhere] } }, null, 'rows', { unordered: true })
+    const plan = toPlan(ctx, l.frag, l.post)
+    bindAll(plan.params, rt.reg.rowFilters.size > 0 ? withAuth(info.variableValues, context) : info.variableValues)
+  }
+
   /** The events of one batch of changes for one subscriber. */
   const process = async (changes: RowChange[], info: GraphQLResolveInfo, context: unknown): Promise<unknown[]> => {
     const field = info.parentType.getFields()[info.fieldName]!
@@ -289,6 +305,7 @@ export function changeFields(rt: Runtime, m: Model, obj: GraphQLObjectType, wher
     description: `Every ${m.name} inserted, updated or deleted that the subscriber may read and that matches \`where\` (README "Database change streams").`,
     args: { where: { type: where } },
     subscribe: (_root, _args, context, info) => {
+      checkBinding(info, context)
       const queue = new EventQueue(limits.maxBufferedEvents)
       queue.onEnd = feed.listen(m.table, (changes) => {
         for (const c of changes) queue.push(c)
@@ -307,6 +324,7 @@ export function changeFields(rt: Runtime, m: Model, obj: GraphQLObjectType, wher
       if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > limits.maxBatchSize) {
         throw new DbInputError(`batchSize must be 1 to ${limits.maxBatchSize}; got ${batchSize}`)
       }
+      checkBinding(info, context)
       const cursorArg = args['cursor'] as { column: string; initialValue?: unknown }
       const column = cursorArg.column
       let cursor: unknown = cursorArg.initialValue ?? null
