@@ -177,10 +177,14 @@ function resolveEvent(limits: ChangeLimits): (event: unknown) => unknown {
   }
 }
 
-/** Runs a compiled read for a subscriber (its identity bound, no per-request result budget: a subscription lives long). */
-async function read(rt: Runtime, plan: ReturnType<typeof toPlan>, info: GraphQLResolveInfo, context: unknown): Promise<Record<string, unknown>[]> {
+/**
+ * Runs a compiled read for a subscriber (its identity bound, no per-request result budget: a
+ * subscription lives long). `cheap` (SQLite: may run in the gateway process, `RunOptions.cheap`):
+ * a re-read by primary keys (at most {@link READ_CHUNK}) of one table alias, no relation.
+ */
+async function read(rt: Runtime, plan: ReturnType<typeof toPlan>, info: GraphQLResolveInfo, context: unknown, cheap = false): Promise<Record<string, unknown>[]> {
   const bindings = bindAll(plan.params, rt.reg.rowFilters.size > 0 ? withAuth(info.variableValues, context) : info.variableValues)
-  return finishRows(await rt.db().values(plan.text, bindings, undefined, { light: true }), plan.post)
+  return finishRows(await rt.db().values(plan.text, bindings, undefined, { light: true, cheap }), plan.post)
 }
 
 /** A one-row derived table holding the old values of a deleted row, in place of the model's table. */
@@ -265,7 +269,7 @@ export function changeFields(rt: Runtime, m: Model, obj: GraphQLObjectType, wher
       for (const [responseKey, nodes] of entries) {
         const ctx = makeCtx(rt, info)
         const l = compileList(ctx, m, obj, [...nodes, keyNode], { where: withWhere(keysWhere(m, keys)) }, null, 'rows', { unordered: true })
-        for (const row of await read(rt, toPlan(ctx, l.frag, l.post), info, context)) {
+        for (const row of await read(rt, toPlan(ctx, l.frag, l.post), info, context, ctx.n <= 1)) {
           const t = tuple(m, row)
           let v = visible.get(t)
           if (!v) visible.set(t, (v = {}))
@@ -292,7 +296,7 @@ export function changeFields(rt: Runtime, m: Model, obj: GraphQLObjectType, wher
       try {
         const ctx = makeCtx(rt, info)
         const l = compileList(ctx, m, obj, [keyNode], { where: withWhere(keysWhere(m, [key])) }, null, 'rows', { unordered: true, from: oldRowFrom(rt, m, c.old) })
-        if ((await read(rt, toPlan(ctx, l.frag, l.post), info, context)).length > 0) events.push({ operation: 'DELETE', key, old: oldKey ?? key, new: null })
+        if ((await read(rt, toPlan(ctx, l.frag, l.post), info, context, ctx.n <= 1)).length > 0) events.push({ operation: 'DELETE', key, old: oldKey ?? key, new: null })
       } catch (err) {
         shared.warn('database changes: a deleted row could not be checked against the filters; not sent', { model: m.name, err: (err as Error).message })
       }
