@@ -4,7 +4,8 @@
  * outside the gateway, filtered by `where` and by the model's row filter per subscriber (a deleted row
  * on its old values); `<model>Stream` sends ordered batches after its cursor, then new rows; the
  * limits (batchSize, a slow subscriber) answer with codes; a malformed or oversized notification or
- * changelog row is counted and skipped; missing triggers without `install` fail the start with a code.
+ * changelog row is counted and skipped; PostgreSQL's LISTEN connection, cut, is re-opened; missing
+ * triggers without `install` fail the start with a code.
  * Each engine gets its own database (schema, file) and one gateway.
  */
 import { mkdtempSync, rmSync } from 'node:fs'
@@ -62,10 +63,11 @@ for (const dialect of ['sqlite', 'postgres', 'mysql'] as Dialect[]) {
       return
     }
     t.teardown(() => db.cleanup())
+    const channel = `trb_chg_${process.pid}_${dialect}`
     const dir = mkdtempSync(join(tmpdir(), 'trb-changes-'))
     t.teardown(() => rmSync(dir, { recursive: true, force: true }))
     const config = resolveConfig({
-      datasources: [database({ namespace: 'ch', url: db.url, migrations, changes: { install: true, tables: ['chg_note', 'chg_bulk'], pollIntervalMs: 20, maxBufferedEvents: 100, maxBatchSize: 50, maxPayloadBytes: 1024 } })],
+      datasources: [database({ namespace: 'ch', url: db.url, migrations, changes: { install: true, channel, tables: ['chg_note', 'chg_bulk'], pollIntervalMs: 20, maxBufferedEvents: 100, maxBatchSize: 50, maxPayloadBytes: 1024 } })],
       generatedDir: join(dir, 'generated'),
       auth: { jwt: { secret }, graphql: 'public' },
       permissions: { ch_ChgNote: { filter: { ownerId: { equals: { claim: 'sub' } } } } },
@@ -161,9 +163,9 @@ for (const dialect of ['sqlite', 'postgres', 'mysql'] as Dialect[]) {
 
     // Malformed and oversized notifications or changelog rows are skipped; the stream goes on.
     if (dialect === 'postgres') {
-      await knex.raw(`select pg_notify('tributary_changes', 'not json')`)
-      await knex.raw(`select pg_notify('tributary_changes', ?)`, [JSON.stringify({ s: db.schema, t: 'chg_note', op: 'INSERT', k: 'x'.repeat(2000) })])
-      await knex.raw(`select pg_notify('tributary_changes', ?)`, [JSON.stringify({ s: db.schema, t: 'chg_note', op: 'TRUNCATE', k: {} })])
+      await knex.raw(`select pg_notify(?, 'not json')`, [channel])
+      await knex.raw(`select pg_notify(?, ?)`, [channel, JSON.stringify({ s: db.schema, t: 'chg_note', op: 'INSERT', k: 'x'.repeat(2000) })])
+      await knex.raw(`select pg_notify(?, ?)`, [channel, JSON.stringify({ s: db.schema, t: 'chg_note', op: 'TRUNCATE', k: {} })])
     } else {
       await knex('tributary_changes').insert([{ tbl: 'chg_note', op: 'INSERT', k: 'not json' }, { tbl: 'chg_note', op: 'INSERT', k: JSON.stringify({ id: 'x'.repeat(2000) }) }, { tbl: 'chg_note', op: 'NOPE', k: '{}' }])
     }
@@ -173,6 +175,19 @@ for (const dialect of ['sqlite', 'postgres', 'mysql'] as Dialect[]) {
     const metrics = await (await fetch(`${url}/metrics`)).text()
     const rejected = metrics.split('\n').find((l) => l.startsWith('tributary_events_rejected_total{') && l.includes('ch_changes'))
     t.ok(rejected && Number(rejected.split(' ').pop()) >= 2, `malformed ones are counted (${rejected})`)
+
+    if (dialect === 'postgres') {
+      // The LISTEN connection is cut: the gateway reconnects (changes made meanwhile are lost).
+      const cut = (await knex.raw('select pg_terminate_backend(pid) as ok from pg_stat_activity where query = ?', [`LISTEN "${channel}"`])) as { rows: { ok: boolean }[] }
+      t.equal(cut.rows.length, 1, 'the LISTEN connection was cut')
+      ada.events.length = 0
+      let id = 40
+      while (!rowsOf(ada).length && id < 100) {
+        await note(id++, 'ada', 'again')
+        await until(() => rowsOf(ada).length > 0, 100)
+      }
+      t.ok(rowsOf(ada).length > 0, 'changes arrive again after the reconnect')
+    }
 
     // Without install, missing triggers fail the start with a code.
     const { ctx } = testContext('plain')
