@@ -147,6 +147,10 @@ for (const dialect of ['sqlite', 'postgres', 'mysql'] as Dialect[]) {
     await until(() => big.done, 5000)
     t.match(JSON.stringify(big.error ?? big.events), /TRB_ERR_DB_INPUT/, 'batchSize above maxBatchSize: TRB_ERR_DB_INPUT')
 
+    const objectCursor = await subscribe('ada', streamQuery.replace('initialValue: 19', 'initialValue: { a: 1 }'))
+    await until(() => objectCursor.done, 5000)
+    t.match(JSON.stringify(objectCursor.error ?? objectCursor.events), /TRB_ERR_DB_INPUT/, 'an object as cursor value: TRB_ERR_DB_INPUT')
+
     const anonymous = await subscribe('', `subscription { ch_ChgNoteChanged ${selection} }`)
     await until(() => anonymous.done, 5000)
     t.match(JSON.stringify(anonymous.error ?? anonymous.events), /TRB_ERR_AUTH_REQUIRED/, 'no token on a row-filtered type: refused when subscribing')
