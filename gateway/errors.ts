@@ -101,6 +101,11 @@ export const DbInputError = createError('TRB_ERR_DB_INPUT', '%s', 400) as Ctor
 export const DbRawError = createError('TRB_ERR_DB_RAW', 'Raw query failed: %s', 400) as Ctor
 /** A raw SQL statement on SQLite that would reach another file or code (ATTACH, VACUUM INTO, load_extension, PRAGMA); nothing ran. */
 export const DbRawRefusedError = createError('TRB_ERR_DB_RAW_REFUSED', 'Raw SQL refused: %s', 400) as Ctor
+/**
+ * A database source with `changes` cannot stream its changes: the triggers (or the changelog table)
+ * are missing and `changes.install` is not set, or the engine offers no way (an in-memory SQLite).
+ */
+export const DbChangesUnavailableError = createError('TRB_ERR_DB_CHANGES_UNAVAILABLE', 'Data source %s cannot stream changes: %s', 500) as Ctor
 /** A statement ran longer than its source's `statementTimeoutMs`; the engine stopped it and it is not run again. */
 export const DbTimeoutError = createError('TRB_ERR_DB_TIMEOUT', 'The database statement exceeded the time limit of %s ms', 504) as Ctor
 /**
@@ -181,7 +186,7 @@ export const errorCodes: readonly string[] = [
   OperationInvalidError, OperationNotFoundError, OperationMethodError, OperationVariablesError, OperationHandlerError, OperationCustomError, OperationTimeoutError, BadRequestError,
   GraphQLRequestError, GraphQLMethodError, GraphQLLimitError, GraphQLValidationError, GraphQLFieldError, PersistedNotFoundError, PersistedOnlyError,
   UpstreamError, UpstreamTimeoutError, UpstreamUnavailableError, UpstreamTooLargeError,
-  DbUniqueError, DbForeignKeyError, DbNotNullError, DbCheckError, DbValueError, DbUnreadableWriteError, DbNotFoundError, DbInputError, DbRawError, DbRawRefusedError, DbTimeoutError, DbCancelledError, DbRolledBackError, DbUnavailableError,
+  DbUniqueError, DbForeignKeyError, DbNotNullError, DbCheckError, DbValueError, DbUnreadableWriteError, DbNotFoundError, DbInputError, DbRawError, DbRawRefusedError, DbChangesUnavailableError, DbTimeoutError, DbCancelledError, DbRolledBackError, DbUnavailableError,
   RouteNotFoundError, OriginForbiddenError, MisdirectedError, MetricsDeniedError, ConsoleDeniedError,
   AuthInvalidError, AuthRequiredError, CsrfError, OidcProviderUnknownError, OidcRedirectError, OidcCallbackError, AuthForbiddenError, RateLimitedError, CapacityError,
   HookError, HookTimeoutError, HookCancelledError,

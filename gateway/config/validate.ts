@@ -87,6 +87,26 @@ const sourceSchemas = {
         },
       },
       functions: { anyOf: [{ type: 'boolean' }, { type: 'array', items: { type: 'string', minLength: 1 } }] },
+      changes: {
+        anyOf: [
+          { type: 'boolean' },
+          {
+            type: 'object',
+            additionalProperties: false,
+            properties: {
+              install: { type: 'boolean' },
+              tables: { type: 'array', items: { type: 'string', minLength: 1 } },
+              pollIntervalMs: { type: 'integer', minimum: 10, maximum: 3600000 },
+              maxBufferedEvents: { type: 'integer', minimum: 1, maximum: 1000000 },
+              maxBatchSize: { type: 'integer', minimum: 1, maximum: 10000 },
+              backlogSize: { type: 'integer', minimum: 1, maximum: 100000000 },
+              maxPayloadBytes: { type: 'integer', minimum: 64, maximum: 67108864 },
+              channel: { type: 'string', pattern: '^[a-z_][a-z0-9_]{0,62}$' },
+              maxReconnectDelayMs: { type: 'integer', minimum: 100, maximum: 600000 },
+            },
+          },
+        ],
+      },
       uniqueKeys: {
         type: 'object',
         propertyNames: { pattern: name },

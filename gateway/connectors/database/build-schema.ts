@@ -56,6 +56,7 @@ import { writeResolver, type WriteField } from './request-transaction.js'
 import { pascalCase } from './naming.js'
 import { READS_EXT, type ModelRef, type ReadsTag } from '../../auth/permissions.js'
 import { byResponseKey, makeQueryResolvers, makeRawResolvers, type Runtime } from './resolvers.js'
+import { changeFields, type ChangeShared } from './changes/subscriptions.js'
 import { ENTITY_EXTENSION, RELATION_FILTER_EXTENSION, type EntityFieldExtension } from '../types.js'
 
 /** Options of {@link buildSchema}. */
@@ -79,6 +80,11 @@ export interface BuildSchemaOptions {
    * them are nullable, since the related row may be filtered out. Default none.
    */
   rowFiltered?: ReadonlySet<string>
+  /**
+   * Change streams (`database({ changes })`, changes/): adds `<Model>Changed` and `<model>Stream`
+   * subscription fields for the tables in `tables` (SQL names) that have a primary key. Default none.
+   */
+  changes?: ChangeShared & { tables: ReadonlySet<string> }
 }
 
 const nn = <T extends GraphQLInputType | GraphQLOutputType>(t: T): GraphQLNonNull<T> => new GraphQLNonNull(t) as GraphQLNonNull<T>
@@ -116,9 +122,14 @@ export function buildSchema(introspection: DatabaseIntrospection, options: Build
     maxNestedWrites: options.maxNestedWrites ?? DEFAULT_MAX_NESTED_WRITES,
     nestedWrites: new WeakMap(),
   }
-  const schema = new SchemaBuilder(reg, rt, options.rowFiltered ?? new Set()).build(options.rawSql === true)
+  const schema = new SchemaBuilder(reg, rt, options.rowFiltered ?? new Set(), options.changes).build(options.rawSql === true)
   registries.set(schema, reg)
   return schema
+}
+
+/** The models of a schema {@link buildSchema} built (empty for another schema). */
+export function modelsOf(schema: GraphQLSchema): Model[] {
+  return [...(registries.get(schema)?.models.values() ?? [])]
 }
 
 /** The registry of each schema {@link buildSchema} built (row filters are installed into it). */
@@ -175,6 +186,7 @@ class SchemaBuilder {
     private readonly reg: Registry,
     private readonly rt: Runtime,
     private readonly rowFiltered: ReadonlySet<string>,
+    private readonly changes?: ChangeShared & { tables: ReadonlySet<string> },
   ) {
     for (const e of reg.enums.values()) {
       this.enums.set(
@@ -688,8 +700,12 @@ class SchemaBuilder {
   build(rawSql: boolean): GraphQLSchema {
     const query: GraphQLFieldConfigMap<unknown, unknown> = {}
     const mutation: GraphQLFieldConfigMap<unknown, unknown> = {}
+    const subscription: GraphQLFieldConfigMap<unknown, unknown> = {}
     for (const m of this.reg.models.values()) {
       const obj = this.object(m)
+      if (this.changes && m.kind === 'table' && m.primaryKey.length > 0 && this.changes.tables.has(m.table)) {
+        Object.assign(subscription, changeFields(this.rt, m, obj, this.where(m), this.fieldEnum(m), this.changes))
+      }
       const q = makeQueryResolvers(this.rt, m)
       const u = this.unique(m)
       const ext = { [EXT]: { model: m.name }, ...this.reads(m) }
@@ -774,6 +790,7 @@ class SchemaBuilder {
     return new GraphQLSchema({
       query: new GraphQLObjectType({ name: 'Query', fields: query }),
       ...(Object.keys(mutation).length > 0 ? { mutation: new GraphQLObjectType({ name: 'Mutation', fields: mutation }) } : {}),
+      ...(Object.keys(subscription).length > 0 ? { subscription: new GraphQLObjectType({ name: 'Subscription', fields: subscription }) } : {}),
     })
   }
 

@@ -9,16 +9,17 @@
 import { readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { Knex } from 'knex'
-import { ConfigInvalidError, PackageMissingError, SourceLoadError } from '../../errors.js'
+import { ConfigInvalidError, PackageMissingError, SourceLoadError, isTributaryError } from '../../errors.js'
 import type { ConnectorContext, LocalSubschema, SourceHealth } from '../types.js'
-import { buildSchema, installRowFilters } from './build-schema.js'
+import { buildSchema, installRowFilters, modelsOf } from './build-schema.js'
+import { CHANGELOG_TABLE, createSourceChanges, type DatabaseChangesOptions, type SourceChanges } from './changes/index.js'
 import { Db } from './compiler/db.js'
-import type { MysqlFlavor } from './compiler/dialect.js'
+import { SqlDialect, type MysqlFlavor } from './compiler/dialect.js'
 import { createKnex, parseDatabaseUrl, type PoolOptions } from './connection.js'
 import { SqliteWorkers, type SqliteWorkerLimits } from './sqlite-workers.js'
 import { introspect } from './introspect.js'
 import type { DatabaseIntrospection } from './model.js'
-import { registerPool } from '../../observability/probes.js'
+import { countRejectedEvent, registerPool } from '../../observability/probes.js'
 
 /** One Knex migration. */
 type DatabaseMigration = { up(knex: Knex): Promise<void>; down?(knex: Knex): Promise<void> }
@@ -98,6 +99,13 @@ export interface DatabaseSourceOptions {
    *   `unixepoch`, `unixepoch-ms`); values are written and compared in it.
    */
   columns?: Record<string, DatabaseColumnOptions>
+  /**
+   * Change streams (README "Database change streams"): `<Model>Changed(where)` and
+   * `<model>Stream(cursor, batchSize, where)` subscriptions that see every insert, update and delete
+   * (plain SQL from other programs included), row filters applied per subscriber. `true` takes every
+   * default of {@link DatabaseChangesOptions}. Default off.
+   */
+  changes?: boolean | DatabaseChangesOptions
 }
 
 /** Settings of one column (`DatabaseSourceOptions.columns`). */
@@ -297,6 +305,25 @@ export async function createDatabaseSource(options: DatabaseSourceOptions, ctx: 
     throw err
   }
   const rawSql = options.rawSql === true || (options.rawSql === 'development' && ctx.mode === 'development')
+  // The changelog of change streams is the gateway's, never a model.
+  effective = { ...effective, tables: effective.tables.filter((t) => t.name !== CHANGELOG_TABLE) }
+  let changes: SourceChanges | undefined
+  if (options.changes) {
+    const field = `${ctx.namespace ? `${ctx.namespace}_` : ''}changes`
+    changes = createSourceChanges(options.changes, {
+      knex,
+      d: new SqlDialect(dialect, mysqlFlavor, effective.schema),
+      sourceName: ctx.sourceName,
+      schema: effective.schema ?? 'public',
+      ...(workers ? { sqliteFile: workers.filename } : {}),
+      tablesWithKey: effective.tables.filter((t) => t.primaryKey.length > 0).map((t) => t.name),
+      reject: (why, details) => {
+        countRejectedEvent(ctx.sourceName, field)
+        log.warn({ ...details }, `database changes: ${why}`)
+      },
+      warn: (message, details) => log.warn({ ...details }, message),
+    })
+  }
   let schema: ReturnType<typeof buildSchema>
   try {
     schema = buildSchema(effective, {
@@ -308,10 +335,26 @@ export async function createDatabaseSource(options: DatabaseSourceOptions, ctx: 
       ...(options.maxNestedWrites !== undefined ? { maxNestedWrites: options.maxNestedWrites } : {}),
       overrides: { ...(options.uniqueKeys ? { uniqueKeys: options.uniqueKeys } : {}), ...(options.relations ? { relations: options.relations } : {}) },
       rowFiltered: ownNames(ctx.rowFilteredTypes, ctx.namespace),
+      ...(changes ? { changes: changes.shared } : {}),
     })
   } catch (err) {
     await release()
     throw new ConfigInvalidError(`datasource ${ctx.sourceName}: ${(err as Error).message}`, { cause: err })
+  }
+  if (changes) {
+    try {
+      await changes.start(modelsOf(schema))
+    } catch (err) {
+      await changes.close()
+      await release()
+      if (isTributaryError(err)) throw err
+      throw new SourceLoadError(ctx.sourceName, `changes: ${safeMessage(err)}`, { cause: err })
+    }
+    const c = changes
+    // The gateway's own writes are looked for at once (SQLite, MySQL/MariaDB: the changelog is polled).
+    db.onQuery((sql) => {
+      if (/^\s*(insert|update|delete|replace)\b/i.test(sql)) c.poke()
+    })
   }
   let closed = false
   return {
@@ -342,6 +385,7 @@ export async function createDatabaseSource(options: DatabaseSourceOptions, ctx: 
       if (closed) return
       closed = true
       unregisterPool()
+      await changes?.close()
       workers?.close()
       await knex.destroy()
     },

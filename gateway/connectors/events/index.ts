@@ -43,9 +43,11 @@ import { sharedScalars } from '../../scalars.js'
 import { EventsSlowSubscriberError, GraphQLFieldError, GraphQLLimitError, SourceLoadError, UpstreamError, isTributaryError } from '../../errors.js'
 import { countRejectedEvent } from '../../observability/probes.js'
 import type { Cluster } from '../../cluster/index.js'
+import { EventQueue, OVERFLOW } from './queue.js'
 import { createBroker, subjectMatches, type BrokerClient, type BrokerKind, type BrokerMessage, type BrokerSubscription } from './brokers.js'
 
 export { subjectMatches, type BrokerKind } from './brokers.js'
+export { EventQueue, OVERFLOW } from './queue.js'
 
 /** Default of {@link EventsSourceOptions.maxPayloadBytes}: 1 MiB. */
 export const DEFAULT_MAX_PAYLOAD_BYTES = 1_048_576
@@ -172,62 +174,6 @@ export function payloadMismatch(type: GraphQLOutputType, value: unknown, path = 
     }
   }
   return `${path}: abstract types are not supported in payloads`
-}
-
-const OVERFLOW = Symbol('overflow')
-
-/**
- * The events of one GraphQL subscription, buffered for its reader: an async iterator whose
- * `return()` (the client unsubscribed or went away) ends the broker subscription. More than `max`
- * events waiting drops them and ends the iterator with one {@link OVERFLOW} value.
- */
-class EventQueue implements AsyncIterableIterator<unknown> {
-  private readonly items: unknown[] = []
-  private waiting: ((r: IteratorResult<unknown>) => void) | undefined
-  private done = false
-  onEnd: () => void = () => {}
-  constructor(private readonly max: number) {}
-
-  push(value: unknown): void {
-    if (this.done) return
-    if (this.waiting) {
-      const w = this.waiting
-      this.waiting = undefined
-      w({ value, done: false })
-      return
-    }
-    if (this.items.length >= this.max) {
-      this.items.length = 0
-      this.items.push(OVERFLOW)
-      this.finish()
-      return
-    }
-    this.items.push(value)
-  }
-
-  private finish(): void {
-    if (this.done) return
-    this.done = true
-    this.onEnd()
-  }
-
-  next(): Promise<IteratorResult<unknown>> {
-    if (this.items.length > 0) return Promise.resolve({ value: this.items.shift(), done: false })
-    if (this.done) return Promise.resolve({ value: undefined, done: true })
-    return new Promise((resolve) => (this.waiting = resolve))
-  }
-
-  return(): Promise<IteratorResult<unknown>> {
-    this.items.length = 0
-    this.finish()
-    if (this.waiting) this.waiting({ value: undefined, done: true })
-    this.waiting = undefined
-    return Promise.resolve({ value: undefined, done: true })
-  }
-
-  [Symbol.asyncIterator](): this {
-    return this
-  }
 }
 
 /** The readers of one durable consumer (one per field), fed by one broker consumer while any reader runs. */

@@ -1,0 +1,116 @@
+/**
+ * Database change streams (`database({ changes })`, README "Database change streams"): the options,
+ * and the start of one source's change reader (engines.ts) feeding its subscriptions
+ * (subscriptions.ts) through a {@link ChangeFeed}.
+ */
+import type { Knex } from 'knex'
+import type { Model } from '../compiler/registry.js'
+import type { SqlDialect } from '../compiler/dialect.js'
+import { ChangeFeed } from './feed.js'
+import { startChangelog, startPostgres, type EngineReader } from './engines.js'
+import { changeOperationEnum, type ChangeShared } from './subscriptions.js'
+
+export { CHANGELOG_TABLE, changelogInstallSql, postgresInstallSql } from './engines.js'
+export { ChangeFeed, type RowChange, type ChangeOp } from './feed.js'
+
+/** Default of {@link DatabaseChangesOptions.pollIntervalMs}, in milliseconds. */
+export const DEFAULT_POLL_INTERVAL_MS = 500
+/** Default of {@link DatabaseChangesOptions.maxBufferedEvents}. */
+export const DEFAULT_MAX_BUFFERED_CHANGES = 1000
+/** Default of {@link DatabaseChangesOptions.maxBatchSize}. */
+export const DEFAULT_MAX_BATCH_SIZE = 100
+/** Default of {@link DatabaseChangesOptions.backlogSize}. */
+export const DEFAULT_BACKLOG_SIZE = 10_000
+/** Default of {@link DatabaseChangesOptions.maxPayloadBytes}: 64 KiB. */
+export const DEFAULT_MAX_CHANGE_PAYLOAD_BYTES = 65_536
+/** Default of {@link DatabaseChangesOptions.channel}. */
+export const DEFAULT_CHANNEL = 'tributary_changes'
+
+/** `database({ changes })`: change subscriptions. `true` is `{}` (every default). */
+export interface DatabaseChangesOptions {
+  /**
+   * Create what the engine needs (PostgreSQL: the function `tributary_notify_change` and a trigger
+   * `tributary_changes` per table; SQLite and MySQL/MariaDB: the table `tributary_changes` and three
+   * triggers per table). Default false: they must exist, or the start fails with
+   * `TRB_ERR_DB_CHANGES_UNAVAILABLE`.
+   */
+  install?: boolean
+  /** The tables (SQL names) watched. Default every table with a primary key. */
+  tables?: string[]
+  /** SQLite and MySQL/MariaDB: how often the changelog is looked at, in milliseconds. Default 500. */
+  pollIntervalMs?: number
+  /** Most changes waiting for one subscriber; one more ends it with `TRB_ERR_EVENTS_SLOW_SUBSCRIBER`. Default 1000. */
+  maxBufferedEvents?: number
+  /** Largest `batchSize` of a `<model>Stream`. Default 100. */
+  maxBatchSize?: number
+  /** SQLite and MySQL/MariaDB: changelog rows kept (older ones are deleted). Default 10000. */
+  backlogSize?: number
+  /** Largest notification or changelog row read, in bytes; a larger one is logged, counted and skipped. Default 65536. */
+  maxPayloadBytes?: number
+  /** PostgreSQL: the NOTIFY channel. Default `tributary_changes`. */
+  channel?: string
+  /** PostgreSQL: longest delay between two reconnects of the LISTEN connection, in milliseconds. Default 5000. */
+  maxReconnectDelayMs?: number
+}
+
+/** A running change stream of one source. */
+export interface SourceChanges {
+  /** What `buildSchema` takes (`BuildSchemaOptions.changes`). */
+  shared: ChangeShared & { tables: ReadonlySet<string> }
+  /** Starts reading (after the schema was built). */
+  start(models: readonly Model[]): Promise<void>
+  /** The gateway wrote to the source. */
+  poke(): void
+  /** Null when reading, else why not. */
+  problem(): string | null
+  close(): Promise<void>
+}
+
+/** What {@link createSourceChanges} needs besides the options. */
+export interface SourceChangesContext {
+  knex: Knex
+  d: SqlDialect
+  sourceName: string
+  schema: string
+  sqliteFile?: string
+  /** SQL names of the tables that have a primary key. */
+  tablesWithKey: readonly string[]
+  reject(why: string, details?: Record<string, unknown>): void
+  warn(message: string, details?: Record<string, unknown>): void
+}
+
+/**
+ * Prepares the change stream of one source; {@link SourceChanges.start} installs or checks the
+ * triggers and starts reading.
+ * @throws DbChangesUnavailableError (from `start`) when the triggers are missing and `install` is false
+ */
+export function createSourceChanges(options: DatabaseChangesOptions | true, c: SourceChangesContext): SourceChanges {
+  const o = options === true ? {} : options
+  const feed = new ChangeFeed()
+  const tables = new Set(o.tables ?? c.tablesWithKey)
+  let reader: EngineReader | undefined
+  return {
+    shared: {
+      feed,
+      tables,
+      limits: { maxBufferedEvents: o.maxBufferedEvents ?? DEFAULT_MAX_BUFFERED_CHANGES, maxBatchSize: o.maxBatchSize ?? DEFAULT_MAX_BATCH_SIZE },
+      operation: changeOperationEnum(),
+      warn: c.warn,
+    },
+    async start(models) {
+      const options = {
+        knex: c.knex, d: c.d, feed, models: models.filter((m) => tables.has(m.table)), install: o.install === true, sourceName: c.sourceName,
+        schema: c.schema, channel: o.channel ?? DEFAULT_CHANNEL, ...(c.sqliteFile ? { sqliteFile: c.sqliteFile } : {}),
+        pollIntervalMs: o.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS, backlogSize: o.backlogSize ?? DEFAULT_BACKLOG_SIZE,
+        maxPayloadBytes: o.maxPayloadBytes ?? DEFAULT_MAX_CHANGE_PAYLOAD_BYTES, maxReconnectDelayMs: o.maxReconnectDelayMs ?? 5000,
+        reject: c.reject, warn: c.warn,
+      }
+      reader = c.d.dialect === 'postgres' ? await startPostgres(options) : await startChangelog(options)
+    },
+    poke: () => reader?.poke(),
+    problem: () => (reader ? reader.problem() : 'not started'),
+    async close() {
+      await reader?.close()
+    },
+  }
+}
