@@ -212,6 +212,8 @@ for (const dialect of ['sqlite', 'postgres', 'mysql'] as const) {
       t.match(text, `tributary_events_delivered_total{trigger="${p}flaky",outcome="delivered"} 1`)
       t.match(text, `tributary_events_delivered_total{trigger="${p}dead",outcome="dead"} 1`)
       t.match(text, `tributary_events_backlog{trigger="${p}ok"} 0`)
+      const health = (await (await fetch(`${url}/health`)).json()) as { status: string; events: { status: string; backlog: Record<string, number> } }
+      t.match(health, { status: 'ok', events: { status: 'up', backlog: { [`${p}ok`]: 0, [`${p}dead`]: 0 } } }, '/health shows the backlog')
     })
 
     t.test('a gateway stopped mid-delivery loses nothing: the next one delivers the event again', async (t) => {
@@ -234,7 +236,7 @@ for (const dialect of ['sqlite', 'postgres', 'mysql'] as const) {
       t.ok(await eventually(async () => (await sql('select delivered_at from tributary_event_log where trigger_name = ?', [`${p}hang`]))[0]?.['delivered_at'] != null), 'and marked delivered')
     })
 
-    t.test('a trigger on a missing table fails the start with the path', async (t) => {
+    t.test('a trigger on a missing table fails the start with the path', { skip: dialect !== 'sqlite' && 'checked on SQLite (the same check on every engine)' }, async (t) => {
       await t.rejects(createGateway(resolveConfig(input([{ name: `${p}none`, source: 'db', table: 'no_such_table', deliver: hook('/ok'), timeoutMs: 1000 }])), { logger: pino({ level: 'silent' }) }), {
         code: 'TRB_ERR_CONFIG_INVALID',
         message: /events\[0\]\.table: the source db has no table no_such_table/,
