@@ -21,6 +21,7 @@ import { createGateway } from '../gateway/runtime.js'
 import { createKnex } from '../gateway/connectors/database/connection.js'
 import type { Dialect } from '../gateway/connectors/database/model.js'
 import { Outbox } from '../gateway/events/outbox.js'
+import { retryDelayMs } from '../gateway/events/index.js'
 import { eventDeliveries } from '../gateway/observability/probes.js'
 import { freshDatabase } from './helpers/chinook.js'
 import { serveGateway } from './helpers/serve.js'
@@ -84,6 +85,15 @@ t.test('config: triggers are checked at startup', async (t) => {
   t.match(ok.events[0], { on: ['insert', 'update', 'delete'], retries: 5, backoff: { baseMs: 1000, maxMs: 60000 }, timeoutMs: 10000 })
   t.same(ok.eventsDelivery, { pollIntervalMs: 1000, leaseMs: 60000, batchSize: 20, maxPayloadBytes: 1048576, maxBacklog: 100000, retainDeliveredMs: 86400000 })
   t.same(resolveConfig(base).events, [], 'no triggers by default')
+})
+
+t.test('backoff: exponential, capped, half of it random', async (t) => {
+  const backoff = { baseMs: 100, maxMs: 1000 }
+  for (let i = 0; i < 200; i++) {
+    const [first, third, tenth, huge] = [retryDelayMs(1, backoff), retryDelayMs(3, backoff), retryDelayMs(10, backoff), retryDelayMs(1000, backoff)]
+    if (first < 50 || first > 100 || third < 200 || third > 400 || tenth < 500 || tenth > 1000 || huge < 500 || huge > 1000) return void t.fail(`out of bounds: ${first} ${third} ${tenth} ${huge}`)
+  }
+  t.pass('retry 1 in [50, 100], retry 3 in [200, 400], later ones in [500, 1000]')
 })
 
 for (const dialect of ['sqlite', 'postgres', 'mysql'] as const) {
