@@ -127,6 +127,8 @@ class TriggerLoop {
         db.warn('read', err, 'event trigger outbox unreadable; retrying')
       }
       if (db.stopped) break
+      // The backlog count and the purge of old delivered events (each at most once a second/minute).
+      db.counts()
       if (!full && !this.woken) {
         await new Promise<void>((resolve) => {
           const timer = setTimeout(resolve, db.delivery.pollIntervalMs)
@@ -280,7 +282,10 @@ class DatabaseDeliverer {
     })
   }
 
-  /** The backlog as last counted; counts again (in the background) when older than a second. Purges old delivered events once a minute. */
+  /**
+   * The backlog as last counted; counts again (in the background) when older than a second. Purges
+   * old delivered events once a minute. Called by the loops after each round and by the scrapes.
+   */
   counts(): ReadonlyMap<string, number> {
     const now = Date.now()
     if (!this.stopped && !this.backlogRun && now - this.backlogAt >= BACKLOG_EVERY_MS) {
