@@ -16,6 +16,7 @@ const FLOORS = [
   ['compose/'],
   ['config/'],
   ['operations/'],
+  ['events/'],
   ['runtime.ts', 'database-check.ts', 'services.ts'],
   ['codegen/'],
   ['http/'],

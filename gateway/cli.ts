@@ -120,7 +120,7 @@ async function generate(source: ConfigSource): Promise<void> {
   const logger = createLogger(config.server.logLevel)
   // Side services are not needed: sources read cached or committed documents when upstreams are down.
   const { createGateway, writeGenerated } = await gatewayModules()
-  const gateway = await createGateway(config, { logger })
+  const gateway = await createGateway(config, { logger, deliverEvents: false })
   const changed = await writeGenerated(gateway)
   await gateway.close()
   process.stdout.write(changed.length ? `generated/: wrote ${changed.join(', ')}\n` : 'generated/ is up to date\n')

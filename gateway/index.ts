@@ -44,7 +44,12 @@ export {
   type MergedTypeOptions,
   type SchemaSourceOptions,
   type EventsSourceOptions,
+  type EventTriggerInput,
+  type EventTriggerOp,
+  type EventDeliveryTarget,
+  type EventsDeliveryInput,
 } from './config/index.js'
+export type { EventPayload } from './events/index.js'
 export { loadConfigFile } from './config/load.js'
 export { createGateway, type Gateway, type CreateGatewayOptions, type LoadedSource } from './runtime.js'
 export { buildApp, type BuildAppOptions } from './http/app.js'

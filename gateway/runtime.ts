@@ -29,6 +29,7 @@ import { applyPermissions } from './auth/permissions.js'
 import { createJwtVerifier, type JwtVerifier } from './auth/jwt.js'
 import { createIdentityVerifier, createSessionCodec, type SessionCodec } from './auth/session.js'
 import type { OriginHookSlot, ResolvedHooks } from './hooks/index.js'
+import { startEventTriggers, type EventTriggersRuntime } from './events/index.js'
 
 /** One data source once loaded. */
 export interface LoadedSource {
@@ -72,6 +73,8 @@ export interface Gateway {
   readonly sourceKeys: readonly (string | null)[]
   /** The names of the sources this version built; the others were reused from the previous version. */
   readonly built: readonly string[]
+  /** The event-trigger deliverers (README "Event triggers"), or null when the config has none or `deliverEvents` is false. */
+  readonly events: EventTriggersRuntime | null
   /** Probes every source. */
   health(): Promise<Record<string, SourceHealth>>
   /** Closes every source, except those `keep` (the version that replaces this one) shares. */
@@ -90,6 +93,11 @@ export interface CreateGatewayOptions {
   previous?: Gateway
   /** Sources (by name or namespace) to build again even when their key is unchanged. */
   rebuild?: ReadonlySet<string>
+  /**
+   * Install the event triggers of config `events` and deliver their events (README "Event
+   * triggers"). Default true; `tributary generate` passes false.
+   */
+  deliverEvents?: boolean
 }
 
 /** Hashes `value` canonically: keys sorted, functions by their source text; null when it cannot (a cycle). */
@@ -280,6 +288,7 @@ export async function createGateway(config: TributaryConfig, options: CreateGate
     const schema = config.server.federation ? toSubgraphSchema(composed, config.server.federation, merged) : composed
     const operations = await compileStoredOperations(config, schema, cwd, logger, config.mode === 'development' && !!previous)
     const session = config.auth.oidc ? createSessionCodec(config.auth.oidc) : null
+    const events = options.deliverEvents === false ? null : await startEventTriggers(config, sources, logger, cwd)
     return {
       config,
       schema,
@@ -292,11 +301,16 @@ export async function createGateway(config: TributaryConfig, options: CreateGate
       originHooks,
       sourceKeys: keys,
       built,
+      events,
       async health() {
         const entries = await Promise.all(sources.map(async (s) => [s.name, await s.subschema.health()] as const))
         return Object.fromEntries(entries)
       },
-      close: closeAll,
+      async close(keep?: Gateway) {
+        // An operations-only reload (reloadOperations) shares this version's deliverers.
+        if (keep?.events !== events) await events?.stop()
+        await closeAll(keep)
+      },
     }
   } catch (err) {
     await closeBuilt()

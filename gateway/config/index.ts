@@ -27,6 +27,9 @@ import type { TelemetryConfig } from '../observability/tracing.js'
 import { validateConfig } from './validate.js'
 import { ConfigInvalidError } from '../errors.js'
 import { resolveHooks, type HooksConfigInput, type ResolvedHooks } from '../hooks/index.js'
+import { resolveEventTriggers, type EventTrigger, type EventTriggerInput, type EventsDelivery, type EventsDeliveryInput } from './event-triggers.js'
+
+export type { EventTrigger, EventTriggerInput, EventTriggerOp, EventDeliveryTarget, EventsDelivery, EventsDeliveryInput } from './event-triggers.js'
 
 export type { EventsSourceOptions }
 export type { RunMode, LinkDefinition, LinkBatch, PermissionRule, JwtConfig, AuthConfigInput, AuthConfig, OidcConfigInput, OidcConfig }
@@ -404,6 +407,14 @@ export interface TributaryConfigInput {
    * loopback clients), off in production.
    */
   console?: ConsoleConfigInput
+  /**
+   * Event triggers (README "Event triggers"): row changes of database tables delivered at least once
+   * to a webhook or a message broker, through an outbox table the gateway installs. Default none
+   * (nothing is installed in any database).
+   */
+  events?: EventTriggerInput[]
+  /** How event triggers are delivered: poll interval, lease, batch, limits (README "Event triggers"). */
+  eventsDelivery?: EventsDeliveryInput
 }
 
 /** The `console` section of the config (README "Admin console"). */
@@ -458,6 +469,9 @@ export interface TributaryConfig {
   /** The configured hooks, or null when none is set (README "Hooks"). */
   readonly hooks: ResolvedHooks | null
   readonly console: ConsoleConfig
+  /** The event triggers with their defaults (README "Event triggers"). */
+  readonly events: readonly EventTrigger[]
+  readonly eventsDelivery: EventsDelivery
 }
 
 /**
@@ -587,6 +601,7 @@ export function resolveConfig(input: unknown, env: NodeJS.ProcessEnv = process.e
       roles: [...(c.console?.roles ?? ['admin'])],
       adminSecret: c.console?.adminSecret ?? (env.TRIBUTARY_ADMIN_SECRET || null),
     },
+    ...resolveEventTriggers(c.events, c.eventsDelivery, c.datasources),
   }
   if (config.mode === 'production' && config.console.enabled && !config.console.adminSecret && !config.auth.jwt && !config.auth.oidc) {
     throw new ConfigInvalidError('console.enabled: in production the console needs auth.jwt or auth.oidc (a user with a role of console.roles) or console.adminSecret')

@@ -5,6 +5,7 @@
  */
 import { Ajv, type ErrorObject } from 'ajv'
 import { ConfigInvalidError } from '../errors.js'
+import { eventTriggersSchema } from './event-triggers.js'
 
 const name = '^[_A-Za-z][_0-9A-Za-z]*$'
 const fn = { function: true }
@@ -535,6 +536,7 @@ const configSchema = {
         traceProbesAndAssets: { type: 'boolean' },
       },
     },
+    ...eventTriggersSchema,
     console: {
       type: 'object',
       additionalProperties: false,
@@ -614,6 +616,8 @@ function describe(err: ErrorObject): string {
     message = `must be one of ${(err.params as { allowedValues: unknown[] }).allowedValues.map((v) => JSON.stringify(v)).join(', ')}`
   } else if (err.keyword === 'oneOf' && path.endsWith('jwt')) {
     message = 'give exactly one of jwksUrl or secret'
+  } else if (err.keyword === 'oneOf' && /^events\[\d+\]\.deliver$/.test(path)) {
+    message = 'must be { webhook: url } or { broker: namespace, subject, stream? }'
   } else if (err.keyword === 'not' && /^links\[\d+\]\.field$/.test(path)) {
     message = 'must not start with "__"'
   } else if (err.keyword === 'not' && path.endsWith('namespace')) {

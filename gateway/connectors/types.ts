@@ -69,6 +69,13 @@ export interface LocalSubschema extends SubschemaLifecycle {
    * @throws ConfigInvalidError (`TRB_ERR_CONFIG_INVALID`) for a filter that does not fit its model
    */
   installRowFilters?(rules: ReadonlyMap<string, RowFilterRule>): string[]
+  /**
+   * Events sources: publishes one message through the source's broker connection and waits for the
+   * broker's acknowledgement where it has one (event triggers deliver through it, gateway/events/).
+   * `stream` (NATS): the JetStream stream that must store it; `msgId`: its JetStream message id.
+   * @throws UpstreamUnavailableError, UpstreamError when the broker refuses or is not reachable
+   */
+  publish?(subject: string, data: Uint8Array, options: { stream?: string; exchange?: string; msgId?: string }): Promise<unknown>
 }
 
 /** A remote GraphQL API: its introspected schema and an executor that sends documents to it. */

@@ -7,7 +7,8 @@
  *   that long at worst); else 503 with `"status":"unready"` and what is down. Once shutdown began
  *   ({@link startDraining}), 503 `"status":"draining"` without probing.
  * - `GET /health`: 200 `{"status":"ok"|"degraded","sources":{...}}`, each source probed within
- *   `server.healthTimeoutMs` too (one that has not answered by then is `down`, and the status `degraded`).
+ *   `server.healthTimeoutMs` too (one that has not answered by then is `down`, and the status `degraded`);
+ *   with event triggers also `"events":{"status","backlog":{trigger: n}}` (README "Event triggers").
  */
 import type { FastifyInstance } from 'fastify'
 import type { SourceHealth } from '../connectors/types.js'
@@ -61,8 +62,11 @@ export function registerHealthRoutes(app: FastifyInstance, holder: GatewayHolder
   app.get('/health', async (_request, reply) => {
     const gateway = holder.current
     const sources = Object.fromEntries(await probeSources(gateway.sources, gateway.config.server.healthTimeoutMs))
-    const up = Object.values(sources).every((s) => s.status === 'up')
-    return reply.code(200).send({ status: up ? 'ok' : 'degraded', sources })
+    // Event triggers (README "Event triggers"): their backlog, `degraded` over eventsDelivery.maxBacklog.
+    // Not part of readiness: an instance with a backlog still serves requests.
+    const events = gateway.events?.status()
+    const up = Object.values(sources).every((s) => s.status === 'up') && events?.status !== 'degraded'
+    return reply.code(200).send({ status: up ? 'ok' : 'degraded', sources, ...(events ? { events } : {}) })
   })
 
   app.get('/health/live', async (_request, reply) => reply.code(200).header('cache-control', 'no-store').send({ status: 'ok' }))

@@ -10,7 +10,7 @@
  */
 import type { FastifyRequest } from 'fastify'
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client'
-import { activity, livePollerCounts, observers, pools, rejectedEvents, type MetricSet, type Observer } from './probes.js'
+import { activity, eventBacklogs, eventDeliveries, livePollerCounts, observers, pools, rejectedEvents, type MetricSet, type Observer } from './probes.js'
 
 export type { MetricSet }
 
@@ -146,6 +146,26 @@ export function enableMetrics(): MetricSet {
     collect() {
       this.reset()
       for (const { source, field, n } of rejectedEvents.values()) this.inc({ source, field }, n)
+    },
+  })
+  new Counter({
+    name: 'tributary_events_delivered_total',
+    help: 'Event-trigger deliveries by trigger and outcome (delivered; failed: retry scheduled; dead: moved to the dead-letter table)',
+    labelNames: ['trigger', 'outcome'] as const,
+    registers: [registry],
+    collect() {
+      this.reset()
+      for (const { trigger, outcome, n } of eventDeliveries.values()) this.inc({ trigger, outcome }, n)
+    },
+  })
+  new Gauge({
+    name: 'tributary_events_backlog',
+    help: 'Event-trigger events not delivered yet (pending or retrying), by trigger, as last counted by this instance',
+    labelNames: ['trigger'] as const,
+    registers: [registry],
+    collect() {
+      this.reset()
+      for (const backlog of eventBacklogs) for (const [trigger, n] of backlog()) this.set({ trigger }, n)
     },
   })
   const poolGauge = (kind: 'db' | 'http', name: string, help: string) =>

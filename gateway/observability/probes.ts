@@ -63,6 +63,24 @@ export function countRejectedEvent(source: string, field: string): void {
   else rejectedEvents.set(key, { source, field, n: 1 })
 }
 
+/**
+ * Event triggers (README "Event triggers"): deliveries by trigger and outcome (`delivered`,
+ * `failed`: a retry is scheduled, `dead`: moved to the dead-letter table), counted always and read
+ * by `tributary_events_delivered_total`.
+ */
+export const eventDeliveries = new Map<string, { trigger: string; outcome: string; n: number }>()
+
+/** Counts one delivery attempt of `trigger` that ended with `outcome`. */
+export function countEventDelivery(trigger: string, outcome: 'delivered' | 'failed' | 'dead'): void {
+  const key = `${trigger}\u0000${outcome}`
+  const cell = eventDeliveries.get(key)
+  if (cell) cell.n++
+  else eventDeliveries.set(key, { trigger, outcome, n: 1 })
+}
+
+/** The event-trigger deliverers alive in this process: each reports its last counted backlog per trigger (`tributary_events_backlog`). */
+export const eventBacklogs = new Set<() => ReadonlyMap<string, number>>()
+
 /** A connection pool reported by the pool gauges. */
 export interface PoolProbe {
   /** `db` for a knex pool, `http` for an undici pool or agent. */

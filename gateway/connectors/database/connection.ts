@@ -99,6 +99,12 @@ export interface CreateKnexOptions {
    * "PostgreSQL source 'app' needs the pg package: npm install pg". Default "a database URL".
    */
   label?: string
+  /**
+   * SQLite only: `PRAGMA busy_timeout`, the time a statement waits for another connection's write
+   * lock, in milliseconds; better-sqlite3 waits synchronously, blocking the process. The event-trigger
+   * deliverer (gateway/events/) uses 0 and retries without blocking. Default 5000.
+   */
+  sqliteBusyTimeoutMs?: number
 }
 
 /** What {@link createKnex} returns: the Knex instance and the engine it talks to. */
@@ -355,7 +361,7 @@ export function createKnex(url: string, options: CreateKnexOptions = {}): KnexCo
           afterCreate: (conn: SqliteConnection, done: DoneCallback) => {
             try {
               conn.pragma('foreign_keys = ON')
-              conn.pragma('busy_timeout = 5000')
+              conn.pragma(`busy_timeout = ${Math.max(0, Math.floor(options.sqliteBusyTimeoutMs ?? 5000))}`)
               if (!conn.memory) conn.pragma('journal_mode = WAL')
               done(null, conn)
             } catch (err) {

@@ -91,7 +91,7 @@ export interface BrokerClient {
    * `stream` publishes, AMQP publisher confirms, MQTT QoS 1 PUBACK).
    * @throws UpstreamUnavailableError when the broker is not connected within `connectTimeoutMs`
    */
-  publish(subject: string, data: Uint8Array, options: { stream?: string; exchange?: string }): Promise<PublishAck>
+  publish(subject: string, data: Uint8Array, options: { stream?: string; exchange?: string; msgId?: string }): Promise<PublishAck>
   /**
    * NATS request–reply.
    * @throws UpstreamTimeoutError (`TRB_ERR_UPSTREAM_TIMEOUT`) without a reply within `timeoutMs`;
@@ -310,7 +310,8 @@ function natsBroker(o: BrokerOptions): BrokerClient {
       const c = await conn()
       if (options.stream) {
         try {
-          const ack = await c.jetstream().publish(subject, data, { expect: { streamName: options.stream } })
+          // `msgId` (an event trigger's event id): the stream stores a message id once within its duplicate window.
+          const ack = await c.jetstream().publish(subject, data, { expect: { streamName: options.stream }, ...(options.msgId ? { msgID: options.msgId } : {}) })
           return { success: true, broker: 'nats', stream: ack.stream, sequence: ack.seq, duplicate: ack.duplicate }
         } catch (err) {
           if ((err as { code?: string }).code === lib.ErrorCode.NoResponders) throw new UpstreamUnavailableError(o.sourceName, `no JetStream stream stores ${subject}`)

@@ -461,6 +461,7 @@ export async function createEventsSource(options: EventsSourceOptions, context: 
   return {
     kind: 'local',
     schema,
+    publish: (subject, data, publishOptions) => broker.publish(subject, data, publishOptions),
     health: async () => {
       const s = broker.state()
       return s.status === 'up' ? { status: 'up' } : { status: 'down', message: `${options.broker}: ${s.message ?? 'down'}` }

@@ -4,10 +4,10 @@
  */
 import { MAX_COMMENT_LENGTH, type EnumInfo, type TableInfo, type UniqueConstraintInfo } from '../model.js'
 
-/** Tables the gateway never exposes (SQLite internals and Knex's migration bookkeeping). */
-export const INTERNAL_TABLES: ReadonlySet<string> = new Set(['knex_migrations', 'knex_migrations_lock'])
+/** Tables the gateway never exposes (SQLite internals, Knex's migration bookkeeping and the event-trigger outbox, gateway/events/). */
+export const INTERNAL_TABLES: ReadonlySet<string> = new Set(['knex_migrations', 'knex_migrations_lock', 'tributary_event_log', 'tributary_event_dead_letter'])
 
-/** True for a table the introspection skips: `sqlite_%` and Knex's migration tables. */
+/** True for a table the introspection skips: `sqlite_%` and {@link INTERNAL_TABLES}. */
 export function isInternalTable(name: string): boolean {
   return INTERNAL_TABLES.has(name) || name.toLowerCase().startsWith('sqlite_')
 }
