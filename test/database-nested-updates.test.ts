@@ -46,6 +46,8 @@ for (const dialect of (process.env['NW_DIALECTS']?.split(',') ?? ['sqlite', 'pos
       permissions: {
         NwTag: { filter: { owner: { claim: 'sub' } }, bypassRoles: ['admin'] },
         NwTrack: { filter: { NOT: [{ name: { startsWith: 'hidden' } }] }, bypassRoles: ['admin'] },
+        // An artist named "Signed…" is visible only while it has a label.
+        NwArtist: { filter: { OR: [{ labelCode: { gte: '' } }, { NOT: [{ name: { startsWith: 'Signed' } }] }] }, bypassRoles: ['admin'] },
       },
     })
     const { url: base } = await serveGateway(t, config, { cwd: dir })
@@ -199,6 +201,17 @@ for (const dialect of (process.env['NW_DIALECTS']?.split(',') ?? ['sqlite', 'pos
       t.same(await tracks(), [{ id: 3, name: 'hidden three', album_id: 2 }], 'SQL: updateMany and deleteMany left the hidden track alone')
       const asAdmin = await gql('mutation { updateOneNwAlbum(where: { id: 2 }, data: { nwTracks: { update: [{ where: { id: 3 }, data: { name: { set: "shown" } } }] } }) { nwTracks { name } } }', admin)
       t.same(asAdmin, { data: { updateOneNwAlbum: { nwTracks: [{ name: 'shown' }] } } }, 'bypassRoles')
+      // Detaching a row that its filter then hides: refused, as an update that hides it.
+      await sql("INSERT INTO nw_artist (id, name, label_country, label_code) VALUES (6, 'Signed Six', 'UK', 'EMI')")
+      const signed = async () => sql('SELECT label_country, label_code FROM nw_artist WHERE id = 6')
+      for (const op of ['disconnect: [{ id: 6 }]', 'set: []']) {
+        const res = await gql(`mutation { updateOneNwLabel(where: { country_code: { country: "UK", code: "EMI" } }, data: { nwArtists: { ${op} } }) { name } }`)
+        t.same(codes(res), ['TRB_ERR_AUTH_FORBIDDEN'], `${op}: the detached row would be hidden`)
+        t.same(await signed(), [{ label_country: 'UK', label_code: 'EMI' }], `${op}: SQL: nothing written`)
+      }
+      const detached = await gql('mutation { updateOneNwLabel(where: { country_code: { country: "UK", code: "EMI" } }, data: { nwArtists: { disconnect: [{ id: 6 }] } }) { nwArtists { name } } }', admin)
+      t.same(detached, { data: { updateOneNwLabel: { nwArtists: [] } } }, 'bypassRoles')
+      t.same(await signed(), [{ label_country: null, label_code: null }])
     })
 
     await t.test('attack: maxNestedWrites counts the rows set, updateMany and deleteMany change; depth', async (t) => {

@@ -417,6 +417,27 @@ function disconnectStmt(ctx: Ctx, target: Model, fks: readonly ScalarField[], wh
   return stmt(ctx, sql`UPDATE ${tr} SET ${fks.map((f) => `${ctx.d.q(f.column)} = NULL`).join(', ')} WHERE ${scopedCond(ctx, target, fks, where)}`)
 }
 
+/**
+ * The check of rows a `set`/`disconnect` detaches from a row-filtered parent: `SELECT COUNT(*)` of the
+ * visible rows whose key is NULL, before and after; fewer new ones than rows detached means a
+ * detached row left the filter. Null when the target has no filter.
+ */
+function detachedCount(ctx: Ctx, target: Model, fks: readonly ScalarField[]): Stmt | null {
+  if (!ctx.reg.rowFilters.has(target.name)) return null
+  const tr = ctx.d.table(target.table)
+  return stmt(ctx, sql`SELECT COUNT(*) AS n FROM ${tr} WHERE ${andRowFilter(ctx, target, tr, fks.map((f) => `${tr}.${ctx.d.q(f.column)} IS NULL`).join(' AND '))}`)
+}
+
+/** Runs a `set`/`disconnect` statement with its {@link detachedCount} check; returns the rows detached. */
+async function detach(rt: Runtime, conn: unknown, s: Stmt, check: Stmt | null, vars: Vars, parent: readonly unknown[], label: string): Promise<number> {
+  const db = rt.db()
+  const nulls = async (): Promise<number> => Number((await db.exec(conn, check!.text, run(check!, vars))).rows[0]?.['n'] ?? 0)
+  const before = check ? await nulls() : 0
+  const n = (await db.exec(conn, s.text, run(s, vars, parent))).affected
+  if (check && n > 0 && (await nulls()) - before < n) throw new AuthForbiddenError(`${label}: a row it disconnects does not pass its row filter once disconnected (nothing was written)`)
+  return n
+}
+
 /** The update check of a nested row: `SELECT 1 … WHERE identity = extra[0…] AND row filter`; null when the model has no filter. */
 function checkStmt(ctx: Ctx, model: Model): Stmt | null {
   if (!ctx.reg.rowFilters.has(model.name)) return null
@@ -561,7 +582,7 @@ function compileToManyUpdate(ctx: Ctx, model: Model, r: Relation, v: { [k: strin
       // Disconnects every (visible) row of the parent, then connects the given ones (below).
       count(budget, depth, where)
       const off = disconnectStmt(ctx, target, fks, undefined, `${where}: set`)
-      const vis = filtered ? stmt(ctx, sql`SELECT COUNT(*) AS n FROM ${tr} WHERE ${andRowFilter(ctx, target, tr, fks.map((f) => `${tr}.${ctx.d.q(f.column)} IS NULL`).join(' AND '))}`) : null
+      const vis = detachedCount(ctx, target, fks)
       const connects = list.map((item) => {
         count(budget, depth, where)
         needIdentity(target, where)
@@ -570,12 +591,7 @@ function compileToManyUpdate(ctx: Ctx, model: Model, r: Relation, v: { [k: strin
       const link = linkStmt(ctx, target, fks)
       steps.push(async (rt, conn, vars, parent) => {
         const db = rt.db()
-        const before = vis ? Number((await db.exec(conn, vis.text, run(vis, vars))).rows[0]?.['n'] ?? 0) : 0
-        const n = (await db.exec(conn, off.text, run(off, vars, parent))).affected
-        chargeNested(rt, vars, n)
-        if (vis && Number((await db.exec(conn, vis.text, run(vis, vars))).rows[0]?.['n'] ?? 0) - before < n) {
-          throw new AuthForbiddenError(`${where}: a row disconnected by set does not pass the row filter of ${target.name} once disconnected (nothing was written)`)
-        }
+        chargeNested(rt, vars, await detach(rt, conn, off, vis, vars, parent, `${where}: set`))
         for (const c of connects) {
           const id = await findOrFail(rt, conn, c.find, vars, [], target, c.label)
           await db.exec(conn, link.text, run(link, vars, [...parent, ...id]))
@@ -589,10 +605,11 @@ function compileToManyUpdate(ctx: Ctx, model: Model, r: Relation, v: { [k: strin
       const label = `${where}: ${op} ${many ? whereLabel(target, uw) : ''}`.trimEnd()
       if (op === 'disconnect') {
         const s = disconnectStmt(ctx, target, fks, uw, label)
+        const vis = detachedCount(ctx, target, fks)
         const on = many ? () => true : flagOf(item)
         // Prisma: disconnecting a row that is not connected does nothing.
         steps.push(async (rt, conn, vars, parent) => {
-          if (on(vars)) await rt.db().exec(conn, s.text, run(s, vars, parent))
+          if (on(vars)) await detach(rt, conn, s, vis, vars, parent, label)
         })
       } else if (op === 'delete') {
         const s = stmt(ctx, sql`DELETE FROM ${tr} WHERE ${scopedCond(ctx, target, fks, uw)}`)
