@@ -68,7 +68,7 @@ export interface BuildSchemaOptions {
   rawErrors?: boolean
   /** Largest `|take|` of any list, nested lists included; larger values are refused (`TRB_ERR_DB_INPUT`). Default 1000. */
   maxTake?: number
-  /** Most rows one request may create or connect through nested writes; more is refused (`TRB_ERR_DB_INPUT`). Default 100. */
+  /** Most nested writes of one request (items, and rows `set`/`updateMany`/`deleteMany` change); more is refused (`TRB_ERR_DB_INPUT`). Default 100. */
   maxNestedWrites?: number
   /** Add the raw SQL root fields `queryRaw` and `executeRaw` (the source's `rawSql` option). Default false. */
   rawSql?: boolean
