@@ -295,6 +295,9 @@ t.test('schema: nested-write input types', async (t) => {
   t.same(json.properties!['data'], { $ref: '#/$defs/NwArtistCreateInput', type: 'object' })
   t.same((json.$defs as Record<string, JsonSchema>)['NwArtistCreateInput']!.properties!['nwAlbums'], { type: ['object', 'null'] }, 'a stored operation\'s JSON Schema leaves nested-write inputs open (expanded, they nest every related model)')
   t.ok(JSON.stringify(json).length < 2000, 'and stays small')
+  const update = variablesSchema(source.schema, parse('mutation M($data: NwArtistUpdateInput!) { __typename }').definitions[0] as OperationDefinitionNode)
+  t.same((update.$defs as Record<string, JsonSchema>)['NwArtistUpdateInput']!.properties!['nwAlbums'], { type: ['object', 'null'] }, 'so are the update inputs')
+  t.ok(JSON.stringify(update).length < 4000, 'and it stays small')
 })
 
 t.test('sqlite Chinook: a join row with a compound key made of two foreign keys', async (t) => {
