@@ -751,7 +751,9 @@ class SchemaBuilder {
       name,
       // Left open in stored operations' JSON Schemas (operations/json-schema.ts): expanded, it would nest every related model.
       extensions: { [EXT]: { nestedWrite: true } },
-      description: many
+      description: r.via
+        ? `Rows of ${target.name} to create, connect (a row of the join table each), or connect when found and create otherwise.`
+        : many
         ? `Rows of ${target.name} to create, connect (set their foreign key to this row), or connect when found and create otherwise.`
         : r.holdsKey
           ? `The ${target.name} this row points to: create it, connect an existing one, or connect when found and create otherwise. Exactly one.`
