@@ -97,6 +97,8 @@ export const DbUnreadableWriteError = createError('TRB_ERR_DB_UNREADABLE_WRITE',
 export const DbNotFoundError = createError('TRB_ERR_DB_NOT_FOUND', 'No %s record found for %s', 404) as Ctor
 /** A bad argument to a database field (an empty where, a bad cursor...). */
 export const DbInputError = createError('TRB_ERR_DB_INPUT', '%s', 400) as Ctor
+/** A nested write would disconnect a row whose foreign key is NOT NULL (Prisma's P2014: the change would violate a required relation); nothing was written. */
+export const DbRelationRequiredError = createError('TRB_ERR_DB_RELATION_REQUIRED', 'The change would violate a required relation: %s', 400) as Ctor
 /** A raw SQL statement failed; the message is the engine's, shown in development mode only. */
 export const DbRawError = createError('TRB_ERR_DB_RAW', 'Raw query failed: %s', 400) as Ctor
 /** A raw SQL statement on SQLite that would reach another file or code (ATTACH, VACUUM INTO, load_extension, PRAGMA); nothing ran. */
@@ -186,7 +188,7 @@ export const errorCodes: readonly string[] = [
   OperationInvalidError, OperationNotFoundError, OperationMethodError, OperationVariablesError, OperationHandlerError, OperationCustomError, OperationTimeoutError, BadRequestError,
   GraphQLRequestError, GraphQLMethodError, GraphQLLimitError, GraphQLValidationError, GraphQLFieldError, PersistedNotFoundError, PersistedOnlyError,
   UpstreamError, UpstreamTimeoutError, UpstreamUnavailableError, UpstreamTooLargeError,
-  DbUniqueError, DbForeignKeyError, DbNotNullError, DbCheckError, DbValueError, DbUnreadableWriteError, DbNotFoundError, DbInputError, DbRawError, DbRawRefusedError, DbChangesUnavailableError, DbTimeoutError, DbCancelledError, DbRolledBackError, DbUnavailableError,
+  DbUniqueError, DbForeignKeyError, DbNotNullError, DbCheckError, DbValueError, DbUnreadableWriteError, DbNotFoundError, DbInputError, DbRelationRequiredError, DbRawError, DbRawRefusedError, DbChangesUnavailableError, DbTimeoutError, DbCancelledError, DbRolledBackError, DbUnavailableError,
   RouteNotFoundError, OriginForbiddenError, MisdirectedError, MetricsDeniedError, ConsoleDeniedError,
   AuthInvalidError, AuthRequiredError, CsrfError, OidcProviderUnknownError, OidcRedirectError, OidcCallbackError, AuthForbiddenError, RateLimitedError, CapacityError,
   HookError, HookTimeoutError, HookCancelledError,

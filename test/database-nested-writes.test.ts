@@ -237,20 +237,67 @@ t.test('schema: nested-write input types', async (t) => {
   t.teardown(() => source.close())
   const fields = (name: string): Record<string, string> =>
     Object.fromEntries(Object.values((source.schema.getType(name) as GraphQLInputObjectType).getFields()).map((f) => [f.name, String(f.type)]))
-  t.same(fields('NwAlbumCreateInput'), { id: 'Int', title: 'String!', artistId: 'Int', artist: 'NwArtistCreateNestedOneWithoutNwAlbumsInput', nwTracks: 'NwTrackCreateNestedManyWithoutAlbumInput' }, 'the FK field is optional: the relation may fill it')
+  t.same(fields('NwAlbumCreateInput'), {
+    id: 'Int',
+    title: 'String!',
+    artistId: 'Int',
+    artist: 'NwArtistCreateNestedOneWithoutNwAlbumsInput',
+    nwAlbumTags: 'NwAlbumTagCreateNestedManyWithoutAlbumInput',
+    nwTracks: 'NwTrackCreateNestedManyWithoutAlbumInput',
+    nwTags: 'NwTagCreateNestedManyWithoutNwAlbumsInput',
+  }, 'the FK field is optional: the relation may fill it; the many-to-many shortcut takes nested writes')
   t.same(fields('NwArtistCreateNestedOneWithoutNwAlbumsInput'), { create: 'NwArtistCreateWithoutNwAlbumsInput', connect: 'NwArtistWhereUniqueInput', connectOrCreate: 'NwArtistCreateOrConnectWithoutNwAlbumsInput' })
   t.same(fields('NwAlbumCreateNestedManyWithoutArtistInput'), { create: '[NwAlbumCreateWithoutArtistInput!]', connect: '[NwAlbumWhereUniqueInput!]', connectOrCreate: '[NwAlbumCreateOrConnectWithoutArtistInput!]' })
-  t.same(Object.keys(fields('NwAlbumCreateWithoutArtistInput')), ['id', 'title', 'nwTracks'], 'a row created under its parent has neither the FK field nor the back relation')
+  t.same(Object.keys(fields('NwAlbumCreateWithoutArtistInput')), ['id', 'title', 'nwAlbumTags', 'nwTracks', 'nwTags'], 'a row created under its parent has neither the FK field nor the back relation')
   t.same(Object.keys(fields('NwArtistCreateWithoutNwAlbumsInput')), ['id', 'name', 'labelCountry', 'labelCode', 'nwLabel', 'nwProfile'])
   t.same(fields('NwProfileCreateNestedOneWithoutArtistInput')['create'], 'NwProfileCreateWithoutArtistInput', 'a one-to-one back side takes a single object')
   t.same(Object.keys(fields('NwAlbumCreateManyInput')), ['id', 'title', 'artistId'], 'createMany takes no nested writes')
-  t.same(Object.keys(fields('NwAlbumUpdateInput')), ['id', 'title', 'artistId', 'artist', 'nwTracks'])
+  t.same(fields('NwAlbumUpdateInput'), {
+    id: 'IntFieldUpdateOperationsInput',
+    title: 'StringFieldUpdateOperationsInput',
+    artistId: 'IntFieldUpdateOperationsInput',
+    artist: 'NwArtistUpdateOneRequiredWithoutNwAlbumsNestedInput',
+    nwAlbumTags: 'NwAlbumTagUpdateManyWithoutAlbumNestedInput',
+    nwTracks: 'NwTrackUpdateManyWithoutAlbumNestedInput',
+    nwTags: 'NwTagUpdateManyWithoutNwAlbumsNestedInput',
+  }, "Prisma's update inputs")
+  t.same(fields('NwTrackUpdateManyWithoutAlbumNestedInput'), {
+    create: '[NwTrackCreateWithoutAlbumInput!]',
+    connectOrCreate: '[NwTrackCreateOrConnectWithoutAlbumInput!]',
+    connect: '[NwTrackWhereUniqueInput!]',
+    set: '[NwTrackWhereUniqueInput!]',
+    disconnect: '[NwTrackWhereUniqueInput!]',
+    delete: '[NwTrackWhereUniqueInput!]',
+    update: '[NwTrackUpdateWithWhereUniqueWithoutAlbumInput!]',
+    upsert: '[NwTrackUpsertWithWhereUniqueWithoutAlbumInput!]',
+    updateMany: '[NwTrackUpdateManyWithWhereWithoutAlbumInput!]',
+    deleteMany: '[NwTrackScalarWhereInput!]',
+  })
+  t.same(fields('NwTrackUpdateWithWhereUniqueWithoutAlbumInput'), { where: 'NwTrackWhereUniqueInput!', data: 'NwTrackUpdateWithoutAlbumInput!' })
+  t.same(fields('NwTrackUpsertWithWhereUniqueWithoutAlbumInput'), { where: 'NwTrackWhereUniqueInput!', update: 'NwTrackUpdateWithoutAlbumInput!', create: 'NwTrackCreateWithoutAlbumInput!' })
+  t.same(fields('NwTrackUpdateManyWithWhereWithoutAlbumInput'), { where: 'NwTrackScalarWhereInput!', data: 'NwTrackUncheckedUpdateManyWithoutAlbumInput!' })
+  t.same(Object.keys(fields('NwTrackUpdateWithoutAlbumInput')), ['id', 'name'], 'a row updated under its parent has neither the FK field nor the back relation')
+  t.same(Object.keys(fields('NwTrackScalarWhereInput')), ['AND', 'OR', 'NOT', 'id', 'name', 'albumId'], 'scalar fields only')
+  t.same(Object.keys(fields('NwTagUpdateManyWithoutNwAlbumsNestedInput')), ['create', 'connectOrCreate', 'connect', 'set', 'disconnect'], 'a many-to-many shortcut')
+  t.same(fields('NwLabelUpdateOneWithoutNwArtistsNestedInput'), {
+    create: 'NwLabelCreateWithoutNwArtistsInput',
+    connectOrCreate: 'NwLabelCreateOrConnectWithoutNwArtistsInput',
+    connect: 'NwLabelWhereUniqueInput',
+    update: 'NwLabelUpdateWithoutNwArtistsInput',
+    upsert: 'NwLabelUpsertWithoutNwArtistsInput',
+    disconnect: 'Boolean',
+    delete: 'Boolean',
+  }, 'an optional to-one relation')
+  t.notOk('disconnect' in fields('NwArtistUpdateOneRequiredWithoutNwAlbumsNestedInput'), 'a required one cannot be disconnected')
   t.same(Object.keys(fields('NwAlbumUpdateManyMutationInput')), ['id', 'title', 'artistId'], 'updateMany takes no nested writes')
   const mutation = parse('mutation M($data: NwArtistCreateInput!) { __typename }').definitions[0] as OperationDefinitionNode
   const json = variablesSchema(source.schema, mutation)
   t.same(json.properties!['data'], { $ref: '#/$defs/NwArtistCreateInput', type: 'object' })
   t.same((json.$defs as Record<string, JsonSchema>)['NwArtistCreateInput']!.properties!['nwAlbums'], { type: ['object', 'null'] }, 'a stored operation\'s JSON Schema leaves nested-write inputs open (expanded, they nest every related model)')
   t.ok(JSON.stringify(json).length < 2000, 'and stays small')
+  const update = variablesSchema(source.schema, parse('mutation M($data: NwArtistUpdateInput!) { __typename }').definitions[0] as OperationDefinitionNode)
+  t.same((update.$defs as Record<string, JsonSchema>)['NwArtistUpdateInput']!.properties!['nwAlbums'], { type: ['object', 'null'] }, 'so are the update inputs')
+  t.ok(JSON.stringify(update).length < 4000, 'and it stays small')
 })
 
 t.test('sqlite Chinook: a join row with a compound key made of two foreign keys', async (t) => {
@@ -276,4 +323,10 @@ t.test('sqlite Chinook: a join row with a compound key made of two foreign keys'
   const dup = await server.gql(`mutation { updateOnePlaylist(where: { playlistId: ${created.playlistId} }, data: { name: { set: "Renamed" }, playlistTracks: { create: [{ track: { connect: { trackId: 1 } } }] } }) { name } }`)
   t.same(dup.body.errors?.map((e) => e.extensions.code), ['TRB_ERR_DB_UNIQUE'], 'the same join row twice: its compound primary key')
   t.same(await knex.raw('SELECT Name FROM Playlist WHERE PlaylistId = ?', [created.playlistId]), [{ Name: 'Nested' }], 'SQL: the rename was rolled back')
+  const set = await server.gql(`mutation { updateOnePlaylist(where: { playlistId: ${created.playlistId} }, data: { tracks: { set: [{ trackId: 3 }], connect: [{ trackId: 2 }] } }) { tracks(orderBy: { trackId: asc }) { trackId } } }`)
+  t.same(set.body, { data: { updateOnePlaylist: { tracks: [{ trackId: 2 }, { trackId: 3 }] } } }, 'the many-to-many shortcut: set, then connect')
+  t.same(await knex.raw('SELECT TrackId FROM PlaylistTrack WHERE PlaylistId = ? ORDER BY TrackId', [created.playlistId]), [{ TrackId: 2 }, { TrackId: 3 }], 'SQL: the join rows replaced')
+  const off = await server.gql(`mutation { updateOnePlaylist(where: { playlistId: ${created.playlistId} }, data: { tracks: { disconnect: [{ trackId: 3 }, { trackId: 4 }] } }) { tracks { trackId } } }`)
+  t.same(off.body, { data: { updateOnePlaylist: { tracks: [{ trackId: 2 }] } } }, 'disconnect deletes the join row (a row not connected: nothing)')
+  t.same(await knex.raw('SELECT COUNT(*) AS n FROM Track WHERE TrackId = 3'), [{ n: 1 }], 'SQL: the track itself stays')
 })

@@ -69,7 +69,7 @@ export interface BuildSchemaOptions {
   rawErrors?: boolean
   /** Largest `|take|` of any list, nested lists included; larger values are refused (`TRB_ERR_DB_INPUT`). Default 1000. */
   maxTake?: number
-  /** Most rows one request may create or connect through nested writes; more is refused (`TRB_ERR_DB_INPUT`). Default 100. */
+  /** Most nested writes of one request (items, and rows `set`/`updateMany`/`deleteMany` change); more is refused (`TRB_ERR_DB_INPUT`). Default 100. */
   maxNestedWrites?: number
   /** Add the raw SQL root fields `queryRaw` and `executeRaw` (the source's `rawSql` option). Default false. */
   rawSql?: boolean
@@ -629,18 +629,119 @@ class SchemaBuilder {
     return t
   }
 
-  /** The relations of `m` that take nested writes: not many-to-many shortcuts, to a table with an identity and a way back. */
+  /** The relations of `m` that take nested writes: to a table with an identity and a way back (many-to-many shortcuts included). */
   private nestedRelations(m: Model): Relation[] {
     return [...m.relations.values()].filter((r) => {
       const target = this.model(r.target)
-      // A to-many write needs this row's key back; a to-one write needs the target's.
-      return !r.via && target.kind === 'table' && target.identity.length > 0 && (r.holdsKey || m.identity.length > 0) && this.backRelation(m, r) !== undefined
+      // A to-many write needs this row's key back; a to-one write needs the target's; a join row both.
+      return target.kind === 'table' && target.identity.length > 0 && (r.holdsKey || m.identity.length > 0) && this.backRelation(m, r) !== undefined
     })
   }
 
-  /** The relation of `r`'s target that is `r` seen from the other side (same foreign key, the other holder). */
+  /** The relation of `r`'s target that is `r` seen from the other side (same foreign key, the other holder; or the same join table). */
   private backRelation(m: Model, r: Relation): Relation | undefined {
-    return [...this.model(r.target).relations.values()].find((b) => !b.via && b.foreignKey === r.foreignKey && b.holdsKey !== r.holdsKey && b.target === m.name)
+    const back = [...this.model(r.target).relations.values()]
+    if (r.via) return back.find((b) => b.via !== undefined && b.foreignKey === r.foreignKey && b.target === m.name)
+    return back.find((b) => !b.via && b.foreignKey === r.foreignKey && b.holdsKey !== r.holdsKey && b.target === m.name)
+  }
+
+  /** `X` + the back relation's name in PascalCase: the `Without<Back>` of Prisma's input names. */
+  private backName(m: Model, r: Relation): string {
+    const back = this.backRelation(m, r)!
+    return back.name[0]!.toUpperCase() + back.name.slice(1)
+  }
+
+  /** `XCreateOrConnectWithout<Back>Input { where, create }`, shared by the create and update inputs. */
+  private createOrConnect(target: Model, backName: string, create: GraphQLInputObjectType, where: GraphQLInputObjectType): GraphQLInputObjectType {
+    const name = `${target.name}CreateOrConnectWithout${backName}Input`
+    const coc = this.nestedInputs.get(name) ?? new GraphQLInputObjectType({ name, fields: { where: { type: nn(where) }, create: { type: nn(create) } } })
+    this.nestedInputs.set(name, coc)
+    return coc
+  }
+
+  /** A nested input type by name, made once. */
+  private nestedInput(name: string, make: () => GraphQLInputObjectType): GraphQLInputObjectType {
+    const cached = this.nestedInputs.get(name)
+    if (cached) return cached
+    const t = make()
+    this.nestedInputs.set(name, t)
+    return t
+  }
+
+  /** `XScalarWhereInput`: the where of `updateMany`/`deleteMany` under a relation (scalar fields, AND/OR/NOT; no relation filters). */
+  private scalarWhere(m: Model): GraphQLInputObjectType {
+    const name = `${m.name}ScalarWhereInput`
+    return this.nestedInput(name, () => new GraphQLInputObjectType({
+      name,
+      fields: () => {
+        const self = this.nestedInputs.get(name)!
+        const fields: GraphQLInputFieldConfigMap = { AND: { type: list(nn(self)) }, OR: { type: list(nn(self)) }, NOT: { type: list(nn(self)) } }
+        for (const f of m.fields) fields[f.name] = { type: f.list ? this.listFilter(f) : this.filter(f), extensions: this.reads(m, f.name) }
+        return fields
+      },
+    }))
+  }
+
+  /**
+   * The nested-write input of relation `r` of `m` in an update's data (Prisma's):
+   * `TUpdateManyWithout<Back>NestedInput` (to-many and many-to-many: lists of `create`, `connect`,
+   * `connectOrCreate`, `set`, `disconnect`; to-many also `delete`, `update`, `updateMany`,
+   * `deleteMany`, `upsert`), or `TUpdateOne[Required]Without<Back>NestedInput` (to-one: `create`,
+   * `connect`, `connectOrCreate`, `update`, `upsert`, and `disconnect`/`delete: Boolean` unless this
+   * row's key to it is NOT NULL).
+   */
+  private relationUpdateInput(m: Model, r: Relation): GraphQLInputObjectType {
+    const target = this.model(r.target)
+    const back = this.backRelation(m, r)!
+    const backName = this.backName(m, r)
+    const many = r.kind === 'many'
+    const required = r.holdsKey && r.fromFields.some((n) => !m.fieldMap.get(n)!.nullable)
+    const name = many ? `${target.name}UpdateManyWithout${backName}NestedInput` : `${target.name}UpdateOne${required ? 'Required' : ''}Without${backName}NestedInput`
+    return this.nestedInput(name, () => new GraphQLInputObjectType({
+      name,
+      extensions: { [EXT]: { nestedWrite: true } },
+      description: many
+        ? `Writes to the ${target.name} rows of this row, in this order: set, disconnect, delete, update, updateMany, deleteMany, upsert, create, connect, connectOrCreate.`
+        : `Writes to the ${target.name} of this row: exactly one operation.`,
+      fields: () => {
+        const create = this.createInput(target, `${target.name}CreateWithout${backName}Input`, true, back)
+        const data = this.updateInput(target, `${target.name}UpdateWithout${backName}Input`, true, back)
+        const where = this.unique(target)
+        const wrap = (t: GraphQLInputType): GraphQLInputType => (many ? list(nn(t)) : t)
+        const fields: GraphQLInputFieldConfigMap = { create: { type: wrap(create) } }
+        if (where) {
+          fields['connectOrCreate'] = { type: wrap(this.createOrConnect(target, backName, create, where)) }
+          fields['connect'] = { type: wrap(where) }
+        }
+        if (many) {
+          if (where) {
+            fields['set'] = { type: list(nn(where)) }
+            fields['disconnect'] = { type: list(nn(where)) }
+          }
+          if (r.via) return fields
+          if (where) {
+            fields['delete'] = { type: list(nn(where)) }
+            const uw = `${target.name}UpdateWithWhereUniqueWithout${backName}Input`
+            fields['update'] = { type: list(nn(this.nestedInput(uw, () => new GraphQLInputObjectType({ name: uw, fields: { where: { type: nn(where) }, data: { type: nn(data) } } })))) }
+            const up = `${target.name}UpsertWithWhereUniqueWithout${backName}Input`
+            fields['upsert'] = { type: list(nn(this.nestedInput(up, () => new GraphQLInputObjectType({ name: up, fields: { where: { type: nn(where) }, update: { type: nn(data) }, create: { type: nn(create) } } })))) }
+          }
+          const um = `${target.name}UpdateManyWithWhereWithout${backName}Input`
+          const umData = this.updateInput(target, `${target.name}UncheckedUpdateManyWithout${backName}Input`, false, back)
+          fields['updateMany'] = { type: list(nn(this.nestedInput(um, () => new GraphQLInputObjectType({ name: um, fields: { where: { type: nn(this.scalarWhere(target)) }, data: { type: nn(umData) } } })))) }
+          fields['deleteMany'] = { type: list(nn(this.scalarWhere(target))) }
+          return fields
+        }
+        fields['update'] = { type: data }
+        const up = `${target.name}UpsertWithout${backName}Input`
+        fields['upsert'] = { type: this.nestedInput(up, () => new GraphQLInputObjectType({ name: up, fields: { update: { type: nn(data) }, create: { type: nn(create) } } })) }
+        if (!required) {
+          fields['disconnect'] = { type: GraphQLBoolean }
+          fields['delete'] = { type: GraphQLBoolean }
+        }
+        return fields
+      },
+    }))
   }
 
   /**
@@ -650,7 +751,7 @@ class SchemaBuilder {
   private relationWriteInput(m: Model, r: Relation): GraphQLInputObjectType {
     const target = this.model(r.target)
     const back = this.backRelation(m, r)!
-    const backName = back.name[0]!.toUpperCase() + back.name.slice(1)
+    const backName = this.backName(m, r)
     const many = r.kind === 'many'
     const name = `${target.name}CreateNested${many ? 'Many' : 'One'}Without${backName}Input`
     const cached = this.nestedInputs.get(name)
@@ -662,7 +763,9 @@ class SchemaBuilder {
       name,
       // Left open in stored operations' JSON Schemas (operations/json-schema.ts): expanded, it would nest every related model.
       extensions: { [EXT]: { nestedWrite: true } },
-      description: many
+      description: r.via
+        ? `Rows of ${target.name} to create, connect (a row of the join table each), or connect when found and create otherwise.`
+        : many
         ? `Rows of ${target.name} to create, connect (set their foreign key to this row), or connect when found and create otherwise.`
         : r.holdsKey
           ? `The ${target.name} this row points to: create it, connect an existing one, or connect when found and create otherwise. Exactly one.`
@@ -670,13 +773,8 @@ class SchemaBuilder {
       fields: () => {
         const fields: GraphQLInputFieldConfigMap = { create: { type: wrap(create) } }
         if (where) {
-          const coc = this.nestedInputs.get(`${target.name}CreateOrConnectWithout${backName}Input`) ?? new GraphQLInputObjectType({
-            name: `${target.name}CreateOrConnectWithout${backName}Input`,
-            fields: { where: { type: nn(where) }, create: { type: nn(create) } },
-          })
-          this.nestedInputs.set(coc.name, coc)
           fields['connect'] = { type: wrap(where) }
-          fields['connectOrCreate'] = { type: wrap(coc) }
+          fields['connectOrCreate'] = { type: wrap(this.createOrConnect(target, backName, create, where)) }
         }
         return fields
       },
@@ -685,16 +783,23 @@ class SchemaBuilder {
     return t
   }
 
-  /** `XUpdateInput` (nested: true, relation fields take nested writes) or `XUpdateManyMutationInput`. */
-  private updateInput(m: Model, name: string, nested = false): GraphQLInputObjectType {
-    return new GraphQLInputObjectType({
+  /**
+   * `XUpdateInput` (nested: true, relation fields take nested writes), `XUpdateManyMutationInput`, or
+   * the update input of a row under a relation (`without`: the relation of `m` back to the parent,
+   * left out, and its key fields when `m` holds it: `XUpdateWithout<Back>Input`,
+   * `XUncheckedUpdateManyWithout<Back>Input`).
+   */
+  private updateInput(m: Model, name: string, nested = false, without?: Relation): GraphQLInputObjectType {
+    const make = (): GraphQLInputObjectType => new GraphQLInputObjectType({
       name,
       fields: () => {
-        const fields: GraphQLInputFieldConfigMap = Object.fromEntries(m.fields.filter((f) => !f.generated).map((f) => [f.name, { type: this.updateOp(f) }]))
-        if (nested) for (const r of this.nestedRelations(m)) fields[r.name] = { type: this.relationWriteInput(m, r) }
+        const omitted = new Set(without?.holdsKey ? without.fromFields : [])
+        const fields: GraphQLInputFieldConfigMap = Object.fromEntries(m.fields.filter((f) => !f.generated && !omitted.has(f.name)).map((f) => [f.name, { type: this.updateOp(f) }]))
+        if (nested) for (const r of this.nestedRelations(m)) if (r !== without) fields[r.name] = { type: this.relationUpdateInput(m, r) }
         return fields
       },
     })
+    return without ? this.nestedInput(name, make) : make()
   }
 
   build(rawSql: boolean): GraphQLSchema {

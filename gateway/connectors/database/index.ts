@@ -40,10 +40,11 @@ export interface DatabaseSourceOptions {
   /** Largest `|take|` of any list of this source, nested lists included; more is refused with `TRB_ERR_DB_INPUT`. Default 1000. */
   maxTake?: number
   /**
-   * Most rows one request may create or connect through nested writes (the relation fields of
-   * `createOne`/`updateOne`/`upsertOne` data: each `create`, `connect` and `connectOrCreate` item
-   * counts one); more is refused with `TRB_ERR_DB_INPUT` before anything is written; 0 turns nested
-   * writes off. Default 100.
+   * Most nested writes one request may make (the relation fields of `createOne`/`updateOne`/
+   * `upsertOne` data: each item — `create`, `connect`, `update`, `delete`… — counts one, refused with
+   * `TRB_ERR_DB_INPUT` before anything is written; the rows each `set`, `updateMany` and
+   * `deleteMany` changes count too, as they run, the transaction rolled back when passed); 0 turns
+   * nested writes off. Default 100.
    */
   maxNestedWrites?: number
   /**

@@ -9,25 +9,15 @@
  */
 import { getNamedType, type GraphQLObjectType, type GraphQLResolveInfo } from 'graphql'
 import { AuthForbiddenError, DbInputError, DbNotFoundError } from '../../errors.js'
-import { Leaf, NULL, isObj, listLeaf, readArgs, type ArgValue } from './compiler/args.js'
-import { join, raw, sql, type Frag, type Vars } from './compiler/frag.js'
+import { Leaf, NULL, isObj, readArgs, type ArgValue } from './compiler/args.js'
+import { raw, sql, type Vars } from './compiler/frag.js'
 import { PlanCache } from './compiler/plan-cache.js'
-import { andRowFilter, bound, compileList, compileUnique, filteredWhere, listOf, toPlan, type Ctx, type ReadPlan } from './compiler/read.js'
+import { andRowFilter, compileList, compileUnique, filteredWhere, listOf, toPlan, type Ctx, type ReadPlan } from './compiler/read.js'
 import { withAuth } from './compiler/row-filter.js'
 import type { Model, ScalarField } from './compiler/registry.js'
-import {
-  chargeNested,
-  compileCreateRow,
-  compileUpdateRelations,
-  runCreateRow,
-  runUpdateToManys,
-  runUpdateToOnes,
-  type CreateRowPlan,
-  type NestedBudget,
-  type UpdateRelationsPlan,
-} from './nested-writes.js'
+import { chargeNested, compileCreateRow, compileUpdateRow, runCreateRow, runUpdateRow, type CreateRowPlan, type NestedBudget, type UpdateRowPlan } from './nested-writes.js'
 import { compileCreateKeyChecks, compileUpdateKeyChecks, keyTargets, runKeyChecks, type KeyChecks } from './key-checks.js'
-import { createPairs, identityOf, identitySelect, identityWhere, insertFrag, run, stmt, whereLabel, type Stmt } from './write-sql.js'
+import { createPairs, identityOf, identitySelect, identityWhere, insertFrag, run, setFrag, stmt, whereLabel, type Stmt } from './write-sql.js'
 import { bindAll, finishRows, makeCtx, type Runtime } from './resolvers.js'
 import type { WriteBody } from './resolvers.js'
 
@@ -41,63 +31,6 @@ function argsOf(ctx: Ctx, info: GraphQLResolveInfo): Record<string, ArgValue> {
 
 /** MySQL: resets and reads the count of rows skipped by {@link skipDuplicatesClause}. */
 const MYSQL_SKIPPED = { reset: 'SET @trb_skipped = 0', read: 'SELECT @trb_skipped AS n' }
-
-/** `SET` assignments of an update data object: `{ field: { set | increment | decrement | multiply | divide } }`. */
-function setFrag(ctx: Ctx, model: Model, data: ArgValue | undefined): { frag: Frag | null; setsIdentity: [number, Leaf | typeof NULL][] } {
-  const d = ctx.d
-  const parts: Frag[] = []
-  const setsIdentity: [number, Leaf | typeof NULL][] = []
-  if (isObj(data)) {
-    for (const [key, ops] of Object.entries(data)) {
-      const f = model.fieldMap.get(key)
-      if (!f) continue
-      const c = d.q(f.column)
-      // A bare value is accepted as `set`.
-      const o: { [k: string]: ArgValue } = isObj(ops) ? ops : { set: ops }
-      const [op, v] = Object.entries(o)[0] ?? []
-      if (op === undefined || v === undefined) continue
-      if (v === NULL) {
-        if (op === 'set') parts.push(raw(`${c} = NULL`))
-        continue
-      }
-      if (f.list && Array.isArray(v)) {
-        // PostgreSQL arrays: `set` replaces, `push` appends (array_cat keeps the column's type).
-        const p = bound(listLeaf(v), (x) => d.bindValue(f, x, false))
-        if (op === 'set') parts.push({ s: `${c} = ?`, p: p.p })
-        else if (op === 'push') parts.push({ s: `${c} = array_cat(${c}, ?)`, p: p.p })
-        continue
-      }
-      if (!(v instanceof Leaf)) continue
-      const p = bound(v, (x) => d.bindValue(f, x, false))
-      const isInt = f.scalar === 'Int' || f.scalar === 'BigInt'
-      switch (op) {
-        case 'set':
-          parts.push({ s: `${c} = ?`, p: p.p })
-          break
-        case 'increment':
-          parts.push({ s: `${c} = ${c} + ?`, p: p.p })
-          break
-        case 'decrement':
-          parts.push({ s: `${c} = ${c} - ?`, p: p.p })
-          break
-        case 'multiply':
-          parts.push({ s: `${c} = ${c} * ?`, p: p.p })
-          break
-        case 'divide':
-          parts.push({ s: `${c} = ${isInt ? d.intDivide(c) : `${c} / ?`}`, p: p.p })
-          break
-        default:
-          continue
-      }
-      const idx = model.identity.indexOf(key)
-      if (idx >= 0) {
-        if (op !== 'set') throw new DbInputError(`${model.name}.${key} identifies the row: only \`set\` may change it`)
-        setsIdentity.push([idx, v])
-      }
-    }
-  }
-  return { frag: parts.length ? join(parts, ', ') : null, setsIdentity }
-}
 
 function requireIdentity(model: Model): void {
   if (model.identity.length === 0) throw new DbInputError(`${model.name} has no primary key or non-null unique key: this mutation needs one`)
@@ -145,25 +78,43 @@ function requireUnfiltered(rt: Runtime, model: Model, vars: Vars, what: string):
 }
 
 /**
- * The row-filtered models that the relation fields of a create or update `data` write to (nested
- * creates, connects, connectOrCreates, at any depth), and those whose key a nested row's scalar
- * field sets (key-checks.ts checks the root row's own keys). Over-approximates: every key naming a
- * relation counts.
+ * The row-filtered models that nested writes under a create or update `data` would create rows in or
+ * connect rows of (`create`, `connect`, `connectOrCreate`, `upsert`, a non-empty `set`; any write
+ * through a many-to-many shortcut whose join table is filtered), at any depth, and those whose key a
+ * nested row's scalar field sets (key-checks.ts checks the root row's own keys). `update`,
+ * `updateMany`, `delete`, `deleteMany` and `disconnect` are not listed: their statements AND the
+ * target's filter and check updated rows against it (nested-writes.ts).
  */
 function nestedModels(rt: Runtime, model: Model, data: ArgValue | undefined): string[] {
   if (rt.reg.rowFilters.size === 0) return []
   const out = new Set<string>()
+  const filtered = (m: Model | undefined): void => {
+    if (m && rt.reg.rowFilters.has(m.name)) out.add(m.name)
+  }
+  const joinModel = (table: string): Model | undefined => [...rt.reg.models.values()].find((m) => m.table === table)
   const walk = (m: Model, v: ArgValue | undefined, nested: boolean): void => {
-    if (Array.isArray(v)) for (const x of v) walk(m, x, nested)
-    else if (isObj(v)) {
-      if (nested) for (const name of keyTargets(rt.reg, m, v)) out.add(name)
-      for (const [k, x] of Object.entries(v)) {
-        const rel = m.relations.get(k)
-        const target = rel ? rt.reg.models.get(rel.target) : undefined
-        if (!target) walk(m, x, nested)
-        else {
-          if (rt.reg.rowFilters.has(target.name)) out.add(target.name)
-          walk(target, x, true)
+    if (Array.isArray(v)) return v.forEach((x) => walk(m, x, nested))
+    if (!isObj(v)) return
+    if (nested) for (const name of keyTargets(rt.reg, m, v)) out.add(name)
+    for (const [k, input] of Object.entries(v)) {
+      const rel = m.relations.get(k)
+      const target = rel ? rt.reg.models.get(rel.target) : undefined
+      if (!rel || !target || !isObj(input)) continue
+      if (rel.via) filtered(joinModel(rel.via.table))
+      for (const [op, x] of Object.entries(input)) {
+        const items = listOf(x)
+        if (op === 'create' || op === 'connect' || op === 'connectOrCreate' || op === 'upsert' || (op === 'set' && items.length > 0)) {
+          if (items.length > 0) filtered(target)
+        }
+        for (const item of items) {
+          if (!isObj(item)) continue
+          if (op === 'create') walk(target, item, true)
+          else if (op === 'connectOrCreate') walk(target, item['create'], true)
+          else if (op === 'upsert') {
+            walk(target, item['create'], true)
+            walk(target, item['update'], true)
+          } else if (op === 'update') walk(target, rel.kind === 'many' ? item['data'] : item, true)
+          else if (op === 'updateMany') walk(target, item['data'], true)
         }
       }
     }
@@ -225,10 +176,7 @@ export function makeMutationResolvers(rt: Runtime, model: Model): Record<Mutatio
 
   /** The UPDATE of one row (by identity) with the relation writes of its data. */
   interface UpdatePlan {
-    /** `extra` = [identity…, to-one key values…]; null when nothing is assigned. */
-    update: Stmt | null
-    setsIdentity: [number, Leaf | typeof NULL][]
-    rel: UpdateRelationsPlan
+    row: UpdateRowPlan
     nested: number
     /** Row-filtered models its nested writes reach (see {@link nestedModels}). */
     nestedModels: string[]
@@ -236,24 +184,16 @@ export function makeMutationResolvers(rt: Runtime, model: Model): Record<Mutatio
     keys: KeyChecks
   }
   const compileUpdate = (ctx: Ctx, data: ArgValue | undefined): UpdatePlan => {
-    const { frag, setsIdentity } = setFrag(ctx, model, data)
     const budget: NestedBudget = { rows: 0, max: rt.maxNestedWrites }
-    const rel = compileUpdateRelations(ctx, model, data, budget)
-    const sets = [frag, rel.set].filter((f): f is Frag => f !== null)
-    const update = sets.length ? stmt(ctx, sql`UPDATE ${tableRef} SET ${join(sets, ', ')} WHERE ${andRowFilter(ctx, model, tableRef, identityWhere(ctx, model, tableRef))}`) : null
+    const row = compileUpdateRow(ctx, model, data, 0, budget, false)
     const keys = compileUpdateKeyChecks(ctx, model, data, (a) => identityWhere(ctx, model, a))
-    return { update, setsIdentity, rel, nested: budget.rows, nestedModels: nestedModels(rt, model, data), keys }
+    return { row, nested: budget.rows, nestedModels: nestedModels(rt, model, data), keys }
   }
   /** Updates the row whose identity is `id`; returns its identity after the update. */
   const runUpdate = async (conn: unknown, plan: UpdatePlan, vars: Vars, id: unknown[]): Promise<unknown[]> => {
     chargeNested(rt, vars, plan.nested)
     await runKeyChecks(rt, conn, plan.keys, vars, id)
-    const keys = await runUpdateToOnes(rt, conn, plan.rel, vars)
-    if (plan.update) await rt.db().exec(conn, plan.update.text, run(plan.update, vars, [...id, ...keys]))
-    const next = [...id]
-    for (const [i, v] of plan.setsIdentity) next[i] = v === NULL ? null : d.bindValue(model.fieldMap.get(model.identity[i]!)!, v.get(vars, []), false)
-    await runUpdateToManys(rt, conn, plan.rel, model, vars, next)
-    return next
+    return runUpdateRow(rt, conn, plan.row, vars, id)
   }
 
   return {

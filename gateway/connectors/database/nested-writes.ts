@@ -1,6 +1,6 @@
 /**
  * Nested writes (README "Database connector", nested writes): the relation fields of the `data` of
- * `createOneX`, `updateOneX` and `upsertOneX` create or connect related rows, Prisma-style:
+ * `createOneX`, `updateOneX` and `upsertOneX` write related rows, Prisma-style. In a create:
  *
  * - a to-one relation whose foreign key this table holds (`Album.artist`):
  *   `{ create: {…} }`, `{ connect: <unique where> }` or `{ connectOrCreate: { where, create } }`,
@@ -11,9 +11,26 @@
  *   Run AFTER this row is written: created rows get this row's key in their foreign key, connected
  *   rows have their foreign key set to it (`UPDATE`).
  *
- * Nested creates nest again, at most {@link MAX_NESTED_WRITE_DEPTH} levels. Every nested item
- * (a create, a connect, a connectOrCreate) counts one against the source's `maxNestedWrites` per
- * request. Many-to-many shortcuts (`via` a join table) take no nested writes.
+ * - a many-to-many shortcut (`via` a join table): `create`, `connect`, `connectOrCreate` lists; each
+ *   row found or created gets a join row (an existing join row is kept).
+ *
+ * In an update (the `data` of `updateOneX`, `update` of `upsertOneX`, and nested `update`s) the
+ * inputs are Prisma's `…UpdateManyWithout<Back>NestedInput` / `…UpdateOne[Required]Without<Back>NestedInput`:
+ * to-many also `set`, `disconnect`, `delete`, `update`, `updateMany`, `deleteMany`, `upsert`
+ * (each scoped to this parent: `WHERE fk = parent AND …`, set-based where the input allows);
+ * to-one also `update`, `upsert`, `disconnect: true`, `delete: true`; many-to-many shortcuts also
+ * `set` and `disconnect` (join rows deleted). Disconnecting sets the foreign key to NULL: refused
+ * with `TRB_ERR_DB_RELATION_REQUIRED` when it is NOT NULL (Prisma's P2014).
+ *
+ * Row filters: every statement that reads, changes or deletes a related row ANDs the target's filter
+ * (a hidden row is not found, or not touched); a row changed by a nested `update`/`upsert`/`updateMany`
+ * must still pass it afterwards (else `TRB_ERR_AUTH_FORBIDDEN`, rolled back). Creates and connects
+ * into a filtered model are refused by mutations.ts unless the caller bypasses the filter.
+ *
+ * Nested writes nest again, at most {@link MAX_NESTED_WRITE_DEPTH} levels. Every nested item (a
+ * create, a connect, an update, a `disconnect: true`…) counts one against the source's
+ * `maxNestedWrites` per request, checked while compiling; the rows a `set`, `updateMany` or
+ * `deleteMany` changes count too, at run time (more: `TRB_ERR_DB_INPUT`, rolled back).
  *
  * Everything runs on the request's transaction connection (request-transaction.ts): a failure
  * anywhere (a constraint, a connect target that does not exist: `TRB_ERR_DB_NOT_FOUND`) rolls the
@@ -21,12 +38,12 @@
  * like every mutation plan (plan-cache.ts); key values read back at run time are passed as `extra`
  * values, unconverted.
  */
-import { DbInputError, DbNotFoundError, DbUnreadableWriteError, DbValueError } from '../../errors.js'
+import { AuthForbiddenError, DbInputError, DbNotFoundError, DbRelationRequiredError, DbUnreadableWriteError, DbValueError } from '../../errors.js'
 import { isUnsignedInt } from './type-map.js'
 import { Leaf, NULL, isObj, type ArgValue } from './compiler/args.js'
 import { constant, join, raw, sql, type Frag, type Getter, type Vars } from './compiler/frag.js'
 import { MAX_NESTED_WRITE_DEPTH } from './compiler/input-limits.js'
-import { listOf, type Ctx } from './compiler/read.js'
+import { andRowFilter, compileUnique, filteredWhere, listOf, type Ctx } from './compiler/read.js'
 import type { Model, Relation, ScalarField } from './compiler/registry.js'
 import type { Runtime } from './resolvers.js'
 import {
@@ -41,6 +58,7 @@ import {
   insertFrag,
   run,
   selectByIdentity,
+  setFrag,
   stmt,
   whereLabel,
   type Stmt,
@@ -73,7 +91,16 @@ export interface CreateRowPlan {
   want: string[]
   /** Reads `want` by identity when the INSERT could not return them. */
   reread: Stmt | null
-  toManys: ToManyPlan[]
+  toManys: AfterStep[]
+}
+
+/**
+ * A relation write that runs after its parent row is written (to-many, one-to-one back side,
+ * many-to-many): `parent` holds the values of `rel.fromFields` of the parent row.
+ */
+export interface AfterStep {
+  rel: Relation
+  run(rt: Runtime, conn: unknown, vars: Vars, parent: readonly unknown[]): Promise<void>
 }
 
 /** Finds or creates the row a to-one relation points to; yields the values of `rel.toFields`. */
@@ -87,7 +114,7 @@ interface ToOnePlan {
 }
 
 /** Rows a to-many (or one-to-one back side) relation creates or connects. */
-export interface ToManyPlan {
+interface ToManyPlan {
   rel: Relation
   target: Model
   items: { find: Stmt | null; label: string; create: CreateRowPlan | null }[]
@@ -95,12 +122,24 @@ export interface ToManyPlan {
   link: Stmt | null
 }
 
+/** A to-one write of an update whose foreign key this row holds; `cur` = the row's key values before the update. */
+interface BeforeStep {
+  /** True when its values are assigned to the row's foreign key. */
+  assign: boolean
+  run(rt: Runtime, conn: unknown, vars: Vars, cur: readonly unknown[]): Promise<unknown[]>
+  /** Runs after the row's UPDATE (`delete: true` deletes the row it pointed to). */
+  after?(rt: Runtime, conn: unknown, vars: Vars, cur: readonly unknown[]): Promise<void>
+  rel: Relation
+}
+
 /** The relation writes of an update's data: to-one keys to set, to-many rows to write after. */
 export interface UpdateRelationsPlan {
-  toOnes: ToOnePlan[]
+  toOnes: BeforeStep[]
   /** `fk = extra[offset + j]` assignments (offset: the identity's length), or null. */
   set: Frag | null
-  toManys: ToManyPlan[]
+  /** Reads the row's foreign keys of `toOnes`, by identity, before the update; null when none. */
+  current: Stmt | null
+  toManys: AfterStep[]
   /** Reads the parent fields the to-many writes need, by the row's (new) identity; null when the identity holds them. */
   reread: Stmt | null
   /** The fields `reread` reads, in order. */
@@ -109,13 +148,13 @@ export interface UpdateRelationsPlan {
 
 const OPS = ['create', 'connect', 'connectOrCreate'] as const
 
-/** The relation of `model` named `key` that takes nested writes (not a many-to-many shortcut), with its input. */
+/** The relations of `model` named in `data` (nested writes), with their inputs. */
 function relationEntries(model: Model, data: ArgValue | undefined): [Relation, { [k: string]: ArgValue }][] {
   if (!isObj(data)) return []
   const out: [Relation, { [k: string]: ArgValue }][] = []
   for (const [key, v] of Object.entries(data)) {
     const r = model.relations.get(key)
-    if (r && !r.via && isObj(v)) out.push([r, v])
+    if (r && isObj(v)) out.push([r, v])
   }
   return out
 }
@@ -123,7 +162,7 @@ function relationEntries(model: Model, data: ArgValue | undefined): [Relation, {
 function count(budget: NestedBudget, depth: number, where: string): void {
   if (depth > MAX_NESTED_WRITE_DEPTH) throw new DbInputError(`${where}: nested writes go deeper than ${MAX_NESTED_WRITE_DEPTH} levels`)
   budget.rows++
-  if (budget.rows > budget.max) throw new DbInputError(`the nested writes of this field create or connect more than ${budget.max} rows (maxNestedWrites)`)
+  if (budget.rows > budget.max) throw new DbInputError(`the nested writes of this field write more than ${budget.max} rows (maxNestedWrites)`)
 }
 
 function field(m: Model, name: string): ScalarField {
@@ -167,7 +206,7 @@ export function compileCreateRow(ctx: Ctx, model: Model, data: ArgValue | undefi
   const toOnes: ToOnePlan[] = []
   const toManyInputs: [Relation, { [k: string]: ArgValue }][] = []
   for (const [r, v] of relationEntries(model, data)) {
-    if (!r.holdsKey) {
+    if (!r.holdsKey || r.via) {
       toManyInputs.push([r, v])
       continue
     }
@@ -203,7 +242,7 @@ export function compileCreateRow(ctx: Ctx, model: Model, data: ArgValue | undefi
     // Parent keys and drawn keys are in the engine's representation already; data values are converted.
     return isExtraLeaf(leaf) ? leaf.get : (v, x) => d.bindValue(f, leaf.get(v, x), false)
   })
-  const toManys = toManyInputs.map(([r, v]) => compileToMany(ctx, model, r, v, depth + 1, budget))
+  const toManys = toManyInputs.map(([r, v]) => (r.via ? compileVia(ctx, model, r, v, depth + 1, budget) : toManyStep(compileToMany(ctx, model, r, v, depth + 1, budget))))
   const want = unique([...model.identity, ...parentWants, ...toManys.flatMap((t) => t.rel.fromFields)])
   const returning = !model.insertsRedirected && canReturn(d) && model.identity.length > 0
   if ((parentWants.length > 0 || toManys.length > 0) && model.identity.length === 0) needIdentity(model, model.name)
@@ -239,7 +278,7 @@ export async function runCreateRow(rt: Runtime, conn: unknown, plan: CreateRowPl
     }
   }
   checkDrawnKeys(model, values)
-  for (const m of plan.toManys) await runToMany(rt, conn, m, vars, m.rel.fromFields.map((n) => values[n]))
+  for (const m of plan.toManys) await m.run(rt, conn, vars, m.rel.fromFields.map((n) => values[n]))
   return values
 }
 
@@ -294,6 +333,10 @@ async function runToOne(rt: Runtime, conn: unknown, t: ToOnePlan, vars: Vars): P
   return t.rel.toFields.map((n) => values[n])
 }
 
+function toManyStep(m: ToManyPlan): AfterStep {
+  return { rel: m.rel, run: (rt, conn, vars, parent) => runToMany(rt, conn, m, vars, parent) }
+}
+
 function compileToMany(ctx: Ctx, model: Model, r: Relation, v: { [k: string]: ArgValue }, depth: number, budget: NestedBudget): ToManyPlan {
   const target = ctx.reg.models.get(r.target)!
   const where = `${model.name}.${r.name}`
@@ -326,7 +369,7 @@ function compileToMany(ctx: Ctx, model: Model, r: Relation, v: { [k: string]: Ar
  * Runs the writes of one to-many relation input.
  * @param parent the values of `rel.fromFields` of the parent row
  */
-export async function runToMany(rt: Runtime, conn: unknown, m: ToManyPlan, vars: Vars, parent: readonly unknown[]): Promise<void> {
+async function runToMany(rt: Runtime, conn: unknown, m: ToManyPlan, vars: Vars, parent: readonly unknown[]): Promise<void> {
   const db = rt.db()
   for (const item of m.items) {
     if (item.find) {
@@ -341,64 +384,438 @@ export async function runToMany(rt: Runtime, conn: unknown, m: ToManyPlan, vars:
   }
 }
 
+// ---------------------------------------------------------------------------------------------
+// Updates
+
+/** The operations of an update's relation input, in the order they run (create-side ones last). */
+const MANY_UPDATE_OPS = ['set', 'disconnect', 'delete', 'update', 'updateMany', 'deleteMany', 'upsert'] as const
+const ONE_UPDATE_OPS = ['create', 'connect', 'connectOrCreate', 'update', 'upsert', 'disconnect', 'delete'] as const
+
+/** `alias.fk_j = extra[j]`: the target rows of `fks` pointing to the parent (its values in `extra[0…]`). */
+function scopeFrag(ctx: Ctx, fks: readonly ScalarField[], alias: string): Frag {
+  return join(fks.map((f, j) => ({ s: `${alias}.${ctx.d.q(f.column)} = ?`, p: [(_v: Vars, x: readonly unknown[]) => x[j]] })), ' AND ')
+}
+
+/** `[unique where AND] scope AND row filter` on the target's table (columns qualified by its table reference). */
+function scopedCond(ctx: Ctx, target: Model, fks: readonly ScalarField[], where: ArgValue | undefined): Frag {
+  const tr = ctx.d.table(target.table)
+  const scope = scopeFrag(ctx, fks, tr)
+  return andRowFilter(ctx, target, tr, where === undefined ? scope : sql`${compileUnique(ctx, target, tr, where)} AND ${scope}`)
+}
+
+/** `SELECT identity FROM target WHERE …` of {@link scopedCond}. */
+function scopedSelect(ctx: Ctx, target: Model, fks: readonly ScalarField[], where: ArgValue | undefined): Stmt {
+  const tr = ctx.d.table(target.table)
+  return stmt(ctx, sql`SELECT ${target.identity.map((n) => `${tr}.${ctx.d.q(field(target, n).column)}`).join(', ')} FROM ${tr} WHERE ${scopedCond(ctx, target, fks, where)}`)
+}
+
+/** `UPDATE target SET fk = NULL … WHERE …` of {@link scopedCond}; refused when a key field is NOT NULL. */
+function disconnectStmt(ctx: Ctx, target: Model, fks: readonly ScalarField[], where: ArgValue | undefined, label: string): Stmt {
+  const required = fks.find((f) => !f.nullable)
+  if (required) throw new DbRelationRequiredError(`${label}: ${target.name}.${required.name} is required (NOT NULL), its rows cannot be disconnected; delete them or connect them elsewhere`)
+  const tr = ctx.d.table(target.table)
+  return stmt(ctx, sql`UPDATE ${tr} SET ${fks.map((f) => `${ctx.d.q(f.column)} = NULL`).join(', ')} WHERE ${scopedCond(ctx, target, fks, where)}`)
+}
+
 /**
- * Compiles the relation inputs of an update's data (`updateOne`, the `update` of `upsertOne`).
- * To-one relations set this row's foreign key (assignments read `extra[identity length + j]`);
- * to-many relations run after the UPDATE with this row's referenced key.
- * @throws DbInputError when a relation and its foreign key field are both given, or a relation's
- *   foreign key is part of the row's identity
+ * The check of rows a `set`/`disconnect` detaches from a row-filtered parent: `SELECT COUNT(*)` of the
+ * visible rows whose key is NULL, before and after; fewer new ones than rows detached means a
+ * detached row left the filter. Null when the target has no filter.
  */
-export function compileUpdateRelations(ctx: Ctx, model: Model, data: ArgValue | undefined, budget: NestedBudget): UpdateRelationsPlan {
-  const toOnes: ToOnePlan[] = []
+function detachedCount(ctx: Ctx, target: Model, fks: readonly ScalarField[]): Stmt | null {
+  if (!ctx.reg.rowFilters.has(target.name)) return null
+  const tr = ctx.d.table(target.table)
+  return stmt(ctx, sql`SELECT COUNT(*) AS n FROM ${tr} WHERE ${andRowFilter(ctx, target, tr, fks.map((f) => `${tr}.${ctx.d.q(f.column)} IS NULL`).join(' AND '))}`)
+}
+
+/** Runs a `set`/`disconnect` statement with its {@link detachedCount} check; returns the rows detached. */
+async function detach(rt: Runtime, conn: unknown, s: Stmt, check: Stmt | null, vars: Vars, parent: readonly unknown[], label: string): Promise<number> {
+  const db = rt.db()
+  const nulls = async (): Promise<number> => Number((await db.exec(conn, check!.text, run(check!, vars))).rows[0]?.['n'] ?? 0)
+  const before = check ? await nulls() : 0
+  const n = (await db.exec(conn, s.text, run(s, vars, parent))).affected
+  if (check && n > 0 && (await nulls()) - before < n) throw new AuthForbiddenError(`${label}: a row it disconnects does not pass its row filter once disconnected (nothing was written)`)
+  return n
+}
+
+/** The update check of a nested row: `SELECT 1 … WHERE identity = extra[0…] AND row filter`; null when the model has no filter. */
+function checkStmt(ctx: Ctx, model: Model): Stmt | null {
+  if (!ctx.reg.rowFilters.has(model.name)) return null
+  const tr = ctx.d.table(model.table)
+  return stmt(ctx, sql`SELECT 1 AS ok FROM ${tr} WHERE ${andRowFilter(ctx, model, tr, identityWhere(ctx, model, tr))}`)
+}
+
+/** Prisma's run-time `true`/`false` of a `disconnect: Boolean` / `delete: Boolean` input. */
+function flagOf(v: ArgValue | undefined): (vars: Vars) => boolean {
+  if (v instanceof Leaf) return (vars) => v.get(vars, []) === true
+  return () => false
+}
+
+/** A row of an update, by identity, with the relation writes of its data. */
+export interface UpdateRowPlan {
+  model: Model
+  /** `extra` = [identity…, to-one key values…]; null when nothing is assigned. */
+  update: Stmt | null
+  setsIdentity: [number, Leaf | typeof NULL][]
+  rel: UpdateRelationsPlan
+  /** A nested row of a row-filtered model: its update check (see {@link checkStmt}). */
+  check: Stmt | null
+}
+
+/**
+ * Compiles the update of one row of `model` (by identity) and the relation writes of `data`.
+ * @param without the relation back to a nested update's parent (absent from its data's type), or null
+ * @param nested true for a nested row: checked against its row filter once written
+ * @throws DbInputError, DbRelationRequiredError on a bad relation input, too deep or too many nested writes
+ */
+export function compileUpdateRow(ctx: Ctx, model: Model, data: ArgValue | undefined, depth: number, budget: NestedBudget, nested: boolean): UpdateRowPlan {
+  const tr = ctx.d.table(model.table)
+  const { frag, setsIdentity } = setFrag(ctx, model, data)
+  const rel = compileUpdateRelations(ctx, model, data, depth, budget)
+  const sets = [frag, rel.set].filter((f): f is Frag => f !== null)
+  const update = sets.length ? stmt(ctx, sql`UPDATE ${tr} SET ${join(sets, ', ')} WHERE ${andRowFilter(ctx, model, tr, identityWhere(ctx, model, tr))}`) : null
+  return { model, update, setsIdentity, rel, check: nested ? checkStmt(ctx, model) : null }
+}
+
+/**
+ * Runs an {@link UpdateRowPlan} on the row whose identity is `id`: to-one writes, the UPDATE, the
+ * writes after it, then (nested rows of a filtered model) the update check.
+ * @returns the row's identity after the update
+ * @throws DbNotFoundError, AuthForbiddenError (the row no longer passes its filter), driver errors
+ */
+export async function runUpdateRow(rt: Runtime, conn: unknown, plan: UpdateRowPlan, vars: Vars, id: unknown[]): Promise<unknown[]> {
+  const model = plan.model
+  const db = rt.db()
+  const cur = plan.rel.current ? (await db.exec(conn, plan.rel.current.text, run(plan.rel.current, vars, id))).rows[0] ?? {} : {}
+  const keys: unknown[] = []
+  const curs: unknown[][] = []
+  for (const t of plan.rel.toOnes) {
+    const c = fieldValues(model, t.rel.fromFields, cur)
+    curs.push(c)
+    const v = await t.run(rt, conn, vars, c)
+    if (t.assign) keys.push(...v)
+  }
+  if (plan.update) await db.exec(conn, plan.update.text, run(plan.update, vars, [...id, ...keys]))
+  for (const [i, t] of plan.rel.toOnes.entries()) if (t.after) await t.after(rt, conn, vars, curs[i]!)
+  const next = [...id]
+  for (const [i, v] of plan.setsIdentity) next[i] = v === NULL ? null : rt.d.bindValue(field(model, model.identity[i]!), v.get(vars, []), false)
+  if (plan.rel.toManys.length > 0) {
+    let values: Values = Object.fromEntries(model.identity.map((n, i) => [n, next[i]]))
+    if (plan.rel.reread) {
+      const row = (await db.exec(conn, plan.rel.reread.text, run(plan.rel.reread, vars, next))).rows[0]
+      if (row) values = { ...values, ...byName(model, plan.rel.want, row) }
+    }
+    for (const m of plan.rel.toManys) await m.run(rt, conn, vars, m.rel.fromFields.map((n) => values[n]))
+  }
+  if (plan.check && (await db.exec(conn, plan.check.text, run(plan.check, vars, next))).rows.length === 0) {
+    throw new AuthForbiddenError(`the ${model.name} row written by a nested write does not pass its row filter (nothing was written)`)
+  }
+  return next
+}
+
+/**
+ * Compiles the relation inputs of an update's data (`updateOne`, the `update` of `upsertOne`, a
+ * nested `update`). To-one relations whose key this row holds run first and set this row's foreign
+ * key (assignments read `extra[identity length + j]`); the others run after the UPDATE with this
+ * row's referenced key.
+ * @throws DbInputError when a relation and its foreign key field are both given, or a relation's
+ *   foreign key is part of the row's identity; DbRelationRequiredError for a disconnect of a NOT NULL key
+ */
+export function compileUpdateRelations(ctx: Ctx, model: Model, data: ArgValue | undefined, depth: number, budget: NestedBudget): UpdateRelationsPlan {
+  const toOnes: BeforeStep[] = []
   const sets: Frag[] = []
-  const toManys: ToManyPlan[] = []
+  const toManys: AfterStep[] = []
   const given = new Set(isObj(data) ? Object.keys(data).filter((k) => model.fieldMap.has(k)) : [])
   let offset = model.identity.length
   for (const [r, v] of relationEntries(model, data)) {
-    if (!r.holdsKey) {
-      toManys.push(compileToMany(ctx, model, r, v, 1, budget))
-      continue
+    if (r.via) toManys.push(compileVia(ctx, model, r, v, depth + 1, budget))
+    else if (!r.holdsKey) toManys.push(compileToManyUpdate(ctx, model, r, v, depth + 1, budget))
+    else {
+      const step = compileToOneUpdate(ctx, model, r, v, depth + 1, budget)
+      toOnes.push(step)
+      if (!step.assign) continue
+      for (const name of r.fromFields) {
+        if (given.has(name)) throw new DbInputError(`${model.name}: \`${name}\` is set twice (by \`${r.name}\` and by the data or another relation); give either the field or the relation`)
+        if (model.identity.includes(name)) throw new DbInputError(`${model.name}.${r.name}: its foreign key \`${name}\` identifies the row; set it with \`${name}: { set }\``)
+        given.add(name)
+      }
+      const base = offset
+      r.fromFields.forEach((name, j) => sets.push({ s: `${ctx.d.q(field(model, name).column)} = ?`, p: [(_v: Vars, x: readonly unknown[]) => x[base + j]] }))
+      offset += r.fromFields.length
     }
-    for (const name of r.fromFields) {
-      if (given.has(name)) throw new DbInputError(`${model.name}: \`${name}\` is set twice (by \`${r.name}\` and by the data or another relation); give either the field or the relation`)
-      if (model.identity.includes(name)) throw new DbInputError(`${model.name}.${r.name}: its foreign key \`${name}\` identifies the row; set it with \`${name}: { set }\``)
-      given.add(name)
-    }
-    const base = offset
-    r.fromFields.forEach((name, j) => sets.push({ s: `${ctx.d.q(field(model, name).column)} = ?`, p: [(_v: Vars, x: readonly unknown[]) => x[base + j]] }))
-    offset += r.fromFields.length
-    toOnes.push(compileToOne(ctx, model, r, v, 1, budget))
   }
+  const curFields = unique(toOnes.flatMap((t) => t.rel.fromFields))
+  const current = curFields.length > 0 ? selectByIdentity(ctx, model, curFields) : null
   const want = unique(toManys.flatMap((t) => t.rel.fromFields))
   const reread = want.some((n) => !model.identity.includes(n)) ? selectByIdentity(ctx, model, want) : null
-  return { toOnes, set: sets.length ? join(sets, ', ') : null, toManys, reread, want }
+  return { toOnes, set: sets.length ? join(sets, ', ') : null, current, toManys, reread, want }
 }
 
-/** Runs the to-one part of an update's relations: the key values its `set` assignments read (after the identity). */
-export async function runUpdateToOnes(rt: Runtime, conn: unknown, plan: UpdateRelationsPlan, vars: Vars): Promise<unknown[]> {
-  const out: unknown[] = []
-  for (const t of plan.toOnes) out.push(...(await runToOne(rt, conn, t, vars)))
-  return out
-}
-
-/** Runs the to-many part of an update's relations, once the row is updated; `id` is its (new) identity. */
-export async function runUpdateToManys(rt: Runtime, conn: unknown, plan: UpdateRelationsPlan, model: Model, vars: Vars, id: readonly unknown[]): Promise<void> {
-  if (plan.toManys.length === 0) return
-  let values: Values = Object.fromEntries(model.identity.map((n, i) => [n, id[i]]))
-  if (plan.reread) {
-    const row = (await rt.db().exec(conn, plan.reread.text, run(plan.reread, vars, id))).rows[0]
-    if (row) values = { ...values, ...byName(model, plan.want, row) }
-  }
-  for (const m of plan.toManys) await runToMany(rt, conn, m, vars, m.rel.fromFields.map((n) => values[n]))
+/** Finds a related row's identity with `find`, or fails with `TRB_ERR_DB_NOT_FOUND`. */
+async function findOrFail(rt: Runtime, conn: unknown, find: Stmt, vars: Vars, extra: readonly unknown[], target: Model, label: string): Promise<unknown[]> {
+  const row = (await rt.db().exec(conn, find.text, run(find, vars, extra))).rows[0]
+  if (!row) throw new DbNotFoundError(target.name, label)
+  return identityOf(target, row)
 }
 
 /**
- * Counts a field's nested items against the request's total on this source.
+ * The update input of a to-many relation (or a one-to-one back side) whose foreign key the target
+ * holds: Prisma's `set`, `disconnect`, `delete`, `update`, `updateMany`, `deleteMany`, `upsert`
+ * (to-one: `disconnect: true`, `delete: true`, `update: data`, `upsert`), then `create`, `connect`,
+ * `connectOrCreate`. Every statement is scoped to the parent (`fk = parent`) and the target's row filter.
+ */
+function compileToManyUpdate(ctx: Ctx, model: Model, r: Relation, v: { [k: string]: ArgValue }, depth: number, budget: NestedBudget): AfterStep {
+  const target = ctx.reg.models.get(r.target)!
+  const where = `${model.name}.${r.name}`
+  const many = r.kind === 'many'
+  const fks = r.toFields.map((n) => field(target, n))
+  const tr = ctx.d.table(target.table)
+  const steps: ((rt: Runtime, conn: unknown, vars: Vars, parent: readonly unknown[]) => Promise<void>)[] = []
+  /** Items of a list op (to-many) or the single input (to-one; `where` is then the scope alone). */
+  const items = (op: string): ArgValue[] => (many ? listOf(v[op]) : v[op] === undefined || v[op] === NULL ? [] : [v[op]!])
+  const filtered = ctx.reg.rowFilters.has(target.name)
+  for (const op of MANY_UPDATE_OPS) {
+    if (!many && !(ONE_UPDATE_OPS as readonly string[]).includes(op)) continue
+    const list = items(op)
+    if (op === 'set') {
+      if (v['set'] === undefined || v['set'] === NULL) continue
+      // Disconnects every (visible) row of the parent, then connects the given ones (below).
+      count(budget, depth, where)
+      const off = disconnectStmt(ctx, target, fks, undefined, `${where}: set`)
+      const vis = detachedCount(ctx, target, fks)
+      const connects = list.map((item) => {
+        count(budget, depth, where)
+        needIdentity(target, where)
+        return { find: identitySelect(ctx, target, item), label: `${where}: set ${whereLabel(target, item)}` }
+      })
+      const link = linkStmt(ctx, target, fks)
+      steps.push(async (rt, conn, vars, parent) => {
+        const db = rt.db()
+        chargeNested(rt, vars, await detach(rt, conn, off, vis, vars, parent, `${where}: set`))
+        for (const c of connects) {
+          const id = await findOrFail(rt, conn, c.find, vars, [], target, c.label)
+          await db.exec(conn, link.text, run(link, vars, [...parent, ...id]))
+        }
+      })
+      continue
+    }
+    for (const item of list) {
+      count(budget, depth, where)
+      const uw = many && isObj(item) && (op === 'update' || op === 'upsert') ? item['where'] : many && op !== 'updateMany' && op !== 'deleteMany' ? item : undefined
+      const label = `${where}: ${op} ${many ? whereLabel(target, uw) : ''}`.trimEnd()
+      if (op === 'disconnect') {
+        const s = disconnectStmt(ctx, target, fks, uw, label)
+        const vis = detachedCount(ctx, target, fks)
+        const on = many ? () => true : flagOf(item)
+        // Prisma: disconnecting a row that is not connected does nothing.
+        steps.push(async (rt, conn, vars, parent) => {
+          if (on(vars)) await detach(rt, conn, s, vis, vars, parent, label)
+        })
+      } else if (op === 'delete') {
+        const s = stmt(ctx, sql`DELETE FROM ${tr} WHERE ${scopedCond(ctx, target, fks, uw)}`)
+        const on = many ? () => true : flagOf(item)
+        steps.push(async (rt, conn, vars, parent) => {
+          if (on(vars) && (await rt.db().exec(conn, s.text, run(s, vars, parent))).affected === 0) throw new DbNotFoundError(target.name, label)
+        })
+      } else if (op === 'update' || op === 'upsert') {
+        needIdentity(target, where)
+        const find = scopedSelect(ctx, target, fks, uw)
+        const dataArg = !isObj(item) ? undefined : op === 'upsert' ? item['update'] : many ? item['data'] : item
+        const upd = compileUpdateRow(ctx, target, dataArg, depth, budget, true)
+        const create = op === 'upsert' && isObj(item) ? compileCreateRow(ctx, target, item['create'], fks, [], depth, budget) : null
+        steps.push(async (rt, conn, vars, parent) => {
+          const row = (await rt.db().exec(conn, find.text, run(find, vars, parent))).rows[0]
+          if (row) await runUpdateRow(rt, conn, upd, vars, identityOf(target, row))
+          else if (create) await runCreateRow(rt, conn, create, vars, parent)
+          else throw new DbNotFoundError(target.name, label)
+        })
+      } else if (op === 'updateMany' || op === 'deleteMany') {
+        const sw = op === 'updateMany' && isObj(item) ? item['where'] : item
+        const cond = (): Frag => {
+          const w = filteredWhere(ctx, target, tr, sw)
+          const scope = scopeFrag(ctx, fks, tr)
+          return w ? sql`${scope} AND (${w})` : scope
+        }
+        if (op === 'deleteMany') {
+          const s = stmt(ctx, sql`DELETE FROM ${tr} WHERE ${cond()}`)
+          steps.push(async (rt, conn, vars, parent) => chargeNested(rt, vars, (await rt.db().exec(conn, s.text, run(s, vars, parent))).affected))
+          continue
+        }
+        const { frag } = setFrag(ctx, target, isObj(item) ? item['data'] : undefined)
+        if (!frag) continue
+        const s = stmt(ctx, sql`UPDATE ${tr} SET ${frag} WHERE ${cond()}`)
+        // The update check, set-based: the parent's visible rows may not become fewer (a changed row left the filter).
+        const vis = filtered ? stmt(ctx, sql`SELECT COUNT(*) AS n FROM ${tr} WHERE ${andRowFilter(ctx, target, tr, scopeFrag(ctx, fks, tr))}`) : null
+        steps.push(async (rt, conn, vars, parent) => {
+          const db = rt.db()
+          const before = vis ? Number((await db.exec(conn, vis.text, run(vis, vars, parent))).rows[0]?.['n'] ?? 0) : 0
+          chargeNested(rt, vars, (await db.exec(conn, s.text, run(s, vars, parent))).affected)
+          if (vis && Number((await db.exec(conn, vis.text, run(vis, vars, parent))).rows[0]?.['n'] ?? 0) < before) {
+            throw new AuthForbiddenError(`${where}: a row changed by updateMany does not pass the row filter of ${target.name} (nothing was written)`)
+          }
+        })
+      }
+    }
+  }
+  const creates = toManyStep(compileToMany(ctx, model, r, v, depth, budget))
+  return {
+    rel: r,
+    async run(rt, conn, vars, parent) {
+      for (const s of steps) await s(rt, conn, vars, parent)
+      await creates.run(rt, conn, vars, parent)
+    },
+  }
+}
+
+/** `UPDATE target SET fks = extra[0…] WHERE identity = extra[k…]`: connects a row to the parent. */
+function linkStmt(ctx: Ctx, target: Model, fks: readonly ScalarField[]): Stmt {
+  const tr = ctx.d.table(target.table)
+  const sets = join(fks.map((f, j) => ({ s: `${ctx.d.q(f.column)} = ?`, p: [(_v: Vars, x: readonly unknown[]) => x[j]] })), ', ')
+  return stmt(ctx, sql`UPDATE ${tr} SET ${sets} WHERE ${identityWhere(ctx, target, tr, fks.length)}`)
+}
+
+/**
+ * The update input of a to-one relation whose foreign key this row holds: `create`, `connect`,
+ * `connectOrCreate`, `upsert` (their key is assigned to this row), `update` (the row it points to),
+ * `disconnect: true` (the key set to NULL), `delete: true` (the key set to NULL, then the row it
+ * pointed to deleted). Exactly one.
+ */
+function compileToOneUpdate(ctx: Ctx, model: Model, r: Relation, v: { [k: string]: ArgValue }, depth: number, budget: NestedBudget): BeforeStep {
+  const given = ONE_UPDATE_OPS.filter((op) => v[op] !== undefined && v[op] !== NULL)
+  if (given.length !== 1) throw new DbInputError(`${model.name}.${r.name}: give exactly one of ${ONE_UPDATE_OPS.join(', ')}`)
+  const op = given[0]!
+  if (op === 'create' || op === 'connect' || op === 'connectOrCreate') {
+    const t = compileToOne(ctx, model, r, v, depth, budget)
+    return { rel: r, assign: true, run: (rt, conn, vars) => runToOne(rt, conn, t, vars) }
+  }
+  count(budget, depth, `${model.name}.${r.name}`)
+  const target = ctx.reg.models.get(r.target)!
+  const label = `${model.name}.${r.name}: ${op}`
+  const tr = ctx.d.table(target.table)
+  // The row this one points to: `target.toFields = cur` AND its row filter.
+  const pointed = (): Frag => andRowFilter(ctx, target, tr, scopeFrag(ctx, r.toFields.map((n) => field(target, n)), tr))
+  const flag = flagOf(v[op])
+  const keep = (cur: readonly unknown[], on: boolean): unknown[] => (on ? cur.map(() => null) : [...cur])
+  if (op === 'disconnect') {
+    if (r.fromFields.some((n) => !field(model, n).nullable)) throw new DbRelationRequiredError(`${label}: ${model.name}.${r.name} is required`)
+    return { rel: r, assign: true, run: async (_rt, _conn, vars, cur) => keep(cur, flag(vars)) }
+  }
+  if (op === 'delete') {
+    if (r.fromFields.some((n) => !field(model, n).nullable)) throw new DbRelationRequiredError(`${label}: ${model.name}.${r.name} is required`)
+    const del = stmt(ctx, sql`DELETE FROM ${tr} WHERE ${pointed()}`)
+    return {
+      rel: r,
+      assign: true,
+      run: async (_rt, _conn, vars, cur) => keep(cur, flag(vars)),
+      async after(rt, conn, vars, cur) {
+        if (!flag(vars)) return
+        if (cur.some((x) => x === null || x === undefined) || (await rt.db().exec(conn, del.text, run(del, vars, cur))).affected === 0) throw new DbNotFoundError(target.name, label)
+      },
+    }
+  }
+  needIdentity(target, label)
+  const item = v[op]!
+  const find = stmt(ctx, sql`SELECT ${target.identity.map((n) => `${tr}.${ctx.d.q(field(target, n).column)}`).join(', ')} FROM ${tr} WHERE ${pointed()}`)
+  const upd = compileUpdateRow(ctx, target, op === 'upsert' && isObj(item) ? item['update'] : item, depth, budget, true)
+  const create = op === 'upsert' && isObj(item) ? compileCreateRow(ctx, target, item['create'], [], r.toFields, depth, budget) : null
+  return {
+    rel: r,
+    assign: op === 'upsert',
+    async run(rt, conn, vars, cur) {
+      const row = cur.some((x) => x === null || x === undefined) ? undefined : (await rt.db().exec(conn, find.text, run(find, vars, cur))).rows[0]
+      if (row) {
+        await runUpdateRow(rt, conn, upd, vars, identityOf(target, row))
+        return [...cur]
+      }
+      if (!create) throw new DbNotFoundError(target.name, label)
+      const values = await runCreateRow(rt, conn, create, vars, [])
+      return r.toFields.map((n) => values[n])
+    },
+  }
+}
+
+/**
+ * A many-to-many shortcut's writes through its join table: `set` (the parent's join rows deleted,
+ * then the given rows connected), `disconnect` (their join rows deleted), then `create`, `connect`,
+ * `connectOrCreate` (a join row inserted for each row found or created; one already there is kept).
+ * Join rows to rows hidden by the target's row filter are neither found nor deleted.
+ */
+function compileVia(ctx: Ctx, model: Model, r: Relation, v: { [k: string]: ArgValue }, depth: number, budget: NestedBudget): AfterStep {
+  const d = ctx.d
+  const via = r.via!
+  const target = ctx.reg.models.get(r.target)!
+  const where = `${model.name}.${r.name}`
+  const jt = d.table(via.table)
+  const cols = [...via.sourceColumns, ...via.targetColumns]
+  const ph = cols.map(() => '?').join(', ')
+  const params = cols.map((_c, i) => (_v: Vars, x: readonly unknown[]) => x[i])
+  const conflict = d.dialect === 'mysql' ? ` ON DUPLICATE KEY UPDATE ${d.q(cols[0]!)} = ${d.q(cols[0]!)}` : ' ON CONFLICT DO NOTHING'
+  const link: Stmt = { text: d.native(`INSERT INTO ${jt} (${cols.map((c) => d.q(c)).join(', ')}) VALUES (${ph})${conflict}`), params }
+  const src = join(via.sourceColumns.map((c, j) => ({ s: `${jt}.${d.q(c)} = ?`, p: [(_v: Vars, x: readonly unknown[]) => x[j]] })), ' AND ')
+  /** `EXISTS (the target row a join row points to, visible, [matching a unique where])`. */
+  const visible = (w: ArgValue | undefined): Frag | null => {
+    const a = 'trb_m2m'
+    const corr = via.targetColumns.map((c, i) => `${a}.${d.q(field(target, r.toFields[i]!).column)} = ${jt}.${d.q(c)}`).join(' AND ')
+    const cond = w === undefined ? raw(corr) : sql`${corr} AND ${compileUnique(ctx, target, a, w)}`
+    const f = andRowFilter(ctx, target, a, cond)
+    if (w === undefined && f === cond) return null
+    return sql`EXISTS (SELECT 1 FROM ${d.table(target.table)} AS ${a} WHERE ${f})`
+  }
+  const unlink = (w: ArgValue | undefined): Stmt => {
+    const e = visible(w)
+    return stmt(ctx, e ? sql`DELETE FROM ${jt} WHERE ${src} AND ${e}` : sql`DELETE FROM ${jt} WHERE ${src}`)
+  }
+  const steps: ((rt: Runtime, conn: unknown, vars: Vars, parent: readonly unknown[]) => Promise<void>)[] = []
+  if (v['set'] !== undefined && v['set'] !== NULL) {
+    count(budget, depth, where)
+    const all = unlink(undefined)
+    steps.push(async (rt, conn, vars, parent) => chargeNested(rt, vars, (await rt.db().exec(conn, all.text, run(all, vars, parent))).affected))
+  }
+  for (const item of listOf(v['disconnect'])) {
+    count(budget, depth, where)
+    const s = unlink(item)
+    steps.push(async (rt, conn, vars, parent) => void (await rt.db().exec(conn, s.text, run(s, vars, parent))))
+  }
+  for (const op of ['set', 'create', 'connect', 'connectOrCreate'] as const) {
+    for (const item of listOf(v[op])) {
+      count(budget, depth, where)
+      const whereArg = op === 'connect' || op === 'set' ? item : op === 'connectOrCreate' && isObj(item) ? item['where'] : undefined
+      const createArg = op === 'create' ? item : op === 'connectOrCreate' && isObj(item) ? item['create'] : undefined
+      const find = whereArg !== undefined ? identitySelect(ctx, target, whereArg, r.toFields) : null
+      const create = createArg !== undefined ? compileCreateRow(ctx, target, createArg, [], r.toFields, depth, budget) : null
+      const label = `${where}: ${op} ${whereLabel(target, whereArg)}`
+      steps.push(async (rt, conn, vars, parent) => {
+        const db = rt.db()
+        let key: unknown[] | null = null
+        if (find) {
+          const row = (await db.exec(conn, find.text, run(find, vars))).rows[0]
+          if (row) key = fieldValues(target, r.toFields, row)
+          else if (!create) throw new DbNotFoundError(target.name, label)
+        }
+        if (!key) {
+          const values = await runCreateRow(rt, conn, create!, vars, [])
+          key = r.toFields.map((n) => values[n])
+        }
+        await db.exec(conn, link.text, run(link, vars, [...parent, ...key]))
+      })
+    }
+  }
+  return {
+    rel: r,
+    async run(rt, conn, vars, parent) {
+      for (const s of steps) await s(rt, conn, vars, parent)
+    },
+  }
+}
+
+/**
+ * Counts nested rows against the request's total on this source: a field's items before it runs,
+ * and the rows a `set`, `updateMany` or `deleteMany` changed, as it runs.
  * @throws DbInputError when the request's nested writes pass `maxNestedWrites`
  */
 export function chargeNested(rt: Runtime, vars: Vars, rows: number): void {
   if (rows === 0) return
   const total = (rt.nestedWrites.get(vars) ?? 0) + rows
-  if (total > rt.maxNestedWrites) throw new DbInputError(`the nested writes of this request create or connect more than ${rt.maxNestedWrites} rows (maxNestedWrites)`)
+  if (total > rt.maxNestedWrites) throw new DbInputError(`the nested writes of this request write more than ${rt.maxNestedWrites} rows (maxNestedWrites)`)
   rt.nestedWrites.set(vars, total)
 }

@@ -33,7 +33,7 @@ export interface Runtime {
   db(): Db
   /** Show engine messages of failed raw queries (development); otherwise a generic message. */
   rawErrors: boolean
-  /** Most rows one request may create or connect through nested writes on this source (`database({ maxNestedWrites })`). */
+  /** Most nested writes of one request on this source: items, and rows `set`/`updateMany`/`deleteMany` change (`database({ maxNestedWrites })`). */
   maxNestedWrites: number
   /** Rows written by nested writes so far, per execution (its variable values object, as request-transaction.ts keys it). */
   nestedWrites: WeakMap<object, number>

@@ -153,3 +153,64 @@ export function fieldValues(model: Model, fields: readonly string[], row: Record
 export function whereLabel(model: Model, where: ArgValue | undefined): string {
   return isObj(where) ? `where { ${Object.keys(where).join(', ')} }` : 'where'
 }
+
+/**
+ * `SET` assignments of an update data object: `{ field: { set | increment | decrement | multiply | divide } }`
+ * (a bare value is `set`; relation fields are skipped). `setsIdentity`: the identity fields it sets, by position.
+ * @throws DbInputError when an identity field takes another operation than `set`
+ */
+export function setFrag(ctx: Ctx, model: Model, data: ArgValue | undefined): { frag: Frag | null; setsIdentity: [number, Leaf | typeof NULL][] } {
+  const d = ctx.d
+  const parts: Frag[] = []
+  const setsIdentity: [number, Leaf | typeof NULL][] = []
+  if (isObj(data)) {
+    for (const [key, ops] of Object.entries(data)) {
+      const f = model.fieldMap.get(key)
+      if (!f) continue
+      const c = d.q(f.column)
+      // A bare value is accepted as `set`.
+      const o: { [k: string]: ArgValue } = isObj(ops) ? ops : { set: ops }
+      const [op, v] = Object.entries(o)[0] ?? []
+      if (op === undefined || v === undefined) continue
+      if (v === NULL) {
+        if (op === 'set') parts.push(raw(`${c} = NULL`))
+        continue
+      }
+      if (f.list && Array.isArray(v)) {
+        // PostgreSQL arrays: `set` replaces, `push` appends (array_cat keeps the column's type).
+        const p = bound(listLeaf(v), (x) => d.bindValue(f, x, false))
+        if (op === 'set') parts.push({ s: `${c} = ?`, p: p.p })
+        else if (op === 'push') parts.push({ s: `${c} = array_cat(${c}, ?)`, p: p.p })
+        continue
+      }
+      if (!(v instanceof Leaf)) continue
+      const p = bound(v, (x) => d.bindValue(f, x, false))
+      const isInt = f.scalar === 'Int' || f.scalar === 'BigInt'
+      switch (op) {
+        case 'set':
+          parts.push({ s: `${c} = ?`, p: p.p })
+          break
+        case 'increment':
+          parts.push({ s: `${c} = ${c} + ?`, p: p.p })
+          break
+        case 'decrement':
+          parts.push({ s: `${c} = ${c} - ?`, p: p.p })
+          break
+        case 'multiply':
+          parts.push({ s: `${c} = ${c} * ?`, p: p.p })
+          break
+        case 'divide':
+          parts.push({ s: `${c} = ${isInt ? d.intDivide(c) : `${c} / ?`}`, p: p.p })
+          break
+        default:
+          continue
+      }
+      const idx = model.identity.indexOf(key)
+      if (idx >= 0) {
+        if (op !== 'set') throw new DbInputError(`${model.name}.${key} identifies the row: only \`set\` may change it`)
+        setsIdentity.push([idx, v])
+      }
+    }
+  }
+  return { frag: parts.length ? join(parts, ', ') : null, setsIdentity }
+}

@@ -58,8 +58,9 @@ export function checkBoundValues(dialect: Dialect, count: number): void {
 }
 
 /**
- * Default most rows one request may create or connect through nested writes (relation inputs of
- * `createOne`, `updateOne`, `upsertOne`), on one database source; per source: `database({ maxNestedWrites })`.
+ * Default most nested writes of one request (items of the relation inputs of `createOne`,
+ * `updateOne`, `upsertOne`, and the rows `set`/`updateMany`/`deleteMany` change), on one database
+ * source; per source: `database({ maxNestedWrites })`.
  */
 export const DEFAULT_MAX_NESTED_WRITES = 100
 
