@@ -27,9 +27,12 @@
  *   used (a warning names the operation when others are left out). JSON, form and multipart bodies
  *   are typed from the body schema: an input object named after the schema's component (`RoleInput`
  *   stays `RoleInput`, `Pet` becomes `PetInput`) or `<OperationId>Input` for an inline schema; in
- *   multipart bodies, `format: binary` properties are `Bytes` (base64) sent as file parts named after
- *   the property. Text bodies are `String`, sent as they are; any other media type
- *   (`application/octet-stream`, `image/png`...) is `Bytes`, sent as raw bytes.
+ *   multipart bodies, `format: binary` properties are `Bytes` (base64) sent as file parts: a file
+ *   uploaded through the GraphQL multipart request spec keeps its file name and `Content-Type`, a
+ *   base64 variable is named after the property as `application/octet-stream`. Text bodies are
+ *   `String`, sent as they are; any other media type (`application/octet-stream`, `image/png`...) is
+ *   `Bytes`, sent as raw bytes (with an uploaded file's own type when the declared one is a wildcard
+ *   such as `image/*`).
  * - **Response.** The schema of the `200` response, else `201`, else the first other `2XX`, else
  *   `default`, for its JSON media type. A response without content (e.g. `204`) → `Boolean` (resolves
  *   to `true`); a `text/*` one → `String`; any other media type → `Bytes` (base64).
@@ -80,7 +83,7 @@ import {
 } from 'graphql'
 import { FormData } from 'undici'
 import { BadRequestError } from '../../errors.js'
-import { BigIntScalar, BytesScalar, DateTimeScalar, DecimalScalar, JSONScalar } from '../../scalars.js'
+import { BigIntScalar, BytesScalar, DateTimeScalar, DecimalScalar, JSONScalar, fileInfoOf } from '../../scalars.js'
 import {
   HTTP_METHODS, deref, isObject,
   type HttpMethod, type MediaTypeObject, type OpenApiDocument, type OperationObject, type ParameterObject,
@@ -240,6 +243,8 @@ function scalarCodec(type: GraphQLScalarType): Codec {
   if (type === BigIntScalar) return (v) => (typeof v === 'string' && /^-?\d+$/.test(v) ? BigInt(v) : v)
   if (type === BytesScalar) {
     return (v) => {
+      // An uploaded file stays a Buffer, so that a multipart body still sees its name and type (toJson and toText write it as base64).
+      if (fileInfoOf(v)) return v
       if (Buffer.isBuffer(v) || v instanceof Uint8Array) return Buffer.from(v).toString('base64')
       if (isObject(v) && v.type === 'Buffer' && Array.isArray(v.data)) return Buffer.from(v.data as number[]).toString('base64')
       return v
@@ -475,7 +480,9 @@ class Converter {
       if (body) {
         const raw = args[body.argument]
         if (raw !== undefined) {
-          req.contentType = body.contentType
+          // A raw body declared with a wildcard media type (`image/*`) is sent as the uploaded file's own type.
+          const file = body.kind === 'binary' && body.contentType.includes('*') ? fileInfoOf(raw) : undefined
+          req.contentType = file?.contentType ?? body.contentType
           req.body = body.encode(raw)
         }
       }
@@ -977,14 +984,22 @@ function toBuffer(value: unknown): Buffer {
   return Buffer.from(typeof value === 'string' ? value : toText(value), 'base64')
 }
 
-/** `multipart/form-data` (RFC 7578): `binary` properties as files named after the property, objects as JSON, arrays repeated. */
+/**
+ * `multipart/form-data` (RFC 7578): `binary` properties as file parts (an uploaded file with its own
+ * file name and `Content-Type`, any other value named after the property as `application/octet-stream`),
+ * objects as JSON, arrays repeated.
+ */
 function multipartEncode(value: unknown, binary: Set<string>): FormData {
   const form = new FormData()
   if (!isObject(value)) return form
   for (const [k, v] of Object.entries(value)) {
     if (v === null || v === undefined) continue
     for (const item of Array.isArray(v) ? v : [v]) {
-      if (binary.has(k)) form.append(k, new Blob([toBuffer(item)], { type: 'application/octet-stream' }), k)
+      if (binary.has(k)) {
+        // An uploaded file keeps the name and media type its client gave it (gateway/http/graphql-multipart.ts).
+        const file = fileInfoOf(item)
+        form.append(k, new Blob([toBuffer(item)], { type: file?.contentType ?? 'application/octet-stream' }), file?.filename ?? k)
+      }
       else form.append(k, toText(item))
     }
   }
