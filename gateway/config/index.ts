@@ -653,7 +653,7 @@ function resolveOidc(o: OidcConfigInput | undefined, jwtRolesClaim: string | und
   return {
     providers: o.providers.map((p) => {
       const scopes = p.scopes ?? ['openid', 'profile', 'email']
-      return { ...p, scopes: scopes.includes('openid') ? scopes : ['openid', ...scopes], fetchUserInfo: p.fetchUserInfo ?? true }
+      return { ...p, scopes: scopes.includes('openid') ? scopes : ['openid', ...scopes], fetchUserInfo: p.fetchUserInfo ?? true, keepAccessToken: p.keepAccessToken ?? false }
     }),
     cookie: {
       name: o.cookie.name ?? 'trb_session',

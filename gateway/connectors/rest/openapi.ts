@@ -93,8 +93,13 @@ export interface SecuritySchemeObject {
   name?: string
   /** http: `bearer`, `basic`... (case-insensitive, RFC 7235). */
   scheme?: string
-  /** oauth2 flows; only `clientCredentials` is used. */
-  flows?: { clientCredentials?: { tokenUrl?: string; scopes?: Record<string, string> } }
+  /** oauth2 flows; the gateway fetches tokens for `clientCredentials` only (other flows take the caller's token, `fromCaller`). */
+  flows?: {
+    clientCredentials?: { tokenUrl?: string; scopes?: Record<string, string> }
+    authorizationCode?: { authorizationUrl?: string; tokenUrl?: string; scopes?: Record<string, string> }
+    implicit?: { authorizationUrl?: string; scopes?: Record<string, string> }
+    password?: { tokenUrl?: string; scopes?: Record<string, string> }
+  }
 }
 
 /** The HTTP methods a path item may hold, lower-case as in the document. */
