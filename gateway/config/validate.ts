@@ -249,6 +249,7 @@ const configSchema = {
         bodyLimit: { type: 'integer', minimum: 1 },
         requestTimeoutMs: { type: 'integer', minimum: 0 },
         maxResponseBytes: { type: 'integer', minimum: 1 },
+        maxIntrospectionBytes: { type: 'integer', minimum: 1 },
         maxWebSockets: { type: 'integer', minimum: 0 },
         maxEventStreams: { type: 'integer', minimum: 0 },
         maxConnections: { type: 'integer', minimum: 1 },
