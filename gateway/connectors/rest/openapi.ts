@@ -144,6 +144,20 @@ export function isObject(value: unknown): value is Record<string, unknown> {
  * @returns the target, or undefined for external or dangling references and for cycles of `$ref`s.
  */
 export function resolveRef(document: unknown, ref: string): unknown {
+  if (!isObject(document)) return resolveUncached(document, ref)
+  // A large document is read through the same references thousands of times (Stripe's expandable fields).
+  let cache = resolved.get(document)
+  if (!cache) resolved.set(document, (cache = new Map()))
+  if (cache.has(ref)) return cache.get(ref)
+  const target = resolveUncached(document, ref)
+  cache.set(ref, target)
+  return target
+}
+
+/** Targets of the references of each document, by reference (documents are not changed once loaded). */
+const resolved = new WeakMap<object, Map<string, unknown>>()
+
+function resolveUncached(document: unknown, ref: string): unknown {
   const seen = new Set<string>()
   let current: unknown = { $ref: ref }
   while (isObject(current) && typeof current.$ref === 'string') {
