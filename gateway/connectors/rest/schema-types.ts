@@ -479,13 +479,15 @@ export class SchemaTypes {
       fields: () => {
         const fields: GraphQLInputFieldConfigMap = {}
         const used = new Set<string>()
+        // Schemas whose every path was searched without reaching this type: not searched again for the next property.
+        const cleared = new Set<object>()
         mapping.length = 0
         for (const [prop, propSchema] of Object.entries(s.properties ?? {})) {
           const target = deref<SchemaObject>(this.doc, propSchema)
           if (isObject(target) && target.readOnly === true) continue
           const fieldName = unique(sanitizeName(prop), used)
           // A property leading back into this type is JSON: no recursive input types (see header).
-          const cycle = this.objectTargets(propSchema).some((child) => this.reaches(child, s))
+          const cycle = this.objectTargets(propSchema).some((child) => this.leadsBack(child, s, cleared))
           const { type: t, nullable, codec } = cycle
             ? { type: JSONScalar, nullable: this.analyse(propSchema).nullable, codec: identity }
             : this.input(propSchema, `${stripInput(name)}${pascalCase(prop)}`)
@@ -527,15 +529,26 @@ export class SchemaTypes {
     return []
   }
 
-  /** True when input type `from` leads to `to` through its (non-read-only) properties, arrays included. */
-  protected reaches(from: SchemaObject, to: SchemaObject, seen: Set<object> = new Set()): boolean {
+  /**
+   * {@link reaches}, skipping the schemas of `cleared` (known not to lead to `to`); after a search that
+   * fails, every schema it visited joins `cleared` (a successful one stops early, so its visits are not).
+   */
+  protected leadsBack(from: SchemaObject, to: SchemaObject, cleared: Set<object>): boolean {
+    const seen = new Set<object>()
+    if (this.reaches(from, to, seen, cleared)) return true
+    for (const node of seen) cleared.add(node)
+    return false
+  }
+
+  /** True when input type `from` leads to `to` through its (non-read-only) properties, arrays included; `skip` holds schemas known not to. */
+  protected reaches(from: SchemaObject, to: SchemaObject, seen: Set<object> = new Set(), skip?: Set<object>): boolean {
     if (from === to) return true
-    if (seen.has(from)) return false
+    if (seen.has(from) || skip?.has(from)) return false
     seen.add(from)
     for (const propSchema of Object.values(from.properties ?? {})) {
       const target = deref<SchemaObject>(this.doc, propSchema)
       if (isObject(target) && target.readOnly === true) continue
-      if (this.objectTargets(propSchema).some((child) => this.reaches(child, to, seen))) return true
+      if (this.objectTargets(propSchema).some((child) => this.reaches(child, to, seen, skip))) return true
     }
     return false
   }
