@@ -211,7 +211,36 @@ export function bytesOf(value: unknown): Buffer | undefined {
   return undefined
 }
 
-/** `Bytes`: binary data as a base64 string (RFC 4648 §4). */
+/** The name and media type of an uploaded file, as its multipart part declared them. */
+export interface FileInfo {
+  /** The part's `filename` (RFC 7578 §4.2), e.g. `cat.png`. */
+  filename: string
+  /** The part's `Content-Type`, lower-case, e.g. `image/png`; `application/octet-stream` when the client sent none. */
+  contentType: string
+}
+
+/**
+ * A file of a GraphQL multipart request (gateway/http/graphql-multipart.ts), put in the variables
+ * where the `map` says: its bytes as base64 (the `Bytes` wire form, so `JSON.stringify` of the
+ * variables gives what a base64 variable would) plus its name and media type. `Bytes.parseValue`
+ * turns it into a Buffer whose {@link fileInfoOf} is that name and type, so a REST source's multipart
+ * body sends the file part as the client named and typed it.
+ */
+export class UploadedFile {
+  constructor(readonly base64: string, readonly filename: string, readonly contentType: string) {}
+  toJSON(): string {
+    return this.base64
+  }
+}
+
+const fileInfos = new WeakMap<object, FileInfo>()
+
+/** The name and media type of a parsed `Bytes` value that came from an uploaded file; undefined for any other value. */
+export function fileInfoOf(value: unknown): FileInfo | undefined {
+  return typeof value === 'object' && value !== null ? fileInfos.get(value) : undefined
+}
+
+/** `Bytes`: binary data as a base64 string (RFC 4648 §4); an {@link UploadedFile} is accepted as input too. */
 export const BytesScalar = new GraphQLScalarType<Buffer, string>({
   name: 'Bytes',
   description: 'Binary data, serialised as a base64 string (RFC 4648).',
@@ -222,6 +251,11 @@ export const BytesScalar = new GraphQLScalarType<Buffer, string>({
     return fail('Bytes', `value of type ${typeof value}`)
   },
   parseValue(value) {
+    if (value instanceof UploadedFile) {
+      const bytes = Buffer.from(value.base64, 'base64')
+      fileInfos.set(bytes, { filename: value.filename, contentType: value.contentType })
+      return bytes
+    }
     if (typeof value !== 'string' || !/^[A-Za-z0-9+/]*={0,2}$/.test(value)) fail('Bytes', 'a non-base64 value')
     return Buffer.from(value, 'base64')
   },

@@ -10,7 +10,6 @@
  */
 import t from 'tap'
 import { createHash } from 'node:crypto'
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -23,7 +22,7 @@ import { createGateway } from '../gateway/runtime.js'
 import { buildApp } from '../gateway/http/app.js'
 import { serveGateway } from './helpers/serve.js'
 import { run } from './helpers/ws.js'
-import { browse, cookieOf, loginAtProvider, type Jar } from './helpers/oidc-browser.js'
+import { browse, cookieOf, loginAtProvider, startProviderServer, type Jar } from './helpers/oidc-browser.js'
 
 const SECRET = 'cookie-secret-of-the-oidc-test-0123456789'
 const JWT_SECRET = 'jwt-secret-of-the-oidc-test-0123456789abcdef'
@@ -47,15 +46,7 @@ async function json(res: Response): Promise<{ status: number; body: unknown; res
 }
 
 // ----- the provider -----
-const providerServer = createServer()
-let handler: (req: IncomingMessage, res: ServerResponse) => void = (_req, res) => res.writeHead(503).end()
-providerServer.on('request', (req, res) => handler(req, res))
-await new Promise<void>((resolve) => providerServer.listen(0, '127.0.0.1', resolve))
-const issuer = `http://127.0.0.1:${(providerServer.address() as { port: number }).port}`
-t.teardown(() => new Promise<void>((resolve) => {
-  providerServer.closeAllConnections()
-  providerServer.close(() => resolve())
-}))
+const { issuer, server: providerServer, serve } = await startProviderServer(t)
 
 // ----- the gateway -----
 const dir = mkdtempSync(join(tmpdir(), 'tributary-oidc-'))
@@ -129,7 +120,7 @@ const provider = new Provider(issuer, {
   features: { devInteractions: { enabled: true }, rpInitiatedLogout: { enabled: true } },
   cookies: { keys: ['provider-cookie-key-0123456789'] },
 })
-handler = provider.callback()
+serve(provider.callback())
 
 /** Starts a login at `gateway` as `user` (redirect_uri APP); see loginAtProvider of helpers/oidc-browser.ts. */
 function login(jar: Jar, user = 'ada', beforeProvider?: () => Promise<void>, gateway = gw): Promise<string> {

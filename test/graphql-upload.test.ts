@@ -10,6 +10,7 @@ const document = {
   info: { title: 'files', version: '1' },
   paths: {
     '/blob/{id}': { put: { operationId: 'putBlob', parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string' } }], requestBody: { required: true, content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } } }, responses: { 204: { description: 'ok' } } } },
+    '/avatar': { put: { operationId: 'putAvatar', requestBody: { required: true, content: { 'image/*': { schema: { type: 'string', format: 'binary' } } } }, responses: { 204: { description: 'ok' } } } },
     '/photos': { post: { operationId: 'postPhotos', requestBody: { required: true, content: { 'multipart/form-data': { schema: { type: 'object', properties: { caption: { type: 'string' }, photos: { type: 'array', items: { type: 'string', format: 'binary' } } } } } } }, responses: { 204: { description: 'ok' } } } },
   },
 }
@@ -55,6 +56,37 @@ t.test('uploads reach REST bodies; hostile multipart requests are refused with 4
   const form = await new Response(got.at(-1)!.body, { headers: { 'content-type': got.at(-1)!.type } }).formData()
   t.equal(form.get('caption'), 'cats')
   t.same(await Promise.all((form.getAll('photos') as File[]).map(async (f) => Buffer.from(await f.arrayBuffer()).toString())), ['first', 'second'], 'both files as parts of the upstream multipart body')
+  // The part headers as the upstream's multipart parser reads them (RFC 7578 §4.2, §4.4).
+  const parts = (body: Buffer) => body.toString('latin1').split(/\r\n--/).map((p) => p.split('\r\n\r\n')[0]!).filter((h) => /content-disposition/i.test(h))
+  const partOf = (name: string, body: Buffer) => parts(body).filter((h) => h.includes(`name="${name}"`))
+  t.match(partOf('photos', got.at(-1)!.body)[0], /filename="a\.bin"\r\nContent-Type: application\/octet-stream/i, 'a file sent without a type stays octet-stream, with its own name')
+
+  const named = new FormData()
+  named.set('operations', JSON.stringify({ query: 'mutation ($in: files_PostPhotosInput!) { files_postPhotos(input: $in) }', variables: { in: { caption: 'pets', photos: [null, null] } } }))
+  named.set('map', JSON.stringify({ a: ['variables.in.photos.0'], b: ['variables.in.photos.1'] }))
+  named.set('a', new Blob([Buffer.from([0x89, 0x50, 0x4e, 0x47])], { type: 'image/png' }), 'cat.png')
+  named.set('b', new Blob(['%PDF-1.7'], { type: 'application/pdf' }), 'report 2026.pdf')
+  t.same(await (await send(named)).json(), { data: { files_postPhotos: true } })
+  const photos = partOf('photos', got.at(-1)!.body)
+  t.equal(photos.length, 2)
+  t.match(photos[0], /filename="cat\.png"\r\nContent-Type: image\/png/i, 'the first file keeps its name and type')
+  t.match(photos[1], /filename="report 2026\.pdf"\r\nContent-Type: application\/pdf/i, 'the second file keeps its name and type')
+  const received = await new Response(got.at(-1)!.body, { headers: { 'content-type': got.at(-1)!.type } }).formData()
+  const cat = received.getAll('photos')[0] as File
+  t.same([cat.name, cat.type, Buffer.from(await cat.arrayBuffer())], ['cat.png', 'image/png', Buffer.from([0x89, 0x50, 0x4e, 0x47])], 'the upstream reads the file as uploaded')
+
+  // A base64 variable (no upload) keeps the old naming: the property, octet-stream.
+  const plain = await fetch(`${url}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query: 'mutation ($in: files_PostPhotosInput!) { files_postPhotos(input: $in) }', variables: { in: { photos: [Buffer.from('x').toString('base64')] } } }) })
+  t.same(await plain.json(), { data: { files_postPhotos: true } })
+  t.match(partOf('photos', got.at(-1)!.body)[0], /filename="photos"\r\nContent-Type: application\/octet-stream/i)
+
+  // A raw body declared as image/* goes out as the uploaded file's own type.
+  const avatar = new FormData()
+  avatar.set('operations', JSON.stringify({ query: 'mutation ($f: Bytes!) { files_putAvatar(input: $f) }', variables: { f: null } }))
+  avatar.set('map', JSON.stringify({ 0: ['variables.f'] }))
+  avatar.set('0', new Blob([Buffer.from('GIF89a')], { type: 'image/gif' }), 'me.gif')
+  t.same(await (await send(avatar)).json(), { data: { files_putAvatar: true } })
+  t.same([got.at(-1)!.url, got.at(-1)!.type, got.at(-1)!.body.toString()], ['/avatar', 'image/gif', 'GIF89a'])
   const before = got.length
 
   const expectBad = async (res: Response, status: number, message: RegExp, label: string) => {

@@ -59,6 +59,12 @@ export interface OidcProviderConfig {
   redirectUri?: string
   /** Read the user's claims from the provider's userinfo endpoint too (merged over the ID token's). Default true. */
   fetchUserInfo?: boolean
+  /**
+   * Keep the provider's access token in the (encrypted) session cookie, until its `expires_in`, so that
+   * a REST source's OAuth2 scheme with `{ fromCaller: true }` sends it upstream for the cookie user
+   * (gateway/connectors/rest/security.ts). It counts toward `maxCookieLength`. Default false.
+   */
+  keepAccessToken?: boolean
 }
 
 /** The cookies of `auth.oidc` (README "Cookie login with OpenID Connect"). */

@@ -41,6 +41,20 @@ export interface AuthInfo {
   readonly token: string
   readonly via?: 'cookie'
   readonly session?: string
+  /**
+   * A cookie user's access token from the identity provider, kept in the session when the provider
+   * has `keepAccessToken` (absent otherwise, and once it has expired); REST sources send it for OAuth2
+   * schemes configured `{ fromCaller: true }`. Never logged, never in `/auth/user`.
+   */
+  readonly accessToken?: SessionAccessToken
+}
+
+/** The identity provider's access token kept in a session (`keepAccessToken`). */
+export interface SessionAccessToken {
+  /** The token, as the provider issued it. */
+  readonly token: string
+  /** When it expires, in seconds since the epoch; undefined when the provider gave no `expires_in` (it then lasts as long as the session). */
+  readonly exp?: number
 }
 
 /** Verifies the tokens of requests for one `auth.jwt` config. */

@@ -16,7 +16,7 @@ import { createHash, createHmac, randomUUID, timingSafeEqual } from 'node:crypto
 import type { IncomingHttpHeaders } from 'node:http'
 import { EncryptJWT, jwtDecrypt, errors as joseErrors, type JWTPayload } from 'jose'
 import type { OidcConfig } from './config.js'
-import { cookieValue, rolesOf, type AuthInfo, type JwtVerifier } from './jwt.js'
+import { cookieValue, rolesOf, type AuthInfo, type JwtVerifier, type SessionAccessToken } from './jwt.js'
 import { AuthInvalidError, CsrfError } from '../errors.js'
 
 /** Most logged-out sessions remembered until their `exp` (the oldest is forgotten first). */
@@ -60,7 +60,7 @@ export interface SessionCodec {
    * Encrypts a new session for the user's claims.
    * @returns the `Set-Cookie` header value, and the session's id (`jti`) and expiry (seconds since the epoch).
    */
-  sealSession(claims: Readonly<Record<string, unknown>>, provider: string): Promise<{ setCookie: string; id: string; exp: number }>
+  sealSession(claims: Readonly<Record<string, unknown>>, provider: string, accessToken?: SessionAccessToken): Promise<{ setCookie: string; id: string; exp: number }>
   /**
    * The identity of a session cookie's value.
    * @throws AuthInvalidError (401) when it is too long, does not decrypt (tampered, another key), is
@@ -138,9 +138,10 @@ export function createSessionCodec(oidc: OidcConfig): SessionCodec {
     cookieName: name,
     stateCookieName: stateName,
 
-    async sealSession(claims, provider) {
+    async sealSession(claims, provider, accessToken) {
       const id = randomUUID()
-      const value = await seal({ typ: 'session', prv: provider, usr: claims, jti: id }, maxAgeSeconds)
+      const kept = accessToken ? { uat: accessToken.token, ...(accessToken.exp !== undefined ? { uex: accessToken.exp } : {}) } : {}
+      const value = await seal({ typ: 'session', prv: provider, usr: claims, jti: id, ...kept }, maxAgeSeconds)
       return { setCookie: setCookie(name, value, { maxAge: maxAgeSeconds, sameSite, secure, path: '/' }), id, exp: Math.floor(Date.now() / 1000) + maxAgeSeconds }
     },
 
@@ -159,9 +160,12 @@ export function createSessionCodec(oidc: OidcConfig): SessionCodec {
       const usr = payload.usr && typeof payload.usr === 'object' && !Array.isArray(payload.usr) ? (payload.usr as Record<string, unknown>) : {}
       // The session's own `exp` is the identity's (an ID token's is shorter than the session).
       const claims = Object.freeze({ ...usr, exp: payload.exp, iat: payload.iat, provider: payload.prv }) as AuthInfo['claims']
-      const info: AuthInfo = Object.freeze({ claims, roles: Object.freeze(rolesOf(claims, oidc.rolesClaim)), token: '', via: 'cookie' as const, session: id })
+      // The provider's access token (keepAccessToken) until its own expiry: an expired one is not sent upstream.
+      const uex = typeof payload.uex === 'number' ? payload.uex : undefined
+      const accessToken = typeof payload.uat === 'string' && payload.uat !== '' && (uex === undefined || uex * 1000 > Date.now()) ? payload.uat : undefined
+      const info: AuthInfo = Object.freeze({ claims, roles: Object.freeze(rolesOf(claims, oidc.rolesClaim)), token: '', via: 'cookie' as const, session: id, ...(accessToken ? { accessToken: Object.freeze({ token: accessToken, ...(uex !== undefined ? { exp: uex } : {}) }) } : {}) })
       if (opened.size >= OPENED_CACHE_SIZE) opened.delete(opened.keys().next().value as string)
-      opened.set(value, { info, until: Math.min(Date.now() + OPENED_CACHE_MS, payload.exp! * 1000) })
+      opened.set(value, { info, until: Math.min(Date.now() + OPENED_CACHE_MS, payload.exp! * 1000, uex !== undefined && accessToken ? uex * 1000 : Infinity) })
       return info
     },
 

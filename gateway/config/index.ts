@@ -194,6 +194,13 @@ export interface TributaryConfigInput {
     requestTimeoutMs?: number
     /** Largest response body sent, in bytes; a larger one is replaced by a 400 `TRB_ERR_GRAPHQL_LIMIT`. Default 16 MiB (16777216). */
     maxResponseBytes?: number
+    /**
+     * Largest answer of a `/graphql` document that selects introspection fields only (`__schema`,
+     * `__type`, `__typename`): the schema of many large sources describes itself in more than
+     * `maxResponseBytes`, and a client tool must still read it. Larger is a 400
+     * `TRB_ERR_GRAPHQL_LIMIT`. Default 128 MiB (134217728); never below `maxResponseBytes`.
+     */
+    maxIntrospectionBytes?: number
     /** Most WebSocket connections open at once; one more is closed with 4503. Default 1000. */
     maxWebSockets?: number
     /**
@@ -518,6 +525,7 @@ export function resolveConfig(input: unknown, env: NodeJS.ProcessEnv = process.e
       bodyLimit: c.server?.bodyLimit ?? 1024 * 1024,
       requestTimeoutMs: c.server?.requestTimeoutMs ?? 30_000,
       maxResponseBytes: c.server?.maxResponseBytes ?? 16 * 1024 * 1024,
+      maxIntrospectionBytes: Math.max(c.server?.maxIntrospectionBytes ?? 128 * 1024 * 1024, c.server?.maxResponseBytes ?? 16 * 1024 * 1024),
       maxWebSockets: c.server?.maxWebSockets ?? 1000,
       maxEventStreams: c.server?.maxEventStreams ?? 1000,
       maxConnections: c.server?.maxConnections ?? defaultMaxConnections(),
@@ -668,7 +676,7 @@ function resolveOidc(o: OidcConfigInput | undefined, jwtRolesClaim: string | und
   return {
     providers: o.providers.map((p) => {
       const scopes = p.scopes ?? ['openid', 'profile', 'email']
-      return { ...p, scopes: scopes.includes('openid') ? scopes : ['openid', ...scopes], fetchUserInfo: p.fetchUserInfo ?? true }
+      return { ...p, scopes: scopes.includes('openid') ? scopes : ['openid', ...scopes], fetchUserInfo: p.fetchUserInfo ?? true, keepAccessToken: p.keepAccessToken ?? false }
     }),
     cookie: {
       name: o.cookie.name ?? 'trb_session',

@@ -16,6 +16,7 @@ import { isMultipartRequest, registerGraphQLMultipart } from './graphql-multipar
 import { parseJsonSafely } from '../safe-keys.js'
 import {
   GraphQLError,
+  Kind,
   NoSchemaIntrospectionCustomRule,
   execute,
   getOperationAST,
@@ -24,9 +25,11 @@ import {
   validate,
   type DocumentNode,
   type ExecutionResult,
+  type FragmentDefinitionNode,
   type GraphQLFormattedError,
   type GraphQLSchema,
   type OperationDefinitionNode,
+  type SelectionNode,
 } from 'graphql'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit'
@@ -70,6 +73,30 @@ interface Prepared {
   tags?: Map<string, string[]>
   /** The `operation` label of its metrics and spans (set on first use). */
   label?: string
+  /** Operations that select introspection fields only, by name (their answers are bounded by `server.maxIntrospectionBytes`). */
+  introspection?: Map<string, boolean>
+}
+
+const INTROSPECTION_FIELDS = new Set(['__schema', '__type', '__typename'])
+
+/**
+ * True when every root field `selections` selects, through inline fragments and fragment spreads, is
+ * `__schema`, `__type` or `__typename`: the answer describes the schema, whatever the data.
+ */
+export function isIntrospectionOnly(document: DocumentNode, selections: readonly SelectionNode[], seen: Set<string> = new Set()): boolean {
+  for (const s of selections) {
+    if (s.kind === Kind.FIELD) {
+      if (!INTROSPECTION_FIELDS.has(s.name.value)) return false
+    } else if (s.kind === Kind.INLINE_FRAGMENT) {
+      if (!isIntrospectionOnly(document, s.selectionSet.selections, seen)) return false
+    } else {
+      if (seen.has(s.name.value)) continue
+      seen.add(s.name.value)
+      const fragment = document.definitions.find((d): d is FragmentDefinitionNode => d.kind === Kind.FRAGMENT_DEFINITION && d.name.value === s.name.value)
+      if (!fragment || !isIntrospectionOnly(document, fragment.selectionSet.selections, seen)) return false
+    }
+  }
+  return true
 }
 
 /**
@@ -236,9 +263,9 @@ export function registerGraphQLEndpoint(
     return compiled
   }
 
-  function send(reply: FastifyReply, status: number, mediaType: string, body: { data?: unknown; errors?: GraphQLFormattedError[] }) {
+  function send(reply: FastifyReply, status: number, mediaType: string, body: { data?: unknown; errors?: GraphQLFormattedError[] }, introspection = false) {
     setRetryAfter(reply, codesOf(body.errors))
-    return reply.code(status).type(`${mediaType}; charset=utf-8`).send(limitResponse(reply, JSON.stringify(body)))
+    return reply.code(status).type(`${mediaType}; charset=utf-8`).send(limitResponse(reply, JSON.stringify(body), introspection))
   }
 
   /** A request error (GraphQL over HTTP §6.4): 400 for graphql-response+json; 200 for legacy application/json. */
@@ -387,7 +414,11 @@ export function registerGraphQLEndpoint(
     // Nothing answered (data null, or every root field null) because a source is at capacity or
     // unreachable: 503 with Retry-After, not a 200 to retry blindly.
     const nothingAnswered = result.data == null || Object.values(result.data).every((v) => v === null)
-    return send(reply, nothingAnswered && result.errors?.length ? withRetryAfter(reply, result.errors, 200) : 200, mediaType, body)
+    prepared.introspection ??= new Map()
+    const opKey = (operationName as string | null | undefined) ?? ''
+    let introspection = prepared.introspection.get(opKey)
+    if (introspection === undefined) prepared.introspection.set(opKey, (introspection = operation.operation === 'query' && isIntrospectionOnly(prepared.document!, operation.selectionSet.selections)))
+    return send(reply, nothingAnswered && result.errors?.length ? withRetryAfter(reply, result.errors, 200) : 200, mediaType, body, introspection)
   }
 
   wsScope.route({

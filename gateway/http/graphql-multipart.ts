@@ -3,9 +3,10 @@
  * (https://github.com/jaydenseric/graphql-multipart-request-spec, v2.1): a `multipart/form-data`
  * body with an `operations` field (the usual JSON request, files as `null`), a `map` field
  * (`{ "<part>": ["variables.<path>", ...] }`) and one part per file. Each file is read (the whole body
- * is bounded by `server.bodyLimit`) and put at its paths as base64 text, the form the `Bytes` scalar
- * takes, so REST operations with binary or multipart bodies receive it unchanged. The result is then
- * handled like a JSON request.
+ * is bounded by `server.bodyLimit`) and put at its paths as an `UploadedFile` (gateway/scalars.ts): its
+ * base64 text, the form the `Bytes` scalar takes, with the part's file name and media type, so REST
+ * operations with binary or multipart bodies receive it unchanged and a multipart upstream body
+ * names and types the file part as the client did. The result is then handled like a JSON request.
  *
  * Refused with 400 `TRB_ERR_BAD_REQUEST`: a request without a CSRF preflight header
  * (`apollo-require-preflight`, `x-apollo-operation-name` or `graphql-require-preflight`: a
@@ -17,6 +18,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { BadRequestError } from '../errors.js'
 import { assertSafeKey, parseJsonSafely } from '../safe-keys.js'
+import { UploadedFile } from '../scalars.js'
 
 /** Most files in one request. */
 export const MAX_FILES = 20
@@ -38,7 +40,7 @@ function field(form: FormData, name: string): unknown {
 }
 
 /** Sets `value` at a `variables.a.0.b` path of `operations`, which must exist (as `null` or anything). */
-function place(operations: Record<string, unknown>, path: string, value: string): void {
+function place(operations: Record<string, unknown>, path: string, value: UploadedFile): void {
   const segments = path.split('.')
   if (segments[0] !== 'variables' || segments.length < 2) throw bad(`map path "${path}" must start with "variables."`)
   let node: unknown = operations
@@ -70,8 +72,8 @@ export async function multipartToParams(form: FormData): Promise<Record<string, 
     const file = form.get(part)
     if (file === null || typeof file === 'string') throw bad(`file part "${part}" is missing`)
     if (!Array.isArray(paths) || paths.length === 0 || !paths.every((p) => typeof p === 'string')) throw bad(`map entry "${part}" must be a list of paths`)
-    const base64 = Buffer.from(await file.arrayBuffer()).toString('base64')
-    for (const path of paths as string[]) place(operations as Record<string, unknown>, path, base64)
+    const upload = new UploadedFile(Buffer.from(await file.arrayBuffer()).toString('base64'), file.name || part, file.type || 'application/octet-stream')
+    for (const path of paths as string[]) place(operations as Record<string, unknown>, path, upload)
   }
   return operations as Record<string, unknown>
 }

@@ -23,7 +23,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type * as OpenIdClient from 'openid-client'
 import type { OidcConfig } from '../auth/config.js'
-import { cookieValue, type AuthInfo } from '../auth/jwt.js'
+import { cookieValue, type AuthInfo, type SessionAccessToken } from '../auth/jwt.js'
 import type { SessionCodec } from '../auth/session.js'
 import { AuthInvalidError, AuthRequiredError, OidcCallbackError, OidcProviderUnknownError, OidcRedirectError, UpstreamError, UpstreamUnavailableError, isTributaryError } from '../errors.js'
 import { importOptional } from '../optional-package.js'
@@ -182,6 +182,7 @@ export function registerOidcRoutes(app: FastifyInstance, holder: GatewayHolder, 
     const url = new URL(state.callback)
     url.search = new URLSearchParams(request.query as Record<string, string>).toString()
     let claims: Record<string, unknown>
+    let accessToken: SessionAccessToken | undefined
     try {
       const tokens = await client.authorizationCodeGrant(config, url, { pkceCodeVerifier: state.verifier, expectedState: state.state, expectedNonce: state.nonce, idTokenExpected: true })
       const idClaims = tokens.claims()
@@ -191,12 +192,16 @@ export function registerOidcRoutes(app: FastifyInstance, holder: GatewayHolder, 
         const info = await client.fetchUserInfo(config, tokens.access_token, idClaims.sub)
         claims = { ...info, ...claims }
       }
+      if (provider.keepAccessToken && tokens.access_token) {
+        const expiresIn = typeof tokens.expires_in === 'number' && tokens.expires_in > 0 ? tokens.expires_in : undefined
+        accessToken = { token: tokens.access_token, ...(expiresIn !== undefined ? { exp: Math.floor(Date.now() / 1000) + expiresIn } : {}) }
+      }
     } catch (err) {
       throw providerError(client, provider.id, err)
     }
     // Hook point (issue 25 item 3): the hooks may change the claims before the session is sealed.
     if (hooks.mutatingPostAuthentication) claims = await hooks.mutatingPostAuthentication(claims, provider.id)
-    const sealed = await session.sealSession(claims, provider.id)
+    const sealed = await session.sealSession(claims, provider.id, accessToken)
     if (sealed.setCookie.length - session.cookieName.length > oidc.maxCookieLength + 100) {
       throw new OidcCallbackError(`the user's claims do not fit in a ${oidc.maxCookieLength}-character cookie (auth.oidc.maxCookieLength)`)
     }
@@ -232,7 +237,7 @@ export function registerOidcRoutes(app: FastifyInstance, holder: GatewayHolder, 
         reply.header('set-cookie', gateway.session.clearCookies())
         throw new AuthRequiredError('the session is no longer valid')
       }
-      const sealed = await gateway.session.sealSession(claims, String(auth.claims.provider ?? ''))
+      const sealed = await gateway.session.sealSession(claims, String(auth.claims.provider ?? ''), auth.accessToken)
       gateway.session.revoke(auth.session!, Number(auth.claims.exp))
       reply.header('set-cookie', sealed.setCookie)
       const renewed = await gateway.session.openSession(sealed.setCookie.slice(gateway.session.cookieName.length + 1).split(';')[0])

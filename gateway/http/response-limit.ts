@@ -2,7 +2,8 @@
  * `server.maxResponseBytes`: the last guard on result size. The query cost limit and the database
  * `maxTake` refuse most large results before they run; whatever still produces a body larger than
  * the limit is answered with a 400 `TRB_ERR_GRAPHQL_LIMIT` instead (never cached). Streams (SSE)
- * are not measured.
+ * are not measured. Introspection documents have their own, higher bound,
+ * `server.maxIntrospectionBytes`: the size of their answer is the schema's, not the data's.
  */
 import type { FastifyReply } from 'fastify'
 import { setFlagsFromString } from 'node:v8'
@@ -24,17 +25,21 @@ export const BUFFER_FROM_UNITS = 64 * 1024
  * and `/operations/*` send their JSON, not as an onSend hook: a global hook costs every request
  * about 2 % of throughput. A string shorter than `maxBytes / 3` UTF-16 units cannot exceed the
  * limit (UTF-8 needs at most 3 bytes per unit), so ordinary responses are not measured.
+ * `introspection` (a document that selects introspection fields only) measures against
+ * `server.maxIntrospectionBytes` instead.
  */
-export function limitResponse(reply: FastifyReply, body: string): string | Buffer {
-  const maxBytes = reply.server.tributary.holder.current.config.server.maxResponseBytes
+export function limitResponse(reply: FastifyReply, body: string, introspection = false): string | Buffer {
+  const { server } = reply.server.tributary.holder.current.config
+  const maxBytes = introspection ? server.maxIntrospectionBytes : server.maxResponseBytes
   const small = body.length < BUFFER_FROM_UNITS
   if (body.length <= maxBytes / 3) return small ? body : Buffer.from(body)
   const size = Buffer.byteLength(body)
   if (size <= maxBytes) return small ? body : Buffer.from(body)
-  reply.log.warn({ size, maxBytes }, 'response larger than server.maxResponseBytes refused')
+  const option = introspection ? 'maxIntrospectionBytes' : 'maxResponseBytes'
+  reply.log.warn({ size, maxBytes }, `response larger than server.${option} refused`)
   collectRefusedAnswers()
   reply.code(400).header('cache-control', 'no-store').removeHeader('etag')
-  return JSON.stringify(errorBody(new GraphQLLimitError(`The response would be ${size} bytes, more than the maximum of ${maxBytes} (maxResponseBytes); ask for less`)))
+  return JSON.stringify(errorBody(new GraphQLLimitError(`The response would be ${size} bytes, more than the maximum of ${maxBytes} (${option}); ask for less`)))
 }
 
 /** Milliseconds between the last of a run of refused answers and the collection that frees them. */

@@ -2,8 +2,9 @@
  * Test helper: a browser for the cookie login with OpenID Connect (README "Cookie login with OpenID
  * Connect"), played by fetch with one cookie jar per origin, following redirects by hand and filling
  * in the development login and consent forms of a real `oidc-provider` (`devInteractions`).
- * Used by test/auth-oidc.test.ts and test/example-wundergraph-style.test.ts.
+ * Used by test/auth-oidc.test.ts, test/rest-oauth-caller.test.ts and test/example-wundergraph-style.test.ts.
  */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 
 /** Cookies by origin, then by name. */
 export type Jar = Map<string, Map<string, string>>
@@ -80,4 +81,26 @@ export async function loginAtProvider(jar: Jar, o: LoginOptions): Promise<string
     next = new URL(posted.headers.get('location')!, action).href
   }
   throw new Error('too many redirects')
+}
+
+/** An OpenID provider's HTTP server on 127.0.0.1 before the provider exists (its issuer URL is needed to build it). */
+export interface ProviderServer {
+  /** `http://127.0.0.1:<port>` */
+  issuer: string
+  server: Server
+  /** Sets the request handler (the provider's `callback()`); until then every request answers 503. */
+  serve(handler: (req: IncomingMessage, res: ServerResponse) => void): void
+}
+
+/** Starts a {@link ProviderServer}, closed (its keep-alive sockets cut) at `t`'s teardown. */
+export async function startProviderServer(t: { teardown(fn: () => unknown): void }): Promise<ProviderServer> {
+  const server = createServer()
+  let handler: (req: IncomingMessage, res: ServerResponse) => void = (_req, res) => res.writeHead(503).end()
+  server.on('request', (req, res) => handler(req, res))
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => new Promise<void>((resolve) => {
+    server.closeAllConnections()
+    server.close(() => resolve())
+  }))
+  return { issuer: `http://127.0.0.1:${(server.address() as { port: number }).port}`, server, serve: (h) => { handler = h } }
 }

@@ -93,8 +93,13 @@ export interface SecuritySchemeObject {
   name?: string
   /** http: `bearer`, `basic`... (case-insensitive, RFC 7235). */
   scheme?: string
-  /** oauth2 flows; only `clientCredentials` is used. */
-  flows?: { clientCredentials?: { tokenUrl?: string; scopes?: Record<string, string> } }
+  /** oauth2 flows; the gateway fetches tokens for `clientCredentials` only (other flows take the caller's token, `fromCaller`). */
+  flows?: {
+    clientCredentials?: { tokenUrl?: string; scopes?: Record<string, string> }
+    authorizationCode?: { authorizationUrl?: string; tokenUrl?: string; scopes?: Record<string, string> }
+    implicit?: { authorizationUrl?: string; scopes?: Record<string, string> }
+    password?: { tokenUrl?: string; scopes?: Record<string, string> }
+  }
 }
 
 /** The HTTP methods a path item may hold, lower-case as in the document. */
@@ -139,6 +144,20 @@ export function isObject(value: unknown): value is Record<string, unknown> {
  * @returns the target, or undefined for external or dangling references and for cycles of `$ref`s.
  */
 export function resolveRef(document: unknown, ref: string): unknown {
+  if (!isObject(document)) return resolveUncached(document, ref)
+  // A large document is read through the same references thousands of times (Stripe's expandable fields).
+  let cache = resolved.get(document)
+  if (!cache) resolved.set(document, (cache = new Map()))
+  if (cache.has(ref)) return cache.get(ref)
+  const target = resolveUncached(document, ref)
+  cache.set(ref, target)
+  return target
+}
+
+/** Targets of the references of each document, by reference (documents are not changed once loaded). */
+const resolved = new WeakMap<object, Map<string, unknown>>()
+
+function resolveUncached(document: unknown, ref: string): unknown {
   const seen = new Set<string>()
   let current: unknown = { $ref: ref }
   while (isObject(current) && typeof current.$ref === 'string') {

@@ -474,7 +474,7 @@ export function createUpstream(options: UpstreamOptions): Upstream {
     if (req.body !== undefined && !(req.body instanceof FormData)) base['content-type'] = req.contentType ?? 'application/json'
     /** Path and headers of the call, with the credentials its operation's `security` requires. */
     const prepare = async (): Promise<{ path: string; headers: Record<string, string>; auth?: AppliedAuth }> => {
-      const auth = authenticate && req.security ? await authenticate(req.security) : undefined
+      const auth = authenticate && req.security ? await authenticate(req.security, context) : undefined
       const query = auth && auth.query.length > 0 ? [...req.query, ...auth.query] : req.query
       const search = query.length > 0 ? `?${new URLSearchParams(query).toString()}` : ''
       if (!auth) return { path: `${basePath}${req.path}${search}`, headers: base }

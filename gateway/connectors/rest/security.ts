@@ -10,6 +10,7 @@
  * | `http` `bearer` | `{ token }` | `Authorization: Bearer <token>` |
  * | `http` `basic` | `{ username, password }` | `Authorization: Basic <base64>` (RFC 7617) |
  * | `oauth2` client credentials | `{ clientId, clientSecret, scopes?, tokenUrl?, clientAuth? }` | `Authorization: Bearer <token>`, the token fetched by the gateway (RFC 6749 §4.4) |
+ * | `oauth2` (authorizationCode, implicit, any flow) or `http` bearer | `{ fromCaller: true }` | the caller's own token: the client request's `Authorization: Bearer <token>` as it came, else the OIDC session's provider access token (`auth.oidc` provider `keepAccessToken`); without either, the requirement is not met and the next alternative (or none) applies |
  *
  * OAuth2 tokens are fetched from the flow's `tokenUrl` (or the credential's, resolved against the
  * document URL), cached until 30 s before `expires_in` ends (1 hour when absent), fetched once for
@@ -41,6 +42,11 @@ export interface SecurityCredentials {
   tokenUrl?: string
   /** oauth2: how the client authenticates to the token endpoint: HTTP Basic (default, RFC 6749 §2.3.1) or body parameters. */
   clientAuth?: 'basic' | 'body'
+  /**
+   * oauth2 (any flow: authorizationCode and implicit are the user's own token) or http bearer: send
+   * the caller's token instead of one of the gateway's (see the file header). Excludes the other fields.
+   */
+  fromCaller?: boolean
 }
 
 /** What one call must carry. */
@@ -64,8 +70,12 @@ export interface AuthenticatorOptions {
 
 /** Applies credentials to calls; see the file header. */
 export interface Authenticator {
-  /** Credentials for a call whose operation requires `requirements`; undefined when none apply. Rejects with `TRB_ERR_UPSTREAM` (502) when a token cannot be fetched. */
-  authenticate(requirements: SecurityRequirement[]): Promise<AppliedAuth | undefined>
+  /**
+   * Credentials for a call whose operation requires `requirements`; undefined when none apply.
+   * `context` is the GraphQL context (the client request's headers, `auth`), for `fromCaller` schemes.
+   * Rejects with `TRB_ERR_UPSTREAM` (502) when a token cannot be fetched.
+   */
+  authenticate(requirements: SecurityRequirement[], context?: unknown): Promise<AppliedAuth | undefined>
 }
 
 /** Thrown at load time for credentials that do not fit the document. */
@@ -73,7 +83,8 @@ export class SecurityConfigError extends Error {
   override name = 'SecurityConfigError'
 }
 
-type Applier = (scopes: string[], out: AppliedAuth) => void | Promise<void>
+/** Adds one scheme's credentials to `out`; `false` when it has none for this call (a `fromCaller` scheme without a caller token). */
+type Applier = (scopes: string[], out: AppliedAuth, context: unknown) => void | false | Promise<void>
 
 const EARLY_REFRESH_MS = 30_000
 const DEFAULT_TOKEN_LIFETIME_MS = 3_600_000
@@ -97,13 +108,13 @@ export function createAuthenticator(document: OpenApiDocument, credentials: Reco
   }
 
   return {
-    async authenticate(requirements) {
-      for (const requirement of requirements) {
+    async authenticate(requirements, context) {
+      alternatives: for (const requirement of requirements) {
         const names = Object.keys(requirement)
         if (names.length === 0) return undefined
         if (!names.every((n) => appliers.has(n))) continue
         const out: AppliedAuth = { headers: {}, query: [], cookies: [] }
-        for (const n of names) await appliers.get(n)!(requirement[n] ?? [], out)
+        for (const n of names) if (await appliers.get(n)!(requirement[n] ?? [], out, context) === false) continue alternatives
         return out
       }
       return undefined
@@ -116,7 +127,37 @@ function need(name: string, cred: SecurityCredentials, fields: Array<keyof Secur
   if (absent.length > 0) throw new SecurityConfigError(`security.${name}: ${what} needs ${absent.join(' and ')}`)
 }
 
+/**
+ * The caller's bearer token of a call: the client request's `Authorization: Bearer <token>` (RFC 6750
+ * §2.1, scheme case-insensitive), else the OIDC session's provider access token (`context.auth.accessToken`).
+ */
+function callerToken(context: unknown): string | undefined {
+  if (!isObject(context)) return undefined
+  const headers = isObject(context.reply) && isObject(context.reply.request) && isObject(context.reply.request.headers) ? context.reply.request.headers : context.headers
+  const header = isObject(headers) ? headers.authorization : undefined
+  const match = typeof header === 'string' ? /^Bearer +([\x21-\x7e]+)\s*$/i.exec(header) : null
+  if (match) return match[1]
+  const auth = context.auth
+  const kept = isObject(auth) && isObject(auth.accessToken) ? auth.accessToken.token : undefined
+  return typeof kept === 'string' && kept !== '' ? kept : undefined
+}
+
+/** `{ fromCaller: true }`: the caller's token as `Authorization: Bearer`, or no credentials for this call. */
+const fromCallerApplier: Applier = (_scopes, out, context) => {
+  const token = callerToken(context)
+  if (token === undefined) return false
+  out.headers.authorization = `Bearer ${token}`
+  return undefined
+}
+
 function applier(name: string, scheme: SecuritySchemeObject, cred: SecurityCredentials, options: AuthenticatorOptions): Applier {
+  if (cred.fromCaller === true) {
+    const extra = Object.keys(cred).filter((k) => k !== 'fromCaller')
+    if (extra.length > 0) throw new SecurityConfigError(`security.${name}: fromCaller takes no other field (${extra.join(', ')})`)
+    const bearer = scheme.type === 'http' && String(scheme.scheme ?? '').toLowerCase() === 'bearer'
+    if (scheme.type !== 'oauth2' && scheme.type !== 'openIdConnect' && !bearer) throw new SecurityConfigError(`security.${name}: fromCaller applies to oauth2, openIdConnect and http bearer schemes, not ${String(scheme.type)}`)
+    return fromCallerApplier
+  }
   switch (scheme.type) {
     case 'apiKey': {
       need(name, cred, ['apiKey'], 'an apiKey scheme')
@@ -143,9 +184,9 @@ function applier(name: string, scheme: SecuritySchemeObject, cred: SecurityCrede
       throw new SecurityConfigError(`security.${name}: http scheme "${kind}" is not supported (bearer and basic are)`)
     }
     case 'oauth2': {
-      need(name, cred, ['clientId', 'clientSecret'], 'an oauth2 scheme')
+      need(name, cred, ['clientId', 'clientSecret'], 'an oauth2 scheme (client credentials; { fromCaller: true } sends the caller\'s token)')
       const tokenUrl = cred.tokenUrl ?? scheme.flows?.clientCredentials?.tokenUrl
-      if (typeof tokenUrl !== 'string') throw new SecurityConfigError(`security.${name}: the scheme has no clientCredentials flow; set tokenUrl`)
+      if (typeof tokenUrl !== 'string') throw new SecurityConfigError(`security.${name}: the scheme has no clientCredentials flow; set tokenUrl, or { fromCaller: true } to send the caller's own token (authorizationCode, implicit)`)
       let url: URL
       try {
         url = new URL(tokenUrl, options.documentUrl)
@@ -162,7 +203,7 @@ function applier(name: string, scheme: SecuritySchemeObject, cred: SecurityCrede
       }
     }
     default:
-      throw new SecurityConfigError(`security.${name}: ${String(scheme.type)} schemes are not supported (apiKey, http bearer/basic and oauth2 client credentials are)`)
+      throw new SecurityConfigError(`security.${name}: ${String(scheme.type)} schemes are not supported (apiKey, http bearer/basic, oauth2 client credentials, and { fromCaller: true } for oauth2, openIdConnect and bearer are)`)
   }
 }
 
