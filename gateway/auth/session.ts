@@ -83,10 +83,12 @@ export interface SessionCodec {
   /** The CSRF token of a session: HMAC-SHA-256 of its id under the first secret, base64url. */
   csrfToken(id: string): string
   /**
-   * Checks the `X-CSRF-Token` header of a request authenticated by a session cookie.
-   * @throws CsrfError (403 `TRB_ERR_CSRF`) when it is missing or not the session's token.
+   * Checks the CSRF token of a mutation authenticated by a session cookie: the `X-CSRF-Token` header
+   * of an HTTP request, or the `csrfToken` of a WebSocket's `connection_init` payload (`where`).
+   * @param where what carries the token, in the error message. Default: `'header'`.
+   * @throws CsrfError (403 `TRB_ERR_CSRF`) when it is missing, not a string or not the session's token.
    */
-  checkCsrf(auth: AuthInfo, header: string | string[] | undefined): void
+  checkCsrf(auth: AuthInfo, token: unknown, where?: 'header' | 'connection_init'): void
 }
 
 /** `name=value; Path; Max-Age; HttpOnly; SameSite; Secure` (RFC 6265 §4.1). The values here are base64url and dots only. */
@@ -198,12 +200,18 @@ export function createSessionCodec(oidc: OidcConfig): SessionCodec {
       return createHmac('sha256', csrfKey).update(id, 'utf8').digest('base64url')
     },
 
-    checkCsrf(auth, header) {
-      const sent = Array.isArray(header) ? header[0] : header
-      if (typeof sent !== 'string' || sent === '') throw new CsrfError('a request authenticated by the session cookie must send the X-CSRF-Token header (GET /auth/cookie/csrf)')
+    checkCsrf(auth, token, where = 'header') {
+      const sent = Array.isArray(token) ? token[0] : token
+      if (typeof sent !== 'string' || sent === '') {
+        throw new CsrfError(where === 'header'
+          ? 'a request authenticated by the session cookie must send the X-CSRF-Token header (GET /auth/cookie/csrf)'
+          : 'a mutation over a WebSocket authenticated by the session cookie needs the CSRF token as "csrfToken" in the connection_init payload (GET /auth/cookie/csrf)')
+      }
       const expected = Buffer.from(codec.csrfToken(auth.session ?? ''), 'utf8')
       const got = Buffer.from(sent, 'utf8')
-      if (got.length !== expected.length || !timingSafeEqual(got, expected)) throw new CsrfError('the X-CSRF-Token header is not the token of this session')
+      if (got.length !== expected.length || !timingSafeEqual(got, expected)) {
+        throw new CsrfError(where === 'header' ? 'the X-CSRF-Token header is not the token of this session' : 'the connection_init "csrfToken" is not the token of this session')
+      }
     },
   }
   return codec

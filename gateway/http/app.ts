@@ -13,7 +13,7 @@ import { GraphQLError, NoSchemaIntrospectionCustomRule, execute as graphqlExecut
 import type { Gateway } from '../runtime.js'
 import type { GatewayHolder } from './gateway-holder.js'
 import type { AuthInfo } from '../auth/jwt.js'
-import { adoptSocketIdentity, authenticateSocket, authorizeSocketOperation, endAtExpiry } from './auth.js'
+import { adoptSocketIdentity, authenticateSocket, authorizeSocketOperation, checkSocketCsrf, endAtExpiry } from './auth.js'
 import { BadRequestError, InternalError, PersistedOnlyError, RouteNotFoundError, isTributaryError, errorBody } from '../errors.js'
 import { registerGraphQLEndpoint } from './graphql-endpoint.js'
 import { registerOperationRoutes } from './operations-routes.js'
@@ -257,7 +257,9 @@ export async function buildApp(gateway: Gateway, options: BuildAppOptions = {}):
       : {}),
     onOperation: (info) => {
       if (persisted.enforced && !persisted.allowsDocument(info.document)) return [codedGraphQLError(new PersistedOnlyError())]
-      return authorizeSocketOperation(info, socketIdentity.get(info.request) ?? null)
+      const auth = socketIdentity.get(info.request) ?? null
+      // The session cookie goes with cross-site upgrades from allowed origins: its mutations need the CSRF token too.
+      return checkSocketCsrf(holder.current, auth, info.operationType, info.connectionParams) ?? authorizeSocketOperation(info, auth)
     },
     logger: app.log,
   })
