@@ -491,6 +491,7 @@ const configSchema = {
             maxParamLength: { type: 'integer', minimum: 256, maximum: 65536 },
             maxCookieLength: { type: 'integer', minimum: 1024, maximum: 16384 },
             timeoutMs: { type: 'integer', minimum: 1 },
+            maxRevokedSessions: { type: 'integer', minimum: 100, maximum: 10000000 },
           },
         },
       },
