@@ -50,6 +50,13 @@ const merge = {
 
 const headers = { type: 'object', additionalProperties: { type: 'string' } }
 
+/** `subscriptions` of a GraphQL source or a federation subgraph (connectors/federation/subscriptions.ts). */
+const subscriptionTransport = {
+  type: 'object',
+  additionalProperties: false,
+  properties: { url: { type: 'string', pattern: '^(wss?|https?)://' }, protocol: { enum: ['graphql-ws', 'sse'] } },
+}
+
 /** The options every remote GraphQL source kind (`graphql`, `federation`) shares. */
 const remoteGraphQL = {
   timeoutMs: { type: 'integer', minimum: 1 },
@@ -160,6 +167,7 @@ const sourceSchemas = {
     properties: {
       ...base,
       url: { type: 'string', pattern: '^https?://' },
+      subscriptions: subscriptionTransport,
       ...remoteGraphQL,
     },
   },
@@ -184,11 +192,7 @@ const sourceSchemas = {
             name: { type: 'string', pattern: '^[A-Za-z][A-Za-z0-9_-]*$' },
             url: { type: 'string', pattern: '^https?://' },
             headers,
-            subscriptions: {
-              type: 'object',
-              additionalProperties: false,
-              properties: { url: { type: 'string', pattern: '^(wss?|https?)://' }, protocol: { enum: ['graphql-ws', 'sse'] } },
-            },
+            subscriptions: subscriptionTransport,
           },
         },
       },
