@@ -9,6 +9,8 @@
  */
 import t from 'tap'
 import { EventEmitter } from 'node:events'
+import type { Worker } from 'node:cluster'
+import { fileURLToPath } from 'node:url'
 import { createServer } from 'node:http'
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -69,6 +71,38 @@ t.test('--workers without Redis: the primary relays each revocation to the other
   t.same(workers[2].received.at(-1), { type: 'trb:session-revoked-list', entries: [['abc', exp]] }, 'a starting worker gets the list')
   workers[1].emit('message', { type: 'trb:session-revoked', id: 42 })
   t.equal(known.size, 1, 'a malformed message is ignored')
+})
+
+t.test('--workers without Redis, in real node:cluster workers: a logout in one reaches the others and a later one', async (t) => {
+  const cluster = (await import('node:cluster')).default
+  // tsx only (not the test runner's instrumentation): a worker starts in about a second.
+  cluster.setupPrimary({ exec: fileURLToPath(new URL('./fixtures/revocation-worker.ts', import.meta.url)), execArgv: ['--import=tsx'] })
+  const known = new Map<string, number>()
+  const started: Worker[] = []
+  t.teardown(() => { for (const w of started) w.kill() })
+  const fork = async (): Promise<Worker> => {
+    const worker = cluster.fork()
+    started.push(worker)
+    relayRevocations(worker, () => Object.values(cluster.workers ?? {}), known, 100)
+    await new Promise<void>((resolve) => worker.on('message', (m: { ready?: boolean }) => m.ready && resolve()))
+    return worker
+  }
+  const has = (worker: Worker, id: string) => new Promise<boolean>((resolve) => {
+    const listener = (m: { id?: string; has?: boolean }) => {
+      if (m.id !== id || m.has === undefined) return
+      worker.off('message', listener)
+      resolve(m.has)
+    }
+    worker.on('message', listener)
+    worker.send({ cmd: 'has', id })
+  })
+  const [w1, w2] = [await fork(), await fork()]
+  const exp = Math.floor(Date.now() / 1000) + 600
+  t.notOk(await has(w2, 'logged-out'))
+  w1.send({ cmd: 'revoke', id: 'logged-out', exp })
+  t.ok(await eventually(() => has(w2, 'logged-out')), 'the other worker refuses the session')
+  const w3 = await fork()
+  t.ok(await eventually(() => has(w3, 'logged-out')), 'a worker started afterwards gets the list')
 })
 
 t.test('two instances sharing Redis and a real OpenID provider', async (t) => {
