@@ -118,7 +118,7 @@ t.test('two instances sharing Redis and a real OpenID provider', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'tributary-oidc-cluster-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   mkdirSync(join(dir, 'operations'))
-  const config = resolveConfig({
+  const input = {
     datasources: [schema({ typeDefs: 'type Query { echo(id: String!): String }', resolvers: { Query: { echo: (_: unknown, a: { id: string }) => a.id } } })],
     operations: { dir: join(dir, 'operations') },
     generatedDir: join(dir, 'generated'),
@@ -130,7 +130,8 @@ t.test('two instances sharing Redis and a real OpenID provider', async (t) => {
         redirectUris: [BYE],
       },
     },
-  })
+  }
+  const config = resolveConfig(input)
   const a = (await serveGateway(t, config)).url
   const b = (await serveGateway(t, config)).url
   const provider = new Provider(issuer, {

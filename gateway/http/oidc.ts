@@ -253,7 +253,12 @@ export function registerOidcRoutes(app: FastifyInstance, holder: GatewayHolder, 
     const { oidc, session } = current()
     const redirect = allowedRedirect(oidc, request.query.redirect_uri)
     const cookie = cookieValue(request.headers.cookie, session.cookieName)
-    const auth = cookie ? await session.openSession(cookie).catch(() => null) : null
+    // A cookie that is invalid or already ended logs nobody out; one that cannot be checked (Redis away) cannot be ended either.
+    let unchecked = false
+    const auth = cookie ? await session.openSession(cookie).catch((err: unknown) => {
+      unchecked = (err as { code?: string })?.code === 'TRB_ERR_UPSTREAM_UNAVAILABLE'
+      return null
+    }) : null
     let target = redirect
     if (auth && request.query.logout_openid_connect_provider === 'true') {
       const provider = oidc.providers.find((p) => p.id === auth.claims.provider)
@@ -271,7 +276,7 @@ export function registerOidcRoutes(app: FastifyInstance, holder: GatewayHolder, 
     }) : true
     reply.header('set-cookie', session.clearCookies())
     noStore(reply)
-    if (!shared) return sendError(reply, new UpstreamUnavailableError('the session store (Redis)', 'the logout was not shared with the other instances (the cookie is cleared here); log out again'))
+    if (!shared || unchecked) return sendError(reply, new UpstreamUnavailableError('the session store (Redis)', 'the logout was not shared with the other instances (the cookie is cleared here); log out again'))
     if (request.method === 'GET' && target) return reply.redirect(target, 302)
     return reply.type('application/json; charset=utf-8').send(JSON.stringify({ loggedOut: auth !== null, redirect: target }))
   }
