@@ -28,6 +28,7 @@ import { checkDatabase } from './database-check.js'
 import type { Gateway } from './runtime.js'
 import { traceLogMixin } from './observability/tracing.js'
 import { startServices, type RunningService } from './services.js'
+import { relayRevocations } from './auth/revocations.js'
 
 // The gateway itself (runtime, HTTP app, codegen: about 1,200 modules, 2 s of CPU) loads
 // only once a command needs it, so --help, a bad argument, a refused --database and the primary of
@@ -252,9 +253,12 @@ async function primary(source: ConfigSource, workers: number): Promise<void> {
   const logger = createLogger(initial.server.logLevel)
   const services = await startServices(initial.services, logger, { restart: initial.mode === 'development' })
   let stopping = false
+  const revoked = new Map<string, number>()
   const fork = (index: number): Promise<void> =>
     new Promise((resolve) => {
       const worker = cluster.fork({ TRIBUTARY_WORKER: String(index) })
+      // Logouts reach every worker even without Redis (gateway/auth/revocations.ts).
+      relayRevocations(worker, () => Object.values(cluster.workers ?? {}), revoked, initial.auth.oidc?.maxRevokedSessions)
       worker.once('listening', () => resolve())
       worker.once('exit', (code, signal) => {
         resolve()

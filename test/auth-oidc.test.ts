@@ -28,6 +28,7 @@ const SECRET = 'cookie-secret-of-the-oidc-test-0123456789'
 const JWT_SECRET = 'jwt-secret-of-the-oidc-test-0123456789abcdef'
 const APP = 'http://app.test/after-login'
 const BYE = 'http://app.test/bye'
+const PARTNER = 'http://partner.test'
 const COOKIE = 'trb_session'
 const STATE_COOKIE = 'trb_session_state'
 
@@ -70,6 +71,8 @@ const config = resolveConfig({
   ],
   operations: { dir: join(dir, 'operations') },
   generatedDir: join(dir, 'generated'),
+  // A site allowed to open WebSockets (its upgrades carry the user's cookie): a partner, or one an attacker took over.
+  server: { allowedOrigins: [PARTNER] },
   auth: {
     jwt: { secret: JWT_SECRET },
     oidc: {
@@ -239,6 +242,51 @@ t.test('the cookie user over a WebSocket (the cookie of the upgrade request) and
   const openapi = (await (await fetch(`${gw}/openapi.json`)).json()) as { components: { securitySchemes: Record<string, unknown> }; paths: Record<string, { get?: { security?: unknown } }> }
   t.match(openapi.components.securitySchemes.sessionCookie, { type: 'apiKey', in: 'cookie', name: COOKIE })
   t.same(openapi.paths['/operations/WhoAmI'].get?.security, [{ bearerAuth: [] }, { sessionCookie: [] }])
+})
+
+t.test('WebSocket mutations with the session cookie need the CSRF token in connection_init (a cross-site socket cannot run one)', async (t) => {
+  const jar = await loggedIn()
+  const cookie = `${COOKIE}=${cookieOf(jar, gw, COOKIE)}`
+  const token = await (await browse(jar, `${gw}/auth/cookie/csrf`)).text()
+  const open = async (origin: string | undefined, extra: Record<string, string> = {}): Promise<WebSocket> => {
+    const socket = new WebSocket(gw.replace(/^http/, 'ws') + '/graphql', 'graphql-transport-ws', { headers: { cookie, ...extra }, ...(origin ? { origin } : {}) })
+    await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject))
+    t.teardown(() => socket.close())
+    return socket
+  }
+  const mutation = 'mutation { addNote(author: "ws", text: "over a socket") }'
+  const before = notes.length
+
+  // The attack: a page of an allowed origin (cross-site) opens a socket; the browser adds the cookie.
+  const crossSite = await open(PARTNER)
+  const refused = await run(crossSite, mutation)
+  t.match(refused, { errors: [{ extensions: { code: 'TRB_ERR_CSRF' } }] }, 'no token: refused')
+  t.match(JSON.stringify(refused), /csrfToken/)
+  const forged = await run(await open(PARTNER), mutation, undefined, { csrfToken: 'guessed' })
+  t.match(forged, { errors: [{ extensions: { code: 'TRB_ERR_CSRF' } }] }, 'a wrong token: refused')
+  const notString = await run(await open(PARTNER), mutation, undefined, { csrfToken: { not: 'a string' } })
+  t.match(notString, { errors: [{ extensions: { code: 'TRB_ERR_CSRF' } }] }, 'a token that is no string: refused')
+  t.equal(notes.length, before, 'nothing written')
+  t.same(await run(await open(PARTNER), '{ echo(id: "read") }'), { data: { echo: 'read' } }, 'queries need no token')
+  const unlisted = await new Promise<number>((resolve) => {
+    const s = new WebSocket(gw.replace(/^http/, 'ws') + '/graphql', 'graphql-transport-ws', { headers: { cookie }, origin: 'http://evil.test' })
+    s.once('unexpected-response', (_req, res) => resolve(res.statusCode ?? 0))
+    s.once('open', () => (s.close(), resolve(101)))
+  })
+  t.equal(unlisted, 403, 'an origin that is not allowed does not even get the socket')
+
+  // The gateway's own page: it read the token from GET /auth/cookie/csrf.
+  const sameSite = await open(gw)
+  t.same(await run(sameSite, mutation, undefined, { csrfToken: token }), { data: { addNote: before + 1 } })
+  t.same(notes.at(-1), { author: 'ws', text: 'over a socket' })
+  // Another session's token does not fit this one.
+  const otherToken = await (await browse(await loggedIn('grace'), `${gw}/auth/cookie/csrf`)).text()
+  t.match(await run(await open(gw), mutation, undefined, { csrfToken: otherToken }), { errors: [{ extensions: { code: 'TRB_ERR_CSRF' } }] })
+
+  // A token (Authorization) needs no CSRF token, with or without the cookie beside it.
+  const jwt = await new SignJWT({ sub: 'svc', roles: ['editor'] }).setProtectedHeader({ alg: 'HS256' }).setExpirationTime('5m').sign(new TextEncoder().encode(JWT_SECRET))
+  t.same(await run(await open(PARTNER), mutation, undefined, { authorization: `Bearer ${jwt}` }), { data: { addNote: before + 2 } }, 'payload authorization')
+  t.same(await run(await open(undefined, { authorization: `Bearer ${jwt}` }), mutation), { data: { addNote: before + 3 } }, 'upgrade Authorization header')
 })
 
 t.test('logout takes no body: a form post is refused (415)', async (t) => {

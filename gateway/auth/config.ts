@@ -106,6 +106,11 @@ export interface OidcConfigInput {
   maxCookieLength?: number
   /** Time allowed for each call to a provider (discovery, token, userinfo), in milliseconds. Default 5000. */
   timeoutMs?: number
+  /**
+   * Most logged-out sessions each process remembers until their end (the oldest is forgotten first;
+   * with Redis every instance also finds them there, where each expires with its session). Default 100000.
+   */
+  maxRevokedSessions?: number
 }
 
 /** The resolved `auth.oidc`. */
@@ -117,6 +122,7 @@ export interface OidcConfig {
   readonly maxParamLength: number
   readonly maxCookieLength: number
   readonly timeoutMs: number
+  readonly maxRevokedSessions: number
 }
 
 /** Authentication of callers (README "Authentication"). */

@@ -7,7 +7,9 @@
  * state cookie from being used as a session and the reverse.
  *
  * The session is stateless (nothing is stored on the server) except for the list of sessions logged
- * out before their `exp`, kept in this process's memory (at most {@link MAX_REVOKED_SESSIONS}).
+ * out before their `exp` (gateway/auth/revocations.ts): in this process's memory by default (at most
+ * `auth.oidc.maxRevokedSessions`), shared by every instance through Redis once the app gives the codec
+ * its deployment's list ({@link SessionCodec.shareRevocations}).
  *
  * This module uses `jose` only; the OpenID Connect client (`openid-client`) is loaded by the routes
  * (gateway/http/oidc.ts) when `auth.oidc` is configured.
@@ -17,10 +19,8 @@ import type { IncomingHttpHeaders } from 'node:http'
 import { EncryptJWT, jwtDecrypt, errors as joseErrors, type JWTPayload } from 'jose'
 import type { OidcConfig } from './config.js'
 import { cookieValue, rolesOf, type AuthInfo, type JwtVerifier, type SessionAccessToken } from './jwt.js'
-import { AuthInvalidError, CsrfError } from '../errors.js'
-
-/** Most logged-out sessions remembered until their `exp` (the oldest is forgotten first). */
-export const MAX_REVOKED_SESSIONS = 100_000
+import { AuthInvalidError, CsrfError, UpstreamUnavailableError } from '../errors.js'
+import { createRevocationList, type RevocationList } from './revocations.js'
 /** Most opened session cookies remembered (so a repeated cookie is not decrypted again). */
 const OPENED_CACHE_SIZE = 10_000
 /** Longest an opened session cookie is remembered, in milliseconds. */
@@ -64,7 +64,8 @@ export interface SessionCodec {
   /**
    * The identity of a session cookie's value.
    * @throws AuthInvalidError (401) when it is too long, does not decrypt (tampered, another key), is
-   *   not a session, has expired or was logged out.
+   *   not a session, has expired or was logged out; UpstreamUnavailableError (503) when the shared
+   *   revocation list (Redis) cannot tell whether it was logged out.
    */
   openSession(value: string): Promise<AuthInfo>
   /** The cached identity of a session cookie's value; undefined when it must be opened. */
@@ -78,15 +79,25 @@ export interface SessionCodec {
   openState(value: string): Promise<LoginState>
   /** The `Set-Cookie` header values that delete both cookies. */
   clearCookies(): string[]
-  /** Forgets a session before its `exp` (logout), in this process. */
-  revoke(id: string, exp: number): void
+  /**
+   * Ends a session before its `exp` (logout): on every instance that shares the revocation list.
+   * @throws what the list throws when Redis cannot store it (this process refuses the session anyway).
+   */
+  revoke(id: string, exp: number): Promise<void>
+  /**
+   * Makes `list` the revocation list this codec reads and writes (the app's, shared through Redis or
+   * IPC; it outlives a development reload). The codec's own in-memory list is used until then.
+   */
+  shareRevocations(list: RevocationList): void
   /** The CSRF token of a session: HMAC-SHA-256 of its id under the first secret, base64url. */
   csrfToken(id: string): string
   /**
-   * Checks the `X-CSRF-Token` header of a request authenticated by a session cookie.
-   * @throws CsrfError (403 `TRB_ERR_CSRF`) when it is missing or not the session's token.
+   * Checks the CSRF token of a mutation authenticated by a session cookie: the `X-CSRF-Token` header
+   * of an HTTP request, or the `csrfToken` of a WebSocket's `connection_init` payload (`where`).
+   * @param where what carries the token, in the error message. Default: `'header'`.
+   * @throws CsrfError (403 `TRB_ERR_CSRF`) when it is missing, not a string or not the session's token.
    */
-  checkCsrf(auth: AuthInfo, header: string | string[] | undefined): void
+  checkCsrf(auth: AuthInfo, token: unknown, where?: 'header' | 'connection_init'): void
 }
 
 /** `name=value; Path; Max-Age; HttpOnly; SameSite; Secure` (RFC 6265 §4.1). The values here are base64url and dots only. */
@@ -102,8 +113,13 @@ export function createSessionCodec(oidc: OidcConfig): SessionCodec {
   const csrfKey = createHash('sha256').update('csrf\0', 'utf8').update(oidc.cookie.secrets[0], 'utf8').digest()
   const { name, secure, sameSite, maxAgeSeconds, stateMaxAgeSeconds } = oidc.cookie
   const stateName = `${name}_state`
-  const revoked = new Map<string, number>()
   const opened = new Map<string, { info: AuthInfo; until: number }>()
+  // A session revoked anywhere leaves the cache of opened cookies at once.
+  const forget = (id: string): void => {
+    for (const [value, hit] of opened) if (hit.info.session === id) opened.delete(value)
+  }
+  let revocations: RevocationList = createRevocationList({ max: oidc.maxRevokedSessions, relay: false })
+  let stopForgetting = revocations.onRevoked(forget)
 
   async function seal(payload: JWTPayload, maxAge: number): Promise<string> {
     return new EncryptJWT(payload).setProtectedHeader({ alg: 'dir', enc: 'A256GCM' }).setIssuedAt().setExpirationTime(`${maxAge}s`).encrypt(keys[0])
@@ -126,12 +142,14 @@ export function createSessionCodec(oidc: OidcConfig): SessionCodec {
     throw new AuthInvalidError(`the ${typ} cookie does not decrypt`)
   }
 
-  function isRevoked(id: string): boolean {
-    const exp = revoked.get(id)
-    if (exp === undefined) return false
-    if (exp * 1000 > Date.now()) return true
-    revoked.delete(id)
-    return false
+  /** True when session `id` was logged out: this process's list, else the shared one (Redis). */
+  async function isRevoked(id: string): Promise<boolean> {
+    try {
+      return await revocations.check(id)
+    } catch (err) {
+      // Not knowing is not a pass: a logged-out cookie must not come back while Redis is away.
+      throw new UpstreamUnavailableError('the session store (Redis)', 'whether the session was logged out cannot be checked', { cause: err })
+    }
   }
 
   const codec: SessionCodec = {
@@ -147,7 +165,7 @@ export function createSessionCodec(oidc: OidcConfig): SessionCodec {
 
     knownSession(value) {
       const hit = opened.get(value)
-      if (!hit || hit.until <= Date.now() || isRevoked(hit.info.session!)) return undefined
+      if (!hit || hit.until <= Date.now() || revocations.has(hit.info.session!)) return undefined
       return hit.info
     },
 
@@ -156,7 +174,7 @@ export function createSessionCodec(oidc: OidcConfig): SessionCodec {
       if (known) return known
       const payload = await unseal(value, 'session')
       const id = typeof payload.jti === 'string' ? payload.jti : ''
-      if (!id || isRevoked(id)) throw new AuthInvalidError('the session has ended (logged out)')
+      if (!id || (await isRevoked(id))) throw new AuthInvalidError('the session has ended (logged out)')
       const usr = payload.usr && typeof payload.usr === 'object' && !Array.isArray(payload.usr) ? (payload.usr as Record<string, unknown>) : {}
       // The session's own `exp` is the identity's (an ID token's is shorter than the session).
       const claims = Object.freeze({ ...usr, exp: payload.exp, iat: payload.iat, provider: payload.prv }) as AuthInfo['claims']
@@ -192,22 +210,36 @@ export function createSessionCodec(oidc: OidcConfig): SessionCodec {
       ]
     },
 
-    revoke(id, exp) {
-      if (revoked.size >= MAX_REVOKED_SESSIONS) revoked.delete(revoked.keys().next().value as string)
-      revoked.set(id, exp)
-      for (const [value, hit] of opened) if (hit.info.session === id) opened.delete(value)
+    async revoke(id, exp) {
+      forget(id)
+      await revocations.revoke(id, exp)
+    },
+
+    shareRevocations(list) {
+      if (list === revocations) return
+      stopForgetting()
+      revocations.close()
+      revocations = list
+      stopForgetting = list.onRevoked(forget)
+      opened.clear()
     },
 
     csrfToken(id) {
       return createHmac('sha256', csrfKey).update(id, 'utf8').digest('base64url')
     },
 
-    checkCsrf(auth, header) {
-      const sent = Array.isArray(header) ? header[0] : header
-      if (typeof sent !== 'string' || sent === '') throw new CsrfError('a request authenticated by the session cookie must send the X-CSRF-Token header (GET /auth/cookie/csrf)')
+    checkCsrf(auth, token, where = 'header') {
+      const sent = Array.isArray(token) ? token[0] : token
+      if (typeof sent !== 'string' || sent === '') {
+        throw new CsrfError(where === 'header'
+          ? 'a request authenticated by the session cookie must send the X-CSRF-Token header (GET /auth/cookie/csrf)'
+          : 'a mutation over a WebSocket authenticated by the session cookie needs the CSRF token as "csrfToken" in the connection_init payload (GET /auth/cookie/csrf)')
+      }
       const expected = Buffer.from(codec.csrfToken(auth.session ?? ''), 'utf8')
       const got = Buffer.from(sent, 'utf8')
-      if (got.length !== expected.length || !timingSafeEqual(got, expected)) throw new CsrfError('the X-CSRF-Token header is not the token of this session')
+      if (got.length !== expected.length || !timingSafeEqual(got, expected)) {
+        throw new CsrfError(where === 'header' ? 'the X-CSRF-Token header is not the token of this session' : 'the connection_init "csrfToken" is not the token of this session')
+      }
     },
   }
   return codec

@@ -691,6 +691,7 @@ function resolveOidc(o: OidcConfigInput | undefined, jwtRolesClaim: string | und
     maxParamLength: o.maxParamLength ?? 2048,
     maxCookieLength: o.maxCookieLength ?? 4096,
     timeoutMs: o.timeoutMs ?? 5000,
+    maxRevokedSessions: o.maxRevokedSessions ?? 100_000,
   }
 }
 

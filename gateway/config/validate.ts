@@ -51,6 +51,13 @@ const merge = {
 
 const headers = { type: 'object', additionalProperties: { type: 'string' } }
 
+/** `subscriptions` of a GraphQL source or a federation subgraph (connectors/federation/subscriptions.ts). */
+const subscriptionTransport = {
+  type: 'object',
+  additionalProperties: false,
+  properties: { url: { type: 'string', pattern: '^(wss?|https?)://' }, protocol: { enum: ['graphql-ws', 'sse'] } },
+}
+
 /** The options every remote GraphQL source kind (`graphql`, `federation`) shares. */
 const remoteGraphQL = {
   timeoutMs: { type: 'integer', minimum: 1 },
@@ -182,6 +189,7 @@ const sourceSchemas = {
     properties: {
       ...base,
       url: { type: 'string', pattern: '^https?://' },
+      subscriptions: subscriptionTransport,
       ...remoteGraphQL,
     },
   },
@@ -206,11 +214,7 @@ const sourceSchemas = {
             name: { type: 'string', pattern: '^[A-Za-z][A-Za-z0-9_-]*$' },
             url: { type: 'string', pattern: '^https?://' },
             headers,
-            subscriptions: {
-              type: 'object',
-              additionalProperties: false,
-              properties: { url: { type: 'string', pattern: '^(wss?|https?)://' }, protocol: { enum: ['graphql-ws', 'sse'] } },
-            },
+            subscriptions: subscriptionTransport,
           },
         },
       },
@@ -515,6 +519,7 @@ const configSchema = {
             maxParamLength: { type: 'integer', minimum: 256, maximum: 65536 },
             maxCookieLength: { type: 'integer', minimum: 1024, maximum: 16384 },
             timeoutMs: { type: 'integer', minimum: 1 },
+            maxRevokedSessions: { type: 'integer', minimum: 100, maximum: 10000000 },
           },
         },
       },

@@ -122,9 +122,9 @@ export interface OriginHookFilter {
 /** The arguments of `onConnectionInit`. */
 export interface ConnectionInitArgs {
   namespace: string
-  /** The WebSocket URL of the upstream. */
+  /** The subscription endpoint of the upstream: `ws(s)://` for graphql-ws, `http(s)://` for SSE. */
   url: string
-  /** The payload the gateway would send (the upstream headers it forwards). */
+  /** The payload the gateway would use: `{ headers }`, the request headers the source sends (static, templates, forwarded). */
   payload: Record<string, unknown>
   user: HookUser | null
   log: HookLogger
@@ -140,7 +140,12 @@ export interface GlobalHooks {
   onOriginRequest?: OriginHookFilter & { hook(args: OriginRequestArgs): MaybePromise<OriginRequest | 'cancel' | 'skip' | void> }
   /** After the upstream answered (status and headers; the body is read afterwards): `'cancel'` fails the field with `TRB_ERR_HOOK_CANCELLED`. */
   onOriginResponse?: OriginHookFilter & { hook(args: OriginResponseArgs): MaybePromise<'cancel' | 'skip' | void> }
-  /** The `connection_init` payload of a WebSocket to a subgraph's subscriptions; its result replaces the payload. */
+  /**
+   * Runs for every upstream subscription connection of a GraphQL or Federation source, graphql-ws or
+   * SSE, with the subscribing caller's `user`; its result replaces the payload: over graphql-ws the
+   * `connection_init` payload (its `headers` also go on the upgrade request; sockets are shared only
+   * by equal payloads), over SSE its `headers` are the subscription request's.
+   */
   onConnectionInit?: OriginHookFilter & { hook(args: ConnectionInitArgs): MaybePromise<Record<string, unknown>> }
 }
 

@@ -13,7 +13,7 @@ import { GraphQLError, NoSchemaIntrospectionCustomRule, execute as graphqlExecut
 import type { Gateway } from '../runtime.js'
 import type { GatewayHolder } from './gateway-holder.js'
 import type { AuthInfo } from '../auth/jwt.js'
-import { adoptSocketIdentity, authenticateSocket, authorizeSocketOperation, endAtExpiry } from './auth.js'
+import { adoptSocketIdentity, authenticateSocket, authorizeSocketOperation, checkSocketCsrf, endAtExpiry } from './auth.js'
 import { BadRequestError, InternalError, PersistedOnlyError, RouteNotFoundError, isTributaryError, errorBody } from '../errors.js'
 import { registerGraphQLEndpoint } from './graphql-endpoint.js'
 import { registerOperationRoutes } from './operations-routes.js'
@@ -27,6 +27,7 @@ import { registerOriginGuard, registerUpgradeGuard } from './origin.js'
 import { buildOpenApiDocument } from '../codegen/openapi.js'
 import { registerRateLimit } from './rate-limit.js'
 import { createCluster, type Cluster } from '../cluster/index.js'
+import { createRevocationList, type RevocationList } from '../auth/revocations.js'
 import { invalidateTags, operationTags } from '../cluster/response-cache.js'
 import { registerHealthRoutes } from './health.js'
 import { registerMetrics } from './metrics-route.js'
@@ -121,6 +122,15 @@ export async function buildApp(gateway: Gateway, options: BuildAppOptions = {}):
   const cluster = options.cluster ?? createCluster({ ...config.pubsub, maxEntries: config.pubsub.maxCacheEntries, logger: app.log })
   if (!options.cluster) app.addHook('onClose', () => cluster.close())
   const holder: GatewayHolder = { current: gateway, version: 0, logger: app.log, cluster }
+  // Logged-out login sessions, one list for the app's life (reloads included), shared through Redis or IPC.
+  let revocations: RevocationList | undefined
+  const shareRevocations = (g: Gateway): void => {
+    if (!g.session || !g.config.auth.oidc) return
+    revocations ??= createRevocationList({ max: g.config.auth.oidc.maxRevokedSessions, cluster })
+    g.session.shareRevocations(revocations)
+  }
+  shareRevocations(gateway)
+  app.addHook('onClose', async () => revocations?.close())
   // In-flight HTTP requests by the version served when they began (development reload drains them).
   const inFlight = new Map<number, number>()
   const waiters = new Set<() => void>()
@@ -158,6 +168,7 @@ export async function buildApp(gateway: Gateway, options: BuildAppOptions = {}):
     },
     swap(next: Gateway): Gateway {
       const previous = holder.current
+      shareRevocations(next)
       holder.current = next
       holder.version++
       app.graphql.replaceSchema(next.schema)
@@ -257,7 +268,9 @@ export async function buildApp(gateway: Gateway, options: BuildAppOptions = {}):
       : {}),
     onOperation: (info) => {
       if (persisted.enforced && !persisted.allowsDocument(info.document)) return [codedGraphQLError(new PersistedOnlyError())]
-      return authorizeSocketOperation(info, socketIdentity.get(info.request) ?? null)
+      const auth = socketIdentity.get(info.request) ?? null
+      // The session cookie goes with cross-site upgrades from allowed origins: its mutations need the CSRF token too.
+      return checkSocketCsrf(holder.current, auth, info.operationType, info.connectionParams) ?? authorizeSocketOperation(info, auth)
     },
     logger: app.log,
   })

@@ -46,6 +46,25 @@ export function checkCsrf(gateway: Gateway, request: FastifyRequest, auth: AuthI
 }
 
 /**
+ * The WebSocket form of {@link checkCsrf}: a mutation sent over a socket authenticated by the
+ * `auth.oidc` session cookie (of its upgrade request) must carry the session's CSRF token as
+ * `csrfToken` in the socket's `connection_init` payload. Sockets authenticated by a token (the
+ * payload's `authorization`, or the upgrade's `Authorization` header), anonymous ones, and queries
+ * and subscriptions pass.
+ * @returns the operation's refusal (403 `TRB_ERR_CSRF` as a GraphQL error), or undefined to run it.
+ */
+export function checkSocketCsrf(gateway: Gateway, auth: AuthInfo | null, operationType: string, connectionParams: Readonly<Record<string, unknown>>): readonly GraphQLError[] | undefined {
+  if (operationType !== 'mutation' || auth?.via !== 'cookie' || !gateway.session) return undefined
+  try {
+    gateway.session.checkCsrf(auth, connectionParams.csrfToken, 'connection_init')
+    return undefined
+  } catch (err) {
+    if (isTributaryError(err)) return [codedGraphQLError(err)]
+    throw err
+  }
+}
+
+/**
  * Re-runs the `revalidate` hook of config `hooks.authentication` on an identity (README "Hooks"):
  * for `/auth/user?revalidate=true` and programs embedding the gateway.
  * @returns the identity to keep: the hook's, or `user` when no `revalidate` hook is set

@@ -15,7 +15,7 @@
  * - `GET /auth/cookie/csrf`: the CSRF token of the session (text/plain), to send as `X-CSRF-Token`
  *   with mutations authenticated by the cookie.
  * - `GET|POST /auth/cookie/user/logout[?logout_openid_connect_provider=true][&redirect_uri=…]`: ends
- *   the session (cookie cleared, session id refused from then on in this process) and, when asked,
+ *   the session (cookie cleared, session id refused from then on by every instance: gateway/auth/revocations.ts) and, when asked,
  *   sends the browser to the provider's `end_session_endpoint` (RP-Initiated Logout 1.0).
  *
  * `openid-client` is an optional peer dependency, loaded when the first OIDC route runs.
@@ -28,6 +28,7 @@ import type { SessionCodec } from '../auth/session.js'
 import { AuthInvalidError, AuthRequiredError, OidcCallbackError, OidcProviderUnknownError, OidcRedirectError, UpstreamError, UpstreamUnavailableError, isTributaryError } from '../errors.js'
 import { importOptional } from '../optional-package.js'
 import { authenticateRequest, revalidateUser } from './auth.js'
+import { sendError } from './format-error.js'
 import type { GatewayHolder } from './gateway-holder.js'
 
 type Client = typeof OpenIdClient
@@ -233,12 +234,12 @@ export function registerOidcRoutes(app: FastifyInstance, holder: GatewayHolder, 
     if (request.query.revalidate === 'true' && revalidate && auth.via === 'cookie' && gateway.session) {
       const claims = await revalidate(auth)
       if (!claims) {
-        gateway.session.revoke(auth.session!, Number(auth.claims.exp))
+        await gateway.session.revoke(auth.session!, Number(auth.claims.exp))
         reply.header('set-cookie', gateway.session.clearCookies())
         throw new AuthRequiredError('the session is no longer valid')
       }
       const sealed = await gateway.session.sealSession(claims, String(auth.claims.provider ?? ''), auth.accessToken)
-      gateway.session.revoke(auth.session!, Number(auth.claims.exp))
+      await gateway.session.revoke(auth.session!, Number(auth.claims.exp))
       reply.header('set-cookie', sealed.setCookie)
       const renewed = await gateway.session.openSession(sealed.setCookie.slice(gateway.session.cookieName.length + 1).split(';')[0])
       return reply.type('application/json; charset=utf-8').send(userBody(renewed))
@@ -257,7 +258,12 @@ export function registerOidcRoutes(app: FastifyInstance, holder: GatewayHolder, 
     const { oidc, session } = current()
     const redirect = allowedRedirect(oidc, request.query.redirect_uri)
     const cookie = cookieValue(request.headers.cookie, session.cookieName)
-    const auth = cookie ? await session.openSession(cookie).catch(() => null) : null
+    // A cookie that is invalid or already ended logs nobody out; one that cannot be checked (Redis away) cannot be ended either.
+    let unchecked = false
+    const auth = cookie ? await session.openSession(cookie).catch((err: unknown) => {
+      unchecked = (err as { code?: string })?.code === 'TRB_ERR_UPSTREAM_UNAVAILABLE'
+      return null
+    }) : null
     let target = redirect
     if (auth && request.query.logout_openid_connect_provider === 'true') {
       const provider = oidc.providers.find((p) => p.id === auth.claims.provider)
@@ -268,9 +274,14 @@ export function registerOidcRoutes(app: FastifyInstance, holder: GatewayHolder, 
         }
       }
     }
-    if (auth) session.revoke(auth.session!, Number(auth.claims.exp))
+    // Every instance refuses the session from now on (gateway/auth/revocations.ts); the browser forgets the cookie.
+    const shared = auth ? await session.revoke(auth.session!, Number(auth.claims.exp)).then(() => true, (err: unknown) => {
+      request.log.error({ err }, 'logout: the revocation could not be stored in Redis; other instances may accept the session until its end')
+      return false
+    }) : true
     reply.header('set-cookie', session.clearCookies())
     noStore(reply)
+    if (!shared || unchecked) return sendError(reply, new UpstreamUnavailableError('the session store (Redis)', 'the logout was not shared with the other instances (the cookie is cleared here); log out again'))
     if (request.method === 'GET' && target) return reply.redirect(target, 302)
     return reply.type('application/json; charset=utf-8').send(JSON.stringify({ loggedOut: auth !== null, redirect: target }))
   }

@@ -192,10 +192,7 @@ async function respond(op: CompiledOperation, variables: Variables, request: Fas
   }
   // A TypeScript operation may answer null (or any JSON value); a GraphQL data object is never null here.
   const data = result.data === undefined ? {} : result.data
-  // A custom REST route whose every root field came back null found nothing: 404.
-  if (notFoundWhenNull && (data === null || (typeof data === 'object' && Object.values(data).every((v) => v === null)))) {
-    return sendError(reply, new DbNotFoundError('matching', `${request.method} ${request.url}`))
-  }
+  if (notFoundWhenNull && foundNothing(data)) return notFound(request, reply)
   const body = op.stringifyData(data)
   fill?.(body)
   return sendData(op, body, request, reply)
@@ -213,7 +210,7 @@ async function respond(op: CompiledOperation, variables: Variables, request: Fas
 async function respondHooked(op: CompiledOperation, hooks: OperationHooks, resolved: ResolvedHooks, variables: Variables, request: FastifyRequest, reply: FastifyReply, holder: GatewayHolder, notFoundWhenNull: boolean, state: CacheState, auth: AuthInfo | null) {
   const args: OperationHookArgs = { operationName: op.name, input: variables, user: auth, clientRequest: { method: request.method, url: request.url, headers: request.headers }, log: request.log, context: {} }
   const mock = hooks.mockResolve
-  if (mock && (mock.enabled ?? !resolved.production)) return sendHookResponse(op, checkedResponse(resolved, `mockResolve of ${op.name}`, await runHook(resolved, `mockResolve of ${op.name}`, mock.handler, args)), request, reply, 500)
+  if (mock && (mock.enabled ?? !resolved.production)) return sendHookResponse(op, checkedResponse(resolved, `mockResolve of ${op.name}`, await runHook(resolved, `mockResolve of ${op.name}`, mock.handler, args)), request, reply, 500, notFoundWhenNull)
   if (hooks.preResolve) await runHook(resolved, `preResolve of ${op.name}`, hooks.preResolve, args)
   if (hooks.mutatingPreResolve) {
     const what = `mutatingPreResolve of ${op.name}`
@@ -230,7 +227,7 @@ async function respondHooked(op: CompiledOperation, hooks: OperationHooks, resol
   if (hooks.customResolve) {
     const what = `customResolve of ${op.name}`
     const answer = await runHook(resolved, what, hooks.customResolve, args)
-    if (answer !== null && answer !== undefined) return sendHookResponse(op, checkedResponse(resolved, what, answer), request, reply, 500)
+    if (answer !== null && answer !== undefined) return sendHookResponse(op, checkedResponse(resolved, what, answer), request, reply, 500, notFoundWhenNull)
   }
   const vars = op.authorize(args.input, auth)
   if (!hooks.postResolve && !hooks.mutatingPostResolve) return respond(op, vars, request, reply, holder, notFoundWhenNull, state, auth)
@@ -251,7 +248,20 @@ async function respondHooked(op: CompiledOperation, hooks: OperationHooks, resol
     const what = `mutatingPostResolve of ${op.name}`
     response = checkedResponse(resolved, what, await runHook(resolved, what, hooks.mutatingPostResolve, post))
   }
-  return sendHookResponse(op, response, request, reply, status === 200 ? 500 : status)
+  return sendHookResponse(op, response, request, reply, status === 200 ? 500 : status, notFoundWhenNull)
+}
+
+/**
+ * True for the answer of a custom route that found nothing: `null`, or an object whose every root
+ * field is null (README "HTTP contract" → "Custom routes"). An empty object found nothing either.
+ */
+function foundNothing(data: unknown): boolean {
+  return data === null || data === undefined || (typeof data === 'object' && !Array.isArray(data) && Object.values(data).every((v) => v === null))
+}
+
+/** 404 `TRB_ERR_DB_NOT_FOUND` for a custom route that found nothing (whatever path produced the answer: SQL, graphql-jit, a hook). */
+function notFound(request: FastifyRequest, reply: FastifyReply) {
+  return sendError(reply, new DbNotFoundError('matching', `${request.method} ${request.url}`))
 }
 
 /** A hook's response, checked: an object with `data` and/or an `errors` array of `{ message }`. @throws HookError */
@@ -265,10 +275,14 @@ function checkedResponse(resolved: ResolvedHooks, what: string, response: unknow
 
 /**
  * Sends the response of a hook: its data object as a successful answer (200, ETag on GET), or
- * `{ errors, data? }` with 200 when it carries data, else `errorStatus`.
+ * `{ errors, data? }` with 200 when it carries data, else `errorStatus`. On a custom route
+ * (`notFoundWhenNull`), an answer without errors that found nothing is 404 `TRB_ERR_DB_NOT_FOUND`.
  */
-function sendHookResponse(op: CompiledOperation, response: OperationResponse, request: FastifyRequest, reply: FastifyReply, errorStatus: number) {
-  if (!response.errors?.length) return sendData(op, JSON.stringify(response.data ?? null), request, reply)
+function sendHookResponse(op: CompiledOperation, response: OperationResponse, request: FastifyRequest, reply: FastifyReply, errorStatus: number, notFoundWhenNull: boolean) {
+  if (!response.errors?.length) {
+    if (notFoundWhenNull && foundNothing(response.data)) return notFound(request, reply)
+    return sendData(op, JSON.stringify(response.data ?? null), request, reply)
+  }
   const body: { errors: GraphQLFormattedError[]; data?: unknown } = { errors: response.errors as GraphQLFormattedError[] }
   if (response.data !== undefined && response.data !== null) body.data = response.data
   return json(reply, body.data ? 200 : errorStatus, body)

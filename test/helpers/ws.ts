@@ -23,8 +23,8 @@ export function upgrade(url: string, headers: { origin?: string; host?: string }
   })
 }
 
-/** Runs one operation on an open socket (graphql-transport-ws) and returns its first result. */
-export function run(socket: WebSocket, query: string, variables?: Record<string, unknown>): Promise<{ data?: Record<string, unknown>; errors?: unknown[] }> {
+/** Runs one operation on an open socket (graphql-transport-ws) and returns its first result; `initPayload` is the `connection_init` payload (none when undefined). */
+export function run(socket: WebSocket, query: string, variables?: Record<string, unknown>, initPayload?: Record<string, unknown>): Promise<{ data?: Record<string, unknown>; errors?: unknown[] }> {
   return new Promise((resolve, reject) => {
     socket.on('message', (raw: Buffer) => {
       const msg = JSON.parse(raw.toString()) as { type: string; payload?: unknown }
@@ -33,7 +33,7 @@ export function run(socket: WebSocket, query: string, variables?: Record<string,
       else if (msg.type === 'error') resolve({ errors: msg.payload as unknown[] })
     })
     socket.once('close', (code) => reject(new Error(`closed ${code}`)))
-    socket.send(JSON.stringify({ type: 'connection_init' }))
+    socket.send(JSON.stringify(initPayload === undefined ? { type: 'connection_init' } : { type: 'connection_init', payload: initPayload }))
   })
 }
 

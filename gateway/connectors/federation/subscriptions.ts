@@ -66,7 +66,7 @@ export function createSubscriptionTransport(
   connectionInit?: ConnectionInit,
 ): SubscriptionTransport {
   const protocol = options?.protocol ?? 'graphql-ws'
-  if (protocol === 'sse') return sseTransport(name, options?.url ?? httpUrl, headersOf)
+  if (protocol === 'sse') return sseTransport(name, options?.url ?? httpUrl, headersOf, connectionInit)
   return wsTransport(name, options?.url ?? httpUrl.replace(/^http/, 'ws'), headersOf, timeoutMs, connectionInit)
 }
 
@@ -93,10 +93,27 @@ function wsFailure(name: string, err: unknown): Error {
 }
 
 /**
- * Turns the default `connection_init` payload (`{ headers }`) into the one sent (`hooks.global.onConnectionInit`);
- * `context` is the subscription's that opens the socket (a socket is shared by the subscriptions sending the same headers).
+ * Turns the default connection payload (`{ headers }`) into the one sent (`hooks.global.onConnectionInit`),
+ * run for each subscription with its context before its connection is chosen or opened: for
+ * `graphql-ws` the result is the `connection_init` payload (subscriptions share a socket only when
+ * their payloads are equal) and its `headers` those of the upgrade request; for `sse` its `headers`
+ * are the headers of the subscription's request.
  */
 export type ConnectionInit = (url: string, payload: Record<string, unknown>, context: unknown) => Promise<Record<string, unknown>>
+
+/** The string-valued entries of a connection payload's `headers` (lower-case names), or `fallback` when it has no `headers` object. */
+function payloadHeaders(payload: Record<string, unknown>, fallback: Record<string, string>): Record<string, string> {
+  const h = payload.headers
+  if (h === null || typeof h !== 'object' || Array.isArray(h)) return fallback
+  const out: Record<string, string> = {}
+  for (const [k, v] of Object.entries(h)) if (typeof v === 'string') out[k.toLowerCase()] = v
+  return out
+}
+
+/** The connection payload of one subscription: `{ headers }`, or the hook's. */
+async function connectionPayload(url: string, headers: Record<string, string>, context: unknown, connectionInit: ConnectionInit | undefined): Promise<Record<string, unknown>> {
+  return connectionInit ? connectionInit(url, { headers }, context) : { headers }
+}
 
 function wsTransport(name: string, url: string, headersOf: (context: unknown) => Record<string, string>, timeoutMs: number, connectionInit?: ConnectionInit): SubscriptionTransport {
   const path = new URL(url).pathname
@@ -104,8 +121,12 @@ function wsTransport(name: string, url: string, headersOf: (context: unknown) =>
   const clients = new Map<string, { client: Client; users: number }>()
   const open = new Set<() => void>()
 
-  async function clientFor(headers: Record<string, string>, context: unknown): Promise<{ key: string; entry: { client: Client; users: number } }> {
-    const key = JSON.stringify(headers)
+  async function clientFor(requestHeaders: Record<string, string>, context: unknown): Promise<{ key: string; entry: { client: Client; users: number } }> {
+    // The hook runs for every subscription: one socket per distinct payload, so that what it puts
+    // there for one caller (an identity) never carries another caller's subscription.
+    const payload = await connectionPayload(url, requestHeaders, context, connectionInit)
+    const headers = payloadHeaders(payload, requestHeaders)
+    const key = JSON.stringify(payload)
     let entry = clients.get(key)
     if (!entry) {
       const [{ createClient }, { WebSocket }] = await Promise.all([import('graphql-ws'), import('ws')])
@@ -124,7 +145,7 @@ function wsTransport(name: string, url: string, headersOf: (context: unknown) =>
           lazyCloseTimeout: 0,
           connectionAckWaitTimeout: timeoutMs,
           retryAttempts: 0,
-          connectionParams: connectionInit ? () => connectionInit(url, { headers }, context) : { headers },
+          connectionParams: payload,
         })
         entry = { client, users: 0 }
         clients.set(key, entry)
@@ -134,7 +155,14 @@ function wsTransport(name: string, url: string, headersOf: (context: unknown) =>
   }
 
   const executor: Executor = async (req: ExecutionRequest) => {
-    const { key, entry } = await clientFor(headersOf(req.context), req.context)
+    let chosen: Awaited<ReturnType<typeof clientFor>>
+    try {
+      chosen = await clientFor(headersOf(req.context), req.context)
+    } catch (err) {
+      // The onConnectionInit hook failed (coded by connectionInitPayload): the subscription fails with its error.
+      return { errors: [err as GraphQLError] }
+    }
+    const { key, entry } = chosen
     entry.users++
     const release = (): void => {
       if (--entry.users === 0 && clients.get(key) === entry) {
@@ -177,13 +205,25 @@ function wsTransport(name: string, url: string, headersOf: (context: unknown) =>
   }
 }
 
-function sseTransport(name: string, url: string, headersOf: (context: unknown) => Record<string, string>): SubscriptionTransport {
+function sseTransport(name: string, url: string, headersOf: (context: unknown) => Record<string, string>, connectionInit?: ConnectionInit): SubscriptionTransport {
   const path = new URL(url).pathname
   let http: Promise<Executor> | undefined
   const open = new Set<() => void>()
-  const executor: Executor = async (req: ExecutionRequest) => {
+  // The headers onConnectionInit chose for a request (each SSE subscription is its own connection).
+  const hooked = new WeakMap<object, Record<string, string>>()
+  const executor: Executor = async (incoming: ExecutionRequest) => {
     http ??= import('@graphql-tools/executor-http').then(({ buildHTTPExecutor }) =>
-      buildHTTPExecutor({ endpoint: url, method: 'POST', headers: (r) => headersOf(r?.context) }) as Executor)
+      buildHTTPExecutor({ endpoint: url, method: 'POST', headers: (r) => (r && hooked.get(r)) ?? headersOf(r?.context) }) as Executor)
+    let req = incoming
+    if (connectionInit) {
+      const headers = headersOf(incoming.context)
+      try {
+        req = { ...incoming }
+        hooked.set(req, payloadHeaders(await connectionPayload(url, headers, incoming.context, connectionInit), headers))
+      } catch (err) {
+        return { errors: [err as GraphQLError] }
+      }
+    }
     const result = await (await http)(req)
     if (!isAsyncIterable(result)) {
       const r = result as ExecutionResult

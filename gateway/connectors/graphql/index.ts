@@ -10,6 +10,8 @@ import type { ConnectorContext, RemoteSubschema, SourceHealth } from '../types.j
 import { SourceLoadError } from '../../errors.js'
 import { createGraphQLHttpClient, type GraphQLEndpoint } from './http.js'
 import { registerPool } from '../../observability/probes.js'
+import { connectionInitPayload } from '../../hooks/index.js'
+import { createSubscriptionTransport, type SubgraphSubscriptionOptions } from '../federation/subscriptions.js'
 
 /** Options of a remote GraphQL data source. */
 export interface GraphQLSourceOptions {
@@ -25,6 +27,12 @@ export interface GraphQLSourceOptions {
   headers?: Record<string, string>
   /** Client request headers forwarded upstream, by lower-case name (e.g. `authorization`). Default none. */
   forwardHeaders?: string[]
+  /**
+   * How the gateway reaches the upstream's `Subscription` fields: `{ protocol: 'graphql-ws' | 'sse', url? }`,
+   * as a federation subgraph's (gateway/connectors/federation/subscriptions.ts). Default: graphql-ws
+   * at the source's URL with `http(s)` → `ws(s)`. Used only when the upstream has a `Subscription` type.
+   */
+  subscriptions?: SubgraphSubscriptionOptions
 }
 
 /**
@@ -62,11 +70,18 @@ export async function createGraphQLSource(options: GraphQLSourceOptions, context
     introspection = JSON.parse(cached) as IntrospectionQuery
   }
   const schema: GraphQLSchema = buildClientSchema(introspection)
+  const http = client.executor(endpoint, () => schema)
+  // Subscription fields go over graphql-ws (or SSE), each connection through onConnectionInit.
+  const transport = schema.getSubscriptionType()
+    ? createSubscriptionTransport(context.sourceName, options.url, options.subscriptions, (ctx) => client.requestHeaders(endpoint, ctx), options.timeoutMs ?? 5000,
+        context.originHooks ? (url, payload, ctx) => connectionInitPayload(context.originHooks, context.namespace, url, payload, ctx, context.logger) : undefined)
+    : undefined
+  const subscribe = transport?.executor as typeof http | undefined
 
   return {
     kind: 'remote',
     schema,
-    executor: client.executor(endpoint, () => schema),
+    executor: subscribe ? ((req) => (req.operationType === 'subscription' ? subscribe(req) : http(req))) as typeof http : http,
     async health(): Promise<SourceHealth> {
       const started = performance.now()
       try {
@@ -78,7 +93,7 @@ export async function createGraphQLSource(options: GraphQLSourceOptions, context
     },
     close: () => {
       unregisterPool()
-      return client.close()
+      return Promise.all([transport?.close(), client.close()]).then(() => undefined)
     },
   }
 }
