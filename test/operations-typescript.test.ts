@@ -18,6 +18,7 @@ import { renderClient } from '../gateway/codegen/client.js'
 import { buildOpenApiDocument } from '../gateway/codegen/openapi.js'
 import { reloadOperations } from '../gateway/runtime.js'
 import { resolveConfig, schema } from '../gateway/config/index.js'
+import { describeAuthRules as describeAuth } from '../gateway/auth/directives.js'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 const fixtures = join(root, 'test/fixtures/operations-typescript')
@@ -93,6 +94,30 @@ t.test('development gateway', async (t) => {
     t.same(await asUser.json(), { sub: 'bob', roles: ['user'], adminRoles: 'TRB_ERR_AUTH_FORBIDDEN', method: 'GET' })
     const asAdmin = await fetch(`${url}/operations/Whoami`, { headers: bearer(admin) })
     t.same(await asAdmin.json(), { sub: 'ada', roles: ['admin'], adminRoles: 'ok', method: 'GET' })
+  })
+
+  t.test('fromClaim: a field set from the token, required authentication, never sent by the client', async (t) => {
+    const anon = await fetch(`${url}/operations/MyTodos`)
+    t.equal(anon.status, 401, 'fromClaim implies requireAuthentication')
+    t.match(await anon.json(), { errors: [{ extensions: { code: 'TRB_ERR_AUTH_REQUIRED' } }] })
+    const mine = await fetch(`${url}/operations/MyTodos?take=3`, { headers: bearer(admin) })
+    t.equal(mine.status, 200)
+    t.same(await mine.json(), { owner: 'ada', take: 3 }, 'the handler sees the claim in its input, validated by zod')
+    const forged = await fetch(`${url}/operations/MyTodos`, { method: 'POST', headers: { 'content-type': 'application/json', ...bearer(admin) }, body: JSON.stringify({ owner: 'bob' }) })
+    t.equal(forged.status, 400, 'a client cannot supply the claimed field')
+    t.match(await forged.json(), { errors: [{ message: /owner/, extensions: { code: 'TRB_ERR_OPERATION_VARIABLES' } }] })
+    const forgedGet = await fetch(`${url}/operations/MyTodos?owner=bob`, { headers: bearer(admin) })
+    t.equal(forgedGet.status, 400, 'nor as a query parameter')
+    const short = await fetch(`${url}/operations/MyTodos`, { headers: bearer(await mint(key, { sub: 'x', roles: [] }, { expiresIn: '1h' })) })
+    t.equal(short.status, 403, 'a claim the field\'s schema refuses (min 2) is a 403, as for @fromClaim')
+    t.match(await short.json(), { errors: [{ extensions: { code: 'TRB_ERR_AUTH_FORBIDDEN' } }] })
+    const noSub = await fetch(`${url}/operations/MyTodos`, { headers: bearer(await mint(key, { roles: [] }, { expiresIn: '1h' })) })
+    t.equal(noSub.status, 403, 'a token without the claim')
+    const schema = gateway.operations.get('MyTodos')!.variablesSchema
+    t.same(Object.keys(schema.properties ?? {}), ['take'], 'the claimed field is not public input (JSON Schema, OpenAPI, typed client)')
+    t.match(describeAuth(gateway.operations.get('MyTodos')!.stored.auth), /\$owner comes from the token's "sub" claim/)
+    const inProcess = await fetch(`${url}/operations/CallsMyTodos`, { headers: bearer(user) })
+    t.same(await inProcess.json(), { plain: { owner: 'bob', take: 1 }, forged: 'TRB_ERR_OPERATION_VARIABLES' }, 'in process too: the caller\'s claim, and no forged field')
   })
 
   t.test('subscriptions as Server-Sent Events; bad input before the stream opens', async (t) => {

@@ -116,8 +116,11 @@ export interface HandlerContext<Input> {
   request: { method: string; url: string; headers: IncomingHttpHeaders } | null
 }
 
+/** `fromClaim`: input field → claim name (a key, or a dotted path such as `org.id`), e.g. `{ userId: 'sub' }`. */
+export type ClaimMap<S> = { readonly [K in keyof InferOutput<S>]?: string }
+
 /** Settings shared by queries, mutations and subscriptions. */
-interface CommonSettings<S> {
+interface CommonSettings<S, C = ClaimMap<S>> {
   /** The input schema (a zod object schema). Default: no input. */
   input?: S
   /** An optional response schema (zod), used for the response JSON Schema (OpenAPI, typed client); not checked at run time. */
@@ -126,10 +129,17 @@ interface CommonSettings<S> {
   requireAuthentication?: boolean
   /** Role rules (imply `requireAuthentication`), as `@rbac` on `.graphql` operations. */
   rbac?: { requireMatchAny?: readonly string[]; requireMatchAll?: readonly string[] }
+  /**
+   * Input fields set from the caller's token, as `@fromClaim` on `.graphql` variables: `{ userId: 'sub' }`.
+   * Implies `requireAuthentication`; the fields leave the public input (JSON Schema, OpenAPI, typed
+   * client), a caller that sends one gets a 400, and a token without the claim (or with a value the
+   * field's schema refuses) a 403. The handler's `input` has them, validated by the input schema.
+   */
+  fromClaim?: C
 }
 
 /** A query's settings. */
-export interface QuerySettings<S, R> extends CommonSettings<S> {
+export interface QuerySettings<S, R, C = ClaimMap<S>> extends CommonSettings<S, C> {
   /** Cache settings, as `# @cache`; `false` turns a config default off. */
   cache?: OperationCacheSettings | false
   /** Live-query poll interval: `{ intervalMs }` as `# @live interval=`; `false` turns a config default off. */
@@ -138,12 +148,12 @@ export interface QuerySettings<S, R> extends CommonSettings<S> {
 }
 
 /** A mutation's settings. */
-export interface MutationSettings<S, R> extends CommonSettings<S> {
+export interface MutationSettings<S, R, C = ClaimMap<S>> extends CommonSettings<S, C> {
   handler(ctx: HandlerContext<InferOutput<S>>): Promise<R> | R
 }
 
 /** A subscription's settings: the handler is an async generator, each `yield` one event. */
-export interface SubscriptionSettings<S, R> extends CommonSettings<S> {
+export interface SubscriptionSettings<S, R, C = ClaimMap<S>> extends CommonSettings<S, C> {
   handler(ctx: HandlerContext<InferOutput<S>>): AsyncGenerator<R, void, unknown>
 }
 
@@ -181,13 +191,13 @@ function define<Kind extends 'query' | 'mutation' | 'subscription'>(kind: Kind, 
  * @throws TypeError when `handler` is not a function.
  */
 export const createOperation = {
-  query<S extends InputSchema | undefined = undefined, R = unknown>(settings: QuerySettings<S, R>): TypeScriptOperation<'query', InferInput<S>, Awaited<R>> {
+  query<S extends InputSchema | undefined = undefined, R = unknown, C extends ClaimMap<S> = {}>(settings: QuerySettings<S, R, C>): TypeScriptOperation<'query', Omit<InferInput<S>, keyof C>, Awaited<R>> {
     return define('query', settings)
   },
-  mutation<S extends InputSchema | undefined = undefined, R = unknown>(settings: MutationSettings<S, R>): TypeScriptOperation<'mutation', InferInput<S>, Awaited<R>> {
+  mutation<S extends InputSchema | undefined = undefined, R = unknown, C extends ClaimMap<S> = {}>(settings: MutationSettings<S, R, C>): TypeScriptOperation<'mutation', Omit<InferInput<S>, keyof C>, Awaited<R>> {
     return define('mutation', settings)
   },
-  subscription<S extends InputSchema | undefined = undefined, R = unknown>(settings: SubscriptionSettings<S, R>): TypeScriptOperation<'subscription', InferInput<S>, R> {
+  subscription<S extends InputSchema | undefined = undefined, R = unknown, C extends ClaimMap<S> = {}>(settings: SubscriptionSettings<S, R, C>): TypeScriptOperation<'subscription', Omit<InferInput<S>, keyof C>, R> {
     return define('subscription', settings)
   },
 }
