@@ -14,7 +14,7 @@ import { pino } from 'pino'
 import { startDemo } from './helpers/demo.js'
 import { mint } from './helpers/auth.js'
 import { clientProject } from './helpers/client-project.js'
-import { renderClient } from '../gateway/codegen/client.js'
+import { renderClient, renderOperationRegistry } from '../gateway/codegen/client.js'
 import { buildOpenApiDocument } from '../gateway/codegen/openapi.js'
 import { reloadOperations } from '../gateway/runtime.js'
 import { resolveConfig, schema } from '../gateway/config/index.js'
@@ -175,10 +175,20 @@ t.test('development gateway', async (t) => {
     t.notOk(doc.paths['/operations/todos/create']?.get)
     t.notOk(doc.paths['/operations/internal/Roles'], 'internal operations are not documented')
 
+    t.match(renderClient(gateway), /export type Todos_getVariables = /)
+  })
+
+  t.test('the typed client, and the handler\'s operations client typed per operation from generated/ (tsc: right calls pass, wrong ones fail)', async (t) => {
     const source = renderClient(gateway)
-    t.match(source, /export type Todos_getVariables = /)
-    const project = clientProject(t, source)
-    const check = project.typecheck(`
+    t.match(source, /"internal\/Roles": \{ kind: "query"/, 'internal operations are in the registry, with their kind')
+    const registry = renderOperationRegistry()
+    t.match(registry, /declare module 'tributary-gateway' \{\n {2}interface OperationRegistry extends ServerOperations \{\}/)
+    t.notMatch(source, /declare module/, 'the browser client itself augments nothing')
+    const project = clientProject(t, source, { packages: ['zod'], files: { 'operations.ts': registry } })
+    // One tsc run: the browser client's calls, and an operation's in-process calls.
+    const check = project.typecheckWithStrict(`
+import { z } from 'zod'
+import { createOperation } from 'tributary-gateway'
 import { createClient, type Todos_getResponse, type Todos_getVariables } from './client.js'
 const client = createClient({ baseUrl: 'http://127.0.0.1:1' })
 const vars: Todos_getVariables = { id: 1 }
@@ -188,8 +198,33 @@ void answer.then((a) => a.title.toUpperCase() + a.roles.join(','))
 void client.todos_get({ id: 'one' })
 void client.todos_create({ title: 'x' })
 for await (const e of client.Counter({ to: 2 })) void e
+
+export default createOperation.query({
+  input: z.object({ id: z.number().int() }),
+  handler: async ({ input, operations }) => {
+    const todo = await operations.query({ operationName: 'TodoById', input: { id: input.id } })
+    const title: string | undefined = todo.data?.todo_findUniqueTodo?.title
+    const roles = await operations.query({ operationName: 'internal/Roles' })
+    const codes: string[] = (roles.data?.system_getAllRoles ?? []).map((r) => r.code)
+    const created = await operations.mutate({ operationName: 'todos/create', input: { title: 'x' } })
+    const events = await operations.subscribe({ operationName: 'Counter', input: { to: 2 } })
+    // @ts-expect-error id must be a number
+    await operations.query({ operationName: 'TodoById', input: { id: 'one' } })
+    // @ts-expect-error TodoById needs its input
+    await operations.query({ operationName: 'TodoById' })
+    // @ts-expect-error no operation of that name
+    await operations.query({ operationName: 'Nope' })
+    // @ts-expect-error a mutation is run with mutate
+    await operations.query({ operationName: 'todos/create', input: { title: 'x' } })
+    // @ts-expect-error the data is typed: no such field
+    void todo.data?.todo_findUniqueTodo?.nope
+    return { title, codes, created: created.data, events }
+  },
+})
 `)
-    t.equal(check.status, 0, `tsc --noEmit passes:\n${check.output}`)
+    t.equal(check.main.status, 0, `the right calls type-check:\n${check.main.output}`)
+    t.equal(check.strict.status, 1, 'each wrong call is a compile error')
+    t.equal((check.strict.output.match(/error TS/g) ?? []).length, 6, `six errors, one per wrong call (five in process, one of the client):\n${check.strict.output}`)
   })
 
   t.test('development reload of a .ts file: file:line:column for a syntax error, then the fixed file is served', async (t) => {

@@ -36,7 +36,7 @@ import {
   isTributaryError,
 } from '../errors.js'
 import { claimReader, variableReaders, variablesError, type CompiledOperation, type Variables } from './compile.js'
-import { isOperationError, type InputSchema, type OperationCallResult, type OperationsClient, type OperationUser, type StandardResult } from './define.js'
+import { isOperationError, type InputSchema, type OperationCallResult, type UntypedOperationsClient, type OperationUser, type StandardResult } from './define.js'
 import { omitProperties, type JsonSchema } from './json-schema.js'
 import type { TypeScriptStoredOperation } from './load.js'
 
@@ -200,7 +200,7 @@ export function compileTypeScriptOperation(stored: TypeScriptStoredOperation, op
   }
 
   /** The in-process client of one call. */
-  const clientFor = (ctx: CallContext, signal: AbortSignal): OperationsClient => {
+  const clientFor = (ctx: CallContext, signal: AbortSignal): UntypedOperationsClient => {
     const depth = (ctx.callDepth ?? 0) + 1
     const checkDepth = () => {
       if (depth > maxDepth) throw new OperationHandlerError(stored.name, `in-process calls are nested deeper than ${maxDepth} (operations.maxCallDepth)`)
