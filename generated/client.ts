@@ -159,9 +159,8 @@ export interface Operations {
 }
 
 /**
- * Every stored operation, internal ones too, with its kind: the in-process `operations` client of
- * TypeScript operations is typed from it (README "TypeScript operations"), through the declaration
- * merging of `generated/operations.ts` into `tributary-gateway`'s `OperationRegistry`.
+ * Each served operation with its kind: with the internal ones of `generated/operations.ts`, what the
+ * in-process `operations` client of TypeScript operations is typed from (README "TypeScript operations").
  */
 export interface ServerOperations {
   "CreateTodo": { kind: "mutation"; input: CreateTodoVariables; response: CreateTodoResponse }

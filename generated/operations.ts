@@ -7,6 +7,10 @@
 /* eslint-disable */
 import type { ServerOperations } from './client.js'
 
+/** The internal operations (`internal/` folders, `@internalOperation`): callable in process only. */
+interface InternalOperations {
+}
+
 declare module 'tributary-gateway' {
-  interface OperationRegistry extends ServerOperations {}
+  interface OperationRegistry extends ServerOperations, InternalOperations {}
 }

@@ -180,9 +180,10 @@ t.test('development gateway', async (t) => {
 
   t.test('the typed client, and the handler\'s operations client typed per operation from generated/ (tsc: right calls pass, wrong ones fail)', async (t) => {
     const source = renderClient(gateway)
-    t.match(source, /"internal\/Roles": \{ kind: "query"/, 'internal operations are in the registry, with their kind')
-    const registry = renderOperationRegistry()
-    t.match(registry, /declare module 'tributary-gateway' \{\n {2}interface OperationRegistry extends ServerOperations \{\}/)
+    const registry = renderOperationRegistry(gateway)
+    t.match(registry, /"internal\/Roles": \{ kind: "query"/, 'internal operations are in the registry, with their kind')
+    t.notMatch(source, /internal\/Roles/, 'and not in the browser client')
+    t.match(registry, /declare module 'tributary-gateway' \{\n {2}interface OperationRegistry extends ServerOperations, InternalOperations \{\}/)
     t.notMatch(source, /declare module/, 'the browser client itself augments nothing')
     const project = clientProject(t, source, { packages: ['zod'], files: { 'operations.ts': registry } })
     // One tsc run: the browser client's calls, and an operation's in-process calls.

@@ -41,7 +41,7 @@ export function renderGenerated(gateway: Gateway): Record<string, string> {
     'operations.json': JSON.stringify(manifest, null, 2) + '\n',
     'openapi.json': JSON.stringify(buildOpenApiDocument(gateway), null, 2) + '\n',
     'client.ts': renderClient(gateway),
-    'operations.ts': renderOperationRegistry(),
+    'operations.ts': renderOperationRegistry(gateway),
     ...(gateway.config.codegen.react ? { 'react.ts': renderReactHooks(gateway) } : {}),
   }
 }
