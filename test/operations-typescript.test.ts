@@ -17,6 +17,8 @@ import { clientProject } from './helpers/client-project.js'
 import { renderClient, renderOperationRegistry } from '../gateway/codegen/client.js'
 import { buildOpenApiDocument } from '../gateway/codegen/openapi.js'
 import { reloadOperations } from '../gateway/runtime.js'
+import { loadTypeScriptOperation } from '../gateway/operations/load.js'
+import { compileTypeScriptOperation } from '../gateway/operations/typescript.js'
 import { resolveConfig, schema } from '../gateway/config/index.js'
 import { describeAuthRules as describeAuth } from '../gateway/auth/directives.js'
 
@@ -322,4 +324,18 @@ t.test('config validation of the new options', async (t) => {
   t.throws(() => resolveConfig({ datasources: [schema({ typeDefs: 'type Query { a: Int }' })], operations: { maxCallDepth: 1000 } }), { message: /operations\.maxCallDepth/ })
   const config = resolveConfig({ datasources: [schema({ typeDefs: 'type Query { a: Int }' })] })
   t.same([config.operations.handlerTimeoutMs, config.operations.maxCallDepth], [10_000, 8], 'documented defaults')
+})
+
+t.test('fromClaim misuse is a load error naming the file', async (t) => {
+  const dir = mkdtempSync(join(root, 'test/fixtures/ts-claims-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const write = (name: string, settings: string) => {
+    const file = join(dir, `${name}.ts`)
+    writeFileSync(file, `import { z } from 'zod'\nimport { createOperation } from '../../../gateway/operations/define.js'\nexport default createOperation.query({ input: z.object({ a: z.string() }), ${settings}, handler: ({ input }) => input } as never)\n`)
+    return file
+  }
+  await t.rejects(loadTypeScriptOperation('Off', write('Off', "fromClaim: { a: 'sub' }, requireAuthentication: false"), 'Off.ts', true), { code: 'TRB_ERR_OPERATION_INVALID', message: /Off\.ts:1:1: fromClaim needs a token/ })
+  await t.rejects(loadTypeScriptOperation('Empty', write('Empty', "fromClaim: { a: '' }"), 'Empty.ts', true), { message: /Empty\.ts:1:1: fromClaim\.a must be a claim name/ })
+  const missing = await loadTypeScriptOperation('Missing', write('Missing', "fromClaim: { b: 'sub' }"), 'Missing.ts', true)
+  t.throws(() => compileTypeScriptOperation(missing, { mode: 'development', logger: pino({ level: 'silent' }), operations: () => new Map() }), { code: 'TRB_ERR_OPERATION_INVALID', message: /Missing\.ts:1:1: fromClaim\.b: the input schema has no field "b"/ })
 })
