@@ -158,6 +158,21 @@ export interface Operations {
   "TodoWithRoles": { input: TodoWithRolesVariables; response: TodoWithRolesResponse }
 }
 
+/**
+ * Each served operation with its kind: with the internal ones of `generated/operations.ts`, what the
+ * in-process `operations` client of TypeScript operations is typed from (README "TypeScript operations").
+ */
+export interface ServerOperations {
+  "CreateTodo": { kind: "mutation"; input: CreateTodoVariables; response: CreateTodoResponse }
+  "DeleteTodo": { kind: "mutation"; input: DeleteTodoVariables; response: DeleteTodoResponse }
+  "MessageCreated": { kind: "subscription"; input: MessageCreatedVariables; response: MessageCreatedResponse }
+  "Roles": { kind: "query"; input: RolesVariables; response: RolesResponse }
+  "TodoAndRoles": { kind: "query"; input: TodoAndRolesVariables; response: TodoAndRolesResponse }
+  "TodoById": { kind: "query"; input: TodoByIdVariables; response: TodoByIdResponse }
+  "Todos": { kind: "query"; input: TodosVariables; response: TodosResponse }
+  "TodoWithRoles": { kind: "query"; input: TodoWithRolesVariables; response: TodoWithRolesResponse }
+}
+
 /** Config `hooks` typed for these operations (README "Hooks"): `hooks: { operations: { … } } satisfies HooksConfig`. */
 export type HooksConfig = HooksConfigInput<Operations>
 

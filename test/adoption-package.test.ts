@@ -5,7 +5,8 @@
  * and the first answer. Then the `tributary` binary in that project — `--help`, `--version`, `start`,
  * the same config in a `"type": "module"` project and in one without `type`, a hand-written
  * `tributary.config.ts` type-checked with tsc, `generate` and its typed client, and the zero-config
- * `start --database`.
+ * `start --database`; and the README's TypeScript operation (`operations/Hello.ts`, importing zod and
+ * `tributary-gateway`) in that CommonJS project, called over HTTP and type-checked.
  *
  * About 100 s on a quiet machine (221 s before: a 394 MB install that compiled better-sqlite3); the
  * install itself takes npm's cache (`--prefer-offline`) and the local prebuild below.
@@ -212,6 +213,46 @@ t.test('installed into a project npm init -y made', async (t) => {
     const gql = await graphql(base, '{ app_findManyBook(orderBy: [{ id: desc }]) { title } }')
     t.same(gql, { data: { app_findManyBook: [{ title: 'Emma' }, { title: 'Dune' }] } })
     t.ok(existsSync(join(project, 'generated/client.ts')), 'start wrote generated/ in the project')
+  })
+
+  t.test('a TypeScript operation importing zod and tributary-gateway, from the README, in the CommonJS project', async (t) => {
+    const readme = readFileSync(join(root, 'README.md'), 'utf8')
+    const section = readme.slice(readme.indexOf('## Use it in your project'))
+    const source = /```ts\n(\/\/ operations\/Hello\.ts[\s\S]*?)```/.exec(section)?.[1]
+    if (!source) {
+      t.fail('the README\'s "Use it in your project" has no operations/Hello.ts block')
+      return
+    }
+    const pkg = JSON.parse(readFileSync(join(project, 'package.json'), 'utf8')) as { type?: string }
+    t.not(pkg.type, 'module', 'still the CommonJS project npm init -y made')
+    const zod = run('npm', ['install', 'zod', '--no-audit', '--no-fund', '--prefer-offline'], project)
+    t.equal(zod.status, 0, `npm install zod:\n${zod.out.slice(-2000)}`)
+    writeFileSync(join(project, 'operations/Hello.ts'), source)
+    try {
+      const base = await start(t, [])
+      const res = await fetch(`${base}/operations/Hello?name=Ada`)
+      t.equal(res.status, 200)
+      t.same(await res.json(), { hello: 'Ada', example: { app_findManyBook: [{ id: 1, title: 'Dune', pages: 412 }] } }, 'the handler ran, and called Example in process')
+      const bad = await fetch(`${base}/operations/Hello?name=`)
+      t.equal(bad.status, 400, 'the zod input is checked')
+      t.match(await bad.json(), { errors: [{ extensions: { code: 'TRB_ERR_OPERATION_VARIABLES', variable: 'name' } }] })
+      t.match(readFileSync(join(project, 'generated/client.ts'), 'utf8'), /"Hello": \{ kind: "query"/)
+      writeFileSync(
+        join(project, 'tsconfig.ops.json'),
+        JSON.stringify({
+          compilerOptions: { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, noEmit: true, skipLibCheck: true, types: ['node'], typeRoots: [join(root, 'node_modules/@types')] },
+          files: ['operations/Hello.ts', 'generated/client.ts', 'generated/operations.ts', 'wrong.ts'],
+        }),
+      )
+      // A wrong call must fail: operations.query is typed from generated/ in the user's project.
+      writeFileSync(join(project, 'wrong.ts'), "import { createOperation } from 'tributary-gateway'\nexport default createOperation.query({ handler: ({ operations }) => operations.query({ operationName: 'Example', input: { take: 'five' } }) })\n")
+      const check = run(process.execPath, [tsc, '-p', join(project, 'tsconfig.ops.json')], project)
+      t.not(check.status, 0, `tsc: the wrong call fails:\n${check.out}`)
+      t.same(check.out.split('\n').filter((l) => /error TS/.test(l)).map((l) => l.split('(')[0]), ['wrong.ts'], check.out)
+    } finally {
+      rmSync(join(project, 'operations/Hello.ts'))
+      rmSync(join(project, 'wrong.ts'))
+    }
   })
 
   t.test('the same project as "type": "module" and with no "type" (node_modules linked)', async (t) => {

@@ -14,10 +14,13 @@ import { pino } from 'pino'
 import { startDemo } from './helpers/demo.js'
 import { mint } from './helpers/auth.js'
 import { clientProject } from './helpers/client-project.js'
-import { renderClient } from '../gateway/codegen/client.js'
+import { renderClient, renderOperationRegistry } from '../gateway/codegen/client.js'
 import { buildOpenApiDocument } from '../gateway/codegen/openapi.js'
 import { reloadOperations } from '../gateway/runtime.js'
+import { loadTypeScriptOperation } from '../gateway/operations/load.js'
+import { compileTypeScriptOperation } from '../gateway/operations/typescript.js'
 import { resolveConfig, schema } from '../gateway/config/index.js'
+import { describeAuthRules as describeAuth } from '../gateway/auth/directives.js'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 const fixtures = join(root, 'test/fixtures/operations-typescript')
@@ -95,6 +98,30 @@ t.test('development gateway', async (t) => {
     t.same(await asAdmin.json(), { sub: 'ada', roles: ['admin'], adminRoles: 'ok', method: 'GET' })
   })
 
+  t.test('fromClaim: a field set from the token, required authentication, never sent by the client', async (t) => {
+    const anon = await fetch(`${url}/operations/MyTodos`)
+    t.equal(anon.status, 401, 'fromClaim implies requireAuthentication')
+    t.match(await anon.json(), { errors: [{ extensions: { code: 'TRB_ERR_AUTH_REQUIRED' } }] })
+    const mine = await fetch(`${url}/operations/MyTodos?take=3`, { headers: bearer(admin) })
+    t.equal(mine.status, 200)
+    t.same(await mine.json(), { owner: 'ada', take: 3 }, 'the handler sees the claim in its input, validated by zod')
+    const forged = await fetch(`${url}/operations/MyTodos`, { method: 'POST', headers: { 'content-type': 'application/json', ...bearer(admin) }, body: JSON.stringify({ owner: 'bob' }) })
+    t.equal(forged.status, 400, 'a client cannot supply the claimed field')
+    t.match(await forged.json(), { errors: [{ message: /owner/, extensions: { code: 'TRB_ERR_OPERATION_VARIABLES' } }] })
+    const forgedGet = await fetch(`${url}/operations/MyTodos?owner=bob`, { headers: bearer(admin) })
+    t.equal(forgedGet.status, 400, 'nor as a query parameter')
+    const short = await fetch(`${url}/operations/MyTodos`, { headers: bearer(await mint(key, { sub: 'x', roles: [] }, { expiresIn: '1h' })) })
+    t.equal(short.status, 403, 'a claim the field\'s schema refuses (min 2) is a 403, as for @fromClaim')
+    t.match(await short.json(), { errors: [{ extensions: { code: 'TRB_ERR_AUTH_FORBIDDEN' } }] })
+    const noSub = await fetch(`${url}/operations/MyTodos`, { headers: bearer(await mint(key, { roles: [] }, { expiresIn: '1h' })) })
+    t.equal(noSub.status, 403, 'a token without the claim')
+    const schema = gateway.operations.get('MyTodos')!.variablesSchema
+    t.same(Object.keys(schema.properties ?? {}), ['take'], 'the claimed field is not public input (JSON Schema, OpenAPI, typed client)')
+    t.match(describeAuth(gateway.operations.get('MyTodos')!.stored.auth), /\$owner comes from the token's "sub" claim/)
+    const inProcess = await fetch(`${url}/operations/CallsMyTodos`, { headers: bearer(user) })
+    t.same(await inProcess.json(), { plain: { owner: 'bob', take: 1 }, forged: 'TRB_ERR_OPERATION_VARIABLES' }, 'in process too: the caller\'s claim, and no forged field')
+  })
+
   t.test('subscriptions as Server-Sent Events; bad input before the stream opens', async (t) => {
     const res = await fetch(`${url}/operations/Counter?to=3`, { headers: { accept: 'text/event-stream' } })
     t.equal(res.status, 200)
@@ -150,10 +177,21 @@ t.test('development gateway', async (t) => {
     t.notOk(doc.paths['/operations/todos/create']?.get)
     t.notOk(doc.paths['/operations/internal/Roles'], 'internal operations are not documented')
 
+    t.match(renderClient(gateway), /export type Todos_getVariables = /)
+  })
+
+  t.test('the typed client, and the handler\'s operations client typed per operation from generated/ (tsc: right calls pass, wrong ones fail)', async (t) => {
     const source = renderClient(gateway)
-    t.match(source, /export type Todos_getVariables = /)
-    const project = clientProject(t, source)
-    const check = project.typecheck(`
+    const registry = renderOperationRegistry(gateway)
+    t.match(registry, /"internal\/Roles": \{ kind: "query"/, 'internal operations are in the registry, with their kind')
+    t.notMatch(source, /internal\/Roles/, 'and not in the browser client')
+    t.match(registry, /declare module 'tributary-gateway' \{\n {2}interface OperationRegistry extends ServerOperations, InternalOperations \{\}/)
+    t.notMatch(source, /declare module/, 'the browser client itself augments nothing')
+    const project = clientProject(t, source, { packages: ['zod'], files: { 'operations.ts': registry } })
+    // One tsc run: the browser client's calls, and an operation's in-process calls.
+    const check = project.typecheckWithStrict(`
+import { z } from 'zod'
+import { createOperation } from 'tributary-gateway'
 import { createClient, type Todos_getResponse, type Todos_getVariables } from './client.js'
 const client = createClient({ baseUrl: 'http://127.0.0.1:1' })
 const vars: Todos_getVariables = { id: 1 }
@@ -163,8 +201,34 @@ void answer.then((a) => a.title.toUpperCase() + a.roles.join(','))
 void client.todos_get({ id: 'one' })
 void client.todos_create({ title: 'x' })
 for await (const e of client.Counter({ to: 2 })) void e
+
+export default createOperation.query({
+  input: z.object({ id: z.number().int() }),
+  handler: async ({ input, operations }) => {
+    const todo = await operations.query({ operationName: 'TodoById', input: { id: input.id } })
+    const title: string | undefined = todo.data?.todo_findUniqueTodo?.title
+    const roles = await operations.query({ operationName: 'internal/Roles' })
+    const codes: string[] = (roles.data?.system_getAllRoles ?? []).map((r) => r.code)
+    const created = await operations.mutate({ operationName: 'todos/create', input: { title: 'x' } })
+    const events = await operations.subscribe({ operationName: 'Counter', input: { to: 2 } })
+    // @ts-expect-error id must be a number
+    await operations.query({ operationName: 'TodoById', input: { id: 'one' } })
+    // @ts-expect-error todos/get needs its input (id is required)
+    await operations.query({ operationName: 'todos/get' })
+    // @ts-expect-error no operation of that name
+    await operations.query({ operationName: 'Nope' })
+    // @ts-expect-error a mutation is run with mutate
+    await operations.query({ operationName: 'todos/create', input: { title: 'x' } })
+    // @ts-expect-error the data is typed: no such field
+    void todo.data?.todo_findUniqueTodo?.nope
+    return { title, codes, created: created.data, events }
+  },
+})
 `)
-    t.equal(check.status, 0, `tsc --noEmit passes:\n${check.output}`)
+    t.equal(check.main.status, 0, `the right calls type-check:\n${check.main.output}`)
+    t.equal(check.strict.status, 1, 'each wrong call is a compile error')
+    const lines = new Set([...check.strict.output.matchAll(/strict\.ts\((\d+),\d+\): error TS/g)].map((m) => m[1]))
+    t.equal(lines.size, 6, `an error on each of the six wrong calls (five in process, one of the client):\n${check.strict.output}`)
   })
 
   t.test('development reload of a .ts file: file:line:column for a syntax error, then the fixed file is served', async (t) => {
@@ -260,4 +324,18 @@ t.test('config validation of the new options', async (t) => {
   t.throws(() => resolveConfig({ datasources: [schema({ typeDefs: 'type Query { a: Int }' })], operations: { maxCallDepth: 1000 } }), { message: /operations\.maxCallDepth/ })
   const config = resolveConfig({ datasources: [schema({ typeDefs: 'type Query { a: Int }' })] })
   t.same([config.operations.handlerTimeoutMs, config.operations.maxCallDepth], [10_000, 8], 'documented defaults')
+})
+
+t.test('fromClaim misuse is a load error naming the file', async (t) => {
+  const dir = mkdtempSync(join(root, 'test/fixtures/ts-claims-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const write = (name: string, settings: string) => {
+    const file = join(dir, `${name}.ts`)
+    writeFileSync(file, `import { z } from 'zod'\nimport { createOperation } from '../../../gateway/operations/define.js'\nexport default createOperation.query({ input: z.object({ a: z.string() }), ${settings}, handler: ({ input }) => input } as never)\n`)
+    return file
+  }
+  await t.rejects(loadTypeScriptOperation('Off', write('Off', "fromClaim: { a: 'sub' }, requireAuthentication: false"), 'Off.ts', true), { code: 'TRB_ERR_OPERATION_INVALID', message: /Off\.ts:1:1: fromClaim needs a token/ })
+  await t.rejects(loadTypeScriptOperation('Empty', write('Empty', "fromClaim: { a: '' }"), 'Empty.ts', true), { message: /Empty\.ts:1:1: fromClaim\.a must be a claim name/ })
+  const missing = await loadTypeScriptOperation('Missing', write('Missing', "fromClaim: { b: 'sub' }"), 'Missing.ts', true)
+  t.throws(() => compileTypeScriptOperation(missing, { mode: 'development', logger: pino({ level: 'silent' }), operations: () => new Map() }), { code: 'TRB_ERR_OPERATION_INVALID', message: /Missing\.ts:1:1: fromClaim\.b: the input schema has no field "b"/ })
 })

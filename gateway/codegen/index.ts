@@ -1,7 +1,8 @@
 /**
  * Writes `generated/`: the composed SDL (`schema.graphql`), the standard introspection result
  * (`introspection.json`), the operations manifest (`operations.json`), the operations' OpenAPI 3.1
- * document (`openapi.json`), the typed fetch client (`client.ts`) and, when `codegen.react` is true,
+ * document (`openapi.json`), the typed fetch client (`client.ts`), the declaration merging that types
+ * TypeScript operations' in-process client (`operations.ts`) and, when `codegen.react` is true,
  * TanStack Query hooks over it (`react.ts`). Files are rewritten only when their content changes.
  */
 import { mkdir, readFile, writeFile } from 'node:fs/promises'
@@ -9,7 +10,7 @@ import { join, resolve } from 'node:path'
 import { getIntrospectionQuery, graphqlSync, lexicographicSortSchema, printSchema } from 'graphql'
 import type { Gateway } from '../runtime.js'
 import { buildOpenApiDocument } from './openapi.js'
-import { renderClient } from './client.js'
+import { renderClient, renderOperationRegistry } from './client.js'
 import { renderReactHooks } from './react.js'
 
 /** The generated files, by name relative to `generated/`, with their contents. */
@@ -40,6 +41,7 @@ export function renderGenerated(gateway: Gateway): Record<string, string> {
     'operations.json': JSON.stringify(manifest, null, 2) + '\n',
     'openapi.json': JSON.stringify(buildOpenApiDocument(gateway), null, 2) + '\n',
     'client.ts': renderClient(gateway),
+    'operations.ts': renderOperationRegistry(gateway),
     ...(gateway.config.codegen.react ? { 'react.ts': renderReactHooks(gateway) } : {}),
   }
 }

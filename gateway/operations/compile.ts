@@ -18,7 +18,7 @@ import { applyOperationDirectives, directedResponseSchema } from './joins.js'
 import type { GraphQLStoredOperation, StoredOperation } from './load.js'
 import { jsonDepth } from '../json-depth.js'
 import { filterCost } from './filter-cost.js'
-import { authorize, claimVariables } from '../auth/directives.js'
+import { authorize, claimVariables, type OperationAuthRules } from '../auth/directives.js'
 import type { AuthInfo } from '../auth/jwt.js'
 import { AuthForbiddenError } from '../errors.js'
 
@@ -332,6 +332,27 @@ export function variableReaders(
 }
 
 /**
+ * The reader of an operation's claimed variables (`@fromClaim` of a `.graphql` operation, `fromClaim`
+ * of a TypeScript one): each claim's value, checked on its own against the variable's JSON Schema
+ * (`full`, the schema before the claimed variables were removed, with the `$defs` it points into).
+ * Call it after {@link authorize} (it needs an identity).
+ * @returns null when the operation claims nothing; else a function that
+ * @throws AuthForbiddenError (403) when the token lacks a claim, or its value does not fit the variable.
+ */
+export function claimReader(rules: OperationAuthRules | null, full: JsonSchema): ((auth: AuthInfo) => Variables) | null {
+  const fromClaim = rules?.fromClaim ?? {}
+  const checks = Object.keys(fromClaim).map((v) => [v, bodyAjv.compile({ ...(full.properties?.[v] ?? {}), ...(full.$defs ? { $defs: full.$defs } : {}) })] as const)
+  if (!rules || checks.length === 0) return null
+  return (auth) => {
+    const claims = claimVariables(rules, auth)
+    for (const [v, check] of checks) {
+      if (!check(claims[v])) throw new AuthForbiddenError(`the "${fromClaim[v]}" claim does not fit $${v}: it ${check.errors?.[0]?.message ?? 'is invalid'}`)
+    }
+    return claims
+  }
+}
+
+/**
  * Compiles a stored operation against the schema.
  * @throws OperationInvalidError when graphql-jit cannot compile it (it was validated already, so this is rare).
  */
@@ -346,8 +367,7 @@ export function compileOperation(stored: GraphQLStoredOperation, schema: GraphQL
   const vSchema = serverVars.length ? omitProperties(publicSchema, serverVars, true) : publicSchema
   const injecting = Object.keys(rules.inject).length > 0
   const directed = rules.joins.length > 0 || rules.transforms.length > 0 || rules.later !== null
-  // A claim variable's schema is checked on its own, with the $defs its references point into.
-  const claimChecks = claimVars.map((v) => [v, bodyAjv.compile({ ...(fullSchema.properties?.[v] ?? {}), ...(fullSchema.$defs ? { $defs: fullSchema.$defs } : {}) })] as const)
+  const claimsOf = claimReader(stored.auth, fullSchema)
   const what = `operation ${stored.name}`
   let rSchema: JsonSchema
   try {
@@ -413,13 +433,7 @@ export function compileOperation(stored: GraphQLStoredOperation, schema: GraphQL
     authorize(variables, auth) {
       authorize(stored.auth, auth, what)
       let out = variables
-      if (claimChecks.length > 0) {
-        const claims = claimVariables(stored.auth!, auth!)
-        for (const [v, check] of claimChecks) {
-          if (!check(claims[v])) throw new AuthForbiddenError(`the "${fromClaim[v]}" claim does not fit $${v}: it ${check.errors?.[0]?.message ?? 'is invalid'}`)
-        }
-        out = { ...out, ...claims }
-      }
+      if (claimsOf) out = { ...out, ...claimsOf(auth!) }
       if (injecting) out = { ...out, ...injectedVariables(rules.inject) }
       if (rules.removeNullVariables) out = withoutNulls(out)
       return out

@@ -69,7 +69,7 @@ export interface OperationCallResult<T = unknown> {
   error?: { message: string; code: string; statusCode: number; originalCode?: string }
 }
 
-/** The operations a call may name. Generated code narrows these with the operations' own types. */
+/** A call of another operation by name (the untyped form, before `generated/client.ts` exists). */
 export interface OperationCall<Name extends string = string, Input = Record<string, unknown>> {
   /** The operation's URL name: `TodoById`, `users/create` (folders are namespaces). */
   operationName: Name
@@ -78,12 +78,54 @@ export interface OperationCall<Name extends string = string, Input = Record<stri
 }
 
 /**
+ * The stored operations of the project, by name: `{ kind, input, response }` each. Empty in the
+ * package; the generated `generated/client.ts` fills it by declaration merging
+ * (`declare module 'tributary-gateway' { interface OperationRegistry extends ServerOperations {} }`),
+ * which makes the handler's {@link OperationsClient} typed per operation as soon as that file is part
+ * of the TypeScript program (a tsconfig that includes `generated/`, or an import of it).
+ */
+// eslint-disable-next-line @typescript-eslint/no-empty-interface
+export interface OperationRegistry {}
+
+/** One entry of an operation table such as {@link OperationRegistry}. */
+export interface OperationEntry {
+  kind: 'query' | 'mutation' | 'subscription'
+  input: unknown
+  response: unknown
+}
+
+/** The names of the operations of `Ops` whose kind is `K`. */
+export type OperationNames<Ops, K extends OperationEntry['kind']> = { [N in keyof Ops]: Ops[N] extends { kind: K } ? N : never }[keyof Ops] & string
+
+/** A typed call of operation `N` of `Ops`: `input` is required when the operation has a required field, absent-able otherwise. */
+export type TypedOperationCall<Ops, N extends keyof Ops> = Ops[N] extends { input: infer I } ? ({} extends I ? { operationName: N; input?: I } : { operationName: N; input: I }) : never
+
+/** The data of operation `N` of `Ops`. */
+export type OperationData<Ops, N extends keyof Ops> = Ops[N] extends { response: infer R } ? R : unknown
+
+/**
+ * The in-process client typed by an operation table (WunderGraph's `operations.query({ operationName, input })`):
+ * `operationName` must name an operation of that kind, `input` must be its input, and `data` is its
+ * response. Behaviour as {@link UntypedOperationsClient}.
+ */
+export interface TypedOperationsClient<Ops> {
+  /** Runs a query. */
+  query<N extends OperationNames<Ops, 'query'>>(call: TypedOperationCall<Ops, N>): Promise<OperationCallResult<OperationData<Ops, N>>>
+  /** Runs a mutation. */
+  mutate<N extends OperationNames<Ops, 'mutation'>>(call: TypedOperationCall<Ops, N>): Promise<OperationCallResult<OperationData<Ops, N>>>
+  /** Starts a subscription: each event's data, until the returned iterator is closed. @throws the first error. */
+  subscribe<N extends OperationNames<Ops, 'subscription'>>(call: TypedOperationCall<Ops, N>): Promise<AsyncIterableIterator<OperationData<Ops, N>>>
+}
+
+/**
  * The in-process client of a handler: calls every other stored operation (`.graphql` or TypeScript,
  * internal ones included) without HTTP, with the caller's identity, so `@requireAuthentication`,
  * `@rbac` and `@fromClaim` hold as over HTTP. Input is validated as over HTTP; failures come back as
  * `{ error }` (never thrown), except a call nested deeper than `operations.maxCallDepth`, which throws.
+ * This is its untyped form (any name, `T` for the data), used while no generated code fills
+ * {@link OperationRegistry}.
  */
-export interface OperationsClient {
+export interface UntypedOperationsClient {
   /** Runs a query. */
   query<T = unknown>(call: OperationCall): Promise<OperationCallResult<T>>
   /** Runs a mutation. */
@@ -91,6 +133,12 @@ export interface OperationsClient {
   /** Starts a subscription: each event's data, until the returned iterator is closed. @throws the first error. */
   subscribe<T = unknown>(call: OperationCall): Promise<AsyncIterableIterator<T>>
 }
+
+/**
+ * The handler's `operations`: {@link TypedOperationsClient} of {@link OperationRegistry} once the
+ * generated code fills it, else {@link UntypedOperationsClient}.
+ */
+export type OperationsClient = [keyof OperationRegistry] extends [never] ? UntypedOperationsClient : TypedOperationsClient<OperationRegistry>
 
 /** A pino-style logger (the request's, bound to the operation). */
 export interface OperationLogger {
@@ -116,8 +164,11 @@ export interface HandlerContext<Input> {
   request: { method: string; url: string; headers: IncomingHttpHeaders } | null
 }
 
+/** `fromClaim`: input field → claim name (a key, or a dotted path such as `org.id`), e.g. `{ userId: 'sub' }`. */
+export type ClaimMap<S> = { readonly [K in keyof InferOutput<S>]?: string }
+
 /** Settings shared by queries, mutations and subscriptions. */
-interface CommonSettings<S> {
+interface CommonSettings<S, C = ClaimMap<S>> {
   /** The input schema (a zod object schema). Default: no input. */
   input?: S
   /** An optional response schema (zod), used for the response JSON Schema (OpenAPI, typed client); not checked at run time. */
@@ -126,10 +177,17 @@ interface CommonSettings<S> {
   requireAuthentication?: boolean
   /** Role rules (imply `requireAuthentication`), as `@rbac` on `.graphql` operations. */
   rbac?: { requireMatchAny?: readonly string[]; requireMatchAll?: readonly string[] }
+  /**
+   * Input fields set from the caller's token, as `@fromClaim` on `.graphql` variables: `{ userId: 'sub' }`.
+   * Implies `requireAuthentication`; the fields leave the public input (JSON Schema, OpenAPI, typed
+   * client), a caller that sends one gets a 400, and a token without the claim (or with a value the
+   * field's schema refuses) a 403. The handler's `input` has them, validated by the input schema.
+   */
+  fromClaim?: C
 }
 
 /** A query's settings. */
-export interface QuerySettings<S, R> extends CommonSettings<S> {
+export interface QuerySettings<S, R, C = ClaimMap<S>> extends CommonSettings<S, C> {
   /** Cache settings, as `# @cache`; `false` turns a config default off. */
   cache?: OperationCacheSettings | false
   /** Live-query poll interval: `{ intervalMs }` as `# @live interval=`; `false` turns a config default off. */
@@ -138,12 +196,12 @@ export interface QuerySettings<S, R> extends CommonSettings<S> {
 }
 
 /** A mutation's settings. */
-export interface MutationSettings<S, R> extends CommonSettings<S> {
+export interface MutationSettings<S, R, C = ClaimMap<S>> extends CommonSettings<S, C> {
   handler(ctx: HandlerContext<InferOutput<S>>): Promise<R> | R
 }
 
 /** A subscription's settings: the handler is an async generator, each `yield` one event. */
-export interface SubscriptionSettings<S, R> extends CommonSettings<S> {
+export interface SubscriptionSettings<S, R, C = ClaimMap<S>> extends CommonSettings<S, C> {
   handler(ctx: HandlerContext<InferOutput<S>>): AsyncGenerator<R, void, unknown>
 }
 
@@ -181,13 +239,13 @@ function define<Kind extends 'query' | 'mutation' | 'subscription'>(kind: Kind, 
  * @throws TypeError when `handler` is not a function.
  */
 export const createOperation = {
-  query<S extends InputSchema | undefined = undefined, R = unknown>(settings: QuerySettings<S, R>): TypeScriptOperation<'query', InferInput<S>, Awaited<R>> {
+  query<S extends InputSchema | undefined = undefined, R = unknown, C extends ClaimMap<S> = {}>(settings: QuerySettings<S, R, C>): TypeScriptOperation<'query', Omit<InferInput<S>, keyof C>, Awaited<R>> {
     return define('query', settings)
   },
-  mutation<S extends InputSchema | undefined = undefined, R = unknown>(settings: MutationSettings<S, R>): TypeScriptOperation<'mutation', InferInput<S>, Awaited<R>> {
+  mutation<S extends InputSchema | undefined = undefined, R = unknown, C extends ClaimMap<S> = {}>(settings: MutationSettings<S, R, C>): TypeScriptOperation<'mutation', Omit<InferInput<S>, keyof C>, Awaited<R>> {
     return define('mutation', settings)
   },
-  subscription<S extends InputSchema | undefined = undefined, R = unknown>(settings: SubscriptionSettings<S, R>): TypeScriptOperation<'subscription', InferInput<S>, R> {
+  subscription<S extends InputSchema | undefined = undefined, R = unknown, C extends ClaimMap<S> = {}>(settings: SubscriptionSettings<S, R, C>): TypeScriptOperation<'subscription', Omit<InferInput<S>, keyof C>, R> {
     return define('subscription', settings)
   },
 }

@@ -1,11 +1,15 @@
 /**
  * Runs what the data directives of ./directives.ts declare on a result: the `_join` selections
  * (batched: one execution per `_join` field for every parent object of the level together, each
- * distinct set of exported values once, as aliased root fields of one document, so a GraphQL source
- * gets one request and the stitching batcher merges the rest) and the `@transform` flattenings, and
+ * distinct set of exported values once — a database `findMany`/`findUnique` keyed by the exported
+ * value as one `IN (…)` read for the level, any other root field as aliased copies in the same
+ * document, so a GraphQL source gets one request and the stitching batcher merges the rest) and the
+ * `@transform` flattenings, and
  * the JSON Schema of the response they give.
  */
-import { GraphQLError, Kind, execute, visit, type DocumentNode, type FieldNode, type GraphQLSchema, type OperationDefinitionNode, type VariableDefinitionNode } from 'graphql'
+import { GraphQLError, Kind, execute, getNamedType, getNullableType, isInputObjectType, isLeafType, isObjectType, parseType, visit, type DocumentNode, type FieldNode, type GraphQLSchema, type OperationDefinitionNode, type ValueNode, type VariableDefinitionNode } from 'graphql'
+import { EXT } from '../connectors/database/compiler/read.js'
+import type { DirectFieldExtension } from '../connectors/database/direct.js'
 import { nullable, responseSchema, type JsonSchema } from './json-schema.js'
 import type { OperationDirectiveRules, OperationJoin, OperationLater, OperationTransform } from './directives.js'
 
@@ -111,10 +115,11 @@ function rename(field: FieldNode, exported: ReadonlySet<string>, suffix: string,
 }
 
 /**
- * Runs one `_join` for every parent object of its level, in one execution per {@link MAX_JOIN_VALUES}
- * distinct sets of exported values: each set becomes aliased copies (`_<i>_<key>`) of the joined root
- * fields with renamed variables (`$<var>__<i>`). Fills `parent[join.key]` (null when an exported
- * value is null).
+ * Runs one `_join` for every parent object of its level, {@link MAX_JOIN_VALUES} distinct sets of
+ * exported values at a time: the root fields a database serves by the exported value
+ * ({@link batchedField}) as one `IN (…)` read each, the others as aliased copies (`_<i>_<key>`) with
+ * renamed variables (`$<var>__<i>`) in the same document. Fills `parent[join.key]` (null when an
+ * exported value is null).
  * @returns the errors of the joined fields, with paths under the first parent of each value set.
  */
 async function runJoin(schema: GraphQLSchema, join: OperationJoin, data: Obj, variables: Obj, context: unknown): Promise<GraphQLError[]> {
@@ -134,9 +139,10 @@ async function runJoin(schema: GraphQLSchema, join: OperationJoin, data: Obj, va
   }
   if (groups.size === 0) return []
   const list = [...groups.values()]
+  const plan = joinPlan(schema, join)
   const errors: GraphQLError[] = []
   for (let from = 0; from < list.length; from += MAX_JOIN_VALUES) {
-    errors.push(...(await runJoinChunk(schema, join, list.slice(from, from + MAX_JOIN_VALUES), names, variables, context)))
+    errors.push(...(await runJoinChunk(schema, join, plan, list.slice(from, from + MAX_JOIN_VALUES), names, variables, context)))
   }
   return errors
 }
@@ -144,16 +150,143 @@ async function runJoin(schema: GraphQLSchema, join: OperationJoin, data: Obj, va
 /**
  * Most distinct sets of exported values one `_join` document carries; a level with more runs one
  * document per this many, one after the other (so an upstream never receives a document of more
- * than this many aliased copies).
+ * than this many aliased copies, and a database `IN (…)` list never holds more than this many values).
  */
 export const MAX_JOIN_VALUES = 500
 
 type JoinGroup = { values: unknown[]; parents: { obj: Obj; path: (string | number)[] }[] }
 
-async function runJoinChunk(schema: GraphQLSchema, join: OperationJoin, list: JoinGroup[], names: string[], variables: Obj, context: unknown): Promise<GraphQLError[]> {
-  const exported = new Set(names)
+/** The response key of a field. */
+const keyOf = (f: FieldNode) => f.alias?.value ?? f.name.value
+const nameNode = (value: string) => ({ kind: Kind.NAME, value }) as const
+/** The alias under which a batched read selects the column it is matched by. */
+const MATCH_KEY = '_trb_key'
+
+/** A joined root field that a database serves for a whole level with one read. */
+interface BatchedField {
+  /** The field as the operation wrote it (run value by value when the batched answer may be cut). */
+  field: FieldNode
+  /** The exported variable it reads. */
+  variable: string
+  /** The `findMany` root field with `where: { <column>: { in: $<listVariable> } }` and the column selected as {@link MATCH_KEY}. */
+  node: FieldNode
+  /** `$<listVariable>: [T!]`, the `in` filter's type. */
+  definition: VariableDefinitionNode
+  listVariable: string
+  /** A `findMany` gives each parent its rows; a `findUnique` its row or null. */
+  many: boolean
+  /** The source's `maxTake`: an answer of this many rows may be cut, so the level then runs value by value. */
+  maxRows: number
+}
+
+/** How a `_join`'s root fields run: batched database reads, and aliased copies per value set. */
+interface JoinPlan {
+  batched: BatchedField[]
+  copies: FieldNode[]
+}
+
+const plans = new WeakMap<OperationJoin, JoinPlan>()
+
+function joinPlan(schema: GraphQLSchema, join: OperationJoin): JoinPlan {
+  let plan = plans.get(join)
+  if (!plan) {
+    const exported = new Set(Object.keys(join.exports))
+    const batched: BatchedField[] = []
+    const copies: FieldNode[] = []
+    for (const sel of join.operation.selectionSet.selections) {
+      if (sel.kind !== Kind.FIELD) continue
+      const b = batchedField(schema, sel, exported, batched.length)
+      if (b) batched.push(b)
+      else copies.push(sel)
+    }
+    plans.set(join, (plan = { batched, copies }))
+  }
+  return plan
+}
+
+/**
+ * The batched form of a joined root field, or null when it has none. Batched: a database
+ * `findMany` whose arguments are `where` (with `<column>: { equals: $var }` beside any constant or
+ * public-variable conditions) and `orderBy` only, or a `findUnique` with `where: { <column>: $var }`;
+ * the exported variable used nowhere else in the field, no directive on it, the column a leaf field of
+ * the row type whose filter takes `in`. Anything else (`take`/`skip`/`cursor`, a REST or GraphQL
+ * target, a compound key) keeps one aliased copy per value set.
+ */
+function batchedField(schema: GraphQLSchema, f: FieldNode, exported: ReadonlySet<string>, index: number): BatchedField | null {
+  const query = schema.getQueryType()
+  const field = query?.getFields()[f.name.value]
+  const ext = field?.extensions?.[EXT] as DirectFieldExtension | undefined
+  if (!query || !field || f.directives?.length || (ext?.kind !== 'findMany' && ext?.kind !== 'findUnique')) return null
+  const uses: string[] = []
+  visit(f, { Variable: (v) => void (exported.has(v.name.value) && uses.push(v.name.value)) })
+  if (uses.length !== 1) return null
+  const variable = uses[0]!
+  const args = f.arguments ?? []
+  const where = args.find((a) => a.name.value === 'where')
+  if (!where || where.value.kind !== Kind.OBJECT) return null
+  const isVar = (v: ValueNode) => v.kind === Kind.VARIABLE && v.name.value === variable
+  let column: string | undefined
+  if (ext.kind === 'findMany') {
+    if (args.some((a) => a.name.value !== 'where' && a.name.value !== 'orderBy')) return null
+    column = where.value.fields.find((of) => of.value.kind === Kind.OBJECT && of.value.fields.length === 1 && of.value.fields[0]!.name.value === 'equals' && isVar(of.value.fields[0]!.value))?.name.value
+  } else if (args.length === 1 && where.value.fields.length === 1 && isVar(where.value.fields[0]!.value)) {
+    column = where.value.fields[0]!.name.value
+  }
+  if (!column) return null
+  const rowType = getNamedType(field.type)
+  const target =
+    ext.kind === 'findMany'
+      ? field
+      : Object.values(query.getFields()).find((q) => (q.extensions?.[EXT] as DirectFieldExtension | undefined)?.kind === 'findMany' && getNamedType(q.type) === rowType)
+  const whereType = target && getNullableType(target.args.find((a) => a.name === 'where')?.type)
+  const filterType = isInputObjectType(whereType) ? getNullableType(whereType.getFields()[column]?.type) : undefined
+  const inField = isInputObjectType(filterType) ? filterType.getFields()['in'] : undefined
+  const columnType = isObjectType(rowType) ? rowType.getFields()[column]?.type : undefined
+  if (!target || !inField || !columnType || !isLeafType(getNamedType(columnType))) return null
+  const listVariable = `__trb_in_${index}`
+  const inValue: ValueNode = { kind: Kind.OBJECT, fields: [{ kind: Kind.OBJECT_FIELD, name: nameNode('in'), value: { kind: Kind.VARIABLE, name: nameNode(listVariable) } }] }
+  const conditions =
+    ext.kind === 'findMany'
+      ? where.value.fields.map((of) => (of.name.value === column ? { ...of, value: inValue } : of))
+      : [{ kind: Kind.OBJECT_FIELD, name: nameNode(column), value: inValue } as const]
+  const node: FieldNode = {
+    kind: Kind.FIELD,
+    alias: nameNode(`_b${index}`),
+    name: nameNode(target.name),
+    arguments: [{ ...where, value: { kind: Kind.OBJECT, fields: conditions } }, ...args.filter((a) => a.name.value === 'orderBy')],
+    selectionSet: { kind: Kind.SELECTION_SET, selections: [...(f.selectionSet?.selections ?? []), { kind: Kind.FIELD, alias: nameNode(MATCH_KEY), name: nameNode(column) }] },
+  }
+  const definition: VariableDefinitionNode = { kind: Kind.VARIABLE_DEFINITION, variable: { kind: Kind.VARIABLE, name: nameNode(listVariable) }, type: parseType(String(inField.type)) }
+  const maxTake = (target.args.find((a) => a.name === 'take')?.extensions?.[EXT] as { maxTake?: number } | undefined)?.maxTake
+  return { field: f, variable, node, definition, listVariable, many: ext.kind === 'findMany', maxRows: maxTake ?? Number.POSITIVE_INFINITY }
+}
+
+/** One chunk of value sets: the batched reads and the aliased copies run at once, then each parent gets its answer. */
+async function runJoinChunk(schema: GraphQLSchema, join: OperationJoin, plan: JoinPlan, list: JoinGroup[], names: string[], variables: Obj, context: unknown): Promise<GraphQLError[]> {
+  const answers = list.map((): Obj => ({}))
+  const runs = [runCopies(schema, join, plan.copies, list, answers, names, variables, context)]
+  if (plan.batched.length) runs.push(runBatched(schema, join, plan.batched, list, answers, names, variables, context))
+  const errors = (await Promise.all(runs)).flat()
   const fields = join.operation.selectionSet.selections as readonly FieldNode[]
-  const keyOf = (f: FieldNode) => f.alias?.value ?? f.name.value
+  list.forEach((g, i) => {
+    const value: Obj = {}
+    for (const f of fields) value[keyOf(f)] = answers[i]![keyOf(f)] ?? null
+    // Each parent gets its own copy: @transform rewrites values in place.
+    g.parents.forEach((p, n) => (p.obj[join.key] = n === 0 ? value : structuredClone(value)))
+  })
+  return errors
+}
+
+/** The joined document: the `_join` operation with `selections` and extra variable definitions. */
+function joinDocument(join: OperationJoin, variableDefinitions: VariableDefinitionNode[], selections: FieldNode[]): DocumentNode {
+  const operation: OperationDefinitionNode = { ...join.operation, variableDefinitions, selectionSet: { kind: Kind.SELECTION_SET, selections } }
+  return { kind: Kind.DOCUMENT, definitions: [operation, ...join.document.definitions.slice(1)] }
+}
+
+/** Runs `fields` as aliased copies, one per value set, in one document; fills `answers[i][key]`. */
+async function runCopies(schema: GraphQLSchema, join: OperationJoin, fields: readonly FieldNode[], list: JoinGroup[], answers: Obj[], names: string[], variables: Obj, context: unknown): Promise<GraphQLError[]> {
+  if (!fields.length) return []
+  const exported = new Set(names)
   const variableDefinitions: VariableDefinitionNode[] = []
   const selections: FieldNode[] = []
   const vars: Obj = { ...variables }
@@ -166,15 +299,10 @@ async function runJoinChunk(schema: GraphQLSchema, join: OperationJoin, list: Jo
     names.forEach((v, n) => (vars[`${v}__${i}`] = g.values[n]))
     for (const f of fields) selections.push(rename(f, exported, `__${i}`, `_${i}_${keyOf(f)}`))
   })
-  const operation: OperationDefinitionNode = { ...join.operation, variableDefinitions, selectionSet: { kind: Kind.SELECTION_SET, selections } }
-  const document: DocumentNode = { kind: Kind.DOCUMENT, definitions: [operation, ...join.document.definitions.slice(1)] }
-  const result = await execute({ schema, document, variableValues: vars, contextValue: context })
+  const result = await execute({ schema, document: joinDocument(join, variableDefinitions, selections), variableValues: vars, contextValue: context })
   const answer = (result.data ?? {}) as Obj
-  list.forEach((g, i) => {
-    const value: Obj = {}
-    for (const f of fields) value[keyOf(f)] = answer[`_${i}_${keyOf(f)}`] ?? null
-    // Each parent gets its own copy: @transform rewrites values in place.
-    g.parents.forEach((p, n) => (p.obj[join.key] = n === 0 ? value : structuredClone(value)))
+  list.forEach((_g, i) => {
+    for (const f of fields) answers[i]![keyOf(f)] = answer[`_${i}_${keyOf(f)}`] ?? null
   })
   return (result.errors ?? []).map((e) => {
     const [first, ...rest] = e.path ?? []
@@ -183,6 +311,48 @@ async function runJoinChunk(schema: GraphQLSchema, join: OperationJoin, list: Jo
     const path = parent && m ? [...parent.path, join.key, m[2]!, ...rest] : undefined
     return new GraphQLError(e.message, { path, originalError: e.originalError ?? undefined, extensions: e.extensions })
   })
+}
+
+/**
+ * Runs the batched database reads of a chunk in one document (one statement each: `IN` over the
+ * chunk's distinct values) and hands each value set the rows whose column equals its value (compared
+ * as strings). A read that returns `maxTake` rows may have been cut: that field then runs as copies.
+ */
+async function runBatched(schema: GraphQLSchema, join: OperationJoin, batched: readonly BatchedField[], list: JoinGroup[], answers: Obj[], names: string[], variables: Obj, context: unknown): Promise<GraphQLError[]> {
+  const exported = new Set(names)
+  const vars: Obj = { ...variables }
+  for (const b of batched) {
+    const n = names.indexOf(b.variable)
+    vars[b.listVariable] = [...new Map(list.map((g) => [JSON.stringify(g.values[n]), g.values[n]])).values()]
+  }
+  const definitions = [...(join.operation.variableDefinitions ?? []).filter((d) => !exported.has(d.variable.name.value)), ...batched.map((b) => b.definition)]
+  const result = await execute({ schema, document: joinDocument(join, definitions, batched.map((b) => b.node)), variableValues: vars, contextValue: context })
+  const data = (result.data ?? {}) as Obj
+  const cut: FieldNode[] = []
+  batched.forEach((b, k) => {
+    const rows = data[`_b${k}`]
+    // A findUnique read gives at most one row per value: it can be cut only with more values than maxTake.
+    if (Array.isArray(rows) && rows.length >= b.maxRows && (b.many || (vars[b.listVariable] as unknown[]).length > b.maxRows)) return void cut.push(b.field)
+    const byKey = new Map<string, Obj[]>()
+    for (const row of (rows ?? []) as Obj[]) {
+      const { [MATCH_KEY]: match, ...rest } = row
+      const key = String(match)
+      byKey.get(key)?.push(rest) ?? byKey.set(key, [rest])
+    }
+    const n = names.indexOf(b.variable)
+    list.forEach((g, i) => {
+      const mine = rows === null || rows === undefined ? null : (byKey.get(String(g.values[n])) ?? [])
+      answers[i]![keyOf(b.field)] = mine === null ? null : b.many ? mine.map((r) => (i === 0 ? r : structuredClone(r))) : (mine[0] ?? null)
+    })
+  })
+  const first = list[0]!.parents[0]!
+  const errors = (result.errors ?? []).map((e) => {
+    const k = typeof e.path?.[0] === 'string' ? /^_b(\d+)$/.exec(e.path[0])?.[1] : undefined
+    const b = k === undefined ? undefined : batched[Number(k)]
+    return new GraphQLError(e.message, { path: b ? [...first.path, join.key, keyOf(b.field)] : undefined, originalError: e.originalError ?? undefined, extensions: e.extensions })
+  })
+  if (cut.length) errors.push(...(await runCopies(schema, join, cut, list, answers, names, variables, context)))
+  return errors
 }
 
 /**

@@ -246,7 +246,7 @@ const isCount = (v: unknown): v is number => Number.isInteger(v) && (v as number
 function typeScriptSettings(definition: TypeScriptOperation, shown: string): { directives: OperationDirectives; auth: OperationAuthRules | null } {
   const s = definition.settings as unknown as Record<string, unknown>
   const bad = (msg: string) => new OperationInvalidError(`${shown}:1:1: ${msg}`)
-  const known = new Set(['input', 'response', 'requireAuthentication', 'rbac', 'cache', 'live', 'handler'])
+  const known = new Set(['input', 'response', 'requireAuthentication', 'rbac', 'fromClaim', 'cache', 'live', 'handler'])
   for (const key of Object.keys(s)) if (!known.has(key)) throw bad(`unknown setting "${key}" (${[...known].join(', ')})`)
   for (const key of ['input', 'response'] as const) {
     const schema = s[key] as { '~standard'?: unknown } | undefined
@@ -265,6 +265,15 @@ function typeScriptSettings(definition: TypeScriptOperation, shown: string): { d
     auth = { requireAuthentication: true, requireMatchAny: (rbac.requireMatchAny as string[]) ?? null, requireMatchAll: (rbac.requireMatchAll as string[]) ?? null, fromClaim: {} }
   } else if (s.requireAuthentication === true) {
     auth = { requireAuthentication: true, requireMatchAny: null, requireMatchAll: null, fromClaim: {} }
+  }
+  if (s.fromClaim !== undefined) {
+    const claims = s.fromClaim as Record<string, unknown>
+    if (!claims || typeof claims !== 'object' || Array.isArray(claims) || Object.keys(claims).length === 0) throw bad('fromClaim must map input fields to claim names: { userId: "sub" }')
+    for (const [field, claim] of Object.entries(claims)) {
+      if (typeof claim !== 'string' || !claim) throw bad(`fromClaim.${field} must be a claim name (a key, or a dotted path such as "org.id")`)
+    }
+    if (s.requireAuthentication === false) throw bad('fromClaim needs a token: requireAuthentication cannot be false')
+    auth = { ...(auth ?? { requireAuthentication: true, requireMatchAny: null, requireMatchAll: null }), fromClaim: Object.freeze({ ...(claims as Record<string, string>) }) }
   }
   if (s.cache !== undefined) {
     if (definition.kind !== 'query') throw bad('cache applies to queries only')

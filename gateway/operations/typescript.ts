@@ -7,6 +7,9 @@
  *   `toJSONSchema()`), and ajv checks it first, so a bad input gets the 400 body of a `.graphql`
  *   operation; the schema's own `validate` then runs (refinements, transforms, defaults), its issues
  *   reported in the same body;
+ * - `fromClaim` fields (`{ userId: 'sub' }`) leave the public input schema; `authorize` adds their
+ *   values from the token (checked against the field's JSON Schema: 403) before the schema's own
+ *   validation runs, so the handler's `input` has them;
  * - the handler runs with `{ input, user, operations, context, log, request }`, bounded by
  *   `operations.handlerTimeoutMs` (504 `TRB_ERR_OPERATION_TIMEOUT`, `context.signal` aborted);
  * - `operations` is the in-process client: it looks the callee up in the version's operation map
@@ -32,9 +35,9 @@ import {
   BadRequestError,
   isTributaryError,
 } from '../errors.js'
-import { variableReaders, variablesError, type CompiledOperation, type Variables } from './compile.js'
-import { isOperationError, type InputSchema, type OperationCallResult, type OperationsClient, type OperationUser, type StandardResult } from './define.js'
-import type { JsonSchema } from './json-schema.js'
+import { claimReader, variableReaders, variablesError, type CompiledOperation, type Variables } from './compile.js'
+import { isOperationError, type InputSchema, type OperationCallResult, type UntypedOperationsClient, type OperationUser, type StandardResult } from './define.js'
+import { omitProperties, type JsonSchema } from './json-schema.js'
 import type { TypeScriptStoredOperation } from './load.js'
 
 /** Options of {@link compileTypeScriptOperation}. */
@@ -154,8 +157,21 @@ export function compileTypeScriptOperation(stored: TypeScriptStoredOperation, op
   const settings = stored.definition.settings
   const where = `${stored.file}:1:1`
   const inputSchema = settings.input
-  const vSchema = inputSchema ? jsonSchemaOf(inputSchema, 'input', where) : NO_INPUT
-  if (vSchema.type !== 'object') throw new OperationInvalidError(`${where}: the input schema must be an object schema (z.object({…})): its fields are the operation's variables`)
+  const fullSchema = inputSchema ? jsonSchemaOf(inputSchema, 'input', where) : NO_INPUT
+  if (fullSchema.type !== 'object') throw new OperationInvalidError(`${where}: the input schema must be an object schema (z.object({…})): its fields are the operation's variables`)
+  // `fromClaim` fields are set from the token, never by the caller: not in the public schema (sending one is a 400).
+  const claimed = Object.keys(stored.auth?.fromClaim ?? {})
+  for (const field of claimed) {
+    if (!fullSchema.properties?.[field]) throw new OperationInvalidError(`${where}: fromClaim.${field}: the input schema has no field "${field}"`)
+  }
+  const vSchema = claimed.length ? omitProperties(fullSchema, claimed, true) : fullSchema
+  const claimsOf = claimReader(stored.auth, fullSchema)
+  /** A caller's input that sets a claimed field is refused (zod's JSON Schema lets unknown fields through). */
+  const unclaimed = (vars: Variables): Variables => {
+    const sent = claimed.filter((field) => Object.hasOwn(vars, field))
+    if (sent.length) throw variablesError(sent.map((field) => ({ variable: field, path: `/${field}`, schemaPath: '#', message: 'is not a variable of this operation (it comes from the token)' })))
+    return vars
+  }
   const rSchema = settings.response ? jsonSchemaOf(settings.response, 'output', where) : {}
   const readers = variableReaders(vSchema, options.maxInputDepth ?? 32)
   const timeoutMs = options.handlerTimeoutMs ?? 10_000
@@ -184,7 +200,7 @@ export function compileTypeScriptOperation(stored: TypeScriptStoredOperation, op
   }
 
   /** The in-process client of one call. */
-  const clientFor = (ctx: CallContext, signal: AbortSignal): OperationsClient => {
+  const clientFor = (ctx: CallContext, signal: AbortSignal): UntypedOperationsClient => {
     const depth = (ctx.callDepth ?? 0) + 1
     const checkDepth = () => {
       if (depth > maxDepth) throw new OperationHandlerError(stored.name, `in-process calls are nested deeper than ${maxDepth} (operations.maxCallDepth)`)
@@ -271,12 +287,13 @@ export function compileTypeScriptOperation(stored: TypeScriptStoredOperation, op
     variablesSchema: vSchema,
     responseSchema: rSchema,
     direct: null,
-    variablesFromQuery: (query) => finish(readers.variablesFromQuery(query)),
-    variablesFromBody: (body) => finish(readers.variablesFromBody(body)),
+    // With claimed fields, the schema's own validation waits for authorize, which adds them.
+    variablesFromQuery: (query) => (claimsOf ? unclaimed(readers.variablesFromQuery(query)) : finish(readers.variablesFromQuery(query))),
+    variablesFromBody: (body) => (claimsOf ? unclaimed(readers.variablesFromBody(body)) : finish(readers.variablesFromBody(body))),
 
     authorize(variables, auth) {
       authorize(stored.auth, auth, what)
-      return variables
+      return claimsOf ? finish({ ...variables, ...claimsOf(auth!) }) : variables
     },
 
     async execute(variables, context) {

@@ -814,7 +814,7 @@ class SchemaBuilder {
       const q = makeQueryResolvers(this.rt, m)
       const u = this.unique(m)
       const ext = { [EXT]: { model: m.name }, ...this.reads(m) }
-      const direct = (kind: DirectFieldKind): { [EXT]: DirectFieldExtension } => ({ [EXT]: { model: m.name, direct: createDirectCompiler(this.rt, m, kind) } })
+      const direct = (kind: DirectFieldKind): { [EXT]: DirectFieldExtension } => ({ [EXT]: { model: m.name, kind, direct: createDirectCompiler(this.rt, m, kind) } })
       if (u) query[`findUnique${m.name}`] = { type: obj, args: { where: { type: nn(u) } }, resolve: q['findUnique'], extensions: direct('findUnique') }
       query[`findFirst${m.name}`] = { type: obj, args: this.listArgs(m), resolve: q['findFirst'], extensions: direct('findFirst') }
       // A model with a primary key is a Federation entity keyed by it (compose/subgraph.ts).

@@ -100,6 +100,8 @@ export interface DirectFieldExtension {
   model: string
   /** Its direct-JSON compiler, when it has one. */
   direct?: DirectJsonCompiler
+  /** Which read it is (`findUnique`, `findFirst`, `findMany`): a stored operation's `_join` batches these (gateway/operations/joins.ts). */
+  kind?: DirectFieldKind
 }
 
 /** The root query fields that get a direct plan. */
