@@ -44,11 +44,12 @@ import type { Db } from './compiler/db.js'
 import { SqlDialect, type MysqlFlavor } from './compiler/dialect.js'
 import { EXT } from './compiler/read.js'
 import { DEFAULT_MAX_NESTED_WRITES } from './compiler/input-limits.js'
+import { MAX_SEARCH_CHARS, relevanceFields } from './compiler/fulltext.js'
 import { buildRegistry, type Model, type Registry, type RegistryOverrides, type Relation, type ScalarField } from './compiler/registry.js'
 import { compileRowFilter, type RowFilterRule } from './compiler/row-filter.js'
 import { makeFunctionResolver, makeFunctionWrite } from './functions.js'
 import { createDirectCompiler, type DirectFieldExtension, type DirectFieldKind } from './direct.js'
-import type { DatabaseIntrospection, ScalarKind } from './model.js'
+import type { DatabaseIntrospection, Dialect, ScalarKind } from './model.js'
 import { isUnsignedInt } from './type-map.js'
 import { mapDbError } from './db-errors.js'
 import { makeMutationResolvers, type MutationKind } from './mutations.js'
@@ -143,6 +144,13 @@ export function installRowFilters(schema: GraphQLSchema, rules: ReadonlyMap<stri
     reg.rowFilters.set(name, compileRowFilter(name, where, rule))
   }
   return unknown
+}
+
+/** The description of `StringFilter.search` per engine (fulltext.ts). */
+const SEARCH_DESCRIPTIONS: Record<Dialect, string> = {
+  postgres: 'Full-text search (PostgreSQL `websearch_to_tsquery` syntax: words, "phrases", `or`, `-word`): a `tsvector` column is matched as it is, a text column through `to_tsvector`.',
+  mysql: 'Full-text search (`MATCH(col) AGAINST(search IN BOOLEAN MODE)`: `+word -word "phrase" word*`), on a column with a FULLTEXT index of its own; elsewhere TRB_ERR_DB_INPUT.',
+  sqlite: 'Full-text search (FTS5 query syntax: words, "phrases", `AND OR NOT`, `word*`), on a column an FTS5 table indexes; elsewhere TRB_ERR_DB_INPUT.',
 }
 
 class SchemaBuilder {
@@ -290,11 +298,9 @@ class SchemaBuilder {
         fields['startsWith'] = { type: GraphQLString }
         fields['endsWith'] = { type: GraphQLString }
         fields['mode'] = { type: this.queryMode }
-        if (this.reg.dialect === 'postgres') {
-          fields['search'] = {
-            type: GraphQLString,
-            description: 'Full-text search (PostgreSQL `websearch_to_tsquery` syntax: words, "phrases", `or`, `-word`): a `tsvector` column is matched as it is, a text column through `to_tsvector`.',
-          }
+        const search = SEARCH_DESCRIPTIONS[this.reg.dialect]
+        if (this.reg.dialect === 'postgres' || [...this.reg.models.values()].some((m) => m.fullText.length > 0)) {
+          fields['search'] = { type: GraphQLString, description: `${search} At most ${MAX_SEARCH_CHARS} characters.` }
         }
       }
       return fields
@@ -446,11 +452,38 @@ class SchemaBuilder {
         for (const r of m.relations.values()) {
           fields[r.name] = { type: r.kind === 'one' ? this.orderBy(this.model(r.target)) : this.relationAggregateOrder, extensions: this.readsRelation(m, r) }
         }
+        const relevance = this.relevanceInput(m)
+        if (relevance) fields['_relevance'] = { type: relevance, description: 'Orders by full-text relevance of `search` in `fields` (as Prisma\'s `_relevance`).' }
         return fields
       },
     })
     this.orderInputs.set(m.name, t)
     return t
+  }
+
+  /** `XOrderByRelevanceInput { fields: [XOrderByRelevanceFieldEnum!]!, search: String!, sort: SortOrder! }`, or null when no field of `m` is searchable (fulltext.ts). */
+  private relevanceInput(m: Model): GraphQLInputObjectType | null {
+    const names = relevanceFields(this.reg.dialect, m)
+    if (names.length === 0) return null
+    const fieldEnum = new GraphQLEnumType({
+      name: `${m.name}OrderByRelevanceFieldEnum`,
+      values: Object.fromEntries(names.map((f) => [f, { value: f, extensions: this.reads(m, f) }])),
+    })
+    const engine =
+      this.reg.dialect === 'postgres'
+        ? '`ts_rank` of `websearch_to_tsquery(search)`'
+        : this.reg.dialect === 'mysql'
+          ? '`MATCH(fields) AGAINST(search IN BOOLEAN MODE)`: a FULLTEXT index on exactly these fields'
+          : '`-bm25()` of the FTS5 table indexing these fields (0 for rows it does not match)'
+    return new GraphQLInputObjectType({
+      name: `${m.name}OrderByRelevanceInput`,
+      description: `Relevance: ${engine}.`,
+      fields: {
+        fields: { type: nn(list(nn(fieldEnum))), description: 'The fields searched (one value is a one-item list).' },
+        search: { type: nn(GraphQLString), description: `The search text (the engine's full-text syntax), at most ${MAX_SEARCH_CHARS} characters.` },
+        sort: { type: nn(this.sortOrder), description: '`desc`: most relevant first.' },
+      },
+    })
   }
 
   /**

@@ -3,7 +3,7 @@
  * KEY_COLUMN_USAGE, REFERENTIAL_CONSTRAINTS, CHECK_CONSTRAINTS). One database at a time.
  */
 import type { Knex } from 'knex'
-import type { ColumnInfo, EnumInfo, ForeignKeyInfo, UniqueConstraintInfo } from '../model.js'
+import type { ColumnInfo, EnumInfo, ForeignKeyInfo, FullTextIndexInfo, UniqueConstraintInfo } from '../model.js'
 import { mapColumnType } from '../type-map.js'
 import { groupBy, isInternalTable, normalizeAction, normalizeComment, type RawTable } from './common.js'
 
@@ -86,6 +86,8 @@ export async function introspectMysql(knex: Knex, schema?: string): Promise<{ ta
     from information_schema.columns where table_schema = ? order by table_name, ordinal_position`, [db])
   const indexRows = await rows<IndexRow>(knex, `select table_name as tbl, index_name as idx, non_unique as non_unique, seq_in_index as seq, column_name as col
     from information_schema.statistics where table_schema = ? and non_unique = 0 order by table_name, index_name, seq_in_index`, [db])
+  const fullTextRows = await rows<IndexRow>(knex, `select table_name as tbl, index_name as idx, non_unique as non_unique, seq_in_index as seq, column_name as col
+    from information_schema.statistics where table_schema = ? and index_type = 'FULLTEXT' order by table_name, index_name, seq_in_index`, [db])
   const fkRows = await rows<FkRow>(knex, `select k.table_name as tbl, k.constraint_name as name, k.column_name as col,
       k.referenced_table_name as ref_table, k.referenced_column_name as ref_col, k.referenced_table_schema as ref_schema,
       r.delete_rule as on_delete, r.update_rule as on_update
@@ -116,6 +118,7 @@ export async function introspectMysql(knex: Knex, schema?: string): Promise<{ ta
   const colsBy = groupBy(columnRows, (r) => r.tbl)
   const idxBy = groupBy(indexRows, (r) => r.tbl)
   const fkBy = groupBy(fkRows, (r) => r.tbl)
+  const ftBy = groupBy(fullTextRows, (r) => r.tbl)
   const enums: EnumInfo[] = []
   const out: RawTable[] = []
   for (const t of tableRows) {
@@ -153,6 +156,8 @@ export async function introspectMysql(knex: Knex, schema?: string): Promise<{ ta
       if (idx === 'PRIMARY') primaryKey = cols
       else uniqueConstraints.push({ name: idx, columns: cols })
     }
+    const fullText: FullTextIndexInfo[] = []
+    for (const [idx, list] of groupBy(ftBy.get(t.name) ?? [], (r) => r.idx)) fullText.push({ name: idx, columns: list.map((r) => r.col as string) })
     const foreignKeys: ForeignKeyInfo[] = []
     for (const [name, list] of groupBy(fkBy.get(t.name) ?? [], (r) => r.name)) {
       const first = list[0]!
@@ -166,7 +171,7 @@ export async function introspectMysql(knex: Knex, schema?: string): Promise<{ ta
     }
     // Views cannot have comments: MySQL reports `VIEW` as a view's TABLE_COMMENT.
     const comment = kind === 'view' ? undefined : normalizeComment(t.comment)
-    out.push({ name: t.name, kind, columns, primaryKey, uniqueConstraints, foreignKeys, ...(comment !== undefined ? { comment } : {}) })
+    out.push({ name: t.name, kind, columns, primaryKey, uniqueConstraints, foreignKeys, ...(comment !== undefined ? { comment } : {}), ...(fullText.length ? { fullText } : {}) })
   }
   return mergeViewEnums(out, enums)
 }
