@@ -461,6 +461,53 @@ class SchemaBuilder {
     return t
   }
 
+  /** `PageInfo` (Relay), one per source. */
+  private readonly pageInfo = new GraphQLObjectType({
+    name: 'PageInfo',
+    fields: {
+      hasNextPage: { type: nn(GraphQLBoolean), description: 'Rows follow this page in the order (with `before`: rows exist from the cursor on).' },
+      hasPreviousPage: { type: nn(GraphQLBoolean), description: 'Rows precede this page in the order (with `after`: rows exist up to the cursor).' },
+      startCursor: { type: GraphQLString, description: 'The first edge\'s cursor; null on an empty page.' },
+      endCursor: { type: GraphQLString, description: 'The last edge\'s cursor; null on an empty page.' },
+    },
+  })
+
+  /**
+   * `<model>Connection(first, after, last, before, where, orderBy): XConnection!` (Relay cursor
+   * connections; compiler/connection.ts): `XConnection { edges: [XEdge!]!, pageInfo, totalCount }`,
+   * `XEdge { cursor, node }`.
+   */
+  private connectionField(m: Model, resolve: GraphQLFieldResolver<unknown, unknown>, extensions: Record<string, unknown>): GraphQLFieldConfig<unknown, unknown> {
+    const max = this.reg.maxTake
+    const edge = new GraphQLObjectType({
+      name: `${m.name}Edge`,
+      fields: () => ({ cursor: { type: nn(GraphQLString), description: 'Opaque: the row\'s orderBy key and primary key.' }, node: { type: nn(this.object(m)) } }),
+    })
+    const conn = new GraphQLObjectType({
+      name: `${m.name}Connection`,
+      fields: () => ({
+        edges: { type: nn(list(nn(edge))) },
+        pageInfo: { type: nn(this.pageInfo) },
+        totalCount: { type: nn(GraphQLInt), description: 'Rows matching `where` (and the row filter), whatever the page.' },
+      }),
+    })
+    const count = (what: string): GraphQLArgumentConfig => ({ type: GraphQLInt, description: `${what}, from 0 to ${max} (maxTake); without first or last, the first ${max}.`, extensions: { [EXT]: { maxTake: max, minimum: 0 } } })
+    return {
+      type: nn(conn),
+      description: `Relay connection over ${m.name}: keyset pages in the order of \`orderBy\` (scalar fields; the primary key breaks ties), in one statement.`,
+      args: {
+        first: count('The first rows after `after`'),
+        after: { type: GraphQLString, description: 'A cursor of this connection (same orderBy): rows strictly after it.' },
+        last: count('The last rows before `before`'),
+        before: { type: GraphQLString, description: 'A cursor of this connection (same orderBy): rows strictly before it.' },
+        where: { type: this.where(m) },
+        orderBy: { type: list(nn(this.orderBy(m))), description: 'Scalar fields only (relations and `_relevance` are refused with TRB_ERR_DB_INPUT).' },
+      },
+      resolve,
+      extensions,
+    }
+  }
+
   /** `XOrderByRelevanceInput { fields: [XOrderByRelevanceFieldEnum!]!, search: String!, sort: SortOrder! }`, or null when no field of `m` is searchable (fulltext.ts). */
   private relevanceInput(m: Model): GraphQLInputObjectType | null {
     const names = relevanceFields(this.reg.dialect, m)
@@ -732,6 +779,7 @@ class SchemaBuilder {
       // A model with a primary key is a Federation entity keyed by it (compose/subgraph.ts).
       const entity = m.primaryKey.length ? { [ENTITY_EXTENSION]: { key: m.primaryKey } satisfies EntityFieldExtension } : {}
       query[`findMany${m.name}`] = { type: nn(list(nn(obj))), args: this.listArgs(m), resolve: q['findMany'], extensions: { ...direct('findMany'), ...entity } }
+      if (m.identity.length > 0) query[`${m.name[0]!.toLowerCase()}${m.name.slice(1)}Connection`] = this.connectionField(m, q['connection']!, ext)
       const agg = this.aggregateTypes(m)
       const aggArgs: GraphQLFieldConfigArgumentMap = { where: { type: this.where(m) }, orderBy: { type: list(nn(this.orderBy(m))) } }
       if (u) aggArgs['cursor'] = { type: u }

@@ -753,6 +753,8 @@ export interface ListOptions {
    * absent through a join table). MariaDB's `distinct` partitions its window by them.
    */
   partitionBy?: readonly string[]
+  /** `take` may be one above `maxTake` (a Relay connection reads one more row than asked: connection.ts). */
+  extraRow?: boolean
   /** How rows become JSON and lists become arrays; default: the normal compiler's ({@link compileObject}, `SqlDialect.jsonArrayAgg`). The direct-JSON compiler (direct-read.ts) passes its own. */
   emit?: ListEmitter
 }
@@ -824,7 +826,7 @@ export function compileList(
   const terms = opts.unordered ? [] : withTiebreak(ctx, model, compileOrder(ctx, model, args['orderBy']))
   if (args['cursor'] !== undefined && args['cursor'] !== NULL) conds.push(cursorCond(ctx, model, r, args['cursor'], terms))
   const whereSql = conds.length ? sql` WHERE ${and(conds)}` : raw('')
-  const checkTake = takeCheck(ctx.reg.maxTake)
+  const checkTake = takeCheck(ctx.reg.maxTake + (opts.extraRow ? 1 : 0))
   const absTake = (x: unknown): unknown => (typeof x === 'number' ? Math.abs(checkTake(x) as number) : x)
   const limitParams: Frag[] = []
   if (take) limitParams.push(bound(take, absTake))
