@@ -1,6 +1,7 @@
 /**
  * MySQL / MariaDB introspection from `information_schema` (TABLES, COLUMNS, STATISTICS,
- * KEY_COLUMN_USAGE, REFERENTIAL_CONSTRAINTS, CHECK_CONSTRAINTS). One database at a time.
+ * KEY_COLUMN_USAGE, REFERENTIAL_CONSTRAINTS, CHECK_CONSTRAINTS). One database at a time. `FULLTEXT`
+ * indexes (STATISTICS.INDEX_TYPE) become `TableInfo.fullText`.
  */
 import type { Knex } from 'knex'
 import type { ColumnInfo, EnumInfo, ForeignKeyInfo, FullTextIndexInfo, UniqueConstraintInfo } from '../model.js'

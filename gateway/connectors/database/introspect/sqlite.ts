@@ -1,7 +1,9 @@
 /**
  * SQLite introspection: `sqlite_master` joined with the table-valued pragmas `pragma_table_info`,
  * `pragma_foreign_key_list`, `pragma_index_list` and `pragma_index_info` (sqlite.org/pragma.html),
- * one query each for the whole database.
+ * one query each for the whole database. FTS5 tables (`CREATE VIRTUAL TABLE … USING fts5(…)`) are
+ * models with text columns and record their full-text index (`TableInfo.fullText`, also on the
+ * content table of an external-content FTS5 table); their shadow tables are left out.
  */
 import type { Knex } from 'knex'
 import type { ColumnInfo, EnumInfo, ForeignKeyInfo, FullTextIndexInfo } from '../model.js'
