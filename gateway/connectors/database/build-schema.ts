@@ -44,11 +44,12 @@ import type { Db } from './compiler/db.js'
 import { SqlDialect, type MysqlFlavor } from './compiler/dialect.js'
 import { EXT } from './compiler/read.js'
 import { DEFAULT_MAX_NESTED_WRITES } from './compiler/input-limits.js'
+import { MAX_SEARCH_CHARS, relevanceFields } from './compiler/fulltext.js'
 import { buildRegistry, type Model, type Registry, type RegistryOverrides, type Relation, type ScalarField } from './compiler/registry.js'
 import { compileRowFilter, type RowFilterRule } from './compiler/row-filter.js'
 import { makeFunctionResolver, makeFunctionWrite } from './functions.js'
 import { createDirectCompiler, type DirectFieldExtension, type DirectFieldKind } from './direct.js'
-import type { DatabaseIntrospection, ScalarKind } from './model.js'
+import type { DatabaseIntrospection, Dialect, ScalarKind } from './model.js'
 import { isUnsignedInt } from './type-map.js'
 import { mapDbError } from './db-errors.js'
 import { makeMutationResolvers, type MutationKind } from './mutations.js'
@@ -154,6 +155,13 @@ export function installRowFilters(schema: GraphQLSchema, rules: ReadonlyMap<stri
     reg.rowFilters.set(name, compileRowFilter(name, where, rule))
   }
   return unknown
+}
+
+/** The description of `StringFilter.search` per engine (fulltext.ts). */
+const SEARCH_DESCRIPTIONS: Record<Dialect, string> = {
+  postgres: 'Full-text search (PostgreSQL `websearch_to_tsquery` syntax: words, "phrases", `or`, `-word`): a `tsvector` column is matched as it is, a text column through `to_tsvector`.',
+  mysql: 'Full-text search (`MATCH(col) AGAINST(search IN BOOLEAN MODE)`: `+word -word "phrase" word*`), on a column with a FULLTEXT index of its own; elsewhere TRB_ERR_DB_INPUT.',
+  sqlite: 'Full-text search (FTS5 query syntax: words, "phrases", `AND OR NOT`, `word*`), on a column an FTS5 table indexes; elsewhere TRB_ERR_DB_INPUT.',
 }
 
 class SchemaBuilder {
@@ -302,11 +310,9 @@ class SchemaBuilder {
         fields['startsWith'] = { type: GraphQLString }
         fields['endsWith'] = { type: GraphQLString }
         fields['mode'] = { type: this.queryMode }
-        if (this.reg.dialect === 'postgres') {
-          fields['search'] = {
-            type: GraphQLString,
-            description: 'Full-text search (PostgreSQL `websearch_to_tsquery` syntax: words, "phrases", `or`, `-word`): a `tsvector` column is matched as it is, a text column through `to_tsvector`.',
-          }
+        const search = SEARCH_DESCRIPTIONS[this.reg.dialect]
+        if (this.reg.dialect === 'postgres' || [...this.reg.models.values()].some((m) => m.fullText.length > 0)) {
+          fields['search'] = { type: GraphQLString, description: `${search} At most ${MAX_SEARCH_CHARS} characters.` }
         }
       }
       return fields
@@ -458,11 +464,85 @@ class SchemaBuilder {
         for (const r of m.relations.values()) {
           fields[r.name] = { type: r.kind === 'one' ? this.orderBy(this.model(r.target)) : this.relationAggregateOrder, extensions: this.readsRelation(m, r) }
         }
+        const relevance = this.relevanceInput(m)
+        if (relevance) fields['_relevance'] = { type: relevance, description: 'Orders by full-text relevance of `search` in `fields` (as Prisma\'s `_relevance`).' }
         return fields
       },
     })
     this.orderInputs.set(m.name, t)
     return t
+  }
+
+  /** `PageInfo` (Relay), one per source. */
+  private readonly pageInfo = new GraphQLObjectType({
+    name: 'PageInfo',
+    fields: {
+      hasNextPage: { type: nn(GraphQLBoolean), description: 'Rows follow this page in the order (with `before`: rows exist from the cursor on).' },
+      hasPreviousPage: { type: nn(GraphQLBoolean), description: 'Rows precede this page in the order (with `after`: rows exist up to the cursor).' },
+      startCursor: { type: GraphQLString, description: 'The first edge\'s cursor; null on an empty page.' },
+      endCursor: { type: GraphQLString, description: 'The last edge\'s cursor; null on an empty page.' },
+    },
+  })
+
+  /**
+   * `<model>Connection(first, after, last, before, where, orderBy): XConnection!` (Relay cursor
+   * connections; compiler/connection.ts): `XConnection { edges: [XEdge!]!, pageInfo, totalCount }`,
+   * `XEdge { cursor, node }`.
+   */
+  private connectionField(m: Model, resolve: GraphQLFieldResolver<unknown, unknown>, extensions: Record<string, unknown>): GraphQLFieldConfig<unknown, unknown> {
+    const max = this.reg.maxTake
+    const edge = new GraphQLObjectType({
+      name: `${m.name}Edge`,
+      fields: () => ({ cursor: { type: nn(GraphQLString), description: 'Opaque: the row\'s orderBy key and primary key.' }, node: { type: nn(this.object(m)) } }),
+    })
+    const conn = new GraphQLObjectType({
+      name: `${m.name}Connection`,
+      fields: () => ({
+        edges: { type: nn(list(nn(edge))) },
+        pageInfo: { type: nn(this.pageInfo) },
+        totalCount: { type: nn(GraphQLInt), description: 'Rows matching `where` (and the row filter), whatever the page.' },
+      }),
+    })
+    const count = (what: string): GraphQLArgumentConfig => ({ type: GraphQLInt, description: `${what}, from 0 to ${max} (maxTake); without first or last, the first ${max}.`, extensions: { [EXT]: { maxTake: max, minimum: 0 } } })
+    return {
+      type: nn(conn),
+      description: `Relay connection over ${m.name}: keyset pages in the order of \`orderBy\` (scalar fields; the primary key breaks ties), in one statement.`,
+      args: {
+        first: count('The first rows after `after`'),
+        after: { type: GraphQLString, description: 'A cursor of this connection (same orderBy): rows strictly after it.' },
+        last: count('The last rows before `before`'),
+        before: { type: GraphQLString, description: 'A cursor of this connection (same orderBy): rows strictly before it.' },
+        where: { type: this.where(m) },
+        orderBy: { type: list(nn(this.orderBy(m))), description: 'Scalar fields only (relations and `_relevance` are refused with TRB_ERR_DB_INPUT).' },
+      },
+      resolve,
+      extensions,
+    }
+  }
+
+  /** `XOrderByRelevanceInput { fields: [XOrderByRelevanceFieldEnum!]!, search: String!, sort: SortOrder! }`, or null when no field of `m` is searchable (fulltext.ts). */
+  private relevanceInput(m: Model): GraphQLInputObjectType | null {
+    const names = relevanceFields(this.reg.dialect, m)
+    if (names.length === 0) return null
+    const fieldEnum = new GraphQLEnumType({
+      name: `${m.name}OrderByRelevanceFieldEnum`,
+      values: Object.fromEntries(names.map((f) => [f, { value: f, extensions: this.reads(m, f) }])),
+    })
+    const engine =
+      this.reg.dialect === 'postgres'
+        ? '`ts_rank` of `websearch_to_tsquery(search)`'
+        : this.reg.dialect === 'mysql'
+          ? '`MATCH(fields) AGAINST(search IN BOOLEAN MODE)`: a FULLTEXT index on exactly these fields'
+          : '`-bm25()` of the FTS5 table indexing these fields (0 for rows it does not match)'
+    return new GraphQLInputObjectType({
+      name: `${m.name}OrderByRelevanceInput`,
+      description: `Relevance: ${engine}.`,
+      fields: {
+        fields: { type: nn(list(nn(fieldEnum))), description: 'The fields searched (one value is a one-item list).' },
+        search: { type: nn(GraphQLString), description: `The search text (the engine's full-text syntax), at most ${MAX_SEARCH_CHARS} characters.` },
+        sort: { type: nn(this.sortOrder), description: '`desc`: most relevant first.' },
+      },
+    })
   }
 
   /**
@@ -820,6 +900,7 @@ class SchemaBuilder {
       // A model with a primary key is a Federation entity keyed by it (compose/subgraph.ts).
       const entity = m.primaryKey.length ? { [ENTITY_EXTENSION]: { key: m.primaryKey } satisfies EntityFieldExtension } : {}
       query[`findMany${m.name}`] = { type: nn(list(nn(obj))), args: this.listArgs(m), resolve: q['findMany'], extensions: { ...direct('findMany'), ...entity } }
+      if (m.identity.length > 0) query[`${m.name[0]!.toLowerCase()}${m.name.slice(1)}Connection`] = this.connectionField(m, q['connection']!, ext)
       const agg = this.aggregateTypes(m)
       const aggArgs: GraphQLFieldConfigArgumentMap = { where: { type: this.where(m) }, orderBy: { type: list(nn(this.orderBy(m))) } }
       if (u) aggArgs['cursor'] = { type: u }

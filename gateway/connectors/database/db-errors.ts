@@ -128,6 +128,25 @@ function constraintLabel(reg: Registry, name: string): string {
   return `constraint \`${name}\``
 }
 
+/**
+ * A full-text query the engine could not parse, as `TRB_ERR_DB_INPUT` (compiler/fulltext.ts), or
+ * undefined for any other error. Only for a statement with a full-text match (`MATCH`): SQLite's
+ * FTS5 errors (`fts5: syntax error near …`, `unterminated string`, `no such column: x` for a
+ * column filter `x:` naming no column, `unknown special query`), MySQL/MariaDB's boolean-mode
+ * parser (errno 1064 `syntax error, unexpected …`, unlike an SQL syntax error's text). PostgreSQL's
+ * `websearch_to_tsquery` accepts any text.
+ */
+export function fullTextSyntaxError(err: unknown, dialect: Dialect, sql: string): Error | undefined {
+  if (typeof err !== 'object' || err === null || isTributaryError(err) || !/\bMATCH\b/.test(sql)) return undefined
+  const e = err as DriverError
+  const msg = e.message ?? ''
+  const bad =
+    dialect === 'sqlite'
+      ? /^(fts5: |unterminated string$|no such column: |unknown special query)/.test(msg)
+      : dialect === 'mysql' && e.errno === 1064 && /^syntax error, unexpected/.test(msg)
+  return bad ? new DbInputError('the full-text search text is not valid in the engine\'s query syntax (check quotes, parentheses and operators)', { cause: err }) : undefined
+}
+
 /** The problem a PostgreSQL data-exception SQLSTATE names. */
 function valueProblem(sqlstate: string): string {
   return sqlstate === '22001' ? 'too long' : sqlstate === '22003' ? 'out of range' : 'malformed'

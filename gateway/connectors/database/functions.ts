@@ -7,6 +7,8 @@
  *   with `where orderBy take skip distinct` and nested relations, on the function's rows;
  * - a function returning a scalar (or `SETOF` a scalar): `SELECT json_build_object('v', t0.v) FROM fn(…) AS t0(v)`.
  * Arguments use named notation, so optional ones (declared with a default) are simply left out.
+ * MySQL/MariaDB stored functions (scalar, positional arguments; an absent one is NULL):
+ * `SELECT JSON_OBJECT('v', t0.v) FROM (SELECT fn(?, ?) AS v) AS t0`.
  * Stable and immutable functions are Query fields; volatile ones Mutation fields, run in the request's
  * transaction on their database with its other mutation fields (request-transaction.ts).
  */
@@ -66,6 +68,19 @@ function makeFunctionCall(rt: Runtime, fn: FunctionModel): (conn: unknown, info:
         const f = { scalar: a.scalar, dataType: a.dataType, ...(a.list ? { list: true } : {}) }
         const value = v === NULL ? raw('NULL') : a.list ? boundList(ctx, f as ScalarField, v) : v instanceof Leaf ? bound(v, (x) => d.bindValue(f, x, false)) : raw('NULL')
         given.push(sql`${d.q(a.arg)} => ${value}`)
+      }
+      if (d.dialect === 'mysql') {
+        // MySQL/MariaDB stored functions: positional arguments (absent: NULL); one scalar.
+        const values = fn.args.map((a) => {
+          const v = args[a.name]
+          const f = { scalar: a.scalar, dataType: a.dataType }
+          return v instanceof Leaf ? bound(v, (x) => d.bindValue(f, x, false)) : raw('NULL')
+        })
+        const r = fn.returns as Extract<FunctionModel['returns'], { kind: 'scalar' }>
+        const f = { name: 'v', column: 'v', scalar: r.scalar, nullable: true, hasDefault: false, autoIncrement: false, dataType: r.dataType } as ScalarField
+        const conv = outputConv(d, r.scalar)
+        const text = `SELECT ${d.jsonObject([['v', d.output('t0.v', f)]])} AS j FROM (SELECT ${d.table(fn.fn)}(${values.map((x) => x.s).join(', ')}) AS v) AS t0`
+        return toPlan(ctx, { s: text, p: values.flatMap((x) => x.p) }, makePost(conv ? [['v', conv]] : [], []))
       }
       const call = sql`${d.table(fn.fn)}(${join(given, ', ')})`
       if (fn.returns.kind === 'model') {

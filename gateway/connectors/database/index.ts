@@ -72,7 +72,8 @@ export interface DatabaseSourceOptions {
    */
   sqliteWorkers?: SqliteWorkerLimits
   /**
-   * PostgreSQL only: expose the schema's functions as root fields (`true`: every function that
+   * PostgreSQL, and MySQL/MariaDB stored functions (`MODIFIES SQL DATA`: Mutation, others: Query;
+   * introspect/mysql.ts): expose the schema's functions as root fields (`true`: every function that
    * qualifies; a list: those function names). Stable and immutable functions become Query fields,
    * volatile ones Mutation fields, named in camelCase. Functions left out (overloads, `RETURNS TABLE`,
    * `void`, OUT arguments…) are named in a startup warning; a listed name that is not exposed fails

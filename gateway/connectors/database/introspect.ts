@@ -18,7 +18,7 @@ import type { DatabaseIntrospection, Dialect } from './model.js'
 import { finishEnums, finishTables } from './introspect/common.js'
 import { introspectSqlite } from './introspect/sqlite.js'
 import { introspectPgFunctions, introspectPostgres } from './introspect/postgres.js'
-import { introspectMysql } from './introspect/mysql.js'
+import { introspectMysql, introspectMysqlFunctions } from './introspect/mysql.js'
 
 /** Options of {@link introspect}. */
 export interface IntrospectOptions {
@@ -74,7 +74,17 @@ export async function introspect(knex: Knex, dialect: Dialect, options: Introspe
     }
     case 'mysql': {
       const { tables, enums } = await introspectMysql(knex, options.schema)
-      return { version: 1, dialect, tables: finishTables(tables), enums: finishEnums(enums) }
+      const doc: DatabaseIntrospection = { version: 1, dialect, tables: finishTables(tables), enums: finishEnums(enums) }
+      if (options.functions) {
+        const only = options.functions === true ? undefined : options.functions
+        const { functions, skipped } = await introspectMysqlFunctions(knex, options.schema, only)
+        for (const [name, why] of skipped) options.onWarning?.(`function ${name} is not exposed: ${why}`)
+        for (const name of only ?? []) {
+          if (!functions.some((f) => f.name === name) && !skipped.some(([n]) => n === name)) options.onWarning?.(`functions: no function ${name}`)
+        }
+        doc.functions = functions
+      }
+      return doc
     }
   }
 }

@@ -110,6 +110,31 @@ export interface TableInfo {
    * like {@link ColumnInfo.comment}. It becomes the object type's `description`.
    */
   comment?: string
+  /**
+   * Full-text indexes over this table's columns (absent: none). MySQL/MariaDB: its `FULLTEXT`
+   * indexes. SQLite: an FTS5 table indexes itself (`fts5.key` null), and an external-content FTS5
+   * table (`content='film'`) whose columns all exist here indexes this table through `fts5.key`,
+   * the column its `content_rowid` names (`rowid` by default). PostgreSQL: none (every text column
+   * is searchable through `to_tsvector`).
+   */
+  fullText?: FullTextIndexInfo[]
+}
+
+/** One full-text index (see {@link TableInfo.fullText}). */
+export interface FullTextIndexInfo {
+  /** The index's name (MySQL) or the FTS5 table's name (SQLite). */
+  name: string
+  /** The columns of this table it indexes, in index order. */
+  columns: string[]
+  /** SQLite: the FTS5 table and how its rows meet this table's. */
+  fts5?: {
+    /** The FTS5 virtual table. */
+    table: string
+    /** Every column of the FTS5 table in declaration order (`bm25()` weights are positional). */
+    ftsColumns: string[]
+    /** The column of this table equal to the FTS5 table's rowid; `rowid` for the FTS5 table itself. */
+    key: string
+  }
 }
 
 /** A database enum type (PostgreSQL `CREATE TYPE ... AS ENUM`, MySQL inline `enum(...)`). */

@@ -12,6 +12,7 @@ import { cancelWatchOf, type Db } from './compiler/db.js'
 import type { SqlDialect } from './compiler/dialect.js'
 import type { Getter, Vars } from './compiler/frag.js'
 import { PlanCache } from './compiler/plan-cache.js'
+import { compileConnection, type CompiledConnection } from './compiler/connection.js'
 import { withAuth } from './compiler/row-filter.js'
 import { compileList, compileUnique, toPlan, type CompiledList, type Ctx, type Post, type ReadPlan } from './compiler/read.js'
 import type { Model, Registry } from './compiler/registry.js'
@@ -155,7 +156,18 @@ export function makeQueryResolvers(rt: Runtime, model: Model): Record<string, Re
   const many = new PlanCache<ReadPlan>()
   const aggregate = new PlanCache<ReadPlan>()
   const groupBy = new PlanCache<ReadPlan>()
+  const connection = new PlanCache<{ plan: ReadPlan; finish: CompiledConnection['finish'] }>()
   return {
+    // A Relay connection (compiler/connection.ts): one statement, finished into edges and pageInfo.
+    connection: async (_s, _a, context, info) => {
+      const c = connection.get(info, () => {
+        const ctx = makeCtx(rt, info)
+        const cc = compileConnection(ctx, model, returnObject(info), info.fieldNodes, argsOf(ctx, info))
+        return { plan: markLight(ctx, toPlan(ctx, cc.frag, cc.post)), finish: cc.finish }
+      })
+      const row = (await runRead(rt, c.plan, info.variableValues, context))[0] ?? {}
+      return c.finish(row, info.variableValues)
+    },
     findUnique: async (_s, _a, context, info) => {
       const plan = unique.get(info, () => {
         const ctx = makeCtx(rt, info)

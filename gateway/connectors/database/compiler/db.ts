@@ -28,6 +28,7 @@ import type { Knex } from 'knex'
 import { DbCancelledError, DbRawRefusedError, DbTimeoutError, DbUnavailableError, isTributaryError } from '../../../errors.js'
 import { unavailableReason } from '../db-errors.js'
 import type { Dialect } from '../model.js'
+import { fullTextSyntaxError } from '../db-errors.js'
 import { isHeldWorker, type CancelWatch, type SqliteExecResult, type SqliteWorkers } from '../sqlite-workers.js'
 import { explainRefusal } from '../sqlite-raw-guard.js'
 import { startStatement } from '../../../observability/probes.js'
@@ -263,14 +264,14 @@ export class Db {
   private async timed<T>(sql: string, run: () => Promise<T>): Promise<T> {
     this.checkFile()
     const end = startStatement(this.sourceName, this.dialect, sql)
-    if (!end) return run().catch(this.unavailable)
+    if (!end) return run().catch((err: unknown) => this.failed(err, sql))
     try {
       const result = await run()
       end()
       return result
     } catch (err) {
       end(err)
-      return this.unavailable(err)
+      return this.failed(err, sql)
     }
   }
 
@@ -284,8 +285,15 @@ export class Db {
       return result
     } catch (err) {
       end?.(err)
-      return this.unavailable(err)
+      return this.failed(err, sql)
     }
+  }
+
+  /** A statement's error: a full-text query the engine cannot parse as `TRB_ERR_DB_INPUT` (db-errors.ts), else {@link unavailable}. */
+  private failed(err: unknown, sql: string): never {
+    const input = fullTextSyntaxError(err, this.dialect, sql)
+    if (input) throw input
+    return this.unavailable(err)
   }
 
   /** Adds a listener for every statement; returns a function that removes it. */

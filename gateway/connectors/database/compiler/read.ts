@@ -27,6 +27,7 @@ import { Leaf, NULL, isObj, listLeaf, readArgs, sampleOf, type ArgValue } from '
 import type { SqlDialect } from './dialect.js'
 import { constant, join, param, raw, sql, type Frag, type Getter, type Vars } from './frag.js'
 import type { Model, Registry, Relation, ScalarField } from './registry.js'
+import { relevanceExpr, searchCondition, searchText, type SearchSite } from './fulltext.js'
 import { LINK_EXTENSION, type LinkFieldExtension } from '../../types.js'
 
 /** Compile-time state of one plan. */
@@ -197,6 +198,8 @@ export interface FilterTarget {
   dataType: string
   /** SQLite DateTime: the column's stored format (bound values are written in it). */
   dateTimeFormat?: string
+  /** A model's column (not an aggregate): where `search` finds its full-text index (fulltext.ts). */
+  site?: SearchSite
 }
 
 const COMPARE: Record<string, string> = { lt: '<', lte: '<=', gt: '>', gte: '>=' }
@@ -265,11 +268,7 @@ export function scalarFilter(ctx: Ctx, tgt: FilterTarget, val: ArgValue, inherit
         if (v instanceof Leaf) parts.push(cmp(COMPARE[op]!, v))
         break
       case 'search':
-        if (v instanceof Leaf) {
-          const p = bound(v, (x) => (x === null || x === undefined ? null : String(x)))
-          const doc = tgt.dataType === 'tsvector' ? lhs : `to_tsvector(${lhs})`
-          parts.push({ s: `${doc} @@ websearch_to_tsquery(?)`, p: p.p })
-        }
+        if (v instanceof Leaf) parts.push(searchCondition(d, lhs, tgt.dataType, tgt.site, bound(v, searchText)))
         break
       case 'contains':
       case 'startsWith':
@@ -390,7 +389,8 @@ export function compileWhere(ctx: Ctx, model: Model, alias: string, w: ArgValue 
         continue
       }
       if (f) {
-        const c = scalarFilter(ctx, { expr: ctx.d.compareExpr(col(ctx, alias, f), f), scalar: f.scalar, dataType: f.dataType, ...(f.dateTimeFormat ? { dateTimeFormat: f.dateTimeFormat } : {}) }, val)
+        const site: SearchSite = { field: f, model, alias, newAlias: () => newAlias(ctx) }
+        const c = scalarFilter(ctx, { expr: ctx.d.compareExpr(col(ctx, alias, f), f), scalar: f.scalar, dataType: f.dataType, ...(f.dateTimeFormat ? { dateTimeFormat: f.dateTimeFormat } : {}), site }, val)
         if (c) parts.push(c)
         continue
       }
@@ -446,12 +446,25 @@ function dirOf(v: ArgValue): 'asc' | 'desc' | null {
   return s === 'asc' || s === 'desc' ? s : null
 }
 
-/** Compiles `orderBy: [XOrderByWithRelationInput!]`: scalar fields, many-to-one relations' fields and `{ relation: { _count } }`. */
+/**
+ * Compiles `orderBy: [XOrderByWithRelationInput!]`: scalar fields, many-to-one relations' fields,
+ * `{ relation: { _count } }` and `_relevance: { fields, search, sort }` (fulltext.ts).
+ */
 export function compileOrder(ctx: Ctx, model: Model, ob: ArgValue | undefined): Term[] {
   const terms: Term[] = []
   for (const item of listOf(ob)) {
     if (!isObj(item)) continue
     for (const [key, v] of Object.entries(item)) {
+      if (key === '_relevance') {
+        if (!isObj(v)) continue
+        const dir = dirOf(v['sort'])
+        const search = v['search']
+        const fields = listOf(v['fields']).map(sampleOf).filter((x): x is string => typeof x === 'string')
+        if (!dir || !(search instanceof Leaf)) continue
+        if (fields.length === 0) throw new DbInputError('`_relevance` needs at least one field')
+        terms.push({ dir, build: (a) => relevanceExpr(ctx.d, model, a, fields, bound(search, searchText), () => newAlias(ctx)) })
+        continue
+      }
       const f = model.fieldMap.get(key)
       if (f) {
         const dir = dirOf(v)
@@ -740,6 +753,8 @@ export interface ListOptions {
    * absent through a join table). MariaDB's `distinct` partitions its window by them.
    */
   partitionBy?: readonly string[]
+  /** `take` may be one above `maxTake` (a Relay connection reads one more row than asked: connection.ts). */
+  extraRow?: boolean
   /** How rows become JSON and lists become arrays; default: the normal compiler's ({@link compileObject}, `SqlDialect.jsonArrayAgg`). The direct-JSON compiler (direct-read.ts) passes its own. */
   emit?: ListEmitter
 }
@@ -811,7 +826,7 @@ export function compileList(
   const terms = opts.unordered ? [] : withTiebreak(ctx, model, compileOrder(ctx, model, args['orderBy']))
   if (args['cursor'] !== undefined && args['cursor'] !== NULL) conds.push(cursorCond(ctx, model, r, args['cursor'], terms))
   const whereSql = conds.length ? sql` WHERE ${and(conds)}` : raw('')
-  const checkTake = takeCheck(ctx.reg.maxTake)
+  const checkTake = takeCheck(ctx.reg.maxTake + (opts.extraRow ? 1 : 0))
   const absTake = (x: unknown): unknown => (typeof x === 'number' ? Math.abs(checkTake(x) as number) : x)
   const limitParams: Frag[] = []
   if (take) limitParams.push(bound(take, absTake))

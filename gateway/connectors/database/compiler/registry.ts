@@ -38,6 +38,21 @@ export interface ScalarField {
   nextvalDefault?: string
   /** The column's comment (`ColumnInfo.comment`): the field's GraphQL `description`. */
   comment?: string
+  /**
+   * MySQL/MariaDB and SQLite: the full-text index `search` uses on this column alone (a one-column
+   * `FULLTEXT` index; an FTS5 table that indexes the column). Absent: `search` is refused there.
+   * PostgreSQL searches every text column and does not set it.
+   */
+  fullText?: FullTextIndex
+}
+
+/** A full-text index of a model (`TableInfo.fullText`), with GraphQL field names. */
+export interface FullTextIndex {
+  name: string
+  /** The model's fields it indexes, in index order. */
+  fields: string[]
+  /** SQLite: the FTS5 table, its columns in order, and the column of the model its rowid stands for (`rowid`: the table's own). */
+  fts5?: { table: string; ftsColumns: string[]; key: string; columns: string[] }
 }
 
 /** One relation field. `fromFields` are on this model, `toFields` on the target; joined position by position. */
@@ -90,6 +105,8 @@ export interface Model {
   insertsRedirected: boolean
   /** The table's or view's comment (`TableInfo.comment`): leads the object type's GraphQL `description`. */
   comment?: string
+  /** Full-text indexes (MySQL/MariaDB `FULLTEXT`, SQLite FTS5); empty on PostgreSQL. */
+  fullText: FullTextIndex[]
 }
 
 /** A function argument with its GraphQL name. */
@@ -222,6 +239,21 @@ export function buildRegistry(doc: DatabaseIntrospection, maxTake = DEFAULT_MAX_
       keyNames.add(n)
       uniqueKeys.push({ name: n, fields: fs, constraint: u.name })
     }
+    const fullText: FullTextIndex[] = (t.fullText ?? [])
+      .filter((x) => x.columns.every((c) => byColumn.has(c)))
+      .map((x) => ({
+        name: x.name,
+        fields: x.columns.map(col),
+        ...(x.fts5 ? { fts5: { table: x.fts5.table, ftsColumns: x.fts5.ftsColumns, key: x.fts5.key, columns: x.columns } } : {}),
+      }))
+    for (const ix of fullText) {
+      // MySQL's MATCH(col) needs an index on exactly that column; an FTS5 table matches any of its columns.
+      const single = ix.fts5 ? ix.fields : ix.fields.length === 1 ? ix.fields : []
+      for (const name of single) {
+        const f = fields.find((x) => x.name === name)!
+        if (f.scalar === 'String' && !f.fullText) f.fullText = ix
+      }
+    }
     const fieldMap = new Map(fields.map((f) => [f.name, f]))
     const identity = primaryKey.length > 0 ? primaryKey : (uniqueKeys.find((u) => u.fields.every((f) => !fieldMap.get(f)!.nullable))?.fields ?? [])
     const model: Model = {
@@ -237,6 +269,7 @@ export function buildRegistry(doc: DatabaseIntrospection, maxTake = DEFAULT_MAX_
       identity,
       insertsRedirected: t.insertsRedirected === true,
       ...(t.comment ? { comment: t.comment } : {}),
+      fullText,
     }
     models.set(model.name, model)
     byTable.set(t.name, model)

@@ -67,6 +67,7 @@ export function finishTables(tables: RawTable[]): TableInfo[] {
       foreignKeys: fks,
       ...(t.insertsRedirected ? { insertsRedirected: true } : {}),
       ...(t.comment !== undefined ? { comment: t.comment } : {}),
+      ...(t.fullText?.length ? { fullText: [...t.fullText].sort((a, b) => compareNames(a.name, b.name)) } : {}),
     })
   }
   return out.sort((a, b) => compareNames(a.name, b.name))

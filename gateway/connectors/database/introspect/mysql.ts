@@ -1,9 +1,10 @@
 /**
  * MySQL / MariaDB introspection from `information_schema` (TABLES, COLUMNS, STATISTICS,
- * KEY_COLUMN_USAGE, REFERENTIAL_CONSTRAINTS, CHECK_CONSTRAINTS). One database at a time.
+ * KEY_COLUMN_USAGE, REFERENTIAL_CONSTRAINTS, CHECK_CONSTRAINTS). One database at a time. `FULLTEXT`
+ * indexes (STATISTICS.INDEX_TYPE) become `TableInfo.fullText`.
  */
 import type { Knex } from 'knex'
-import type { ColumnInfo, EnumInfo, ForeignKeyInfo, UniqueConstraintInfo } from '../model.js'
+import type { ColumnInfo, EnumInfo, ForeignKeyInfo, FullTextIndexInfo, FunctionInfo, UniqueConstraintInfo } from '../model.js'
 import { mapColumnType } from '../type-map.js'
 import { groupBy, isInternalTable, normalizeAction, normalizeComment, type RawTable } from './common.js'
 
@@ -86,6 +87,8 @@ export async function introspectMysql(knex: Knex, schema?: string): Promise<{ ta
     from information_schema.columns where table_schema = ? order by table_name, ordinal_position`, [db])
   const indexRows = await rows<IndexRow>(knex, `select table_name as tbl, index_name as idx, non_unique as non_unique, seq_in_index as seq, column_name as col
     from information_schema.statistics where table_schema = ? and non_unique = 0 order by table_name, index_name, seq_in_index`, [db])
+  const fullTextRows = await rows<IndexRow>(knex, `select table_name as tbl, index_name as idx, non_unique as non_unique, seq_in_index as seq, column_name as col
+    from information_schema.statistics where table_schema = ? and index_type = 'FULLTEXT' order by table_name, index_name, seq_in_index`, [db])
   const fkRows = await rows<FkRow>(knex, `select k.table_name as tbl, k.constraint_name as name, k.column_name as col,
       k.referenced_table_name as ref_table, k.referenced_column_name as ref_col, k.referenced_table_schema as ref_schema,
       r.delete_rule as on_delete, r.update_rule as on_update
@@ -116,6 +119,7 @@ export async function introspectMysql(knex: Knex, schema?: string): Promise<{ ta
   const colsBy = groupBy(columnRows, (r) => r.tbl)
   const idxBy = groupBy(indexRows, (r) => r.tbl)
   const fkBy = groupBy(fkRows, (r) => r.tbl)
+  const ftBy = groupBy(fullTextRows, (r) => r.tbl)
   const enums: EnumInfo[] = []
   const out: RawTable[] = []
   for (const t of tableRows) {
@@ -153,6 +157,8 @@ export async function introspectMysql(knex: Knex, schema?: string): Promise<{ ta
       if (idx === 'PRIMARY') primaryKey = cols
       else uniqueConstraints.push({ name: idx, columns: cols })
     }
+    const fullText: FullTextIndexInfo[] = []
+    for (const [idx, list] of groupBy(ftBy.get(t.name) ?? [], (r) => r.idx)) fullText.push({ name: idx, columns: list.map((r) => r.col as string) })
     const foreignKeys: ForeignKeyInfo[] = []
     for (const [name, list] of groupBy(fkBy.get(t.name) ?? [], (r) => r.name)) {
       const first = list[0]!
@@ -166,7 +172,7 @@ export async function introspectMysql(knex: Knex, schema?: string): Promise<{ ta
     }
     // Views cannot have comments: MySQL reports `VIEW` as a view's TABLE_COMMENT.
     const comment = kind === 'view' ? undefined : normalizeComment(t.comment)
-    out.push({ name: t.name, kind, columns, primaryKey, uniqueConstraints, foreignKeys, ...(comment !== undefined ? { comment } : {}) })
+    out.push({ name: t.name, kind, columns, primaryKey, uniqueConstraints, foreignKeys, ...(comment !== undefined ? { comment } : {}), ...(fullText.length ? { fullText } : {}) })
   }
   return mergeViewEnums(out, enums)
 }
@@ -198,4 +204,57 @@ export function mergeViewEnums(tables: RawTable[], enums: EnumInfo[]): { tables:
   }
   const used = new Set(tables.flatMap((t) => t.columns.map((c) => c.enumName).filter((n): n is string => n !== undefined)))
   return { tables, enums: enums.filter((e) => used.has(e.name)) }
+}
+
+/**
+ * The stored functions of one database (`information_schema.ROUTINES` with `ROUTINE_TYPE =
+ * 'FUNCTION'`, their `PARAMETERS`), as root fields: `MODIFIES SQL DATA` ones are volatile (Mutation
+ * fields), the others (`DETERMINISTIC`, `READS SQL DATA`, `CONTAINS SQL`, `NO SQL`) stable (Query
+ * fields). MySQL functions return one scalar and take positional arguments; each is an optional
+ * GraphQL argument (absent or null: SQL NULL). Left out,
+ * with the reason: an argument or return type the type map does not know.
+ * @param only the names to read (the source's `functions` list); all when undefined
+ */
+export async function introspectMysqlFunctions(knex: Knex, schema: string | undefined, only?: readonly string[]): Promise<{ functions: FunctionInfo[]; skipped: [string, string][] }> {
+  const [dbRow] = await rows<{ db: string | null }>(knex, 'select database() as db')
+  const db = schema ?? dbRow?.db ?? null
+  if (!db) return { functions: [], skipped: [] }
+  const routines = await rows<{ name: string; access: string; det: string }>(knex, `select routine_name as name, sql_data_access as access, is_deterministic as det
+    from information_schema.routines where routine_schema = ? and routine_type = 'FUNCTION' order by routine_name`, [db])
+  const params = await rows<{ fn: string; pos: number; name: string | null; type: string }>(knex, `select specific_name as fn, ordinal_position as pos, parameter_name as name, dtd_identifier as type
+    from information_schema.parameters where specific_schema = ? and routine_type = 'FUNCTION' order by specific_name, ordinal_position`, [db])
+  const byFn = groupBy(params, (p) => p.fn)
+  const functions: FunctionInfo[] = []
+  const skipped: [string, string][] = []
+  for (const r of routines) {
+    if (only && !only.includes(r.name)) continue
+    const ps = byFn.get(r.name) ?? []
+    const ret = ps.find((p) => Number(p.pos) === 0)
+    const args = ps.filter((p) => Number(p.pos) > 0)
+    const typeOf = (t: string) => {
+      const dataType = t.toLowerCase().replace(/\s+(charset|collate)\s+\S+/g, '').trim()
+      const m = mapColumnType('mysql', dataType)
+      return m.unknownType || m.scalar === 'Enum' ? null : { dataType, scalar: m.scalar }
+    }
+    const rt = ret ? typeOf(ret.type) : null
+    if (!rt) {
+      skipped.push([r.name, `unknown return type ${ret?.type ?? '(none)'}`])
+      continue
+    }
+    const argInfos = args.map((a) => ({ a, t: typeOf(a.type) }))
+    const bad = argInfos.find((x) => !x.t || !x.a.name)
+    if (bad) {
+      skipped.push([r.name, `argument ${bad.a.name ?? Number(bad.a.pos)} has an unknown type ${bad.a.type}`])
+      continue
+    }
+    functions.push({
+      name: r.name,
+      volatility: r.access === 'MODIFIES SQL DATA' ? 'v' : r.det === 'YES' ? 'i' : 's',
+      // Every argument is optional in GraphQL: MySQL functions take NULL, and an absent argument is NULL.
+      args: argInfos.map(({ a, t }) => ({ name: a.name!, dataType: t!.dataType, scalar: t!.scalar, hasDefault: true })),
+      returnsSet: false,
+      returns: { kind: 'scalar', dataType: rt.dataType, scalar: rt.scalar },
+    })
+  }
+  return { functions, skipped }
 }

@@ -1,10 +1,12 @@
 /**
  * SQLite introspection: `sqlite_master` joined with the table-valued pragmas `pragma_table_info`,
  * `pragma_foreign_key_list`, `pragma_index_list` and `pragma_index_info` (sqlite.org/pragma.html),
- * one query each for the whole database.
+ * one query each for the whole database. FTS5 tables (`CREATE VIRTUAL TABLE … USING fts5(…)`) are
+ * models with text columns and record their full-text index (`TableInfo.fullText`, also on the
+ * content table of an external-content FTS5 table); their shadow tables are left out.
  */
 import type { Knex } from 'knex'
-import type { ColumnInfo, EnumInfo, ForeignKeyInfo } from '../model.js'
+import type { ColumnInfo, EnumInfo, ForeignKeyInfo, FullTextIndexInfo } from '../model.js'
 import { mapColumnType } from '../type-map.js'
 import { groupBy, isInternalTable, normalizeAction, type RawTable } from './common.js'
 import { sqliteDateTimeFormatOf } from '../compiler/dialect.js'
@@ -28,8 +30,15 @@ async function all<T>(knex: Knex, sql: string, bindings: readonly Knex.Value[] =
  * Partial and expression unique indexes are not unique constraints and are left out.
  */
 export async function introspectSqlite(knex: Knex): Promise<{ tables: RawTable[]; enums: EnumInfo[] }> {
-  const master = (await all<MasterRow>(knex, `select name, type, sql from sqlite_master where type in ('table', 'view') order by name`))
-    .filter((m) => !isInternalTable(m.name))
+  const all0 = await all<MasterRow>(knex, `select name, type, sql from sqlite_master where type in ('table', 'view') order by name`)
+  const fts = new Map<string, Fts5Args>()
+  for (const m of all0) {
+    const args = m.sql ? fts5Args(m.sql) : null
+    if (args) fts.set(m.name, args)
+  }
+  // An FTS5 table's shadow tables (`<name>_data`, `_idx`, `_content`, `_docsize`, `_config`) are its storage, not models.
+  const shadows = new Set([...fts.keys()].flatMap((n) => FTS5_SHADOWS.map((x) => `${n}_${x}`.toLowerCase())))
+  const master = all0.filter((m) => !isInternalTable(m.name) && !shadows.has(m.name.toLowerCase()))
   const wanted = new Set(master.map((m) => m.name))
 
   let columnRows: ColumnRow[]
@@ -84,6 +93,11 @@ export async function introspectSqlite(knex: Knex): Promise<{ tables: RawTable[]
       }
       if (mapping.unknownType) col.unknownType = true
       if (c.hidden === 2 || c.hidden === 3) col.generated = true
+      if (fts.has(m.name) && dataType === '') {
+        // FTS5 columns have no declared type: they hold text.
+        col.dataType = 'text'
+        delete col.unknownType
+      }
       return col
     })
 
@@ -128,6 +142,7 @@ export async function introspectSqlite(knex: Knex): Promise<{ tables: RawTable[]
     }
     tables.push({ name: m.name, kind: m.type, columns, primaryKey, uniqueConstraints, foreignKeys })
   }
+  addFts5Indexes(tables, fts)
   // CHECK (col IN ('a', 'b')) on a text column: an enum named `<table>_<column>`, as MySQL's inline enums.
   const enums: EnumInfo[] = []
   const enumOf = new Map<string, string>() // "table\0column" -> enum name
@@ -147,6 +162,101 @@ export async function introspectSqlite(knex: Knex): Promise<{ tables: RawTable[]
   }
   if (enumOf.size > 0) await viewEnums(knex, tables, enumOf)
   return { tables, enums }
+}
+
+/** The shadow tables FTS5 creates for a table `x`: `x_data`, `x_idx`… (sqlite.org/fts5.html §9). */
+const FTS5_SHADOWS = ['data', 'idx', 'content', 'docsize', 'config']
+
+/** What {@link fts5Args} reads from `CREATE VIRTUAL TABLE … USING fts5(…)`. */
+export interface Fts5Args {
+  /** Column names in declaration order, with whether each is `UNINDEXED`. */
+  columns: { name: string; unindexed: boolean }[]
+  /** `content='t'`: the external content table; `''` for a contentless table; absent: the table keeps its own content. */
+  content?: string
+  /** `content_rowid='c'`: the content table's column the FTS5 rowid stands for; default `rowid`. */
+  contentRowid?: string
+}
+
+/** Splits the text between the outer parentheses on top-level commas, skipping quoted text. */
+function splitArgs(text: string): string[] {
+  const out: string[] = []
+  let cur = ''
+  let quote: string | null = null
+  let depth = 0
+  for (const ch of text) {
+    if (quote) {
+      if (ch === quote) quote = null
+    } else if (ch === "'" || ch === '"' || ch === '`') quote = ch
+    else if (ch === '[') quote = ']'
+    else if (ch === '(') depth++
+    else if (ch === ')') depth--
+    else if (ch === ',' && depth === 0) {
+      out.push(cur.trim())
+      cur = ''
+      continue
+    }
+    cur += ch
+  }
+  if (cur.trim() !== '') out.push(cur.trim())
+  return out
+}
+
+/** An identifier or string as SQLite reads it: quotes removed and doubled quotes undone. */
+function unquote(s: string): string {
+  const t = s.trim()
+  const q = t[0]
+  if ((q === "'" || q === '"' || q === '`') && t.endsWith(q)) return t.slice(1, -1).split(q + q).join(q)
+  if (q === '[' && t.endsWith(']')) return t.slice(1, -1)
+  return t
+}
+
+/**
+ * The columns and options of an FTS5 table's `CREATE VIRTUAL TABLE … USING fts5(…)` statement
+ * (sqlite.org/fts5.html §4: column names, `UNINDEXED`, `key = value` options); null for any other statement.
+ */
+export function fts5Args(createSql: string): Fts5Args | null {
+  const m = /^\s*create\s+virtual\s+table\s+[\s\S]*?\busing\s+fts5\s*\(([\s\S]*)\)\s*;?\s*$/i.exec(createSql)
+  if (!m) return null
+  const out: Fts5Args = { columns: [] }
+  for (const arg of splitArgs(m[1]!)) {
+    const opt = /^([A-Za-z_]+)\s*=\s*([\s\S]*)$/.exec(arg)
+    if (opt) {
+      const key = opt[1]!.toLowerCase()
+      if (key === 'content') out.content = unquote(opt[2]!)
+      else if (key === 'content_rowid') out.contentRowid = unquote(opt[2]!)
+      continue
+    }
+    const c = /^("(?:[^"]|"")+"|`(?:[^`]|``)+`|\[[^\]]+\]|'(?:[^']|'')+'|[^\s]+)(\s+unindexed)?\s*$/i.exec(arg)
+    if (c) out.columns.push({ name: unquote(c[1]!), unindexed: c[2] !== undefined })
+  }
+  return out
+}
+
+/**
+ * Records FTS5 indexes in `TableInfo.fullText` (model.ts): an FTS5 table indexes its own columns
+ * (key `rowid`); an external-content FTS5 table (`content='film'`) also indexes its content table
+ * when every indexed column exists there, through the `content_rowid` column (`rowid` by default).
+ */
+function addFts5Indexes(tables: RawTable[], fts: Map<string, Fts5Args>): void {
+  const byLower = new Map(tables.map((t) => [t.name.toLowerCase(), t]))
+  for (const [name, args] of fts) {
+    const self = byLower.get(name.toLowerCase())
+    const indexed = args.columns.filter((c) => !c.unindexed).map((c) => c.name)
+    if (!self || indexed.length === 0) continue
+    const ftsColumns = args.columns.map((c) => c.name)
+    const add = (t: RawTable, info: FullTextIndexInfo): void => {
+      t.fullText = [...(t.fullText ?? []), info]
+    }
+    add(self, { name, columns: indexed, fts5: { table: name, ftsColumns, key: 'rowid' } })
+    if (!args.content) continue
+    const content = byLower.get(args.content.toLowerCase())
+    if (!content || content.kind !== 'table') continue
+    const colOf = (c: string): string | undefined => content.columns.find((x) => x.name.toLowerCase() === c.toLowerCase())?.name
+    const cols = indexed.map(colOf)
+    const key = args.contentRowid ? colOf(args.contentRowid) : 'rowid'
+    if (key === undefined || cols.some((c) => c === undefined)) continue
+    add(content, { name, columns: cols as string[], fts5: { table: name, ftsColumns, key } })
+  }
 }
 
 /** Reads one SQL string literal list `'a', 'b''c'` (quotes doubled); null when it is anything else. */
