@@ -152,6 +152,10 @@ t.test('fragment bombs are refused in linear time on /graphql and WebSocket', as
     await post(gw.url, fragmentBomb(3, shape, `Warm${kind}`))
     await overWebSocket(gw.url, fragmentBomb(3, shape, `WarmWs${kind}`))
   }
+  // And the refusal path (its error body, log line and metrics), compiled by one refused bomb: the
+  // first refusal of a fresh process spent 52 ms once on a busy CI machine, on work done once.
+  await post(gw.url, fragmentBomb(22, DEMO_BOMBS.todo, 'WarmRefused'))
+  await overWebSocket(gw.url, fragmentBomb(22, DEMO_BOMBS.todo, 'WarmRefusedWs'))
 
   for (const levels of [22, 40]) {
     for (const [kind, shape] of Object.entries(DEMO_BOMBS) as [keyof typeof DEMO_BOMBS, BombShape][]) {
