@@ -5,11 +5,15 @@
  * OrderCreated (Server-Sent Events, read here raw over HTTP as curl prints it) and `curl -X POST` of
  * order.json to CreateOrder. Both outputs must equal the files the README shows (expected/), and the
  * event's two links run one SQL statement each (`LOG_LEVEL=debug` lines), not one per order line.
+ * The event trigger `orderInserted`: the webhook service (`node examples/events/webhook.mjs`) runs
+ * beside the same gateway, `psql -f order.sql` inserts the order, and the line the service prints
+ * equals expected/webhook.txt once the event id and time are normalised (Idempotency-Key = body id).
  * Needs PostgreSQL (TEST_POSTGRES_URL) and NATS (TEST_NATS_URL); skips with a message otherwise.
  */
 import t from 'tap'
-import { mkdtempSync, readFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { request } from 'node:http'
+import { spawn } from 'node:child_process'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import pg from 'pg'
@@ -38,13 +42,24 @@ if (!(await portOpen(natsUrl, 4222)) || !(await portOpen(pgUrl, 5432))) {
     await db.query(`drop schema if exists "${schema}" cascade`).catch(() => {})
     await db.end()
   })
+  // `node examples/events/webhook.mjs` (README "Event trigger to a local webhook service"), on a free port.
+  const webhookPort = await freePort()
+  const webhook = spawn(process.execPath, [join(example, 'webhook.mjs')], { cwd: repoRoot, env: { ...process.env, WEBHOOK_PORT: String(webhookPort) }, stdio: ['ignore', 'pipe', 'pipe'] })
+  t.teardown(() => void webhook.kill('SIGKILL'))
+  let webhookOut = ''
+  let webhookErr = ''
+  webhook.stdout.on('data', (c: Buffer) => (webhookOut += c.toString()))
+  webhook.stderr.on('data', (c: Buffer) => (webhookErr += c.toString()))
   const port = await freePort()
   const base = `http://127.0.0.1:${port}`
+  const generated = mkdtempSync(join(tmpdir(), 'tributary-example-events-'))
+  t.teardown(() => rmSync(generated, { recursive: true, force: true }))
   const cli = spawnCli(t, ['start', '--config', 'examples/events/config.ts'], {
     env: {
       PORT: String(port), LOG_LEVEL: 'debug', TRIBUTARY_PUBSUB: 'memory', NATS_URL: natsUrl,
       EVENTS_DATABASE_URL: pgUrl, EVENTS_DB_SCHEMA: schema, EVENTS_SUBJECT_PREFIX: `shop_${u}`,
-      EVENTS_GENERATED_DIR: mkdtempSync(join(tmpdir(), 'tributary-example-events-')),
+      EVENTS_WEBHOOK_URL: `http://127.0.0.1:${webhookPort}/orders`,
+      EVENTS_GENERATED_DIR: generated,
     },
   })
   const ready = await until(() => cli.output().includes('Tributary is up') || cli.child.exitCode !== null, 90_000)
@@ -89,5 +104,36 @@ if (!(await portOpen(natsUrl, 4222)) || !(await portOpen(pgUrl, 5432))) {
     t.equal(customers.length, 1, 'one statement reads the customer')
     t.equal(products.length, 1, 'one statement reads the products of both lines (batched per event)')
     t.same(products[0]?.bindings.slice(0, 2), [10, 12], 'with both product ids')
+  })
+
+  t.test('the trigger orderInserted delivers a psql INSERT and a gateway write to the webhook service as expected/webhook.txt', async (t) => {
+    t.ok(await until(() => webhookErr.includes(`webhook listening on http://127.0.0.1:${webhookPort}/orders`)), 'the webhook service listens')
+    t.match(cli.output(), /event triggers installed; delivering/, 'the gateway installed the trigger on the orders table')
+    // `psql … -f examples/events/order.sql`, in the schema of this run.
+    await db.query(read('order.sql').replaceAll('events_example', schema))
+    t.ok(await until(() => webhookOut.split('\n').length === 2), 'the webhook service prints the first delivery')
+    // `curl …/graphql -H 'content-type: application/json' -d @examples/events/order-graphql.json`
+    const res = await fetch(`${base}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: read('order-graphql.json') })
+    t.equal(await res.text() + '\n', read('expected/CreateOneOrders.json'), 'the gateway write answers expected/CreateOneOrders.json')
+    t.ok(await until(() => webhookOut.split('\n').length === 3), 'the webhook service prints the second delivery')
+
+    const lines = webhookOut.trimEnd().split('\n')
+    const printed = lines.map((l) => JSON.parse(l) as { idempotencyKey: string; body: { id: string; createdAt: string } })
+    const normalised = lines.map((line, i) => {
+      const { idempotencyKey, body } = printed[i]!
+      t.match(body.id, /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/, 'the event id is a UUID')
+      t.equal(idempotencyKey, body.id, 'Idempotency-Key is the event id')
+      t.ok(Math.abs(Date.parse(body.createdAt) - Date.now()) < 60_000 && body.createdAt.endsWith('Z'), 'createdAt is the insert time, ISO 8601 UTC')
+      return line.replaceAll(body.id, '<event id>').replace(body.createdAt, '<createdAt>') + '\n'
+    })
+    t.equal(normalised.join(''), read('expected/webhook.txt'), 'the service prints expected/webhook.txt')
+    t.not(printed[0]?.body.id, printed[1]?.body.id, 'each event has its own id')
+
+    // The gateway records each 200: the outbox rows are marked delivered after one attempt.
+    const ids = printed.map((p) => p.body.id)
+    const outbox = async () => (await db.query<{ attempts: number; delivered: boolean }>(`select attempts, delivered_at is not null as delivered from "${schema}".tributary_event_log where event_id = any($1) order by seq`, [ids])).rows
+    let rows = await outbox()
+    for (let i = 0; i < 100 && !rows.every((r) => r.delivered); i++) rows = (await new Promise((r) => setTimeout(r, 20)), await outbox())
+    t.same(rows, [{ attempts: 1, delivered: true }, { attempts: 1, delivered: true }], 'both outbox rows are marked delivered, first attempt')
   })
 }
