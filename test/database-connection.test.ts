@@ -103,6 +103,13 @@ for (const { dialect, sql } of engines) {
       const { page: p } = await page(dialect, 'orderBy: { title: asc }', { first: 2 })
       refused(t, (await page(dialect, 'orderBy: { filmId: desc }', { first: 2, after: p!.pageInfo.endCursor })).res, /invalid cursor/)
       refused(t, (await page(dialect, 'orderBy: { title: asc }', { first: 2, after: Buffer.from('["title:asc,filmId:asc"]').toString('base64url') })).res, /invalid cursor/)
+      // A cursor is opaque but the client holds it: one re-encoded with values of the wrong shape for
+      // its key fields (title: String, filmId: Int) is refused before any value reaches the driver.
+      const [signature, title, filmId] = JSON.parse(Buffer.from(p!.pageInfo.endCursor!, 'base64url').toString('utf8')) as [string, string, number]
+      for (const values of [[{ a: 1 }, filmId], [title, [1, 2]], [title, true], [title, 'x'], [title, 1.5], [1, filmId]]) {
+        const forged = Buffer.from(JSON.stringify([signature, ...values])).toString('base64url')
+        refused(t, (await page(dialect, 'orderBy: { title: asc }', { first: 2, after: forged })).res, /invalid cursor/)
+      }
       refused(t, (await page(dialect, '', { first: MAX_TAKE + 1 })).res, /maxTake/)
       refused(t, (await page(dialect, '', { first: -1 })).res, /from 0/)
       refused(t, (await page(dialect, '', { first: 1, last: 1 })).res, /not both/)

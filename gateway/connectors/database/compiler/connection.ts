@@ -43,10 +43,39 @@ export function encodeCursor(signature: string, values: readonly unknown[]): str
 }
 
 /**
- * Decodes a cursor made by {@link encodeCursor} for the same key.
- * @throws DbInputError when it is not such a cursor
+ * Whether `v` has the JSON shape {@link encodeCursor} writes for a key field of kind `scalar` (what
+ * the statement's row gives, after `outputConv`). A cursor is opaque but the client holds it: a value
+ * of another shape (an object, a list, `true` for an id) must be refused here, not reach the driver.
  */
-export function decodeCursor(cursor: unknown, signature: string, count: number): unknown[] {
+function fitsKey(scalar: ScalarField['scalar'], v: unknown): boolean {
+  if (v === null) return true
+  switch (scalar) {
+    case 'Int':
+      return Number.isSafeInteger(v)
+    case 'Float':
+      return typeof v === 'number' && Number.isFinite(v)
+    case 'BigInt':
+    case 'Decimal':
+      return (typeof v === 'number' && Number.isFinite(v)) || (typeof v === 'string' && v.length <= 100 && /^-?\d+(\.\d+)?(e[+-]?\d+)?$/i.test(v))
+    case 'Boolean':
+      return typeof v === 'boolean' || v === 0 || v === 1
+    case 'DateTime':
+      return typeof v === 'string' && !Number.isNaN(Date.parse(v))
+    case 'String':
+    case 'Enum':
+    case 'Bytes':
+      return typeof v === 'string'
+    default:
+      return false
+  }
+}
+
+/**
+ * Decodes a cursor made by {@link encodeCursor} for the same key (`keys`: the kinds of its key
+ * fields, in order).
+ * @throws DbInputError when it is not such a cursor, or one of its values is not of its key field's shape
+ */
+export function decodeCursor(cursor: unknown, signature: string, keys: readonly ScalarField['scalar'][]): unknown[] {
   const bad = (): never => {
     throw new DbInputError('invalid cursor: pass a cursor (`edges.cursor`, `pageInfo.startCursor`/`endCursor`) of this connection with the same orderBy')
   }
@@ -57,8 +86,10 @@ export function decodeCursor(cursor: unknown, signature: string, count: number):
   } catch {
     return bad()
   }
-  if (!Array.isArray(v) || v.length !== count + 1 || v[0] !== signature) return bad()
-  return v.slice(1)
+  if (!Array.isArray(v) || v.length !== keys.length + 1 || v[0] !== signature) return bad()
+  const values = v.slice(1)
+  if (!values.every((x, i) => fitsKey(keys[i]!, x))) return bad()
+  return values
 }
 
 const flip = (dir: 'asc' | 'desc'): 'asc' | 'desc' => (dir === 'asc' ? 'desc' : 'asc')
@@ -134,10 +165,15 @@ export function compileConnection(ctx: Ctx, model: Model, type: GraphQLObjectTyp
   const n = first ?? last
   // One more row than asked: whether another page follows. compileList's own check allows it (extraRow).
   const take = new Leaf(n ? (v, x) => count(n.get(v, x)) + 1 : () => max + 1, n?.constant ? { value: count(n.constant.value) + 1 } : n ? undefined : { value: max + 1 }, 1)
-  // The cursor's values, decoded once per binding (every parameter reads the same cursor).
+  // The cursor's values: every parameter of the statement reads them, so the last decoded cursor is
+  // kept (a cursor string always decodes to the same values).
+  const keys = terms.map((k) => k.field.scalar)
+  let decoded: { cursor: unknown; values: unknown[] } | undefined
   const values = (v: Record<string, unknown>, x: readonly unknown[]): unknown[] | null => {
     const c = cursorLeaf!.get(v, x)
-    return c === null || c === undefined ? null : decodeCursor(c, signature, terms.length)
+    if (c === null || c === undefined) return null
+    if (decoded?.cursor !== c) decoded = { cursor: c, values: decodeCursor(c, signature, keys) }
+    return decoded.values
   }
   const value = (i: number): Frag => param((v, x) => {
     const vals = values(v, x)
