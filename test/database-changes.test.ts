@@ -150,6 +150,13 @@ for (const dialect of ['sqlite', 'postgres', 'mysql'] as Dialect[]) {
     const objectCursor = await subscribe('ada', streamQuery.replace('initialValue: 19', 'initialValue: { a: 1 }'))
     await until(() => objectCursor.done, 5000)
     t.match(JSON.stringify(objectCursor.error ?? objectCursor.events), /TRB_ERR_DB_INPUT/, 'an object as cursor value: TRB_ERR_DB_INPUT')
+    // The JSON initialValue reaches the statement without GraphQL's coercion: a value of another type
+    // than the cursor column's (an Int id here) is refused too, on every engine.
+    for (const value of ['true', '"x"', '1.5', '[1]']) {
+      const forged = await subscribe('ada', streamQuery.replace('initialValue: 19', `initialValue: ${value}`))
+      await until(() => forged.done, 5000)
+      t.match(JSON.stringify(forged.error ?? forged.events), /TRB_ERR_DB_INPUT/, `${value} as cursor value of an Int column: TRB_ERR_DB_INPUT`)
+    }
 
     const anonymous = await subscribe('', `subscription { ch_ChgNoteChanged ${selection} }`)
     await until(() => anonymous.done, 5000)

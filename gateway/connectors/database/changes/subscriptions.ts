@@ -39,6 +39,7 @@ import { EventQueue, OVERFLOW } from '../../events/queue.js'
 import { Leaf, readArgs, type ArgValue } from '../compiler/args.js'
 import { join, constant, type Frag } from '../compiler/frag.js'
 import { compileList, toPlan } from '../compiler/read.js'
+import { fitsKey } from '../compiler/connection.js'
 import type { Model } from '../compiler/registry.js'
 import { withAuth } from '../compiler/row-filter.js'
 import { bindAll, finishRows, makeCtx, type Runtime } from '../resolvers.js'
@@ -332,7 +333,10 @@ export function changeFields(rt: Runtime, m: Model, obj: GraphQLObjectType, wher
       const cursorArg = args['cursor'] as { column: string; initialValue?: unknown }
       const column = cursorArg.column
       let cursor: unknown = cursorArg.initialValue ?? null
-      if (cursor !== null && typeof cursor === 'object') throw new DbInputError('cursor.initialValue must be a number or a string')
+      const cursorField = m.fieldMap.get(column)
+      if (cursor !== null && (typeof cursor === 'object' || !cursorField || !('scalar' in cursorField) || !fitsKey(cursorField.scalar, cursor))) {
+        throw new DbInputError(`cursor.initialValue must be a value of ${column}'s type (a number or a string)`)
+      }
       const field = info.parentType.getFields()[info.fieldName]!
       const userWhere = readArgs(info.fieldNodes[0]!, field.args, info.variableValues)['where']
       const queue = new EventQueue(limits.maxBufferedEvents)

@@ -43,11 +43,13 @@ export function encodeCursor(signature: string, values: readonly unknown[]): str
 }
 
 /**
- * Whether `v` has the JSON shape {@link encodeCursor} writes for a key field of kind `scalar` (what
- * the statement's row gives, after `outputConv`). A cursor is opaque but the client holds it: a value
- * of another shape (an object, a list, `true` for an id) must be refused here, not reach the driver.
+ * Whether `v` has the JSON shape a key value of a field of kind `scalar` has: what
+ * {@link encodeCursor} writes (the statement's row after `outputConv`), and what a client may give as
+ * a position in that field's order (a change stream's `cursor.initialValue`). Such a value reaches
+ * the statement without GraphQL's coercion: one of another shape (an object, a list, `true` for an
+ * id) must be refused, not reach the driver.
  */
-function fitsKey(scalar: ScalarField['scalar'], v: unknown): boolean {
+export function fitsKey(scalar: ScalarField['scalar'], v: unknown): boolean {
   if (v === null) return true
   switch (scalar) {
     case 'Int':
