@@ -81,22 +81,28 @@ const INTROSPECTION_FIELDS = new Set(['__schema', '__type', '__typename'])
 
 /**
  * True when every root field `selections` selects, through inline fragments and fragment spreads, is
- * `__schema`, `__type` or `__typename`: the answer describes the schema, whatever the data.
+ * `__schema`, `__type` or `__typename`: the answer describes the schema, whatever the data. Each
+ * fragment is looked up in a map and visited once, so the walk is linear in the document's size.
  */
-export function isIntrospectionOnly(document: DocumentNode, selections: readonly SelectionNode[], seen: Set<string> = new Set()): boolean {
-  for (const s of selections) {
-    if (s.kind === Kind.FIELD) {
-      if (!INTROSPECTION_FIELDS.has(s.name.value)) return false
-    } else if (s.kind === Kind.INLINE_FRAGMENT) {
-      if (!isIntrospectionOnly(document, s.selectionSet.selections, seen)) return false
-    } else {
-      if (seen.has(s.name.value)) continue
-      seen.add(s.name.value)
-      const fragment = document.definitions.find((d): d is FragmentDefinitionNode => d.kind === Kind.FRAGMENT_DEFINITION && d.name.value === s.name.value)
-      if (!fragment || !isIntrospectionOnly(document, fragment.selectionSet.selections, seen)) return false
+export function isIntrospectionOnly(document: DocumentNode, selections: readonly SelectionNode[]): boolean {
+  const fragments = new Map<string, FragmentDefinitionNode>()
+  for (const d of document.definitions) if (d.kind === Kind.FRAGMENT_DEFINITION) fragments.set(d.name.value, d)
+  const seen = new Set<string>()
+  const walk = (list: readonly SelectionNode[]): boolean => {
+    for (const s of list) {
+      if (s.kind === Kind.FIELD) {
+        if (!INTROSPECTION_FIELDS.has(s.name.value)) return false
+      } else if (s.kind === Kind.INLINE_FRAGMENT) {
+        if (!walk(s.selectionSet.selections)) return false
+      } else if (!seen.has(s.name.value)) {
+        seen.add(s.name.value)
+        const fragment = fragments.get(s.name.value)
+        if (!fragment || !walk(fragment.selectionSet.selections)) return false
+      }
     }
+    return true
   }
-  return true
+  return walk(selections)
 }
 
 /**
