@@ -177,20 +177,33 @@ export interface Fts5Args {
   contentRowid?: string
 }
 
+/** Where a left-to-right scan of SQL text is: inside which quote (`'`, `"`, `` ` ``, `[…]`) and how deep in parentheses. */
+interface SqlScan {
+  quote: string | null
+  depth: number
+}
+
+/** Advances `scan` over `ch`; true when `ch` is outside quoted text and neither a quote nor a parenthesis. */
+function scanSql(scan: SqlScan, ch: string): boolean {
+  if (scan.quote) {
+    if (ch === scan.quote) scan.quote = null
+    return false
+  }
+  if (ch === "'" || ch === '"' || ch === '`') scan.quote = ch
+  else if (ch === '[') scan.quote = ']'
+  else if (ch === '(') scan.depth++
+  else if (ch === ')') scan.depth--
+  else return true
+  return false
+}
+
 /** Splits the text between the outer parentheses on top-level commas, skipping quoted text. */
 function splitArgs(text: string): string[] {
   const out: string[] = []
   let cur = ''
-  let quote: string | null = null
-  let depth = 0
+  const scan: SqlScan = { quote: null, depth: 0 }
   for (const ch of text) {
-    if (quote) {
-      if (ch === quote) quote = null
-    } else if (ch === "'" || ch === '"' || ch === '`') quote = ch
-    else if (ch === '[') quote = ']'
-    else if (ch === '(') depth++
-    else if (ch === ')') depth--
-    else if (ch === ',' && depth === 0) {
+    if (scanSql(scan, ch) && ch === ',' && scan.depth === 0) {
       out.push(cur.trim())
       cur = ''
       continue
@@ -283,18 +296,9 @@ export function checkEnums(createSql: string): Map<string, string[]> {
   const re = /\bcheck\s*\(/gi
   while (re.exec(createSql) !== null) {
     // The body up to the matching parenthesis, skipping quoted text.
-    let depth = 1
+    const scan: SqlScan = { quote: null, depth: 1 }
     let i = re.lastIndex
-    let quote: string | null = null
-    for (; i < createSql.length && depth > 0; i++) {
-      const ch = createSql[i]!
-      if (quote) {
-        if (ch === quote) quote = null
-      } else if (ch === "'" || ch === '"' || ch === '`') quote = ch
-      else if (ch === '[') quote = ']'
-      else if (ch === '(') depth++
-      else if (ch === ')') depth--
-    }
+    for (; i < createSql.length && scan.depth > 0; i++) scanSql(scan, createSql[i]!)
     const body = createSql.slice(re.lastIndex, i - 1)
     const b = /^\s*(?:"((?:[^"]|"")+)"|`((?:[^`]|``)+)`|\[([^\]]+)\]|([A-Za-z_][A-Za-z0-9_$]*))\s+in\s*\(([\s\S]*)\)\s*$/i.exec(body)
     if (!b) continue
