@@ -124,7 +124,7 @@ t.test('relative and scheme-less servers resolve against the document URL', asyn
   }
 })
 
-t.test('through the gateway over HTTP: /health under 100 ms with a hanging upstream; ".." refused with 400', async (t) => {
+t.test('through the gateway over HTTP: /health does not wait for a hanging upstream; ".." refused with 400', async (t) => {
   const hang = true
   const up = await startUpstream(t, (req, res) => {
     if (hang && req.method === 'HEAD') return
@@ -144,7 +144,9 @@ t.test('through the gateway over HTTP: /health under 100 ms with a hanging upstr
     const res = await fetch(`${url}/health`)
     const elapsed = performance.now() - started
     t.equal(res.status, 200)
-    t.ok(elapsed < 100, `/health answered in ${Math.round(elapsed)} ms`)
+    // The probe of the hanging upstream times out after healthTimeoutMs (300): an answer well under
+    // it did not wait for the probe. (100 ms failed once at 103 ms on a loaded CI machine.)
+    t.ok(elapsed < 200, `/health answered in ${Math.round(elapsed)} ms, without waiting for the 300 ms probe`)
     t.match(await res.json(), { sources: { items: { circuit: 'closed' } } })
   }
   await new Promise((r) => setTimeout(r, 400))
