@@ -45,7 +45,7 @@ import { SqlDialect, type MysqlFlavor } from './compiler/dialect.js'
 import { EXT } from './compiler/read.js'
 import { DEFAULT_MAX_NESTED_WRITES } from './compiler/input-limits.js'
 import { MAX_SEARCH_CHARS, relevanceFields } from './compiler/fulltext.js'
-import { buildRegistry, type Model, type Registry, type RegistryOverrides, type Relation, type ScalarField } from './compiler/registry.js'
+import { buildRegistry, type FunctionModel, type Model, type Registry, type RegistryOverrides, type Relation, type ScalarField } from './compiler/registry.js'
 import { compileRowFilter, type RowFilterRule } from './compiler/row-filter.js'
 import { makeFunctionResolver, makeFunctionWrite } from './functions.js'
 import { createDirectCompiler, type DirectFieldExtension, type DirectFieldKind } from './direct.js'
@@ -581,6 +581,35 @@ class SchemaBuilder {
     return args
   }
 
+  /**
+   * The type and arguments of a function's field (a root field, or a computed field of a model):
+   * the function's arguments (required unless it declares a default), plus `where orderBy take skip
+   * distinct` for a `SETOF` model (a function argument of the same name wins). Lists of rows of a
+   * query field are non-null; mutation fields, single rows and scalars are nullable.
+   */
+  private functionField(fn: FunctionModel): { type: GraphQLOutputType; args: GraphQLFieldConfigArgumentMap } {
+    const args: GraphQLFieldConfigArgumentMap = {}
+    for (const a of fn.args) {
+      const v = this.valueType(a)
+      args[a.name] = { type: a.optional ? v : nn(v) }
+    }
+    let type: GraphQLOutputType
+    if (fn.returns.kind === 'model') {
+      const target = this.model(fn.returns.model)
+      const obj = this.object(target)
+      if (fn.returnsSet) {
+        // Mutation fields are nullable (see `mut` above); a query's list is not.
+        type = fn.operation === 'query' ? nn(list(nn(obj))) : list(nn(obj))
+        // A function argument named like a list argument wins (functions.ts leaves that list argument out).
+        for (const [k, v] of Object.entries(this.listArgs(target))) if (k !== 'cursor' && !(k in args)) args[k] = v
+      } else type = obj
+    } else {
+      const v = this.valueType(fn.returns)
+      type = fn.returnsSet ? list(v) : v
+    }
+    return { type, args }
+  }
+
   private object(m: Model): GraphQLObjectType {
     let t = this.objects.get(m.name)
     if (t) return t
@@ -605,6 +634,11 @@ class SchemaBuilder {
           const nullable = r.nullable || this.rowFiltered.has(target.name)
           if (r.kind === 'one') fields[r.name] = { type: nullable ? this.object(target) : nn(this.object(target)), resolve: byResponseKey, extensions: ext }
           else fields[r.name] = { type: nn(list(nn(this.object(target)))), args: this.listArgs(target), resolve: byResponseKey, extensions: ext }
+        }
+        // Computed fields (PostgreSQL functions of the row, compiled into the same statement: read.ts).
+        for (const fn of m.computed?.values() ?? []) {
+          const { type, args } = this.functionField(fn)
+          fields[fn.name] = { type, args, description: `Computed by the database function \`${fn.fn}\` of the row (selection only).`, resolve: byResponseKey, extensions: { [EXT]: { computed: fn.fn } } }
         }
         return fields
       },
@@ -945,25 +979,7 @@ class SchemaBuilder {
       mutation[`deleteMany${m.name}`] = mut('deleteMany', this.affectedRows, { where: { type: this.where(m) } })
     }
     for (const fn of this.reg.functions.values()) {
-      const args: GraphQLFieldConfigArgumentMap = {}
-      for (const a of fn.args) {
-        const v = this.valueType(a)
-        args[a.name] = { type: a.optional ? v : nn(v) }
-      }
-      let type: GraphQLOutputType
-      if (fn.returns.kind === 'model') {
-        const target = this.model(fn.returns.model)
-        const obj = this.object(target)
-        if (fn.returnsSet) {
-          // Mutation fields are nullable (see `mut` above); a query's list is not.
-          type = fn.operation === 'query' ? nn(list(nn(obj))) : list(nn(obj))
-          // A function argument named like a list argument wins (functions.ts leaves that list argument out).
-          for (const [k, v] of Object.entries(this.listArgs(target))) if (k !== 'cursor' && !(k in args)) args[k] = v
-        } else type = obj
-      } else {
-        const v = this.valueType(fn.returns)
-        type = fn.returnsSet ? list(v) : v
-      }
+      const { type, args } = this.functionField(fn)
       if (fn.operation === 'query') {
         query[fn.name] = { type, args, description: `Stable database function \`${fn.fn}\`.`, resolve: makeFunctionResolver(this.rt, fn) }
       } else {

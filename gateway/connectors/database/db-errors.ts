@@ -232,3 +232,22 @@ export function mapDbError(err: unknown, dialect: Dialect, reg: Registry, fallba
   }
   return err
 }
+
+/**
+ * An error of a statement that calls database functions (function root fields, computed fields):
+ * constraint violations as {@link mapDbError} maps them (`TRB_ERR_DB_UNIQUE`…); a data exception
+ * (SQLSTATE class 22, e.g. division by zero, a value out of range) or an exception the function
+ * raises itself (class P0, `RAISE EXCEPTION`) is the caller's input: `TRB_ERR_DB_VALUE` (400)
+ * about `what`, with the engine's message only when `rawErrors` (development mode). Anything else
+ * is returned as is.
+ */
+export function mapFunctionError(err: unknown, reg: Registry, what: string, rawErrors: boolean): unknown {
+  const mapped = mapDbError(err, reg.dialect, reg)
+  if (mapped !== err) return mapped
+  const code = String((err as { code?: unknown } | null)?.code ?? '')
+  if (/^(22|P0)/.test(code)) {
+    const detail = rawErrors && err instanceof Error ? ` (${err.message})` : ''
+    return new DbValueError(`${what}${detail}`, { cause: err })
+  }
+  return err
+}

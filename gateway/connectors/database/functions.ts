@@ -12,38 +12,22 @@
  * Stable and immutable functions are Query fields; volatile ones Mutation fields, run in the request's
  * transaction on their database with its other mutation fields (request-transaction.ts).
  */
-import { DbValueError } from '../../errors.js'
-import { mapDbError } from './db-errors.js'
+import { mapFunctionError } from './db-errors.js'
 import { getNamedType, type GraphQLFieldResolver, type GraphQLObjectType, type GraphQLResolveInfo } from 'graphql'
-import { Leaf, NULL, readArgs, type ArgValue } from './compiler/args.js'
+import { Leaf, readArgs } from './compiler/args.js'
 import { cancelWatchOf } from './compiler/db.js'
-import { join, raw, sql, type Frag } from './compiler/frag.js'
+import { join, raw, sql } from './compiler/frag.js'
 import { PlanCache } from './compiler/plan-cache.js'
-import { boundList, bound, compileList, makePost, outputConv, toPlan, type ReadPlan } from './compiler/read.js'
+import { bound, compileList, functionListArgs, makePost, namedCallArgs, outputConv, resultField, toPlan, type ReadPlan } from './compiler/read.js'
 import type { FunctionModel, ScalarField } from './compiler/registry.js'
 import type { WriteField } from './request-transaction.js'
 import { bindAll, finishRows, makeCtx, type Runtime } from './resolvers.js'
 import { withAuth } from './compiler/row-filter.js'
 
-/**
- * A failed call: constraint violations as the mutations report them (`TRB_ERR_DB_UNIQUE`…); a data
- * exception (SQLSTATE class 22, e.g. division by zero, a value out of range) or an exception the
- * function raises itself (class P0, `RAISE EXCEPTION`) is the caller's input: `TRB_ERR_DB_VALUE`
- * (400), with the engine's message in development mode only. Anything else is rethrown.
- */
+/** A failed call, mapped as {@link mapFunctionError} says (`TRB_ERR_DB_VALUE` for a data exception or `RAISE EXCEPTION`). */
 function functionError(rt: Runtime, fn: FunctionModel, err: unknown): unknown {
-  const mapped = mapDbError(err, rt.reg.dialect, rt.reg)
-  if (mapped !== err) return mapped
-  const code = String((err as { code?: unknown }).code ?? '')
-  if (/^(22|P0)/.test(code)) {
-    const detail = rt.rawErrors && err instanceof Error ? ` (${err.message})` : ''
-    return new DbValueError(`the arguments of function \`${fn.fn}\`${detail}`, { cause: err })
-  }
-  return err
+  return mapFunctionError(err, rt.reg, `the arguments of function \`${fn.fn}\``, rt.rawErrors)
 }
-
-/** The argument names the list arguments of a row-returning function use (a function argument of the same name wins). */
-const LIST_ARGS = ['where', 'orderBy', 'take', 'skip', 'distinct']
 
 /**
  * Builds the call of one function root field: compiles (once per operation shape) and runs its
@@ -53,7 +37,6 @@ const LIST_ARGS = ['where', 'orderBy', 'take', 'skip', 'distinct']
  */
 function makeFunctionCall(rt: Runtime, fn: FunctionModel): (conn: unknown, info: GraphQLResolveInfo, context: unknown) => Promise<unknown> {
   const cache = new PlanCache<ReadPlan>()
-  const argNames = new Set(fn.args.map((a) => a.name))
   return async (conn, info, context) => {
     const plan = cache.get(info, () => {
       const ctx = makeCtx(rt, info)
@@ -61,14 +44,7 @@ function makeFunctionCall(rt: Runtime, fn: FunctionModel): (conn: unknown, info:
       const def = info.parentType.getFields()[info.fieldName]!
       const args = readArgs(info.fieldNodes[0]!, def.args, ctx.vars)
       // `fn(a => ?, b => ?)`: arguments absent from the request keep the function's defaults.
-      const given: Frag[] = []
-      for (const a of fn.args) {
-        const v: ArgValue | undefined = args[a.name]
-        if (v === undefined) continue
-        const f = { scalar: a.scalar, dataType: a.dataType, ...(a.list ? { list: true } : {}) }
-        const value = v === NULL ? raw('NULL') : a.list ? boundList(ctx, f as ScalarField, v) : v instanceof Leaf ? bound(v, (x) => d.bindValue(f, x, false)) : raw('NULL')
-        given.push(sql`${d.q(a.arg)} => ${value}`)
-      }
+      const given = namedCallArgs(ctx, fn.args, args)
       if (d.dialect === 'mysql') {
         // MySQL/MariaDB stored functions: positional arguments (absent: NULL); one scalar.
         const values = fn.args.map((a) => {
@@ -85,17 +61,14 @@ function makeFunctionCall(rt: Runtime, fn: FunctionModel): (conn: unknown, info:
       const call = sql`${d.table(fn.fn)}(${join(given, ', ')})`
       if (fn.returns.kind === 'model') {
         const model = ctx.reg.models.get(fn.returns.model)!
-        const listArgs: Record<string, ArgValue> = {}
-        for (const k of LIST_ARGS) if (!argNames.has(k) && args[k] !== undefined) listArgs[k] = args[k]!
-        const l = compileList(ctx, model, getNamedType(info.returnType) as GraphQLObjectType, info.fieldNodes, listArgs, null, 'rows', {
+        const l = compileList(ctx, model, getNamedType(info.returnType) as GraphQLObjectType, info.fieldNodes, functionListArgs(fn, args), null, 'rows', {
           from: call,
           ...(fn.returnsSet ? {} : { first: true, extraWhere: (a: string) => raw(`NOT (${a} IS NULL)`) }),
         })
         return toPlan(ctx, l.frag, l.post)
       }
-      const r = fn.returns
-      const f = { name: 'v', column: 'v', scalar: r.scalar, nullable: true, hasDefault: false, autoIncrement: false, dataType: r.dataType, ...(r.enumName ? { enumName: r.enumName } : {}), ...(r.list ? { list: true } : {}) } as ScalarField
-      const conv = outputConv(d, r.scalar, r.list)
+      const f = resultField(fn.returns)
+      const conv = outputConv(d, f.scalar, f.list)
       const frag = sql`SELECT ${d.jsonObject([['v', d.output('t0.v', f)]])} AS j FROM ${call} AS t0(v)`
       return toPlan(ctx, frag, makePost(conv ? [['v', conv]] : [], []))
     })

@@ -169,6 +169,13 @@ export interface FunctionInfo {
   returnsSet: boolean
   /** A table or view of the document (`RETURNS post`, `RETURNS SETOF post`), or a scalar type. */
   returns: { kind: 'table'; table: string } | { kind: 'scalar'; dataType: string; scalar: ScalarKind; enumName?: string; isList?: boolean }
+  /**
+   * A computed field (PostGraphile's computed columns): the function's FIRST argument is the row
+   * type of this table or view of the document (`film_title_upper(f film)`), its name `rowArg`. The
+   * function becomes a field of that model, not a root field; `args` are the OTHER arguments.
+   * Only stable and immutable functions (volatile ones are left out).
+   */
+  computedOn?: { table: string; rowArg: string }
 }
 
 /** The whole introspection document. Tables are sorted by name so that the document is stable. */

@@ -14,9 +14,9 @@ import type { Getter, Vars } from './compiler/frag.js'
 import { PlanCache } from './compiler/plan-cache.js'
 import { compileConnection, type CompiledConnection } from './compiler/connection.js'
 import { withAuth } from './compiler/row-filter.js'
-import { compileList, compileUnique, toPlan, type CompiledList, type Ctx, type Post, type ReadPlan } from './compiler/read.js'
+import { compileList, compileUnique, computedPlans, toPlan, type CompiledList, type Ctx, type Post, type ReadPlan } from './compiler/read.js'
 import type { Model, Registry } from './compiler/registry.js'
-import { mapDbError } from './db-errors.js'
+import { mapDbError, mapFunctionError } from './db-errors.js'
 import { assertRawSqliteAllowed } from './sqlite-raw-guard.js'
 import { chargeResult, resultRoom, textLength } from '../../result-budget.js'
 
@@ -144,7 +144,13 @@ export function ownerOf(context: unknown): object | undefined {
 async function runRead(rt: Runtime, plan: ReadPlan, vars: Vars, context: unknown): Promise<Record<string, unknown>[]> {
   const db = rt.db()
   const bindings = bindAll(plan.params, rt.reg.rowFilters.size > 0 ? withAuth(vars, context) : vars)
-  const rows = await db.values(plan.text, bindings, undefined, { cheap: isCheap(db, plan, bindings), light: lightPlans.has(plan), owner: ownerOf(context), cancel: cancelWatchOf(context), maxResultChars: resultRoom(context) })
+  let rows: unknown[]
+  try {
+    rows = await db.values(plan.text, bindings, undefined, { cheap: isCheap(db, plan, bindings), light: lightPlans.has(plan), owner: ownerOf(context), cancel: cancelWatchOf(context), maxResultChars: resultRoom(context) })
+  } catch (err) {
+    // A computed field's function failed on the request's arguments (RAISE, a data exception).
+    throw computedPlans.has(plan) ? mapFunctionError(err, rt.reg, 'the arguments of a computed field', rt.rawErrors) : err
+  }
   chargeResult(context, textLength(rows))
   return finishRows(rows, plan.post)
 }

@@ -26,7 +26,7 @@ import { MAX_FLAT_TERMS, checkBoundValues, skipCheck, takeCheck } from './input-
 import { Leaf, NULL, isObj, listLeaf, readArgs, sampleOf, type ArgValue } from './args.js'
 import type { SqlDialect } from './dialect.js'
 import { constant, join, param, raw, sql, type Frag, type Getter, type Vars } from './frag.js'
-import type { Model, Registry, Relation, ScalarField } from './registry.js'
+import type { FunctionArg, FunctionModel, Model, Registry, Relation, ScalarField } from './registry.js'
 import { relevanceExpr, searchCondition, searchText, type SearchSite } from './fulltext.js'
 import { LINK_EXTENSION, type LinkFieldExtension } from '../../types.js'
 
@@ -45,7 +45,21 @@ export interface Ctx {
   inRowFilter?: boolean
   /** Set when a relation filter of the request (not of a row filter) was compiled into the plan: a correlated subquery per row filtered. */
   relationFiltered?: boolean
+  /**
+   * Derived-table aliases of {@link compileList} whose rows are a model's: a computed field on them
+   * reads the whole row from their `__row` column (set to true when one does, so that the derived
+   * table projects it).
+   */
+  derivedRows?: Map<string, boolean>
+  /** Set when a computed field (a database function of the row) was compiled into the plan: see {@link computedPlans}. */
+  computed?: boolean
 }
+
+/**
+ * Plans that call computed fields' functions: an error the function raises (SQLSTATE class 22 or
+ * P0) is the caller's input there, `TRB_ERR_DB_VALUE` (resolvers.ts), as for function root fields.
+ */
+export const computedPlans = new WeakSet<ReadPlan>()
 
 /** Fixes the JSON values of one object level of a result in place (booleans, dates, bytes...). */
 export type Post = (o: Record<string, unknown>) => void
@@ -680,6 +694,14 @@ export function compileObject(ctx: Ctx, model: Model, type: GraphQLObjectType, a
       continue
     }
     const def = typeFields[name]
+    const cf = model.computed?.get(name)
+    if (cf && def) {
+      const c = compileComputed(ctx, model, alias, cf, getNamedType(def.type), readArgs(fnodes[0]!, def.args, ctx.vars), fnodes)
+      pairs.push([key, c.frag])
+      if (c.conv) convs.push([key, c.conv])
+      if (c.post) rels.push([key, c.list, c.post])
+      continue
+    }
     if (name === '_count' && def) {
       const counts = compileCounts(ctx, model, alias, getNamedType(def.type) as GraphQLObjectType, fnodes, cols)
       pairs.push([key, { s: d.jsonObject(counts.map(([k, f]) => [k, f.s] as const)), p: counts.flatMap(([, f]) => f.p) }])
@@ -746,7 +768,7 @@ export interface ListOptions {
   first?: boolean
   /** No ordering at all (findUnique). */
   unordered?: boolean
-  /** `rows` mode: read the rows from this FROM item instead of the model's table (a set-returning function call). */
+  /** Read the rows from this FROM item instead of the model's table (a set-returning function call; `agg` mode: a computed field's). */
   from?: Frag
   /**
    * `agg` mode: the target's columns the correlation compares with the parent's (a direct relation;
@@ -799,7 +821,6 @@ export function compileList(
 ): CompiledList {
   const d = ctx.d
   const tableRef = d.table(model.table)
-  if (opts.from && mode !== 'rows') throw new Error('compileList: `from` needs rows mode')
   const fromRef: Frag = opts.from ?? raw(tableRef)
   let take = args['take'] instanceof Leaf ? (args['take'] as Leaf) : undefined
   const skip = args['skip'] instanceof Leaf ? (args['skip'] as Leaf) : undefined
@@ -859,12 +880,15 @@ export function compileList(
     }
     const aggLimit = needsLimit ? limitSql() : raw('')
     const agg = arrayAgg(obj.json.s, order.map((o) => o.s), aggLimit.s)
-    return { frag: { s: `SELECT ${agg} FROM ${tableRef} AS ${r}${whereSql.s}`, p: [...obj.json.p, ...order.flatMap((o) => o.p), ...aggLimit.p, ...whereSql.p] }, post: obj.post }
+    return { frag: { s: `SELECT ${agg} FROM ${fromRef.s} AS ${r}${whereSql.s}`, p: [...obj.json.p, ...order.flatMap((o) => o.p), ...aggLimit.p, ...fromRef.p, ...whereSql.p] }, post: obj.post }
   }
   // Derived table: project the needed columns and the order keys, limit inside, aggregate outside.
   const s = newAlias(ctx)
+  ;(ctx.derivedRows ??= new Map()).set(s, false)
   const obj = objectOf(ctx, model, type, s, nodes)
   const projections: Frag[] = [...obj.cols].map((c) => raw(`${r}.${d.q(c)}`))
+  // Computed fields of the rows take the whole row: `ROW(r.*)::table` (its table's row type).
+  if (ctx.derivedRows.get(s)) projections.push(raw(`ROW(${r}.*)::${tableRef} AS __row`))
   terms.forEach((t, i) => projections.push(sql`${t.build(r)} AS __o${String(i)}`))
   if (distinct.length > 0) {
     const part = distinct.map((f) => col(ctx, r, fieldOf(model, f))).join(', ')
@@ -938,5 +962,84 @@ export interface ReadPlan {
  */
 export function toPlan(ctx: Ctx, f: Frag, post: Post | null): ReadPlan {
   checkBoundValues(ctx.d.dialect, f.p.length)
-  return { text: ctx.d.native(f.s), params: f.p, post }
+  const plan = { text: ctx.d.native(f.s), params: f.p, post }
+  if (ctx.computed) computedPlans.add(plan)
+  return plan
+}
+
+// ---------------------------------------------------------------------------------------------
+// functions: arguments, computed fields
+
+/**
+ * The arguments of a PostgreSQL function call in named notation (`a => ?`), from a field's
+ * arguments: those absent from the request keep the function's defaults, null is NULL, a list is
+ * bound as one array. Every value is bound.
+ */
+export function namedCallArgs(ctx: Ctx, fnArgs: readonly FunctionArg[], args: Record<string, ArgValue>): Frag[] {
+  const d = ctx.d
+  const given: Frag[] = []
+  for (const a of fnArgs) {
+    const v: ArgValue | undefined = args[a.name]
+    if (v === undefined) continue
+    const f = { scalar: a.scalar, dataType: a.dataType, ...(a.list ? { list: true } : {}) }
+    const value = v === NULL ? raw('NULL') : a.list ? boundList(ctx, f, v) : v instanceof Leaf ? bound(v, (x) => d.bindValue(f, x, false)) : raw('NULL')
+    given.push(sql`${d.q(a.arg)} => ${value}`)
+  }
+  return given
+}
+
+/** The argument names the list arguments of a row-returning function use (a function argument of the same name wins). */
+const LIST_ARGS = ['where', 'orderBy', 'take', 'skip', 'distinct']
+
+/** `where orderBy take skip distinct` of a row-returning function's field, unless the function has an argument of that name. */
+export function functionListArgs(fn: FunctionModel, args: Record<string, ArgValue>): Record<string, ArgValue> {
+  const out: Record<string, ArgValue> = {}
+  for (const k of LIST_ARGS) if (!fn.args.some((a) => a.name === k) && args[k] !== undefined) out[k] = args[k]!
+  return out
+}
+
+/** A value of a function's result (`v`) as a scalar field, for `SqlDialect.output`. */
+export function resultField(r: Extract<FunctionModel['returns'], { kind: 'scalar' }>): ScalarField {
+  return { name: 'v', column: 'v', scalar: r.scalar, nullable: true, hasDefault: false, generated: false, autoIncrement: false, dataType: r.dataType, ...(r.enumName ? { enumName: r.enumName } : {}), ...(r.list ? { list: true } : {}) }
+}
+
+/**
+ * A computed field of the row aliased `alias` (PostgreSQL, `Model.computed`), in the row's own
+ * statement: the function gets the whole row first (`t0.*`; `s.__row` on a derived table of
+ * {@link compileList}), then its other arguments in named notation, all bound.
+ * - a scalar: `fn(t0.*, n => ?)` in the select list; `SETOF` a scalar: `(SELECT json_agg(x.v ORDER BY x.o) FROM fn(…) WITH ORDINALITY AS x(v, o))`;
+ * - `SETOF` a model: `(SELECT json_agg(J(t1)) FROM fn(t0.*, …) AS t1 WHERE …)`, the list compiler's
+ *   `where orderBy take skip distinct`, row filter and relations on the function's rows;
+ * - one row of a model: `(SELECT J(t1) FROM fn(…) AS t1 WHERE NOT (t1 IS NULL) AND <row filter>)`.
+ */
+function compileComputed(ctx: Ctx, model: Model, alias: string, fn: FunctionModel, type: unknown, args: Record<string, ArgValue>, nodes: readonly FieldNode[]): { frag: Frag; conv: ((v: unknown) => unknown) | null; list: boolean; post: Post | null } {
+  const d = ctx.d
+  ctx.computed = true
+  let row = `${alias}.*`
+  if (ctx.derivedRows?.has(alias)) {
+    ctx.derivedRows.set(alias, true)
+    row = `${alias}.__row`
+  }
+  const call = sql`${d.table(fn.fn)}(${join([raw(row), ...namedCallArgs(ctx, fn.args, args)], ', ')})`
+  if (fn.returns.kind === 'scalar') {
+    const f = resultField(fn.returns)
+    const conv = outputConv(d, f.scalar, f.list)
+    if (!fn.returnsSet) {
+      // The output expression names its value once (PostgreSQL's casts): the call goes in its place.
+      const parts = d.output('\u0000', f).split('\u0000')
+      const frag = parts.length === 2 ? { s: `${parts[0]}${call.s}${parts[1]}`, p: call.p } : sql`(SELECT ${raw(d.output('x.v', f))} FROM (SELECT ${call} AS v) AS x)`
+      return { frag, conv, list: false, post: null }
+    }
+    const x = newAlias(ctx)
+    return { frag: sql`(SELECT COALESCE(json_agg(${raw(d.output(`${x}.v`, f))} ORDER BY ${x}.o), '[]'::json) FROM ${call} WITH ORDINALITY AS ${x}(v, o))`, conv: conv ? (v) => (Array.isArray(v) ? v.map((i) => (i === null ? i : conv(i))) : v) : null, list: false, post: null }
+  }
+  const target = ctx.reg.models.get(fn.returns.model)!
+  const targetType = type as GraphQLObjectType
+  if (fn.returnsSet) {
+    const l = compileList(ctx, target, targetType, nodes, functionListArgs(fn, args), null, 'agg', { from: call })
+    return { frag: sql`(${l.frag})`, conv: null, list: true, post: l.post }
+  }
+  const r = newAlias(ctx)
+  const sub = compileObject(ctx, target, targetType, r, nodes)
+  return { frag: sql`(SELECT ${sub.json} FROM ${call} AS ${r} WHERE ${andRowFilter(ctx, target, r, `NOT (ROW(${r}.*) IS NULL)`)} LIMIT 1)`, conv: null, list: false, post: sub.post }
 }

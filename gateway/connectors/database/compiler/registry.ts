@@ -6,7 +6,7 @@
 import type { RowFilter } from './row-filter.js'
 import type { ColumnInfo, DatabaseIntrospection, Dialect, FunctionInfo, ScalarKind, TableInfo } from '../model.js'
 import { DEFAULT_MAX_TAKE } from './input-limits.js'
-import { assignNames, camelCase, pascalCase, plural, stripIdSuffix, uniqueIn } from '../naming.js'
+import { assignNames, camelCase, pascalCase, plural, sanitizeName, stripIdSuffix, uniqueIn } from '../naming.js'
 
 /** One scalar field: a column. */
 export interface ScalarField {
@@ -107,6 +107,11 @@ export interface Model {
   comment?: string
   /** Full-text indexes (MySQL/MariaDB `FULLTEXT`, SQLite FTS5); empty on PostgreSQL. */
   fullText: FullTextIndex[]
+  /**
+   * PostgreSQL computed fields (functions whose first argument is this model's row type,
+   * `FunctionInfo.computedOn`), by GraphQL field name. Absent: none.
+   */
+  computed?: Map<string, FunctionModel>
 }
 
 /** A function argument with its GraphQL name. */
@@ -134,6 +139,8 @@ export interface FunctionModel {
   returnsSet: boolean
   /** A model (its table or view's row type), or a scalar. */
   returns: { kind: 'model'; model: string } | { kind: 'scalar'; scalar: ScalarKind; enumName?: string; list?: boolean; dataType: string }
+  /** A computed field (`Model.computed`): the model it is a field of; the row is passed first, positionally. */
+  computedOn?: string
 }
 
 /** A relation declared in the source's config (`relations`), for views and databases without foreign keys. */
@@ -367,6 +374,21 @@ function addManyToMany(tables: readonly TableInfo[], byTable: Map<string, Model>
   }
 }
 
+/**
+ * The GraphQL name of a computed field of `m` (PostGraphile's rule): the function's name without the
+ * `<table>_` prefix, in camelCase (`film_title_upper` on `film` → `titleUpper`); the whole name in
+ * camelCase when there is no such prefix or when the short name is already a column, a relation,
+ * `_count` or an earlier computed field of the model (`filmTitle` for `film_title` beside a column
+ * `title`); `_2`, `_3`… when even that is taken.
+ */
+function computedName(m: Model, fn: string): string {
+  const used = new Set<string>([...m.fields.map((f) => f.name), ...m.relations.keys(), '_count', ...(m.computed?.keys() ?? [])])
+  const prefix = `${m.table}_`
+  const short = fn.startsWith(prefix) && fn.length > prefix.length ? sanitizeName(camelCase(fn.slice(prefix.length))) : null
+  if (short && !used.has(short)) return short
+  return uniqueIn(used, sanitizeName(camelCase(fn)))
+}
+
 /** Names the exposed functions (camelCase, unique among themselves) and resolves their return models and enums. */
 function buildFunctions(fns: readonly FunctionInfo[], byTable: Map<string, Model>, enumByRaw: Map<string, string>, models: Map<string, Model>): Map<string, FunctionModel> {
   const out = new Map<string, FunctionModel>()
@@ -374,8 +396,10 @@ function buildFunctions(fns: readonly FunctionInfo[], byTable: Map<string, Model
   for (const m of models.values()) {
     for (const p of ['findUnique', 'findFirst', 'findMany', 'aggregate', 'groupBy', 'createOne', 'createMany', 'updateOne', 'updateMany', 'upsertOne', 'deleteOne', 'deleteMany']) taken.add(`${p}${m.name}`)
   }
-  const names = assignNames(fns.map((f) => f.name), camelCase, taken)
-  fns.forEach((f, i) => {
+  const roots = fns.filter((f) => !f.computedOn)
+  const names = assignNames(roots.map((f) => f.name), camelCase, taken)
+  const rootName = new Map(roots.map((f, i) => [f, names[i]!]))
+  fns.forEach((f) => {
     const argNames = assignNames(f.args.map((a) => a.name), camelCase)
     const scalarOf = (s: ScalarKind, e: string | undefined): { scalar: ScalarKind; enumName?: string } =>
       s === 'Enum' ? (e && enumByRaw.has(e) ? { scalar: 'Enum', enumName: enumByRaw.get(e)! } : { scalar: 'String' }) : { scalar: s }
@@ -395,7 +419,15 @@ function buildFunctions(fns: readonly FunctionInfo[], byTable: Map<string, Model
     } else {
       returns = { kind: 'scalar', ...scalarOf(f.returns.scalar, f.returns.enumName), ...(f.returns.isList ? { list: true } : {}), dataType: f.returns.dataType }
     }
-    out.set(names[i]!, { name: names[i]!, fn: f.name, operation: f.volatility === 'v' ? 'mutation' : 'query', args, returnsSet: f.returnsSet, returns })
+    if (f.computedOn) {
+      const on = byTable.get(f.computedOn.table)
+      if (!on) return
+      const name = computedName(on, f.name)
+      ;(on.computed ??= new Map()).set(name, { name, fn: f.name, operation: 'query', args, returnsSet: f.returnsSet, returns, computedOn: on.name })
+      return
+    }
+    const name = rootName.get(f)!
+    out.set(name, { name, fn: f.name, operation: f.volatility === 'v' ? 'mutation' : 'query', args, returnsSet: f.returnsSet, returns })
   })
   return out
 }

@@ -201,6 +201,8 @@ interface FunctionRow {
   name: string; volatility: 'i' | 's' | 'v'; returns_set: boolean; nargs: number; ndefaults: number
   arg_names: string[] | null; arg_modes: string[] | null; arg_types: string[]; arg_typtypes: string[]; arg_typnames: string[]
   arg_elem_typtypes: (string | null)[]; arg_elem_names: (string | null)[]
+  /** Per argument: the table or view of `schema` whose row type it is, or null. */
+  arg_tables: (string | null)[]
   ret_type: string; ret_typtype: string; ret_typname: string; ret_table: string | null; ret_table_schema: string | null
   ret_elem_typtype: string | null; ret_elem_name: string | null
 }
@@ -217,8 +219,10 @@ function functionType(dataType: string, typtype: string, typname: string, elemTy
  * Reads the functions of `schema` for the source's `functions` option (`true`: all; a list: those
  * names). Kept: plain functions (`prokind = 'f'`, not from an extension, not overloaded) whose
  * arguments are all named IN arguments of known types, returning a table or view of `tables` (`SETOF`
- * or one row) or a known scalar (or a set of one). Left out, with the reason in `skipped`: anything
- * else (`RETURNS TABLE (…)`, `record`, `void`, `trigger`, OUT/VARIADIC arguments, overloads).
+ * or one row) or a known scalar (or a set of one). A stable or immutable function whose FIRST
+ * argument is the row type of one of `tables` is a computed field of it (`FunctionInfo.computedOn`).
+ * Left out, with the reason in `skipped`: anything else (`RETURNS TABLE (…)`, `record`, `void`,
+ * `trigger`, OUT/VARIADIC arguments, overloads, a volatile function of a row type).
  * @returns the functions sorted by name, and `[name, reason]` pairs for those left out
  */
 export async function introspectPgFunctions(knex: Knex, schema: string, tables: readonly string[], only?: readonly string[]): Promise<{ functions: FunctionInfo[]; skipped: [string, string][] }> {
@@ -233,6 +237,8 @@ export async function introspectPgFunctions(knex: Knex, schema: string, tables: 
             left join pg_catalog.pg_type et on ty.typcategory = 'A' and et.oid = ty.typelem order by x.o)::text[] as arg_elem_typtypes,
       array(select et.typname::text from unnest(p.proargtypes::oid[]) with ordinality x(t, o) join pg_catalog.pg_type ty on ty.oid = x.t
             left join pg_catalog.pg_type et on ty.typcategory = 'A' and et.oid = ty.typelem order by x.o)::text[] as arg_elem_names,
+      array(select case when cn.nspname = n.nspname then c.relname::text end from unnest(p.proargtypes::oid[]) with ordinality x(t, o) join pg_catalog.pg_type ty on ty.oid = x.t
+            left join pg_catalog.pg_class c on c.oid = ty.typrelid and ty.typrelid <> 0 left join pg_catalog.pg_namespace cn on cn.oid = c.relnamespace order by x.o)::text[] as arg_tables,
       format_type(p.prorettype, null) as ret_type, rt.typtype::text as ret_typtype, rt.typname as ret_typname,
       rc.relname as ret_table, rcn.nspname as ret_table_schema,
       ret.typtype::text as ret_elem_typtype, ret.typname as ret_elem_name
@@ -263,7 +269,11 @@ export async function introspectPgFunctions(knex: Knex, schema: string, tables: 
     if (names.length < r.nargs || names.some((n) => !n)) { skip('an unnamed argument'); continue }
     const args: FunctionArgInfo[] = []
     let bad: string | null = null
-    for (let i = 0; i < r.nargs; i++) {
+    // A first argument of a table's row type: a computed field of that table (PostGraphile's computed columns).
+    const rowTable = r.nargs > 0 ? r.arg_tables[0] ?? null : null
+    const computedOn = rowTable !== null && tableSet.has(rowTable) ? { table: rowTable, rowArg: names[0]! } : undefined
+    if (computedOn && r.volatility === 'v') { skip(`volatile, with a first argument of the row type ${rowTable}: computed fields are stable or immutable functions`); continue }
+    for (let i = computedOn ? 1 : 0; i < r.nargs; i++) {
       const dataType = r.arg_types[i]!.toLowerCase()
       const t = functionType(dataType, r.arg_typtypes[i]!, r.arg_typnames[i]!, r.arg_elem_typtypes[i] ?? null, r.arg_elem_names[i] ?? null)
       if (t.unknownType) { bad = `argument ${names[i]} of unsupported type ${dataType}`; break }
@@ -282,7 +292,7 @@ export async function introspectPgFunctions(knex: Knex, schema: string, tables: 
       if (t.unknownType) { skip(`returns the unsupported type ${dataType}`); continue }
       returns = { kind: 'scalar', dataType, scalar: t.scalar, ...(t.enumName ? { enumName: t.enumName } : {}), ...(t.isList ? { isList: true } : {}) }
     }
-    functions.push({ name: r.name, volatility: r.volatility, args, returnsSet: r.returns_set, returns })
+    functions.push({ name: r.name, volatility: r.volatility, args, returnsSet: r.returns_set, returns, ...(computedOn ? { computedOn } : {}) })
   }
   return { functions, skipped }
 }
