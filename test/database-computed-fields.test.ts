@@ -10,7 +10,7 @@
  * Skipped when PostgreSQL is unreachable.
  */
 import { Writable } from 'node:stream'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { randomBytes } from 'node:crypto'
@@ -89,6 +89,9 @@ if (db.skipReason) {
   })
   const dir = mkdtempSync(join(tmpdir(), 'trb-computed-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  mkdirSync(join(dir, 'operations'))
+  // A stored operation: its root field would take a direct-JSON plan, which has no computed fields (it falls back to the normal compiler).
+  writeFileSync(join(dir, 'operations', 'Films.graphql'), 'query Films { findManyFilm(take: 3, orderBy: [{ filmId: asc }]) { filmId titleUpper cost: rentalCost(days: 4) } }\n')
   const MAX_MS = 400000
   const config = resolveConfig({
     datasources: [database({ url: db.url, functions: true })],
@@ -199,6 +202,17 @@ if (db.skipReason) {
     t.same(res.body.data!['findUniqueFilm'], { titleUpper: u!['u'] })
     const search = await sql(`select film_id, film_title_upper(f) as u, film_rental_cost(f, 10)::text as c from (select distinct on (rental_rate) * from search_films('a') order by rental_rate, film_id desc) f order by film_id desc limit 3`)
     t.same(res.body.data!['searchFilms'], search.map((r) => ({ filmId: r['film_id'], titleUpper: r['u'], rentalCost: r['c'] })))
+  })
+
+  t.test('a stored operation selecting computed fields', async (t) => {
+    statements.length = 0
+    const res = await fetch(`${url}/operations/Films`)
+    const body = (await res.json()) as Body
+    t.same(body.errors ?? [], [])
+    const rows = await sql(`select film_id, film_title_upper(f) as u, film_rental_cost(f, 4)::text as c from film f order by film_id limit 3`)
+    t.equal(res.status, 200)
+    t.same(body, { findManyFilm: rows.map((r) => ({ filmId: r['film_id'], titleUpper: r['u'], cost: r['c'] })) }, 'the body is the data object')
+    t.equal(statements.length, 1, 'one statement')
   })
 
   t.test('field permissions: a computed field with a role is refused like a column', async (t) => {
