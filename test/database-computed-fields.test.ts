@@ -19,6 +19,8 @@ import { pino } from 'pino'
 import { SignJWT } from 'jose'
 import { database, resolveConfig } from '../gateway/config/index.js'
 import { createKnex } from '../gateway/connectors/database/connection.js'
+import { createDatabaseSource } from '../gateway/connectors/database/index.js'
+import { testContext } from './helpers/database-source.js'
 import { freshDatabase } from './helpers/chinook.js'
 import { rawRows } from './helpers/realworld.js'
 import { serveGateway } from './helpers/serve.js'
@@ -30,8 +32,9 @@ CREATE TABLE artist (artist_id int PRIMARY KEY, name text NOT NULL);
 CREATE TABLE album (album_id int PRIMARY KEY, title text NOT NULL, artist_id int NOT NULL REFERENCES artist);
 CREATE TABLE track (track_id int PRIMARY KEY, name text NOT NULL, album_id int REFERENCES album, milliseconds int NOT NULL, unit_price numeric(10,2) NOT NULL);
 INSERT INTO artist SELECT i, 'Artist ' || i FROM generate_series(1, 20) i;
-INSERT INTO artist VALUES (21, 'Lonely');
+INSERT INTO artist VALUES (21, 'Lonely'), (22, 'Empty');
 INSERT INTO album SELECT i, 'Album ' || i, 1 + (i % 20) FROM generate_series(1, 60) i;
+INSERT INTO album VALUES (61, 'No tracks', 21);
 INSERT INTO track SELECT i, 'Track ' || i, 1 + (i % 60), 100000 + (i * 7919) % 400000, 0.99 + (i % 3) FROM generate_series(1, 600) i;
 CREATE TABLE film (film_id int PRIMARY KEY, title text NOT NULL, rental_rate numeric(4,2) NOT NULL, length int);
 INSERT INTO film SELECT i, 'Film ' || chr(97 + i % 26) || i, 0.99 + (i % 3) * 2, CASE WHEN i % 10 = 0 THEN NULL ELSE 60 + i END FROM generate_series(1, 50) i;
@@ -185,7 +188,9 @@ if (db.skipReason) {
     }))
     t.same(res.body.data!['findManyArtist'], expected)
     t.ok(expected.some((a) => a.topTracks.length > 0) && expected.some((a) => a.albums.some((al) => al.longestTrack === null)), 'the data exercises both the rows and the row filter')
-    t.same((res.body.data!['findManyArtist'] as { artistId: number; albumCount: string }[]).find((a) => a.artistId === 21)?.albumCount, '0')
+    const data = res.body.data!['findManyArtist'] as { artistId: number; albumCount: string; albums: { albumId: number; longestTrack: unknown }[] }[]
+    t.same(data.find((a) => a.artistId === 22)?.albumCount, '0')
+    t.same(data.find((a) => a.artistId === 21)?.albums, [{ albumId: 61, longestTrack: null }], 'a function returning no row (a row of NULLs): null')
   })
 
   t.test('Relay connections, findUnique, negative take and distinct, and a SETOF root function: still one statement', async (t) => {
@@ -213,6 +218,26 @@ if (db.skipReason) {
     t.equal(res.status, 200)
     t.same(body, { findManyFilm: rows.map((r) => ({ filmId: r['film_id'], titleUpper: r['u'], cost: r['c'] })) }, 'the body is the data object')
     t.equal(statements.length, 1, 'one statement')
+  })
+
+  t.test('a mutation result selects computed fields in its read-back statement', async (t) => {
+    const res = await gql(`mutation { updateOneFilm(where: { filmId: 3 }, data: { title: { set: "Renamed three" } }) { filmId titleUpper rentalCost(days: 1) } }`)
+    t.same(res.body.errors ?? [], [])
+    const [r] = await sql(`select film_title_upper(f) as u, film_rental_cost(f, 1)::text as c from film f where film_id = 3`)
+    t.same(res.body.data, { updateOneFilm: { filmId: 3, titleUpper: 'RENAMED THREE', rentalCost: r!['c'] } })
+    t.equal(r!['u'], 'RENAMED THREE')
+  })
+
+  t.test('a list of function names exposes only those, computed fields included', async (t) => {
+    const { ctx } = testContext('cf')
+    const source = await createDatabaseSource({ url: db.url, schema: db.schema!, functions: ['film_title_upper', 'artist_top_tracks', 'search_films'] }, ctx)
+    t.teardown(() => source.close!())
+    const fields = (type: string) => Object.keys((source.schema.getType(type) as unknown as { getFields(): Record<string, unknown> }).getFields())
+    t.ok(fields('Film').includes('titleUpper') && !fields('Film').includes('rentalCost'), 'Film.titleUpper only')
+    t.ok(fields('Artist').includes('topTracks') && !fields('Artist').includes('albumCount'), 'Artist.topTracks only')
+    t.notOk(fields('Customer').includes('fullName'))
+    t.ok(fields('Query').includes('searchFilms'))
+    await t.rejects(createDatabaseSource({ url: db.url, schema: db.schema!, functions: ['artist_touch'] }, testContext('cf2').ctx), { code: 'TRB_ERR_CONFIG_INVALID', message: /artist_touch cannot be exposed/ }, 'a listed volatile row function stops the start')
   })
 
   t.test('field permissions: a computed field with a role is refused like a column', async (t) => {
