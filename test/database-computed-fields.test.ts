@@ -260,6 +260,9 @@ if (db.skipReason) {
     const nested = await gql(`{ findManyArtist(take: 1) { albums { longestTrack { trackId } } topTracks(n: 2) { trackId } } findManyFilm(take: 1) { checked(n: -3) } }`)
     t.same(codes(nested.body), ['TRB_ERR_DB_VALUE'], 'only the failing root field fails')
     t.same(nested.body.errors?.[0]?.path, ['findManyFilm'], 'at the failing root field')
+    const inMutation = await gql(`mutation { updateOneFilm(where: { filmId: 4 }, data: { title: { set: "Never" } }) { checked(n: -1) } }`)
+    t.same(codes(inMutation.body), ['TRB_ERR_DB_VALUE'], 'in a mutation result: TRB_ERR_DB_VALUE')
+    t.same(await sql(`select title from film where film_id = 4`), [{ title: 'Film e4' }], 'and the update is rolled back')
     for (const [query, vars] of [
       [`{ findManyArtist { topTracks(n: "x") { trackId } } }`, undefined],
       [`{ findManyArtist { topTracks { trackId } } }`, undefined],

@@ -18,7 +18,7 @@ import type { Model, ScalarField } from './compiler/registry.js'
 import { chargeNested, compileCreateRow, compileUpdateRow, runCreateRow, runUpdateRow, type CreateRowPlan, type NestedBudget, type UpdateRowPlan } from './nested-writes.js'
 import { compileCreateKeyChecks, compileUpdateKeyChecks, keyTargets, runKeyChecks, type KeyChecks } from './key-checks.js'
 import { createPairs, identityOf, identitySelect, identityWhere, insertFrag, run, setFrag, stmt, whereLabel, type Stmt } from './write-sql.js'
-import { bindAll, finishRows, makeCtx, type Runtime } from './resolvers.js'
+import { bindAll, computedError, finishRows, makeCtx, type Runtime } from './resolvers.js'
 import type { WriteBody } from './resolvers.js'
 
 /** The mutation root fields of a model, without the model name (`createOne` → `createOneX`). */
@@ -44,7 +44,12 @@ function readBack(ctx: Ctx, model: Model, info: GraphQLResolveInfo): ReadPlan {
 }
 
 async function readOne(rt: Runtime, conn: unknown, plan: ReadPlan, vars: Vars, extra: unknown[]): Promise<unknown> {
-  const rows = await rt.db().values(plan.text, bindAll(plan.params, vars, extra), conn)
+  let rows: unknown[]
+  try {
+    rows = await rt.db().values(plan.text, bindAll(plan.params, vars, extra), conn)
+  } catch (err) {
+    throw computedError(rt, plan, err)
+  }
   return finishRows(rows, plan.post)[0] ?? null
 }
 

@@ -141,6 +141,15 @@ export function ownerOf(context: unknown): object | undefined {
   return typeof context === 'object' && context !== null ? context : undefined
 }
 
+/**
+ * The error of a read plan: for a plan that calls computed fields' functions ({@link computedPlans}),
+ * a function that failed on the request's arguments (RAISE, a data exception) is `TRB_ERR_DB_VALUE`
+ * (db-errors.ts `mapFunctionError`); any other error is returned as is.
+ */
+export function computedError(rt: Runtime, plan: ReadPlan, err: unknown): unknown {
+  return computedPlans.has(plan) ? mapFunctionError(err, rt.reg, 'the arguments of a computed field', rt.rawErrors) : err
+}
+
 async function runRead(rt: Runtime, plan: ReadPlan, vars: Vars, context: unknown): Promise<Record<string, unknown>[]> {
   const db = rt.db()
   const bindings = bindAll(plan.params, rt.reg.rowFilters.size > 0 ? withAuth(vars, context) : vars)
@@ -148,8 +157,7 @@ async function runRead(rt: Runtime, plan: ReadPlan, vars: Vars, context: unknown
   try {
     rows = await db.values(plan.text, bindings, undefined, { cheap: isCheap(db, plan, bindings), light: lightPlans.has(plan), owner: ownerOf(context), cancel: cancelWatchOf(context), maxResultChars: resultRoom(context) })
   } catch (err) {
-    // A computed field's function failed on the request's arguments (RAISE, a data exception).
-    throw computedPlans.has(plan) ? mapFunctionError(err, rt.reg, 'the arguments of a computed field', rt.rawErrors) : err
+    throw computedError(rt, plan, err)
   }
   chargeResult(context, textLength(rows))
   return finishRows(rows, plan.post)
