@@ -209,6 +209,27 @@ if (db.skipReason) {
     t.same(res.body.data!['searchFilms'], search.map((r) => ({ filmId: r['film_id'], titleUpper: r['u'], rentalCost: r['c'] })))
   })
 
+  t.test('where and orderBy on computed scalar fields whose other arguments have defaults', async (t) => {
+    const res = await gql(`{ findManyFilm(where: { titleUpper: { startsWith: "FILM A" }, rentalCost: { gt: "5" } }, orderBy: [{ rentalCost: desc }, { titleUpper: asc }], take: 5) { filmId }
+      findManyArtist(orderBy: [{ albumCount: desc }, { artistName: desc }], take: 6, where: { albumCount: { gte: "1" } }) { artistId } }`)
+    t.same(res.body.errors ?? [], [])
+    t.equal(res.statements.length, 2, 'one statement per root field')
+    const films = await sql(`select film_id from film f where film_title_upper(f) like 'FILM A%' and film_rental_cost(f) > 5 order by film_rental_cost(f) desc, film_title_upper(f), film_id limit 5`)
+    t.same(res.body.data!['findManyFilm'], films.map((r) => ({ filmId: r['film_id'] })))
+    t.ok(films.length > 0)
+    const artists = await sql(`select artist_id from artist a where artist_album_count(a) >= 1 order by artist_album_count(a) desc, artist_name(a) desc, artist_id limit 6`)
+    t.same((res.body.data!['findManyArtist'] as { artistId: number }[]).map((a) => a.artistId), artists.map((r) => r['artist_id']))
+    const schema = await gql(`{ w: __type(name: "FilmWhereInput") { inputFields { name } } o: __type(name: "ArtistOrderByWithRelationInput") { inputFields { name } } }`)
+    const names = (k: string) => ((schema.body.data![k] as { inputFields: { name: string }[] }).inputFields).map((f) => f.name)
+    t.ok(names('w').includes('titleUpper') && names('w').includes('rentalCost'), 'FilmWhereInput has the computed scalars')
+    t.notOk(names('w').includes('minutesPer') || names('w').includes('checked'), 'not those with a required argument')
+    t.notOk(names('o').includes('topTracks'), 'nor SETOF ones')
+    const relay = await gql(`{ artistConnection(first: 2, orderBy: [{ albumCount: desc }]) { edges { node { artistId } } } }`)
+    t.same(codes(relay.body), ['TRB_ERR_DB_INPUT'], 'a Relay connection orders by columns only')
+    const hidden = await gql(`{ findManyFilm(where: { secret: { gt: 1 } }) { filmId } }`)
+    t.ok(codes(hidden.body).some((c) => c === 'TRB_ERR_AUTH_FORBIDDEN' || c === 'TRB_ERR_AUTH_REQUIRED'), `a protected computed field in where is refused (${codes(hidden.body).join(', ')})`)
+  })
+
   t.test('a stored operation selecting computed fields', async (t) => {
     statements.length = 0
     const res = await fetch(`${url}/operations/Films`)
@@ -226,6 +247,9 @@ if (db.skipReason) {
     const [r] = await sql(`select film_title_upper(f) as u, film_rental_cost(f, 1)::text as c from film f where film_id = 3`)
     t.same(res.body.data, { updateOneFilm: { filmId: 3, titleUpper: 'RENAMED THREE', rentalCost: r!['c'] } })
     t.equal(r!['u'], 'RENAMED THREE')
+    const many = await gql(`mutation { updateManyFilm(where: { titleUpper: { equals: "RENAMED THREE" } }, data: { length: { set: 99 } }) { count } deleteManyFilm(where: { titleUpper: { equals: "NO SUCH" } }) { count } }`)
+    t.same(many.body, { data: { updateManyFilm: { count: 1 }, deleteManyFilm: { count: 0 } } }, 'updateMany/deleteMany filter on a computed field')
+    t.same(await sql(`select length from film where film_id = 3`), [{ length: 99 }])
   })
 
   t.test('a list of function names exposes only those, computed fields included', async (t) => {

@@ -42,7 +42,7 @@ import { BigIntScalar, BytesScalar, DateTimeScalar, DecimalScalar, JSONScalar } 
 import { aggregateApplies, AGGREGATES, type AggregateOp } from './compiler/aggregate.js'
 import type { Db } from './compiler/db.js'
 import { SqlDialect, type MysqlFlavor } from './compiler/dialect.js'
-import { EXT } from './compiler/read.js'
+import { EXT, isSortableComputed } from './compiler/read.js'
 import { DEFAULT_MAX_NESTED_WRITES } from './compiler/input-limits.js'
 import { MAX_SEARCH_CHARS, relevanceFields } from './compiler/fulltext.js'
 import { buildRegistry, type FunctionModel, type Model, type Registry, type RegistryOverrides, type Relation, type ScalarField } from './compiler/registry.js'
@@ -374,6 +374,11 @@ class SchemaBuilder {
     return t
   }
 
+  /** The computed fields of `m` that `where` and `orderBy` take (read.ts `isSortableComputed`). */
+  private sortableComputed(m: Model): (FunctionModel & { returns: { kind: 'scalar' } })[] {
+    return [...(m.computed?.values() ?? [])].filter(isSortableComputed)
+  }
+
   private where(m: Model): GraphQLInputObjectType {
     let t = this.whereInputs.get(m.name)
     if (t) return t
@@ -390,6 +395,7 @@ class SchemaBuilder {
         for (const r of m.relations.values()) {
           fields[r.name] = { type: r.kind === 'one' ? this.relationFilter(this.model(r.target)) : this.listRelationFilter(this.model(r.target)), extensions: this.readsRelation(m, r) }
         }
+        for (const fn of this.sortableComputed(m)) fields[fn.name] = { type: this.filter(fn.returns), description: `Computed: \`${fn.fn}\` of the row (its other arguments at their defaults).`, extensions: this.reads(m, fn.name) }
         return fields
       },
     })
@@ -464,6 +470,7 @@ class SchemaBuilder {
         for (const r of m.relations.values()) {
           fields[r.name] = { type: r.kind === 'one' ? this.orderBy(this.model(r.target)) : this.relationAggregateOrder, extensions: this.readsRelation(m, r) }
         }
+        for (const fn of this.sortableComputed(m)) fields[fn.name] = { type: this.sortOrder, description: `Computed: \`${fn.fn}\` of the row (its other arguments at their defaults).`, extensions: this.reads(m, fn.name) }
         const relevance = this.relevanceInput(m)
         if (relevance) fields['_relevance'] = { type: relevance, description: 'Orders by full-text relevance of `search` in `fields` (as Prisma\'s `_relevance`).' }
         return fields

@@ -412,10 +412,39 @@ export function compileWhere(ctx: Ctx, model: Model, alias: string, w: ArgValue 
       if (rel) {
         const c = relationFilter(ctx, model, alias, rel, val)
         if (c) parts.push(c)
+        continue
+      }
+      const cf = sortableComputed(model, key)
+      if (cf) {
+        const c = scalarFilter(ctx, { expr: computedCall(ctx, cf, alias), scalar: cf.returns.scalar, dataType: cf.returns.dataType }, val)
+        if (c) parts.push(c)
       }
     }
   }
   return parts.length ? and(parts) : null
+}
+
+/**
+ * A computed field of `model` usable in `where` and `orderBy` (`isSortableComputed`), by name, or
+ * undefined. It is called with the row alone, its other arguments keeping their defaults.
+ */
+function sortableComputed(model: Model, name: string): (FunctionModel & { returns: { kind: 'scalar' } }) | undefined {
+  const cf = model.computed?.get(name)
+  return cf && isSortableComputed(cf) ? cf : undefined
+}
+
+/**
+ * True when a computed field may be filtered and sorted on: it returns one scalar (not a list,
+ * not `SETOF`) and every argument after the row has a default (`fn(t0.*)` alone is a value).
+ */
+export function isSortableComputed(fn: FunctionModel): fn is FunctionModel & { returns: { kind: 'scalar' } } {
+  return fn.returns.kind === 'scalar' && !fn.returns.list && !fn.returnsSet && fn.args.every((a) => a.optional)
+}
+
+/** `fn(alias.*)`: a computed field's call on the row aliased `alias`, its other arguments left to their defaults. */
+function computedCall(ctx: Ctx, fn: FunctionModel, alias: string): string {
+  ctx.computed = true
+  return `${ctx.d.table(fn.fn)}(${alias}.*)`
 }
 
 /**
@@ -483,6 +512,12 @@ export function compileOrder(ctx: Ctx, model: Model, ob: ArgValue | undefined): 
       if (f) {
         const dir = dirOf(v)
         if (dir) terms.push({ build: (a) => raw(col(ctx, a, f)), dir, field: key })
+        continue
+      }
+      const cf = sortableComputed(model, key)
+      if (cf) {
+        const dir = dirOf(v)
+        if (dir) terms.push({ build: (a) => raw(computedCall(ctx, cf, a)), dir })
         continue
       }
       const rel = model.relations.get(key)
