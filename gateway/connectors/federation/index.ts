@@ -36,6 +36,7 @@ import { compileHeaderTemplates } from '../../auth/header-templates.js'
 import { relocateFieldErrors } from '../field-errors.js'
 import { createSubscriptionTransport, type SubgraphSubscriptionOptions, type SubscriptionTransport } from './subscriptions.js'
 import { progressiveOverride, type OverrideLabelResolver } from './override.js'
+import { partialUnionRewrite } from './partial-unions.js'
 
 /** One subgraph of a federation source. */
 export interface SubgraphOptions {
@@ -150,6 +151,7 @@ export async function createFederationSource(options: FederationSourceOptions, c
     const override = progressiveOverride(options.overrideLabels)
     // Builds the stitched schema of one supergraph SDL (at load, and again when a watched supergraph changes).
     const stitch = (supergraphSdl: string): GraphQLSchema => {
+      const rewrite = partialUnionRewrite(supergraphSdl)
       const built = getStitchedSchemaFromSupergraphSdl({
         supergraphSdl,
         batch: true,
@@ -175,6 +177,11 @@ export async function createFederationSource(options: FederationSourceOptions, c
             config.executor = (req) => (req.operationType === 'subscription' ? subscribe(req) : http(req))
           } else {
             config.executor = http
+          }
+          // Partial unions below shareable paths: the fields of members not common to the candidate subgraphs are not asked (./partial-unions.ts).
+          if (rewrite) {
+            const send = config.executor
+            config.executor = (req) => send({ ...req, document: rewrite(config.name, req.document) })
           }
           override.wrap(config)
         },
