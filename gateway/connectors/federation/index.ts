@@ -38,6 +38,7 @@ import { createSubscriptionTransport, type SubgraphSubscriptionOptions, type Sub
 import { progressiveOverride, type OverrideLabelResolver } from './override.js'
 import { partialUnionRewrite } from './partial-unions.js'
 import { composeWithGuild } from './composition.js'
+import { expandRequiresFragments } from './requires.js'
 
 /** One subgraph of a federation source. */
 export interface SubgraphOptions {
@@ -153,7 +154,8 @@ export async function createFederationSource(options: FederationSourceOptions, c
     const stitch = (supergraphSdl: string): GraphQLSchema => {
       const rewrite = partialUnionRewrite(supergraphSdl)
       const built = getStitchedSchemaFromSupergraphSdl({
-        supergraphSdl,
+        // Fragments on abstract types in @requires, expanded over their object types (./requires.ts).
+        supergraphSdl: expandRequiresFragments(supergraphSdl),
         batch: true,
         handleProgressiveOverride: override.handleProgressiveOverride,
         getRng: override.getRng,

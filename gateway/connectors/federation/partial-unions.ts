@@ -31,6 +31,8 @@
 import {
   Kind,
   parse,
+  visit as visitAst,
+  type DefinitionNode,
   type ArgumentNode,
   type DirectiveNode,
   type DocumentNode,
@@ -114,6 +116,25 @@ function indexSupergraph(sdl: string): SupergraphIndex {
   return index
 }
 
+/** The definitions without the fragments no operation spreads any more (an inlined spread's fragment: GraphQL refuses unused fragments). */
+function withoutUnusedFragments(definitions: readonly DefinitionNode[]): DefinitionNode[] {
+  const used = new Set<string>()
+  const byName = new Map(definitions.filter((d): d is FragmentDefinitionNode => d.kind === Kind.FRAGMENT_DEFINITION).map((d) => [d.name.value, d]))
+  const pending: DefinitionNode[] = definitions.filter((d) => d.kind === Kind.OPERATION_DEFINITION)
+  for (let node = pending.pop(); node; node = pending.pop()) {
+    visitAst(node, {
+      FragmentSpread(spread) {
+        const fragment = byName.get(spread.name.value)
+        if (fragment && !used.has(spread.name.value)) {
+          used.add(spread.name.value)
+          pending.push(fragment)
+        }
+      },
+    })
+  }
+  return definitions.filter((d) => d.kind !== Kind.FRAGMENT_DEFINITION || used.has(d.name.value))
+}
+
 /**
  * The rewrite of subgraph requests for a supergraph, or undefined when it has no partial union (a union
  * whose members differ between subgraphs, with a member that is not an entity): nothing to rewrite.
@@ -134,7 +155,7 @@ export function partialUnionRewrite(supergraphSdl: string): PartialUnionRewrite 
       changed = true
       return { ...def, selectionSet }
     })
-    return changed ? { ...document, definitions } : document
+    return changed ? { ...document, definitions: withoutUnusedFragments(definitions) } : document
 
     /**
      * The selection set with the unsafe member fragments of partial unions replaced; the same object when
