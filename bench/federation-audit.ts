@@ -3,11 +3,10 @@
  * checkout (README "The federation gateway audit, by hand"). The audit's server must be running:
  *
  *   node --import ./polyfill.mjs --import tsx src/cli.ts serve --port 4200     # in the audit's clone
- *   npx tsx bench/federation-audit.ts [--audit http://127.0.0.1:4200] [--mode supergraph|subgraphs|apollo] [--suite name]
+ *   npx tsx bench/federation-audit.ts [--audit http://127.0.0.1:4200] [--mode supergraph|subgraphs] [--suite name]
  *
  * Modes: `supergraph` (the audit's supergraph, composed by Apollo's composition), `subgraphs` (composed in
- * the gateway with `@theguild/federation-composition`), `apollo` (composed in the gateway with
- * `composition: 'apollo'`, which needs `@apollo/composition` installed). Each suite gets one gateway with
+ * the gateway with `@theguild/federation-composition` and the gateway's corrections). Each suite gets one gateway with
  * one federation source and no namespace; each test's query is POSTed to `/graphql` and
  * `{ data, errors: !!errors }` is compared as the audit's `src/test.ts` does. Prints the failures and
  * `passed/total`.
@@ -38,7 +37,7 @@ for (const suite of suites) {
   if (mode === 'supergraph') source = federation({ supergraph: `${audit}/${suite}/supergraph` })
   else {
     const subgraphs = ((await (await fetch(`${audit}/${suite}/subgraphs`)).json()) as { name: string; url: string }[]).map((s) => ({ name: s.name, url: s.url.replace('localhost', '127.0.0.1') }))
-    source = federation({ subgraphs, ...(mode === 'apollo' ? { composition: 'apollo' as const } : {}) })
+    source = federation({ subgraphs })
   }
   let app: Awaited<ReturnType<typeof buildApp>> | undefined
   let gateway: Awaited<ReturnType<typeof createGateway>> | undefined
