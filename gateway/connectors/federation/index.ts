@@ -21,7 +21,7 @@
  * (`./subscriptions.ts`), entity fields of each event are resolved from the other subgraphs.
  * Progressive override (`@override(label:)`) routes per request (`./override.ts`).
  */
-import { GraphQLSchema, parse, printSchema } from 'graphql'
+import { GraphQLSchema, printSchema } from 'graphql'
 import { getStitchedSchemaFromSupergraphSdl } from '@graphql-tools/federation'
 import { createDefaultExecutor } from '@graphql-tools/delegate'
 import type { ExecutionRequest } from '@graphql-tools/utils'
@@ -36,6 +36,9 @@ import { compileHeaderTemplates } from '../../auth/header-templates.js'
 import { relocateFieldErrors } from '../field-errors.js'
 import { createSubscriptionTransport, type SubgraphSubscriptionOptions, type SubscriptionTransport } from './subscriptions.js'
 import { progressiveOverride, type OverrideLabelResolver } from './override.js'
+import { partialUnionRewrite } from './partial-unions.js'
+import { composeWithGuild } from './composition.js'
+import { expandRequiresFragments } from './requires.js'
 
 /** One subgraph of a federation source. */
 export interface SubgraphOptions {
@@ -137,21 +140,22 @@ export async function createFederationSource(options: FederationSourceOptions, c
       supergraphSdl = (await readSupergraph(/^https?:\/\//i.test(options.supergraph) ? options.supergraph : resolve(context.cwd, options.supergraph), options.supergraphHeaders, options.timeoutMs ?? 5000))!.sdl
     } else {
       const sdls = await readSdls(listed, endpoints, client.send, context)
-      // Loaded here: the composition library (with lodash, about 400 modules) is only needed to compose.
-      const { composeServices } = await import('@theguild/federation-composition')
-      const composed = composeServices(listed.map((s) => ({ name: s.name, url: s.url, typeDefs: parse(sdls[s.name]!) })))
+      const composed = await composeWithGuild(listed.map((s) => ({ name: s.name, url: s.url, sdl: sdls[s.name]! })))
       if (composed.errors) {
-        const quoted = composed.errors.slice(0, MAX_QUOTED_ERRORS).map((e) => e.message)
+        const quoted = composed.errors.slice(0, MAX_QUOTED_ERRORS)
         const more = composed.errors.length > MAX_QUOTED_ERRORS ? ` (and ${composed.errors.length - MAX_QUOTED_ERRORS} more)` : ''
         fail(`the subgraphs do not compose: ${quoted.join('; ')}${more}`)
       }
+      if (composed.notes.length) context.logger.warn({ fixes: composed.notes }, 'the composition was corrected where it differs from Apollo Federation (README "Apollo Federation subgraphs")')
       supergraphSdl = composed.supergraphSdl!
     }
     const override = progressiveOverride(options.overrideLabels)
     // Builds the stitched schema of one supergraph SDL (at load, and again when a watched supergraph changes).
     const stitch = (supergraphSdl: string): GraphQLSchema => {
+      const rewrite = partialUnionRewrite(supergraphSdl)
       const built = getStitchedSchemaFromSupergraphSdl({
-        supergraphSdl,
+        // Fragments on abstract types in @requires, expanded over their object types (./requires.ts).
+        supergraphSdl: expandRequiresFragments(supergraphSdl),
         batch: true,
         handleProgressiveOverride: override.handleProgressiveOverride,
         getRng: override.getRng,
@@ -175,6 +179,11 @@ export async function createFederationSource(options: FederationSourceOptions, c
             config.executor = (req) => (req.operationType === 'subscription' ? subscribe(req) : http(req))
           } else {
             config.executor = http
+          }
+          // Partial unions below shareable paths: the fields of members not common to the candidate subgraphs are not asked (./partial-unions.ts).
+          if (rewrite) {
+            const send = config.executor
+            config.executor = (req) => send({ ...req, document: rewrite(config.name, req.document) })
           }
           override.wrap(config)
         },
