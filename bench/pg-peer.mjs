@@ -29,6 +29,7 @@
  *
  *   node bench/pg-peer.mjs                      # R=3 rounds × D=10 s, C=50 connections, W=3 s warm-up
  *   ONLY=single node bench/pg-peer.mjs          # one of the two reads
+ *   R=0 OUT=/tmp/s.json node bench/pg-peer.mjs  # only capture the statements (written with the answers' sizes to OUT)
  *   npm run bench -- --scenarios pg-peer        # the same from run.mjs (its --rounds/--duration/--connections)
  */
 import { readFileSync } from 'node:fs'
@@ -194,7 +195,8 @@ export async function pgPeerScenario({ rounds = 3, duration = 10, connections = 
       result.reads[name] = { queries: { tributary: PG_PEER_READS[name].tributary, postgraphile: PG_PEER_READS[name].postgraphile }, bytes: { tributary: a.tributary.bytes, postgraphile: a.postgraphile.bytes }, statements: s }
     }
 
-    // 2. A/B rounds.
+    // 2. A/B rounds (none with rounds 0: the statements and answers only).
+    if (rounds === 0) return result
     const gw = await startGateway({ config, env: { CHINOOK_DATABASE_URL: trbUrl }, nodeArgs: gatewayNodeArgs })
     let pgl
     try {
