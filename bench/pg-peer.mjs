@@ -172,6 +172,7 @@ export async function pgPeerScenario({ rounds = 3, duration = 10, connections = 
       try {
         for (const [name, read] of reads) {
           await postJson(`${server.url}/graphql`, JSON.stringify(read[side])) // first run: plans, caches
+          await new Promise((ok) => setTimeout(ok, 400)) // its log lines (pino writes asynchronously)
           capture = []
           pglBuffer = null
           const { json, bytes } = await postJson(`${server.url}/graphql`, JSON.stringify(read[side]))
