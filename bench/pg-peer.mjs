@@ -32,7 +32,7 @@
  *   R=0 OUT=/tmp/s.json node bench/pg-peer.mjs  # only capture the statements (written with the answers' sizes to OUT)
  *   npm run bench -- --scenarios pg-peer        # the same from run.mjs (its --rounds/--duration/--connections)
  */
-import { readFileSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { isDeepStrictEqual } from 'node:util'
 import { cpuTimeOf, freePort, root, runLoad, startGateway, startNode } from './lib/processes.mjs'
@@ -125,18 +125,29 @@ async function postJson(url, body) {
 /**
  * Runs the scenario. `options`: { rounds, duration, connections, warmup, only?: 'single'|'nested',
  * gatewayNodeArgs? }; `say(text)` prints a line, `progress(text)` a status line.
- * @returns a result object per read: queries, statements, runs, ratios, medians, CPU per request
+ * @returns a result object per read: queries, statements, runs, ratios, medians, CPU per request;
+ *   `{ skipped: reason }` when PostgreSQL, the Chinook schema or PostGraphile is missing
  */
 export async function pgPeerScenario({ rounds = 3, duration = 10, connections = 50, warmup = 3, only, gatewayNodeArgs = [], say = console.log, progress } = {}) {
   const url = pgChinookUrl()
   const pg = (await import('pg')).default
-  const admin = new pg.Client({ connectionString: withoutParam(url, 'schema') })
-  await admin.connect()
   const result = { url: url.replace(/\/\/([^:/@]*):[^@]*@/, '//$1:***@'), reads: {} }
+  // Skipped (not failed) without PostgreSQL, the Chinook schema or PostGraphile, as `health` skips its PostgreSQL half.
+  const skip = (why) => {
+    say(`\n[pg-peer] skipped: ${why}`)
+    return { ...result, skipped: why }
+  }
+  if (!existsSync(join(root, 'node_modules/postgraphile/build/postgraphile/cli.js'))) return skip('postgraphile is not installed (a devDependency: npm install)')
+  const admin = new pg.Client({ connectionString: withoutParam(url, 'schema') })
+  try {
+    await admin.connect()
+  } catch (err) {
+    return skip(`PostgreSQL at ${result.url} is unreachable (${err.message})`)
+  }
   const reads = Object.entries(PG_PEER_READS).filter(([name]) => !only || only === name)
   try {
     const probe = await admin.query(`SELECT count(*)::int AS n FROM information_schema.tables WHERE table_schema = $1 AND table_name = 'artist'`, [new URL(url).searchParams.get('schema') ?? 'public'])
-    if (probe.rows[0].n !== 1) throw new Error(`pg-peer: no Chinook artist table at ${result.url} (load it: a PostgreSQL Chinook test, or test/helpers/chinook.ts chinookPostgres())`)
+    if (probe.rows[0].n !== 1) return skip(`no Chinook artist table at ${result.url} (load it: a PostgreSQL Chinook test, or test/helpers/chinook.ts chinookPostgres())`)
     const trbUrl = withParam(url, 'application_name', 'trb-bench')
     const config = 'examples/chinook/config.ts'
 
