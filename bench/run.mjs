@@ -40,6 +40,8 @@
  *            events in flight, CPU µs of the gateway process per event (/proc), and p50/p99 delivery
  *            latency (publish → receipt, one clock) at a fixed rate: 100 events/s, or half the
  *            measured throughput when that is lower                                       (no target)
+ *   pg-peer  Tributary on PostgreSQL (the tests' `chinook` schema) vs PostGraphile v4 on the same
+ *            database: one artist by id, and 20 artists → albums → tracks (bench/pg-peer.mjs)  target ≥ 2.5 / ≥ 6
  *   metrics  GET /operations/TodoById?id=1 on the demo with metrics on (the default) vs the same
  *            gateway with `metrics: { enabled: false }`: the cost of the metrics        target ≥ 0.95
  *            (BENCH_METRICS_CONTROL=1: both without metrics, an A/A control of the pair)
@@ -52,7 +54,7 @@
  *   --memory-runs <n>       BENCH_MEMORY_RUNS       runs of the memory scenario (5)
  *   --memory-duration <s>   BENCH_MEMORY_DURATION   seconds per memory run (20)
  *   --pipelining <n>        BENCH_PIPELINING        autocannon pipelining (1)
- *   --scenarios <list>      BENCH_SCENARIOS         comma-separated subset of rest,graphql,calibration,memory,chinook,health,roles,linked,workers,subscribers,events,metrics,auth
+ *   --scenarios <list>      BENCH_SCENARIOS         comma-separated subset of rest,graphql,calibration,memory,chinook,health,roles,linked,workers,subscribers,events,metrics,auth,pg-peer
  *   --subscribers <n>       BENCH_SUBSCRIBERS       WebSocket subscribers of the subscribers scenario (5000, at most 20000)
  *   --messages <n>          BENCH_MESSAGES          messages measured in the subscribers scenario (10)
  *   --event-subscribers <n> BENCH_EVENT_SUBSCRIBERS WebSocket subscribers of the events scenario (1000, at most 20000)
@@ -104,12 +106,12 @@ const options = {
   messages: num('messages', 'BENCH_MESSAGES', 10, 5),
   eventSubscribers: num('event-subscribers', 'BENCH_EVENT_SUBSCRIBERS', 1000, 1000),
   calibrationSpinUs: num('calibration-spin-us', 'BENCH_CALIBRATION_SPIN_US', 10, 10),
-  scenarios: String(opt('scenarios', 'BENCH_SCENARIOS', 'rest,graphql,calibration,memory,chinook,health,roles,linked,workers,subscribers,events,metrics,auth')).split(',').map((s) => s.trim()).filter(Boolean),
+  scenarios: String(opt('scenarios', 'BENCH_SCENARIOS', 'rest,graphql,calibration,memory,chinook,health,roles,linked,workers,subscribers,events,metrics,auth,pg-peer')).split(',').map((s) => s.trim()).filter(Boolean),
   cpuProf: argv.includes('--cpu-prof'),
   perf: argv.includes('--perf'),
   peer: !argv.includes('--no-peer'),
 }
-const known = ['rest', 'graphql', 'calibration', 'memory', 'chinook', 'health', 'roles', 'linked', 'workers', 'subscribers', 'events', 'metrics', 'auth']
+const known = ['rest', 'graphql', 'calibration', 'memory', 'chinook', 'health', 'roles', 'linked', 'workers', 'subscribers', 'events', 'metrics', 'auth', 'pg-peer']
 for (const s of options.scenarios) if (!known.includes(s)) throw new Error(`unknown scenario "${s}"; use ${known.join(', ')}`)
 if (options.calibrationSpinUs > 1000) throw new Error('--calibration-spin-us: at most 1000 µs')
 if (options.subscribers > 20000 || options.eventSubscribers > 20000 || options.messages > 1000) throw new Error('at most 20000 subscribers and 1000 messages')
@@ -1094,6 +1096,11 @@ try {
   if (options.scenarios.includes('events')) await eventsScenario()
   if (options.scenarios.includes('metrics')) await metricsScenario()
   if (options.scenarios.includes('auth')) await authScenario()
+  if (options.scenarios.includes('pg-peer')) {
+    // Issue 30: Tributary on PostgreSQL vs PostGraphile v4 (bench/pg-peer.mjs).
+    const { pgPeerScenario } = await import('./pg-peer.mjs')
+    results.scenarios['pg-peer'] = await pgPeerScenario({ ...options, gatewayNodeArgs: gatewayNodeArgs('pg-peer'), say, progress })
+  }
 } catch (err) {
   failed = err
   results.error = String(err?.stack ?? err)
@@ -1116,6 +1123,8 @@ for (const [name, s] of Object.entries(results.scenarios)) {
     say(`  ${name.padEnd(8)} ${s.skipped ? `skipped: ${s.skipped}` : `Tributary ÷ Hive Gateway ratios ${s.ratios.join(', ')}  median ${s.medianRatio}`}`)
   } else if (name === 'subscribers') say(`  subscribers ${s.subscribers} over ${s.instances} instances: delivery p99 ${s.delayMs.p99} ms (< ${s.target} ms; unshared ${s.unshared.delayMs.p99} ms), ${(s.rssPerThousandKb / 1024).toFixed(1)} MB RSS per 1,000 (unshared ${(s.unshared.rssPerThousandKb / 1024).toFixed(1)}), load generator CPU ${s.cpuPct.client} %  ${s.pass ? 'PASS' : 'MISS'}`)
   else if (name === 'events') say(`  events   NATS → ${s.subscribers} WebSocket subscribers: ${fmt(s.throughput.eventsPerSec)} events/s (${fmt(s.throughput.deliveriesPerSec)} deliveries/s), ${s.throughput.cpuUsPerEvent} µs gateway CPU per event; at ${s.latency.rate}/s delivery p50 ${s.latency.delayMs.p50} ms p99 ${s.latency.delayMs.p99} ms`)
+  else if (name === 'pg-peer' && s.skipped) say(`  pg-peer  skipped: ${s.skipped}`)
+  else if (name === 'pg-peer') for (const [read, r] of Object.entries(s.reads)) say(`  pg-${read.padEnd(6)} Tributary ÷ PostGraphile v4 ratios ${r.ratios.join(', ')}  median ${r.medianRatio} (≥ ${r.target})  ${r.pass ? 'PASS' : 'MISS'}`)
   else if (name === 'memory') say(`  memory   RSS MB ${s.rssKb.map((k) => (k / 1024).toFixed(1)).join(' → ')}  growth ${s.growthPct} % (< ${s.targetPct} %)  ${s.pass ? 'PASS' : 'MISS'}`)
   else say(`  ${name.padEnd(8)} ratios ${s.ratios.join(', ')}  median ${s.medianRatio} (≥ ${s.target})  ${s.pass ? 'PASS' : 'MISS'}${s.profiled ? ' (profiled)' : ''}`)
 }

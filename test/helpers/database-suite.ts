@@ -344,6 +344,23 @@ export function databaseSuite(t: Test, dialect: Dialect): void {
     }
   })
 
+  t.test('order terms: NULLs first ascending and last descending; NOT NULL columns in plain index order on PostgreSQL', async (t) => {
+    const s = await setup(t, dialect)
+    if (!s) return
+    const { source, log } = s
+    log.clear()
+    const byEditor = await run(source.schema, 'execute', '{ asc: findManyPost(orderBy: [{ editorId: asc }]) { id } desc: findManyPost(orderBy: [{ editorId: desc }]) { id } }')
+    t.same(byEditor.data, { asc: [{ id: 1 }, { id: 2 }, { id: 4 }, { id: 3 }], desc: [{ id: 3 }, { id: 1 }, { id: 2 }, { id: 4 }] }, 'a nullable column: NULLs first ascending, last descending (ties by id)')
+    const byViews = await run(source.schema, 'execute', '{ findManyPost(orderBy: [{ views: desc }], take: 2) { id } }')
+    t.same(byViews.data, { findManyPost: [{ id: 1 }, { id: 3 }] }, 'a NOT NULL column')
+    const [editorSql, editorDescSql, viewsSql] = log.statements.map((x) => x.sql)
+    if (dialect === 'postgres') {
+      t.match(editorSql, /"editor_id" ASC NULLS FIRST, t0\."id" ASC\b(?! NULLS)/, 'PostgreSQL: NULLS FIRST on the nullable column only, the primary-key tie-break in plain order')
+      t.match(editorDescSql, /"editor_id" DESC NULLS LAST/)
+      t.notMatch(viewsSql, /NULLS/, 'PostgreSQL: NOT NULL columns without NULLS FIRST/LAST (a default b-tree index serves the order)')
+    } else t.notMatch(`${editorSql}${viewsSql}`, /NULLS/)
+  })
+
   t.test('plans are compiled once per operation', async (t) => {
     const s = await setup(t, dialect)
     if (!s) return

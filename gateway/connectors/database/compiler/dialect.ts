@@ -67,9 +67,14 @@ export class SqlDialect {
     return `COALESCE(JSON_ARRAYAGG(${expr}${ob}${limit}), JSON_ARRAY())`
   }
 
-  /** An ORDER BY term with the same NULL placement on every engine: NULLs first ascending, last descending. */
-  orderTerm(expr: string, dir: 'asc' | 'desc'): string {
-    if (this.dialect === 'postgres') return `${expr} ${dir === 'asc' ? 'ASC NULLS FIRST' : 'DESC NULLS LAST'}`
+  /**
+   * An ORDER BY term with the same NULL placement on every engine: NULLs first ascending, last
+   * descending. `notNull`: `expr` is a NOT NULL column, so PostgreSQL gets a plain `ASC`/`DESC`,
+   * the order of its default b-tree indexes (NULLS LAST ascending): with `NULLS FIRST`, a primary-key
+   * index cannot serve `ORDER BY id LIMIT n` and the whole table is scanned and sorted.
+   */
+  orderTerm(expr: string, dir: 'asc' | 'desc', notNull = false): string {
+    if (this.dialect === 'postgres' && !notNull) return `${expr} ${dir === 'asc' ? 'ASC NULLS FIRST' : 'DESC NULLS LAST'}`
     return `${expr} ${dir === 'asc' ? 'ASC' : 'DESC'}`
   }
 

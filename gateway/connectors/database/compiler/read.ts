@@ -482,6 +482,8 @@ export interface Term {
   build(alias: string): Frag
   dir: 'asc' | 'desc'
   field?: string
+  /** The term is a NOT NULL column of the model's own table (never NULL): see {@link SqlDialect.orderTerm}. */
+  notNull?: boolean
 }
 
 function dirOf(v: ArgValue): 'asc' | 'desc' | null {
@@ -511,7 +513,7 @@ export function compileOrder(ctx: Ctx, model: Model, ob: ArgValue | undefined): 
       const f = model.fieldMap.get(key)
       if (f) {
         const dir = dirOf(v)
-        if (dir) terms.push({ build: (a) => raw(col(ctx, a, f)), dir, field: key })
+        if (dir) terms.push({ build: (a) => raw(col(ctx, a, f)), dir, field: key, notNull: !f.nullable })
         continue
       }
       const cf = sortableComputed(model, key)
@@ -557,7 +559,7 @@ export function withTiebreak(ctx: Ctx, model: Model, terms: Term[]): Term[] {
   for (const name of model.identity) {
     if (out.some((t) => t.field === name)) continue
     const f = fieldOf(model, name)
-    out.push({ build: (a) => raw(col(ctx, a, f)), dir: 'asc', field: name })
+    out.push({ build: (a) => raw(col(ctx, a, f)), dir: 'asc', field: name, notNull: !f.nullable })
   }
   return out
 }
@@ -905,7 +907,7 @@ export function compileList(
     const obj = objectOf(ctx, model, type, r, nodes)
     const order = terms.map((t) => {
       const b = t.build(r)
-      return { s: d.orderTerm(b.s, t.dir), p: b.p }
+      return { s: d.orderTerm(b.s, t.dir, t.notNull), p: b.p }
     })
     if (mode === 'rows') {
       const ob = order.length ? sql` ORDER BY ${join(order, ', ')}` : raw('')
@@ -929,7 +931,7 @@ export function compileList(
     const part = distinct.map((f) => col(ctx, r, fieldOf(model, f))).join(', ')
     const winOrder = terms.map((t) => {
       const b = t.build(r)
-      return { s: d.orderTerm(b.s, t.dir), p: b.p }
+      return { s: d.orderTerm(b.s, t.dir, t.notNull), p: b.p }
     })
     projections.push(sql`ROW_NUMBER() OVER (PARTITION BY ${part}${winOrder.length ? sql` ORDER BY ${join(winOrder, ', ')}` : ''}) AS __rn`)
   }
@@ -937,13 +939,13 @@ export function compileList(
   const flip = (dir: 'asc' | 'desc'): 'asc' | 'desc' => (negative ? (dir === 'asc' ? 'desc' : 'asc') : dir)
   let inner: Frag = sql`SELECT ${join(projections, ', ')} FROM ${fromRef} AS ${r}${whereSql}`
   if (distinct.length > 0) inner = sql`SELECT * FROM (${inner}) AS ${newAlias(ctx)} WHERE __rn = 1`
-  const innerOrder = terms.map((t, i) => d.orderTerm(`__o${i}`, flip(t.dir)))
+  const innerOrder = terms.map((t, i) => d.orderTerm(`__o${i}`, flip(t.dir), t.notNull))
   const forceLimit = !d.aggOrderBy && mode === 'agg' && !needsLimit
   if (needsLimit || forceLimit || mode === 'agg') {
     if (innerOrder.length) inner = sql`${inner} ORDER BY ${innerOrder.join(', ')}`
     inner = needsLimit ? sql`${inner}${limitSql()}` : forceLimit ? sql`${inner} LIMIT 18446744073709551615` : inner
   }
-  const outerOrder = terms.map((t, i) => d.orderTerm(`${s}.__o${i}`, t.dir))
+  const outerOrder = terms.map((t, i) => d.orderTerm(`${s}.__o${i}`, t.dir, t.notNull))
   if (mode === 'rows') {
     const ob = outerOrder.length ? ` ORDER BY ${outerOrder.join(', ')}` : ''
     return { frag: sql`SELECT ${obj.json} AS j FROM (${inner}) AS ${s}${ob}`, post: obj.post }
@@ -974,12 +976,12 @@ function mariadbDistinctList(
   const keys = terms.map((t, i) => sql`${t.build(r)} AS __o${String(i)}`)
   const winOrder = terms.map((t) => {
     const b = t.build(r)
-    return { s: d.orderTerm(b.s, t.dir), p: b.p }
+    return { s: d.orderTerm(b.s, t.dir, t.notNull), p: b.p }
   })
   const where = l.conds.length ? sql` WHERE ${and(l.conds)}` : raw('')
   const inner = sql`SELECT ${r}.*${keys.length ? sql`, ${join(keys, ', ')}` : ''}, ROW_NUMBER() OVER (PARTITION BY ${part}${winOrder.length ? sql` ORDER BY ${join(winOrder, ', ')}` : ''}) AS __rn FROM ${d.table(model.table)} AS ${r}${where}`
   const arrayAgg = l.opts.emit ? l.opts.emit.arrayAgg : (expr: string, ob: readonly string[], limit?: string) => d.jsonArrayAgg(expr, ob, limit)
-  const agg = arrayAgg(obj.json.s, terms.map((t, i) => d.orderTerm(`${s}.__o${i}`, t.dir)), l.limit.s)
+  const agg = arrayAgg(obj.json.s, terms.map((t, i) => d.orderTerm(`${s}.__o${i}`, t.dir, t.notNull)), l.limit.s)
   const corr = l.correlate(s)
   return { frag: { s: `SELECT ${agg} FROM (${inner.s}) AS ${s} WHERE ${corr.s} AND ${s}.__rn = 1`, p: [...obj.json.p, ...l.limit.p, ...inner.p, ...corr.p] }, post: obj.post }
 }
