@@ -21,21 +21,21 @@
  * server process (V8's compiler and GC helper threads too), not the role service or the client.
  *
  * Targets: `rest` GET /operations/TodoById?id=1, `graphql` POST /graphql with the stored TodoById
- * document and `{id: 1}`, `cache` GET /operations/TodoByIdCached, a `# @cache maxAge=60` copy of
- * TodoById (every request after the first a hit; the gateway then runs on a config module of the work
- * directory: the demo's with `operations.dir` a copy of operations/ holding it) — each beside `baseline` GET /todo?id=1. The difference to the baseline is also shown in
+ * document and `{id: 1}`, `cache` GET /operations/TodoByIdCached, a `# @cache` copy of TodoById
+ * (every request after the first a hit; the gateway then runs on bench/cache-scenario.mjs's config) — each beside `baseline` GET /todo?id=1. The difference to the baseline is also shown in
  * µs at the calibration the machine's `rest` run gives (CPU µs per request ÷ instructions per request
  * of the baseline, when bench/run.mjs has recorded one in bench/recorded.json).
  *
  * `--record` writes the figures into bench/recorded.json (`instructions`), and every run compares
  * with the recorded ones: a figure more than 10 % above its recorded value is flagged (exit code 2).
  */
-import { cpSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir, loadavg, cpus } from 'node:os'
 import { join } from 'node:path'
 import { execFileSync } from 'node:child_process'
 import { Pool } from 'undici'
 import { copySqlite, root, startBaseline, startGateway, freePort } from './lib/processes.mjs'
+import { CACHED_OPERATION, writeCacheConfig } from './cache-scenario.mjs'
 import { compareWithRecorded, readRecorded, writeRecorded } from './lib/recorded.mjs'
 
 const argv = process.argv.slice(2)
@@ -143,19 +143,7 @@ async function measure(label, pid, url, init = {}) {
   return perRequest
 }
 
-const cacheOperation = 'TodoByIdCached'
-/**
- * A config module in the work directory: the demo's (dist/config.js) with `operations.dir` a copy of
- * operations/ (its `.graphql` files: a TypeScript operation would not find the packages from there) plus `TodoByIdCached` (TodoById with `# @cache maxAge=60`).
- */
-function configWithCache() {
-  const dir = join(work, 'operations')
-  cpSync(join(root, 'operations'), dir, { recursive: true, filter: (src) => !/\.[cm]?ts$/.test(src) })
-  writeFileSync(join(dir, `${cacheOperation}.graphql`), `# @cache maxAge=60\n${todoSource.replace('query TodoById', `query ${cacheOperation}`)}`)
-  const file = join(work, 'cache.config.mjs')
-  writeFileSync(file, `import demo from ${JSON.stringify(join(root, 'dist/config.js'))}\nexport default { ...demo, operations: { ...demo.operations, dir: ${JSON.stringify(dir)} } }\n`)
-  return file
-}
+const cacheOperation = CACHED_OPERATION
 
 const db = join(work, 'todo.sqlite')
 await copySqlite(join(root, 'data/todo.sqlite'), db)
@@ -175,7 +163,7 @@ try {
     const gwTargets = targets.filter((t) => t !== 'baseline')
     if (!gwTargets.length) continue
     const env = { TODO_DATABASE_URL: `sqlite:${db}`, ROLE_SERVICE_PORT: String(await freePort()), ...(mode === 'production' ? { NODE_ENV: 'production' } : {}) }
-    const config = gwTargets.includes('cache') ? configWithCache() : undefined
+    const config = gwTargets.includes('cache') ? writeCacheConfig(work) : undefined
     const gw = await startGateway({ config, env, wrap, timeoutMs: 600_000 })
     hosts.set(gw.pid, '127.0.0.1') // startGateway's HOST
     try {
