@@ -116,21 +116,6 @@ export type TodoByIdResponse = {
   } | null
 }
 
-/** Variables of the stored query `TodoByIdCached` (operations/TodoByIdCached.graphql). */
-export type TodoByIdCachedVariables = {
-  id?: number | null
-}
-
-/** The data object of the stored query `TodoByIdCached` (operations/TodoByIdCached.graphql). */
-export type TodoByIdCachedResponse = {
-  todo_findUniqueTodo: {
-    completed: boolean
-    createdAt: DateTime
-    id: number
-    title: string
-  } | null
-}
-
 /** Variables of the stored query `Todos` (operations/Todos.graphql). */
 export type TodosVariables = {
   take?: number | null
@@ -147,6 +132,20 @@ export type TodosResponse = {
   }>
 }
 
+/** Variables of the stored query `TodoWithRoles` (operations/TodoWithRoles.ts). */
+export type TodoWithRolesVariables = {
+  id: number
+}
+
+/** The data object of the stored query `TodoWithRoles` (operations/TodoWithRoles.ts). */
+export type TodoWithRolesResponse = {
+  id: number
+  title: string
+  completed: boolean
+  createdAt: string
+  roles: string[]
+}
+
 /** Each stored operation's variables (`input`) and data object (`response`), by operation name: what typed hooks read. */
 export interface Operations {
   "CreateTodo": { input: CreateTodoVariables; response: CreateTodoResponse }
@@ -155,8 +154,8 @@ export interface Operations {
   "Roles": { input: RolesVariables; response: RolesResponse }
   "TodoAndRoles": { input: TodoAndRolesVariables; response: TodoAndRolesResponse }
   "TodoById": { input: TodoByIdVariables; response: TodoByIdResponse }
-  "TodoByIdCached": { input: TodoByIdCachedVariables; response: TodoByIdCachedResponse }
   "Todos": { input: TodosVariables; response: TodosResponse }
+  "TodoWithRoles": { input: TodoWithRolesVariables; response: TodoWithRolesResponse }
 }
 
 /**
@@ -170,8 +169,8 @@ export interface ServerOperations {
   "Roles": { kind: "query"; input: RolesVariables; response: RolesResponse }
   "TodoAndRoles": { kind: "query"; input: TodoAndRolesVariables; response: TodoAndRolesResponse }
   "TodoById": { kind: "query"; input: TodoByIdVariables; response: TodoByIdResponse }
-  "TodoByIdCached": { kind: "query"; input: TodoByIdCachedVariables; response: TodoByIdCachedResponse }
   "Todos": { kind: "query"; input: TodosVariables; response: TodosResponse }
+  "TodoWithRoles": { kind: "query"; input: TodoWithRolesVariables; response: TodoWithRolesResponse }
 }
 
 /** Config `hooks` typed for these operations (README "Hooks"): `hooks: { operations: { … } } satisfies HooksConfig`. */
@@ -184,8 +183,8 @@ const operations = {
   Roles: { path: "/operations/Roles", plain: [] },
   TodoAndRoles: { path: "/operations/TodoAndRoles", plain: ["id"] },
   TodoById: { path: "/operations/TodoById", plain: ["id"] },
-  TodoByIdCached: { path: "/operations/TodoByIdCached", plain: ["id"] },
   Todos: { path: "/operations/Todos", plain: ["take","skip"] },
+  TodoWithRoles: { path: "/operations/TodoWithRoles", plain: ["id"] },
 } satisfies Record<string, OperationInfo>
 
 /** The typed client: one method per stored operation, and `live` for the live variant of each query. */
@@ -202,17 +201,17 @@ export interface TributaryClient {
   TodoAndRoles(variables?: TodoAndRolesVariables, options?: CallOptions): Promise<TodoAndRolesResponse>
   /** Runs the query `TodoById`: `GET /operations/TodoById`. @throws TributaryError */
   TodoById(variables?: TodoByIdVariables, options?: CallOptions): Promise<TodoByIdResponse>
-  /** Runs the query `TodoByIdCached`: `GET /operations/TodoByIdCached`. @throws TributaryError */
-  TodoByIdCached(variables?: TodoByIdCachedVariables, options?: CallOptions): Promise<TodoByIdCachedResponse>
   /** Runs the query `Todos`: `GET /operations/Todos`. @throws TributaryError */
   Todos(variables?: TodosVariables, options?: CallOptions): Promise<TodosResponse>
+  /** Runs the query `TodoWithRoles`: `GET /operations/TodoWithRoles`. @throws TributaryError */
+  TodoWithRoles(variables: TodoWithRolesVariables, options?: CallOptions): Promise<TodoWithRolesResponse>
   /** Live queries: `GET /operations/<Query>?live=true` as Server-Sent Events; yields the result whenever it changes. */
   live: {
     Roles(variables?: RolesVariables, options?: CallOptions): AsyncGenerator<RolesResponse, void, undefined>
     TodoAndRoles(variables?: TodoAndRolesVariables, options?: CallOptions): AsyncGenerator<TodoAndRolesResponse, void, undefined>
     TodoById(variables?: TodoByIdVariables, options?: CallOptions): AsyncGenerator<TodoByIdResponse, void, undefined>
-    TodoByIdCached(variables?: TodoByIdCachedVariables, options?: CallOptions): AsyncGenerator<TodoByIdCachedResponse, void, undefined>
     Todos(variables?: TodosVariables, options?: CallOptions): AsyncGenerator<TodosResponse, void, undefined>
+    TodoWithRoles(variables: TodoWithRolesVariables, options?: CallOptions): AsyncGenerator<TodoWithRolesResponse, void, undefined>
   }
 }
 
@@ -229,14 +228,14 @@ export function createClient(options: ClientOptions): TributaryClient {
     Roles: (variables?: RolesVariables, options?: CallOptions) => t.query(operations.Roles, variables, options) as Promise<RolesResponse>,
     TodoAndRoles: (variables?: TodoAndRolesVariables, options?: CallOptions) => t.query(operations.TodoAndRoles, variables, options) as Promise<TodoAndRolesResponse>,
     TodoById: (variables?: TodoByIdVariables, options?: CallOptions) => t.query(operations.TodoById, variables, options) as Promise<TodoByIdResponse>,
-    TodoByIdCached: (variables?: TodoByIdCachedVariables, options?: CallOptions) => t.query(operations.TodoByIdCached, variables, options) as Promise<TodoByIdCachedResponse>,
     Todos: (variables?: TodosVariables, options?: CallOptions) => t.query(operations.Todos, variables, options) as Promise<TodosResponse>,
+    TodoWithRoles: (variables: TodoWithRolesVariables, options?: CallOptions) => t.query(operations.TodoWithRoles, variables, options) as Promise<TodoWithRolesResponse>,
     live: {
       Roles: (variables?: RolesVariables, options?: CallOptions) => t.stream(operations.Roles, variables, true, options) as AsyncGenerator<RolesResponse, void, undefined>,
       TodoAndRoles: (variables?: TodoAndRolesVariables, options?: CallOptions) => t.stream(operations.TodoAndRoles, variables, true, options) as AsyncGenerator<TodoAndRolesResponse, void, undefined>,
       TodoById: (variables?: TodoByIdVariables, options?: CallOptions) => t.stream(operations.TodoById, variables, true, options) as AsyncGenerator<TodoByIdResponse, void, undefined>,
-      TodoByIdCached: (variables?: TodoByIdCachedVariables, options?: CallOptions) => t.stream(operations.TodoByIdCached, variables, true, options) as AsyncGenerator<TodoByIdCachedResponse, void, undefined>,
       Todos: (variables?: TodosVariables, options?: CallOptions) => t.stream(operations.Todos, variables, true, options) as AsyncGenerator<TodosResponse, void, undefined>,
+      TodoWithRoles: (variables: TodoWithRolesVariables, options?: CallOptions) => t.stream(operations.TodoWithRoles, variables, true, options) as AsyncGenerator<TodoWithRolesResponse, void, undefined>,
     },
   }
 }

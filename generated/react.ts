@@ -34,7 +34,7 @@ import {
 } from '@tanstack/react-query'
 import { TributaryError, type CallOptions, type TributaryClient } from './client.js'
 
-import type { CreateTodoVariables, CreateTodoResponse, DeleteTodoVariables, DeleteTodoResponse, MessageCreatedVariables, MessageCreatedResponse, RolesVariables, RolesResponse, TodoAndRolesVariables, TodoAndRolesResponse, TodoByIdVariables, TodoByIdResponse, TodoByIdCachedVariables, TodoByIdCachedResponse, TodosVariables, TodosResponse } from './client.js'
+import type { CreateTodoVariables, CreateTodoResponse, DeleteTodoVariables, DeleteTodoResponse, MessageCreatedVariables, MessageCreatedResponse, RolesVariables, RolesResponse, TodoAndRolesVariables, TodoAndRolesResponse, TodoByIdVariables, TodoByIdResponse, TodosVariables, TodosResponse, TodoWithRolesVariables, TodoWithRolesResponse } from './client.js'
 
 // ----- the operations, by kind -----
 
@@ -43,8 +43,8 @@ export interface Queries {
   Roles: { input: RolesVariables; response: RolesResponse; requiresInput: false }
   TodoAndRoles: { input: TodoAndRolesVariables; response: TodoAndRolesResponse; requiresInput: false }
   TodoById: { input: TodoByIdVariables; response: TodoByIdResponse; requiresInput: false }
-  TodoByIdCached: { input: TodoByIdCachedVariables; response: TodoByIdCachedResponse; requiresInput: false }
   Todos: { input: TodosVariables; response: TodosResponse; requiresInput: false }
+  TodoWithRoles: { input: TodoWithRolesVariables; response: TodoWithRolesResponse; requiresInput: true }
 }
 
 /** The stored mutations by name: variables (`input`), data (`response`), whether a variable is required. */
@@ -66,8 +66,8 @@ const methods: Record<string, string | undefined> = {
   Roles: "Roles",
   TodoAndRoles: "TodoAndRoles",
   TodoById: "TodoById",
-  TodoByIdCached: "TodoByIdCached",
   Todos: "Todos",
+  TodoWithRoles: "TodoWithRoles",
 }
 
 // ----- runtime -----
@@ -285,14 +285,14 @@ export interface TributaryHooks {
   useTodoByIdQuery(input?: TodoByIdVariables, options?: QueryOptions<Queries["TodoById"]>): UseQueryResult<TodoByIdResponse, TributaryError>
   /** The live query `TodoById`. */
   useTodoByIdLiveQuery(input?: TodoByIdVariables, options?: QueryOptions<Queries["TodoById"]>): UseQueryResult<TodoByIdResponse, TributaryError>
-  /** The query `TodoByIdCached`. */
-  useTodoByIdCachedQuery(input?: TodoByIdCachedVariables, options?: QueryOptions<Queries["TodoByIdCached"]>): UseQueryResult<TodoByIdCachedResponse, TributaryError>
-  /** The live query `TodoByIdCached`. */
-  useTodoByIdCachedLiveQuery(input?: TodoByIdCachedVariables, options?: QueryOptions<Queries["TodoByIdCached"]>): UseQueryResult<TodoByIdCachedResponse, TributaryError>
   /** The query `Todos`. */
   useTodosQuery(input?: TodosVariables, options?: QueryOptions<Queries["Todos"]>): UseQueryResult<TodosResponse, TributaryError>
   /** The live query `Todos`. */
   useTodosLiveQuery(input?: TodosVariables, options?: QueryOptions<Queries["Todos"]>): UseQueryResult<TodosResponse, TributaryError>
+  /** The query `TodoWithRoles`. */
+  useTodoWithRolesQuery(input: TodoWithRolesVariables, options?: QueryOptions<Queries["TodoWithRoles"]>): UseQueryResult<TodoWithRolesResponse, TributaryError>
+  /** The live query `TodoWithRoles`. */
+  useTodoWithRolesLiveQuery(input: TodoWithRolesVariables, options?: QueryOptions<Queries["TodoWithRoles"]>): UseQueryResult<TodoWithRolesResponse, TributaryError>
 }
 
 function hooksFor(getClient: () => TributaryClient): TributaryHooks {
@@ -313,10 +313,10 @@ function hooksFor(getClient: () => TributaryClient): TributaryHooks {
     useTodoAndRolesLiveQuery: (input?: TodoAndRolesVariables, options?: QueryOptions<Queries["TodoAndRoles"]>) => hooks.useQuery({ ...options, operationName: "TodoAndRoles", input, liveQuery: true } as QueryArgs<"TodoAndRoles">),
     useTodoByIdQuery: (input?: TodoByIdVariables, options?: QueryOptions<Queries["TodoById"]>) => hooks.useQuery({ ...options, operationName: "TodoById", input } as QueryArgs<"TodoById">),
     useTodoByIdLiveQuery: (input?: TodoByIdVariables, options?: QueryOptions<Queries["TodoById"]>) => hooks.useQuery({ ...options, operationName: "TodoById", input, liveQuery: true } as QueryArgs<"TodoById">),
-    useTodoByIdCachedQuery: (input?: TodoByIdCachedVariables, options?: QueryOptions<Queries["TodoByIdCached"]>) => hooks.useQuery({ ...options, operationName: "TodoByIdCached", input } as QueryArgs<"TodoByIdCached">),
-    useTodoByIdCachedLiveQuery: (input?: TodoByIdCachedVariables, options?: QueryOptions<Queries["TodoByIdCached"]>) => hooks.useQuery({ ...options, operationName: "TodoByIdCached", input, liveQuery: true } as QueryArgs<"TodoByIdCached">),
     useTodosQuery: (input?: TodosVariables, options?: QueryOptions<Queries["Todos"]>) => hooks.useQuery({ ...options, operationName: "Todos", input } as QueryArgs<"Todos">),
     useTodosLiveQuery: (input?: TodosVariables, options?: QueryOptions<Queries["Todos"]>) => hooks.useQuery({ ...options, operationName: "Todos", input, liveQuery: true } as QueryArgs<"Todos">),
+    useTodoWithRolesQuery: (input: TodoWithRolesVariables, options?: QueryOptions<Queries["TodoWithRoles"]>) => hooks.useQuery({ ...options, operationName: "TodoWithRoles", input } as QueryArgs<"TodoWithRoles">),
+    useTodoWithRolesLiveQuery: (input: TodoWithRolesVariables, options?: QueryOptions<Queries["TodoWithRoles"]>) => hooks.useQuery({ ...options, operationName: "TodoWithRoles", input, liveQuery: true } as QueryArgs<"TodoWithRoles">),
   }
 }
 
@@ -344,8 +344,8 @@ export const {
   useTodoAndRolesLiveQuery,
   useTodoByIdQuery,
   useTodoByIdLiveQuery,
-  useTodoByIdCachedQuery,
-  useTodoByIdCachedLiveQuery,
   useTodosQuery,
   useTodosLiveQuery,
+  useTodoWithRolesQuery,
+  useTodoWithRolesLiveQuery,
 }: TributaryHooks = hooksFor(useTributaryClient)

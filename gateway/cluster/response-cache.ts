@@ -104,16 +104,44 @@ export class ResponseCache {
    */
   private readonly parsed = new Map<string, { raw: string; entry: CachedResponse & { versions: string } }>()
 
+  /**
+   * Keys of requests without credentials, by operation text then variables' JSON: a hit computes no
+   * hash. At most {@link PARSED_MEMO_SIZE} variables per text (then that text's map starts again);
+   * requests with `Authorization` or `Cookie` are always hashed, so no credential is kept here.
+   */
+  private readonly anonymousKeys = new Map<string, Map<string, string>>()
+
   constructor(private readonly cluster: Cluster, private readonly onError: (err: unknown) => void = () => undefined) {}
+
+  /** `cache:<sha256 (base64url) of text \0 variables (keys sorted) \0 Authorization \0 Cookie>`. */
+  private keyOf(text: string, variables: unknown, headers: IncomingHttpHeaders): string {
+    const vars = stableJson(variables)
+    const anonymous = headers.authorization === undefined && headers.cookie === undefined
+    let byVars: Map<string, string> | undefined
+    if (anonymous) {
+      byVars = this.anonymousKeys.get(text)
+      const known = byVars?.get(vars)
+      if (known !== undefined) return known
+    }
+    // One native call over the joined parts (the same digest as updating with each part in turn).
+    const key = `cache:${oneShotHash('sha256', `${text}\0${vars}\0${String(headers.authorization ?? '')}\0${String(headers.cookie ?? '')}`, 'base64url')}`
+    if (anonymous) {
+      if (!byVars) {
+        if (this.anonymousKeys.size >= PARSED_MEMO_SIZE) this.anonymousKeys.clear()
+        this.anonymousKeys.set(text, (byVars = new Map()))
+      }
+      if (byVars.size >= PARSED_MEMO_SIZE) byVars.clear()
+      byVars.set(vars, key)
+    }
+    return key
+  }
 
   /**
    * Reads the entry of (operation text, variables, credentials) and the versions of `tags` in one round trip.
    * @returns null when the cluster failed (treat as a miss, store nothing).
    */
   async lookup(text: string, variables: unknown, headers: IncomingHttpHeaders, tags: readonly string[], policy: CachePolicy): Promise<CacheLookup | null> {
-    // One native call over the joined parts (the same digest as updating with each part in turn).
-    const hash = oneShotHash('sha256', `${text}\0${stableJson(variables)}\0${String(headers.authorization ?? '')}\0${String(headers.cookie ?? '')}`, 'base64url')
-    const key = `cache:${hash}`
+    const key = this.keyOf(text, variables, headers)
     const keys = [`kv:${key}`]
     for (const t of tags) keys.push(`counter:tag:${t}`)
     let values: (string | null)[]
