@@ -45,6 +45,12 @@
  *   metrics  GET /operations/TodoById?id=1 on the demo with metrics on (the default) vs the same
  *            gateway with `metrics: { enabled: false }`: the cost of the metrics        target ≥ 0.95
  *            (BENCH_METRICS_CONTROL=1: both without metrics, an A/A control of the pair)
+ *   cache    GET /operations/TodoByIdCached?id=1 (TodoById with `# @cache`, every request a hit) vs
+ *            baseline GET /todo?id=1, in memory and with Redis (REDIS_URL; bench/cache-scenario.mjs)  target ≥ 1.5
+ *
+ * Every A/B line and summary gives each server's CPU µs per request (/proc/<pid>/stat) beside the
+ * ratio; they are compared with bench/recorded.json and a figure more than 10 % above its recorded
+ * value is flagged. `--record` writes this run's figures there (bench/lib/recorded.mjs).
  *
  * Options (flag, or environment variable):
  *   --duration <s>          BENCH_DURATION          seconds per measured run (10)
@@ -54,7 +60,7 @@
  *   --memory-runs <n>       BENCH_MEMORY_RUNS       runs of the memory scenario (5)
  *   --memory-duration <s>   BENCH_MEMORY_DURATION   seconds per memory run (20)
  *   --pipelining <n>        BENCH_PIPELINING        autocannon pipelining (1)
- *   --scenarios <list>      BENCH_SCENARIOS         comma-separated subset of rest,graphql,calibration,memory,chinook,health,roles,linked,workers,subscribers,events,metrics,auth,pg-peer
+ *   --scenarios <list>      BENCH_SCENARIOS         comma-separated subset of rest,graphql,calibration,memory,chinook,health,roles,linked,workers,subscribers,events,metrics,auth,pg-peer,cache
  *   --subscribers <n>       BENCH_SUBSCRIBERS       WebSocket subscribers of the subscribers scenario (5000, at most 20000)
  *   --messages <n>          BENCH_MESSAGES          messages measured in the subscribers scenario (10)
  *   --event-subscribers <n> BENCH_EVENT_SUBSCRIBERS WebSocket subscribers of the events scenario (1000, at most 20000)
@@ -64,6 +70,7 @@
  *                                                   measured gateway run of each A/B scenario (node
  *                                                   --perf-basic-prof; bench/results/perf/); ratios stay
  *                                                   comparable but perf costs the gateway a few %
+ *   --record                                        write this run's CPU µs per request into bench/recorded.json
  *   --cpu-prof                                      run the gateways under `node --cpu-prof` and print
  *                                                   the top self-time functions (bench/results/profiles/);
  *                                                   biased towards syscalls on this VM: prefer --perf
@@ -80,6 +87,8 @@ import { copySqlite, cpuTimeOf, freePort, memoryOf, root, runLoad, startBaseline
 import { formatSummary, summarise } from './profile-summary.mjs'
 import { formatPerfSummary, perfScript, summarisePerfScript } from './perf-summary.mjs'
 import { spawn } from 'node:child_process'
+import { cacheScenario } from './cache-scenario.mjs'
+import { compareWithRecorded, readRecorded, writeRecorded } from './lib/recorded.mjs'
 
 // ---------------------------------------------------------------- options
 const argv = process.argv.slice(2)
@@ -106,18 +115,18 @@ const options = {
   messages: num('messages', 'BENCH_MESSAGES', 10, 5),
   eventSubscribers: num('event-subscribers', 'BENCH_EVENT_SUBSCRIBERS', 1000, 1000),
   calibrationSpinUs: num('calibration-spin-us', 'BENCH_CALIBRATION_SPIN_US', 10, 10),
-  scenarios: String(opt('scenarios', 'BENCH_SCENARIOS', 'rest,graphql,calibration,memory,chinook,health,roles,linked,workers,subscribers,events,metrics,auth,pg-peer')).split(',').map((s) => s.trim()).filter(Boolean),
+  scenarios: String(opt('scenarios', 'BENCH_SCENARIOS', 'rest,graphql,calibration,memory,chinook,health,roles,linked,workers,subscribers,events,metrics,auth,pg-peer,cache')).split(',').map((s) => s.trim()).filter(Boolean),
   cpuProf: argv.includes('--cpu-prof'),
   perf: argv.includes('--perf'),
   peer: !argv.includes('--no-peer'),
 }
-const known = ['rest', 'graphql', 'calibration', 'memory', 'chinook', 'health', 'roles', 'linked', 'workers', 'subscribers', 'events', 'metrics', 'auth', 'pg-peer']
+const known = ['rest', 'graphql', 'calibration', 'memory', 'chinook', 'health', 'roles', 'linked', 'workers', 'subscribers', 'events', 'metrics', 'auth', 'pg-peer', 'cache']
 for (const s of options.scenarios) if (!known.includes(s)) throw new Error(`unknown scenario "${s}"; use ${known.join(', ')}`)
 if (options.calibrationSpinUs > 1000) throw new Error('--calibration-spin-us: at most 1000 µs')
 if (options.subscribers > 20000 || options.eventSubscribers > 20000 || options.messages > 1000) throw new Error('at most 20000 subscribers and 1000 messages')
 if (options.connections > 1000 || options.duration > 600 || options.memoryDuration > 600) throw new Error('at most 1000 connections and 600 s per run')
 
-const TARGETS = { rest: 0.7, graphql: 0.35, memoryGrowth: 0.1, chinook: 0.5, healthP99Ms: 100, roles: 0.6, linked: 0.5, subscribersP99Ms: 200, metrics: 0.95, auth: 0.85 }
+const TARGETS = { rest: 0.7, graphql: 0.35, memoryGrowth: 0.1, chinook: 0.5, healthP99Ms: 100, roles: 0.6, linked: 0.5, subscribersP99Ms: 200, metrics: 0.95, auth: 0.85, cache: 1.5 }
 
 // ---------------------------------------------------------------- output
 const tty = process.stdout.isTTY
@@ -224,6 +233,7 @@ function summariseRun(r) {
     reqPerSec: Math.round(r.reqPerSec),
     serverCpuPct: r.serverCpuPct,
     serverCpuMs: r.serverCpuMs,
+    serverCpuUsPerRequest: r.serverCpuMs === undefined ? undefined : +((r.serverCpuMs * 1000) / r.requests.total).toFixed(1),
     clientCpuPct: r.clientCpuPct,
     total: r.requests.total,
     durationS: r.duration,
@@ -233,6 +243,15 @@ function summariseRun(r) {
     timeouts: r.timeouts,
     loadavg1: +loadavg()[0].toFixed(2),
   }
+}
+
+/** Median CPU µs per request of each side of an A/B's runs (`/proc/<pid>/stat`), `{ baseline, gateway }`. */
+function cpuPerRequest(runs) {
+  const of = (which) => {
+    const xs = runs.filter((x) => x.which === which && x.serverCpuUsPerRequest !== undefined).map((x) => x.serverCpuUsPerRequest)
+    return xs.length ? +median(xs).toFixed(1) : undefined
+  }
+  return { baseline: of('baseline'), gateway: of('gateway') }
 }
 
 /** Direct children of a process (/proc/<pid>/task/<pid>/children), e.g. a primary's workers. */
@@ -282,7 +301,7 @@ async function ab(name, { baseline, gateway, target, gw }) {
       if (summarisePerf) pendingPerf = summarisePerf
       got[which] = summariseRun(r)
       runs.push({ round, which, ...got[which] })
-      say(`  round ${round} ${which.padEnd(8)} ${fmt(r.reqPerSec).padStart(7)} req/s   p50 ${r.latency.p50} ms  p99 ${r.latency.p99} ms  CPU server ${r.serverCpuPct} % autocannon ${r.clientCpuPct} %  load ${loadavg()[0].toFixed(1)}`)
+      say(`  round ${round} ${which.padEnd(8)} ${fmt(r.reqPerSec).padStart(7)} req/s   p50 ${r.latency.p50} ms  p99 ${r.latency.p99} ms  CPU server ${r.serverCpuPct} % (${got[which].serverCpuUsPerRequest} µs/request) autocannon ${r.clientCpuPct} %  load ${loadavg()[0].toFixed(1)}`)
     }
     const ratio = got.gateway.reqPerSec / got.baseline.reqPerSec
     if (options.perf && round === 1) say('  (round 1: the gateway ran under perf record)')
@@ -294,8 +313,9 @@ async function ab(name, { baseline, gateway, target, gw }) {
   const medianRatio = +median(ratios).toFixed(3)
   // target null: a figure that is reported, not judged.
   const pass = target === null ? null : medianRatio >= target
-  say(`[${name}] median ratio ${medianRatio}${target === null ? ' (reported)' : ` (target ≥ ${target}) ${pass ? 'PASS' : 'MISS'}`}${options.cpuProf ? ' (profiled: not comparable)' : ''}`)
-  return { runs, ratios, medianRatio, target, pass, profiled: options.cpuProf }
+  const cpuUsPerRequest = cpuPerRequest(runs)
+  say(`[${name}] median ratio ${medianRatio}${target === null ? ' (reported)' : ` (target ≥ ${target}) ${pass ? 'PASS' : 'MISS'}`}${options.cpuProf ? ' (profiled: not comparable)' : ''}; CPU per request (median) baseline ${cpuUsPerRequest.baseline} µs, gateway ${cpuUsPerRequest.gateway} µs (+${+(cpuUsPerRequest.gateway - cpuUsPerRequest.baseline).toFixed(1)})`)
+  return { runs, ratios, medianRatio, target, pass, profiled: options.cpuProf, cpuUsPerRequest }
 }
 
 // ---------------------------------------------------------------- todo (issue 4)
@@ -1101,6 +1121,10 @@ try {
     const { pgPeerScenario } = await import('./pg-peer.mjs')
     results.scenarios['pg-peer'] = await pgPeerScenario({ ...options, gatewayNodeArgs: gatewayNodeArgs('pg-peer'), say, progress })
   }
+  if (options.scenarios.includes('cache')) {
+    const r = await cacheScenario({ work, say, ab, fetchJson, assertSame, prepareTodoDb, startBaseline, startGateway, freePort, gatewayNodeArgs, stopGateway, target: TARGETS.cache })
+    for (const [store, v] of Object.entries(r)) results.scenarios[`cache-${store}`] = v
+  }
 } catch (err) {
   failed = err
   results.error = String(err?.stack ?? err)
@@ -1126,9 +1150,22 @@ for (const [name, s] of Object.entries(results.scenarios)) {
   else if (name === 'pg-peer' && s.skipped) say(`  pg-peer  skipped: ${s.skipped}`)
   else if (name === 'pg-peer') for (const [read, r] of Object.entries(s.reads)) say(`  pg-${read.padEnd(6)} Tributary ÷ PostGraphile v4 ratios ${r.ratios.join(', ')}  median ${r.medianRatio} (≥ ${r.target})  ${r.pass ? 'PASS' : 'MISS'}`)
   else if (name === 'memory') say(`  memory   RSS MB ${s.rssKb.map((k) => (k / 1024).toFixed(1)).join(' → ')}  growth ${s.growthPct} % (< ${s.targetPct} %)  ${s.pass ? 'PASS' : 'MISS'}`)
-  else say(`  ${name.padEnd(8)} ratios ${s.ratios.join(', ')}  median ${s.medianRatio} (≥ ${s.target})  ${s.pass ? 'PASS' : 'MISS'}${s.profiled ? ' (profiled)' : ''}`)
+  else if (s.skipped) say(`  ${name.padEnd(8)} skipped: ${s.skipped}`)
+  else say(`  ${name.padEnd(8)} ratios ${s.ratios.join(', ')}  median ${s.medianRatio} (≥ ${s.target})  ${s.pass ? 'PASS' : 'MISS'}${s.profiled ? ' (profiled)' : ''}${s.cpuUsPerRequest ? `  CPU/request baseline ${s.cpuUsPerRequest.baseline} µs, gateway ${s.cpuUsPerRequest.gateway} µs` : ''}`)
 }
 say(`Results: ${out}`)
+// Regressions (issue 30): CPU µs per request of each server against bench/recorded.json; --record rewrites it.
+const cpuFigures = {}
+for (const [name, s] of Object.entries(results.scenarios)) {
+  for (const side of ['baseline', 'gateway']) if (typeof s?.cpuUsPerRequest?.[side] === 'number') cpuFigures[`${name}.${side}`] = s.cpuUsPerRequest[side]
+}
+const recorded = readRecorded()
+const regressions = compareWithRecorded(recorded.cpuUsPerRequest ?? {}, cpuFigures, 'CPU µs/request', say)
+if (regressions.length) say(`⚠ ${regressions.length} figure(s) more than 10 % above bench/recorded.json: ${regressions.join(', ')}`)
+if (argv.includes('--record') && !failed) {
+  writeRecorded({ ...recorded, cpuUsPerRequest: { ...(recorded.cpuUsPerRequest ?? {}), ...cpuFigures }, cpuAt: results.startedAt, machine: { ...results.machine, loadavgAfter: loadavg() }, calibration: results.scenarios.calibration?.cpuUsPerRequest ?? recorded.calibration })
+  say('recorded in bench/recorded.json')
+}
 if (failed) {
   say(`\n✖ ${failed.message}`)
   process.exit(1)

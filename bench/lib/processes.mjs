@@ -64,11 +64,13 @@ export function freePort() {
 /**
  * Spawns `node <args>` with `env`, in its own process group, and resolves once a line of its stdout
  * matches `ready` (the match is returned). Rejects when it exits first or after `timeoutMs`.
- * Output lines go to `onLine`; the last 200 are kept for error messages.
+ * Output lines go to `onLine`; the last 200 are kept for error messages. `wrap` (e.g.
+ * `['valgrind', '--tool=callgrind', …]`) runs node under that command, in the same process (pid).
  * @returns { child, pid, match, lines, stop(graceMs?) }
  */
-export function startNode({ name, args, env, ready, timeoutMs = 90_000, onLine }) {
-  const child = spawn(process.execPath, args, { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true })
+export function startNode({ name, args, env, ready, timeoutMs = 90_000, onLine, wrap = [] }) {
+  const [command, ...prefix] = [...wrap, process.execPath]
+  const child = spawn(command, [...prefix, ...args], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true })
   children.add(child)
   const lines = []
   const exited = new Promise((ok) => child.once('exit', (code, signal) => ok({ code, signal })))
@@ -147,10 +149,11 @@ export const START_NODE_FLAGS = (() => {
 /**
  * Starts the gateway as `npm start` does: `node <START_NODE_FLAGS> dist/gateway/cli.js start [--config <file>]`, with
  * the given environment on top of this process' (minus variables that would point it elsewhere).
- * `nodeArgs` go before the script (e.g. `--cpu-prof`), `args` after `start` (e.g. `--workers 2`). Resolves with `{ ...handle, url }` once the
- * startup summary printed its GraphQL URL.
+ * `nodeArgs` go before the script (e.g. `--cpu-prof`), `args` after `start` (e.g. `--workers 2`), `wrap`
+ * and `timeoutMs` as {@link startNode}. Resolves with `{ ...handle, url }` once the startup summary
+ * printed its GraphQL URL.
  */
-export async function startGateway({ config, env = {}, nodeArgs = [], args = [], onLine }) {
+export async function startGateway({ config, env = {}, nodeArgs = [], args = [], onLine, wrap, timeoutMs }) {
   const base = { ...process.env }
   for (const k of ['SYSTEM_API_URL', 'TRIBUTARY_CONFIG', 'NODE_ENV', 'HOST', 'PORT', 'ROLE_SERVICE_PORT', 'TODO_DATABASE_URL', 'CHINOOK_DATABASE_URL', 'LOG_LEVEL']) delete base[k]
   const port = await freePort()
@@ -160,6 +163,8 @@ export async function startGateway({ config, env = {}, nodeArgs = [], args = [],
     env: { ...base, HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'warn', ...env },
     ready: /GraphQL\s+(http:\/\/127\.0\.0\.1:\d+)\/graphql/,
     onLine,
+    wrap,
+    timeoutMs,
   })
   return { ...handle, url: handle.match[1] }
 }
@@ -169,7 +174,7 @@ export async function startGateway({ config, env = {}, nodeArgs = [], args = [],
  * its default flags, plus `BENCH_BASELINE_NODE_ARGS` (space-separated) when set: e.g. npm start's
  * `--max-semi-space-size=32`, to price what the gateway's flags are worth to the baseline.
  */
-export async function startBaseline(args) {
+export async function startBaseline(args, { wrap, timeoutMs = 30_000 } = {}) {
   const port = await freePort()
   const nodeArgs = (process.env.BENCH_BASELINE_NODE_ARGS ?? '').split(' ').filter(Boolean)
   const handle = await startNode({
@@ -177,7 +182,8 @@ export async function startBaseline(args) {
     args: [...nodeArgs, join(root, 'bench/baseline-server.mjs'), '--port', String(port), ...args],
     env: { ...process.env },
     ready: /baseline listening (http:\/\/127\.0\.0\.1:\d+)/,
-    timeoutMs: 30_000,
+    timeoutMs,
+    wrap,
   })
   return { ...handle, url: handle.match[1] }
 }

@@ -14,7 +14,7 @@
  *   are unchanged, so a write invalidates every instance at once and a query racing a write is never
  *   served afterwards.
  */
-import { createHash } from 'node:crypto'
+import { hash as oneShotHash } from 'node:crypto'
 import type { IncomingHttpHeaders } from 'node:http'
 import {
   TypeInfo, getNamedType, isCompositeType, visit, visitWithTypeInfo,
@@ -92,35 +92,86 @@ export function operationTags(schema: GraphQLSchema, document: DocumentNode, ope
   return [...tags].sort()
 }
 
+/** Entries of {@link ResponseCache}'s memo of parsed entries; when full it starts again empty. */
+const PARSED_MEMO_SIZE = 1000
+
 /** The shared cache of one app. Every method catches cluster errors: a cache that is down is a miss. */
 export class ResponseCache {
+  /**
+   * The last parsed entry per key, with the stored text it came from: a hit whose stored text is the
+   * same string (in memory: the same string object, compared in O(1); from Redis: equal text) is not
+   * parsed again. At most {@link PARSED_MEMO_SIZE} keys.
+   */
+  private readonly parsed = new Map<string, { raw: string; entry: CachedResponse & { versions: string } }>()
+
+  /**
+   * Keys of requests without credentials, by operation text then variables' JSON: a hit computes no
+   * hash. At most {@link PARSED_MEMO_SIZE} variables per text (then that text's map starts again);
+   * requests with `Authorization` or `Cookie` are always hashed, so no credential is kept here.
+   */
+  private readonly anonymousKeys = new Map<string, Map<string, string>>()
+
   constructor(private readonly cluster: Cluster, private readonly onError: (err: unknown) => void = () => undefined) {}
+
+  /** `cache:<sha256 (base64url) of text \0 variables (keys sorted) \0 Authorization \0 Cookie>`. */
+  private keyOf(text: string, variables: unknown, headers: IncomingHttpHeaders): string {
+    const vars = stableJson(variables)
+    const anonymous = headers.authorization === undefined && headers.cookie === undefined
+    let byVars: Map<string, string> | undefined
+    if (anonymous) {
+      byVars = this.anonymousKeys.get(text)
+      const known = byVars?.get(vars)
+      if (known !== undefined) return known
+    }
+    // One native call over the joined parts (the same digest as updating with each part in turn).
+    const key = `cache:${oneShotHash('sha256', `${text}\0${vars}\0${String(headers.authorization ?? '')}\0${String(headers.cookie ?? '')}`, 'base64url')}`
+    if (anonymous) {
+      if (!byVars) {
+        if (this.anonymousKeys.size >= PARSED_MEMO_SIZE) this.anonymousKeys.clear()
+        this.anonymousKeys.set(text, (byVars = new Map()))
+      }
+      if (byVars.size >= PARSED_MEMO_SIZE) byVars.clear()
+      byVars.set(vars, key)
+    }
+    return key
+  }
 
   /**
    * Reads the entry of (operation text, variables, credentials) and the versions of `tags` in one round trip.
    * @returns null when the cluster failed (treat as a miss, store nothing).
    */
   async lookup(text: string, variables: unknown, headers: IncomingHttpHeaders, tags: readonly string[], policy: CachePolicy): Promise<CacheLookup | null> {
-    const hash = createHash('sha256').update(text).update('\0').update(stableJson(variables)).update('\0').update(String(headers.authorization ?? '')).update('\0').update(String(headers.cookie ?? '')).digest('base64url')
-    const key = `cache:${hash}`
+    const key = this.keyOf(text, variables, headers)
+    const keys = [`kv:${key}`]
+    for (const t of tags) keys.push(`counter:tag:${t}`)
     let values: (string | null)[]
     try {
-      values = await this.cluster.mget([`kv:${key}`, ...tags.map((t) => `counter:tag:${t}`)])
+      values = await this.cluster.mget(keys)
     } catch (err) {
       this.onError(err)
       return null
     }
-    const versions = values.slice(1).map((v) => v ?? '0').join(',')
+    let versions = ''
+    for (let i = 1; i < values.length; i++) versions += `${i > 1 ? ',' : ''}${values[i] ?? '0'}`
+    const raw = values[0]
     let entry: (CachedResponse & { versions: string }) | null = null
-    try {
-      entry = values[0] ? (JSON.parse(values[0]) as CachedResponse & { versions: string }) : null
-    } catch {
-      entry = null
+    if (raw) {
+      const memo = this.parsed.get(key)
+      if (memo && memo.raw === raw) entry = memo.entry
+      else {
+        try {
+          entry = JSON.parse(raw) as CachedResponse & { versions: string }
+          if (this.parsed.size >= PARSED_MEMO_SIZE) this.parsed.clear()
+          this.parsed.set(key, { raw, entry })
+        } catch {
+          entry = null
+        }
+      }
     }
     if (!entry || entry.versions !== versions) return { key, versions, entry: null, state: 'miss' }
     const age = Date.now() - entry.storedAt
     const state = age < policy.maxAge * 1000 ? 'fresh' : age < (policy.maxAge + (policy.staleWhileRevalidate ?? 0)) * 1000 ? 'stale' : 'miss'
-    return { key, versions, entry: state === 'miss' ? null : { body: entry.body, etag: entry.etag, storedAt: entry.storedAt }, state }
+    return { key, versions, entry: state === 'miss' ? null : entry, state }
   }
 
   /** Stores a body under a lookup's key with the versions read before its query ran. Never throws. */
@@ -171,6 +222,17 @@ export async function invalidateTags(cluster: Cluster, tags: readonly string[]):
 
 /** JSON with object keys sorted, so `{a,b}` and `{b,a}` share an entry. */
 export function stableJson(value: unknown): string {
+  // The common case, an object of scalars with one key (or none): JSON.stringify alone is stable.
+  if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
+    let n = 0
+    let flat = true
+    for (const k in value as Record<string, unknown>) {
+      n++
+      const v = (value as Record<string, unknown>)[k]
+      if (v !== null && typeof v === 'object') flat = false
+    }
+    if (n <= 1 && flat) return JSON.stringify(value)
+  }
   return JSON.stringify(value, (_key, v: unknown) =>
     v && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) : v,
   ) ?? 'null'

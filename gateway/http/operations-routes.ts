@@ -158,7 +158,7 @@ async function respond(op: CompiledOperation, variables: Variables, request: Fas
     if (lookup?.entry) {
       reply.header('x-tributary-cache', lookup.state === 'fresh' ? 'hit' : 'stale').header('age', String(Math.max(0, Math.floor((Date.now() - lookup.entry.storedAt) / 1000))))
       if (lookup.state === 'stale') void revalidate(op, variables, request, holder, state, lookup, policy, auth)
-      return sendData(op, lookup.entry.body, request, reply)
+      return sendData(op, lookup.entry.body, request, reply, lookup.entry.etag)
     }
     reply.header('x-tributary-cache', 'miss')
   }
@@ -288,10 +288,13 @@ function sendHookResponse(op: CompiledOperation, response: OperationResponse, re
   return json(reply, body.data ? 200 : errorStatus, body)
 }
 
-/** Sends a successful data object: ETag and Cache-Control for GET (304 on a match), no-store otherwise. */
-function sendData(op: CompiledOperation, body: string, request: FastifyRequest, reply: FastifyReply) {
+/**
+ * Sends a successful data object: ETag and Cache-Control for GET (304 on a match), no-store otherwise.
+ * `storedEtag`: the ETag stored with a cached body (the {@link weakEtag} of that body), not computed again.
+ */
+function sendData(op: CompiledOperation, body: string, request: FastifyRequest, reply: FastifyReply, storedEtag?: string) {
   if (request.method === 'GET' || request.method === 'HEAD') {
-    const etag = weakEtag(body)
+    const etag = storedEtag ?? weakEtag(body)
     reply.header('etag', etag).header('cache-control', cacheControl(op, request))
     if (etagMatches(request.headers['if-none-match'], etag)) return reply.code(304).send()
   } else {

@@ -17,6 +17,8 @@ export function sha256(text: string): string {
 /** Lookups into the stored operations of the gateway currently served; rebuilt after every swap. */
 export class PersistedOperations {
   private byKey = new Map<string, string>()
+  /** The texts whose sha256 is in {@link byKey}: each stored operation's source and printed document. */
+  private texts = new Set<string>()
   private version = -1
 
   constructor(private readonly holder: GatewayHolder) {}
@@ -24,10 +26,13 @@ export class PersistedOperations {
   private index(): Map<string, string> {
     if (this.version !== this.holder.version) {
       this.byKey = new Map()
+      this.texts = new Set()
       for (const op of this.holder.current.operations.values()) {
         if (op.stored.internal || op.stored.language !== 'graphql') continue // callable from code only; TypeScript operations are no GraphQL documents
+        const printed = print(op.stored.document)
+        this.texts.add(op.stored.source).add(printed)
         this.byKey.set(sha256(op.stored.source), op.stored.source)
-        this.byKey.set(sha256(print(op.stored.document)), op.stored.source)
+        this.byKey.set(sha256(printed), op.stored.source)
         this.byKey.set(op.name, op.stored.source)
       }
       this.version = this.holder.version
@@ -76,7 +81,9 @@ export class PersistedOperations {
 
   /** True when `query` is byte for byte the text of a stored operation. */
   allowsText(query: string): boolean {
-    return this.index().has(sha256(query))
+    // A set of the texts themselves: no sha256 per request (the index holds the same texts' hashes).
+    this.index()
+    return this.texts.has(query)
   }
 
   /** True when the printed form of `document` is that of a stored operation. */

@@ -12,12 +12,15 @@ import {
   getNamedType,
   getVariableValues,
   isEnumType,
+  isListType,
+  isNonNullType,
   isScalarType,
   isSpecifiedScalarType,
   typeFromAST,
   valueFromAST,
   type GraphQLInputType,
   type DocumentNode,
+  type VariableDefinitionNode,
   type FieldNode,
   type FragmentDefinitionNode,
   type GraphQLSchema,
@@ -117,9 +120,13 @@ export function compileDirectOperation(schema: GraphQLSchema, document: Document
     return unavailable ? null : body + '}'
   }
 
+  const quick = simple ? quickCoercion(schema, variableDefinitions) : undefined
+
   function run(variables: Record<string, unknown> | undefined, context: unknown): Promise<string | DirectFailure | null> {
     let coerced: Record<string, unknown> = {}
     if (variableDefinitions.length) {
+      const fast = quick?.(variables)
+      if (fast) return execute(fast, context)
       const result = getVariableValues(schema, variableDefinitions, variables ?? {})
       if (result.errors) return Promise.resolve(null)
       coerced = result.coerced
@@ -145,4 +152,81 @@ function failure(key: string, err: unknown): DirectFailure | null {
   const original = err instanceof Error ? err : new Error(String(err))
   const code = (original as { code?: unknown }).code
   return { errors: [new GraphQLError(original.message, { path: [key], originalError: original, ...(typeof code === 'string' && code.startsWith('TRB_ERR_') ? { extensions: { code } } : {}) })] }
+}
+
+/** Coerces one provided, non-null value of a built-in scalar or enum; `undefined` when it does not take the fast way. */
+type QuickScalar = (value: unknown) => unknown
+
+const INT_MIN = -2147483648
+const INT_MAX = 2147483647
+
+/**
+ * CoerceVariableValues (GraphQL spec §6.1.2) compiled once per operation for its common case: every
+ * variable a built-in scalar or an enum, not a list. Per request it only checks each value's JSON type
+ * (Int: an integer within 32 bits; Float: a finite number; String; Boolean; ID: a string, or an integer
+ * made a string; enum: the name of one of its values, given as its internal value) and applies the
+ * defaults. Anything else — a list type, a missing non-null variable, null for a non-null one, a value
+ * of another type — answers `undefined`, and the caller runs graphql-js' `getVariableValues`, which
+ * coerces or reports it: the result is always what graphql-js would give.
+ * @returns undefined when some variable's type is not of that kind (then always graphql-js)
+ */
+export function quickCoercion(schema: GraphQLSchema, definitions: readonly VariableDefinitionNode[]): ((variables: Record<string, unknown> | undefined) => Record<string, unknown> | undefined) | undefined {
+  const vars: { name: string; nonNull: boolean; scalar: QuickScalar; hasDefault: boolean; defaultValue: unknown }[] = []
+  for (const def of definitions) {
+    const declared = typeFromAST(schema, def.type as never) as GraphQLInputType | undefined
+    if (!declared) return undefined
+    const nonNull = isNonNullType(declared)
+    const type = nonNull ? declared.ofType : declared
+    if (isListType(type)) return undefined
+    let scalar: QuickScalar
+    if (isEnumType(type)) {
+      const enumType = type
+      scalar = (v) => {
+        if (typeof v !== 'string') return undefined
+        const value = enumType.getValue(v)
+        return value ? value.value : undefined
+      }
+    } else if (isScalarType(type) && isSpecifiedScalarType(type)) {
+      switch (type.name) {
+        case 'Int':
+          scalar = (v) => (typeof v === 'number' && Number.isInteger(v) && v >= INT_MIN && v <= INT_MAX ? v : undefined)
+          break
+        case 'Float':
+          scalar = (v) => (typeof v === 'number' && Number.isFinite(v) ? v : undefined)
+          break
+        case 'String':
+          scalar = (v) => (typeof v === 'string' ? v : undefined)
+          break
+        case 'Boolean':
+          scalar = (v) => (typeof v === 'boolean' ? v : undefined)
+          break
+        default: // ID
+          scalar = (v) => (typeof v === 'string' ? v : typeof v === 'number' && Number.isInteger(v) ? String(v) : undefined)
+      }
+    } else return undefined
+    const defaultValue = def.defaultValue ? valueFromAST(def.defaultValue, type) : undefined
+    // A default that does not coerce is graphql-js' to report.
+    if (def.defaultValue && defaultValue === undefined) return undefined
+    vars.push({ name: def.variable.name.value, nonNull, scalar, hasDefault: def.defaultValue !== undefined, defaultValue })
+  }
+  return (variables) => {
+    const out: Record<string, unknown> = {}
+    for (const v of vars) {
+      const given = variables && Object.hasOwn(variables, v.name) ? variables[v.name] : undefined
+      if (given === undefined) {
+        if (v.hasDefault) out[v.name] = v.defaultValue
+        else if (v.nonNull) return undefined
+        continue
+      }
+      if (given === null) {
+        if (v.nonNull) return undefined
+        out[v.name] = null
+        continue
+      }
+      const coerced = v.scalar(given)
+      if (coerced === undefined) return undefined
+      out[v.name] = coerced
+    }
+    return out
+  }
 }

@@ -1,0 +1,92 @@
+/**
+ * The `cache` scenario of bench/run.mjs (issue 30): a `# @cache maxAge=3600` stored query answered from
+ * the gateway's response cache (every measured request a hit) against the hand-written route, in
+ * memory and with Redis. Target: a hit answers at least 1.5× the hand-written route's throughput.
+ *
+ * The operation is `TodoByIdCached`: operations/TodoById.graphql with `# @cache maxAge=3600` and its own
+ * name, in a copy of operations/ (its `.graphql` files) in the bench's work directory; the gateway runs
+ * on a config module there, the demo's (dist/config.js) with `operations.dir` pointing at the copy.
+ * Redis: `REDIS_URL` (default redis://127.0.0.1:6379), a key prefix of the run's own
+ * (`REDIS_KEY_PREFIX`); skipped with a message when Redis does not answer a PING.
+ */
+import { cpSync, readFileSync, writeFileSync } from 'node:fs'
+import { connect } from 'node:net'
+import { join } from 'node:path'
+import { root } from './lib/processes.mjs'
+
+/** The operation the scenario serves, and its file's text. */
+export const CACHED_OPERATION = 'TodoByIdCached'
+
+/**
+ * Writes the operations copy and the config module into `work`; returns the config module's path.
+ * Shared with bench/instructions.mjs.
+ */
+export function writeCacheConfig(work) {
+  const dir = join(work, 'operations-cache')
+  cpSync(join(root, 'operations'), dir, { recursive: true, filter: (src) => !/\.[cm]?ts$/.test(src) })
+  const source = readFileSync(join(root, 'operations/TodoById.graphql'), 'utf8')
+  writeFileSync(join(dir, `${CACHED_OPERATION}.graphql`), `# @cache maxAge=3600\n${source.replace('query TodoById', `query ${CACHED_OPERATION}`)}`)
+  const file = join(work, 'cache.config.mjs')
+  writeFileSync(file, `import demo from ${JSON.stringify(join(root, 'dist/config.js'))}\nexport default { ...demo, operations: { ...demo.operations, dir: ${JSON.stringify(dir)} } }\n`)
+  return file
+}
+
+/** Whether a Redis server answers PING at `url` within 1 s. */
+function redisAnswers(url) {
+  const u = new URL(url)
+  return new Promise((ok) => {
+    const s = connect(Number(u.port || 6379), u.hostname)
+    const done = (v) => {
+      s.destroy()
+      ok(v)
+    }
+    s.setTimeout(1000, () => done(false))
+    s.once('error', () => done(false))
+    s.once('connect', () => s.write('PING\r\n'))
+    s.once('data', (d) => done(d.toString().startsWith('+PONG')))
+  })
+}
+
+/**
+ * Runs the scenario. `ctx` carries run.mjs's pieces: `{ work, say, ab, fetchJson, assertSame,
+ * prepareTodoDb, startBaseline, startGateway, freePort, gatewayNodeArgs, stopGateway, target }`.
+ * @returns `{ memory, redis }`, each ab()'s result plus the hit header seen, or `{ skipped }`
+ */
+export async function cacheScenario(ctx) {
+  const { say, ab, fetchJson, assertSame, prepareTodoDb, startBaseline, startGateway, freePort, gatewayNodeArgs, stopGateway, target } = ctx
+  const config = writeCacheConfig(ctx.work)
+  const db = await prepareTodoDb()
+  const redisUrl = process.env.REDIS_URL || 'redis://127.0.0.1:6379'
+  const out = {}
+  const base = await startBaseline(['--todo-db', db])
+  try {
+    const baseline = { url: `${base.url}/todo?id=1`, pid: base.pid }
+    const expected = await fetchJson(baseline.url)
+    for (const store of ['memory', 'redis']) {
+      if (store === 'redis' && !(await redisAnswers(redisUrl))) {
+        say(`\n[cache redis] skipped: no Redis answers at ${redisUrl}`)
+        out.redis = { skipped: `no Redis at ${redisUrl}` }
+        continue
+      }
+      const env = { TODO_DATABASE_URL: `sqlite:${db}`, ROLE_SERVICE_PORT: String(await freePort()) }
+      if (store === 'redis') Object.assign(env, { REDIS_URL: redisUrl, REDIS_KEY_PREFIX: `trb-bench-cache:${process.pid}:${Date.now().toString(36)}:` })
+      else env.TRIBUTARY_PUBSUB = 'memory'
+      const gw = await startGateway({ config, env, nodeArgs: gatewayNodeArgs(`cache-${store}`) })
+      try {
+        const url = `${gw.url}/operations/${CACHED_OPERATION}?id=1`
+        await fetchJson(url) // the miss that fills the cache
+        const res = await fetch(url)
+        const state = res.headers.get('x-tributary-cache')
+        assertSame(`cache ${store}`, await res.json(), expected)
+        if (state !== 'hit') throw new Error(`cache ${store}: the second GET answered X-Tributary-Cache: ${state}, not hit`)
+        say(`\n[cache ${store}] GET /operations/${CACHED_OPERATION}?id=1 (# @cache maxAge=3600, X-Tributary-Cache: hit) vs baseline GET /todo?id=1${store === 'redis' ? ` (Redis ${redisUrl})` : ' (in memory)'}`)
+        out[store] = { gatewayUrl: `/operations/${CACHED_OPERATION}?id=1`, store, ...(await ab(`cache-${store}`, { baseline, gateway: { url, pid: gw.pid }, target, gw })) }
+      } finally {
+        await stopGateway(gw, `cache-${store}`)
+      }
+    }
+  } finally {
+    await base.stop()
+  }
+  return out
+}

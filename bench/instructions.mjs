@@ -1,0 +1,199 @@
+#!/usr/bin/env node
+/**
+ * Instructions per request of the hot paths (issue 30), counted by `valgrind --tool=callgrind`: the
+ * primary figure where the machine has no hardware counters (`perf stat -e instructions` unsupported)
+ * and is shared, so that wall-clock throughput and even CPU time are noisy. An instruction count of a
+ * fixed number of requests is deterministic to about 1 %.
+ *
+ *   node bench/instructions.mjs [--requests 2000] [--warmup 3000] [--concurrency 10]
+ *                               [--modes development,production] [--targets baseline,rest,graphql,cache]
+ *                               [--record] [--json <file>]
+ *
+ * Each server runs under `valgrind --tool=callgrind --instr-atstart=no` (instrumentation off while it
+ * starts and warms up): the gateway as `npm start` starts it (bench/lib/processes.mjs: START_NODE_FLAGS,
+ * the demo config, a temp copy of data/todo.sqlite), once per mode (`development`: no NODE_ENV, as
+ * `npm start` runs it; `production`: `NODE_ENV=production`, where `/graphql` accepts the stored
+ * operation's exact text as a persisted operation); the hand-written baseline (bench/baseline-server.mjs,
+ * `GET /todo?id=1`) once. For each target: `--warmup` requests uninstrumented, then instrumentation on
+ * (`callgrind_control -i on`), counters zeroed, `--requests` requests with `--concurrency` in flight
+ * (HTTP/1.1 keep-alive, undici Pool, from this process), a dump; idle windows of 2 s before and after.
+ * Instructions per request = (Ir of the load − idle Ir for as long) ÷ requests: every thread of the
+ * server process (V8's compiler and GC helper threads too), not the role service or the client.
+ *
+ * Targets: `rest` GET /operations/TodoById?id=1, `graphql` POST /graphql with the stored TodoById
+ * document and `{id: 1}`, `cache` GET /operations/TodoByIdCached, a `# @cache` copy of TodoById
+ * (every request after the first a hit; the gateway then runs on bench/cache-scenario.mjs's config) — each beside `baseline` GET /todo?id=1. The difference to the baseline is also shown in
+ * µs at the calibration the machine's `rest` run gives (CPU µs per request ÷ instructions per request
+ * of the baseline, when bench/run.mjs has recorded one in bench/recorded.json).
+ *
+ * `--record` writes the figures into bench/recorded.json (`instructions`), and every run compares
+ * with the recorded ones: a figure more than 10 % above its recorded value is flagged (exit code 2).
+ */
+import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir, loadavg, cpus } from 'node:os'
+import { join } from 'node:path'
+import { execFileSync } from 'node:child_process'
+import { Pool } from 'undici'
+import { copySqlite, root, startBaseline, startGateway, freePort } from './lib/processes.mjs'
+import { CACHED_OPERATION, writeCacheConfig } from './cache-scenario.mjs'
+import { compareWithRecorded, readRecorded, writeRecorded } from './lib/recorded.mjs'
+
+const argv = process.argv.slice(2)
+const opt = (flag, fallback) => {
+  const i = argv.indexOf(`--${flag}`)
+  return i >= 0 && argv[i + 1] !== undefined ? argv[i + 1] : fallback
+}
+const requests = Number(opt('requests', 2000))
+const warmup = Number(opt('warmup', 3000))
+const concurrency = Number(opt('concurrency', 10))
+const modes = String(opt('modes', 'development,production')).split(',').filter(Boolean)
+const targets = String(opt('targets', 'baseline,rest,graphql,cache')).split(',').filter(Boolean)
+for (const [name, v, max] of [['requests', requests, 100_000], ['warmup', warmup, 100_000], ['concurrency', concurrency, 100]]) {
+  if (!Number.isInteger(v) || v < 1 || v > max) throw new Error(`--${name}: an integer from 1 to ${max}`)
+}
+for (const m of modes) if (m !== 'development' && m !== 'production') throw new Error(`--modes: development, production`)
+for (const t of targets) if (!['baseline', 'rest', 'graphql', 'cache'].includes(t)) throw new Error(`--targets: baseline, rest, graphql, cache`)
+
+const work = mkdtempSync(join(tmpdir(), 'tributary-instructions-'))
+const say = (text) => process.stdout.write(`${text}\n`)
+const todoSource = readFileSync(join(root, 'operations/TodoById.graphql'), 'utf8')
+
+/**
+ * valgrind's prefix: callgrind, instrumentation off until `callgrind_control -i on`. The vgdb FIFOs
+ * live in the work directory; their names hold `$HOST` of the server (127.0.0.1 for the gateway),
+ * which callgrind_control must be run with to find them.
+ */
+const vgdbPrefix = `--vgdb-prefix=${work}/vgdb`
+const wrap = ['valgrind', '--tool=callgrind', '--instr-atstart=no', vgdbPrefix, `--callgrind-out-file=${work}/callgrind.%p`]
+
+const hosts = new Map()
+function control(pid, ...args) {
+  const env = { ...process.env }
+  if (hosts.get(pid) === undefined) delete env.HOST
+  else env.HOST = hosts.get(pid)
+  const out = execFileSync('callgrind_control', [vgdbPrefix, ...args, String(pid)], { encoding: 'utf8', stdio: 'pipe', timeout: 120_000, env })
+  if (!/OK\./.test(out)) throw new Error(`callgrind_control ${args.join(' ')} ${pid}: ${out}`)
+}
+
+/** Asks `pid` for a dump and returns its total Ir (the `totals:` line), once callgrind has written it. */
+async function dumpIr(pid) {
+  const dumps = () => readdirSync(work).filter((f) => f.startsWith(`callgrind.${pid}.`))
+  const before = dumps().length
+  control(pid, '-d')
+  for (let waited = 0; waited < 120_000; waited += 100) {
+    const files = dumps()
+    if (files.length > before) {
+      const last = files.sort((a, b) => Number(a.split('.').pop()) - Number(b.split('.').pop())).at(-1)
+      const m = /^totals:\s+(\d+)/m.exec(readFileSync(join(work, last), 'utf8'))
+      if (m) return Number(m[1])
+    }
+    await new Promise((ok) => setTimeout(ok, 100))
+  }
+  throw new Error(`callgrind wrote no dump for pid ${pid} within 120 s`)
+}
+
+/** Sends `n` requests, `concurrency` in flight; fails on any status but 200. */
+async function drive(url, init, n) {
+  const u = new URL(url)
+  const pool = new Pool(u.origin, { connections: concurrency, pipelining: 1 })
+  let sent = 0
+  const worker = async () => {
+    while (sent < n) {
+      sent++
+      const res = await pool.request({ path: u.pathname + u.search, method: init.method ?? 'GET', headers: init.headers, body: init.body })
+      await res.body.text()
+      if (res.statusCode !== 200) throw new Error(`${init.method ?? 'GET'} ${url} answered ${res.statusCode}`)
+    }
+  }
+  try {
+    await Promise.all(Array.from({ length: concurrency }, worker))
+  } finally {
+    await pool.close()
+  }
+}
+
+/** Ir of `pid` over `ms` of idle time (counters zeroed first). */
+async function idleIr(pid, ms) {
+  control(pid, '-z')
+  await new Promise((ok) => setTimeout(ok, ms))
+  return dumpIr(pid)
+}
+
+/**
+ * Instructions per request of `url` on the server `pid` (see the module comment). The idle rate
+ * (timers, the metrics' collectors) is measured over 2 s before and 2 s after the load, and the lower
+ * of the two is charged to the load's wall time: right after a load V8's memory reducer may run a
+ * full collection, which an idle window must not count twice.
+ */
+async function measure(label, pid, url, init = {}) {
+  await drive(url, init, warmup)
+  control(pid, '-i', 'on')
+  await drive(url, init, Math.min(200, warmup)) // re-translation after the flush of `-i on`, uncounted
+  const idleBefore = await idleIr(pid, 2000)
+  control(pid, '-z')
+  const t0 = Date.now()
+  await drive(url, init, requests)
+  const wallMs = Date.now() - t0
+  const loadIr = await dumpIr(pid)
+  const idleAfter = await idleIr(pid, 2000)
+  control(pid, '-i', 'off')
+  const idle = Math.round((Math.min(idleBefore, idleAfter) * wallMs) / 2000)
+  const perRequest = Math.round((loadIr - idle) / requests)
+  say(`  ${label.padEnd(44)} ${perRequest.toLocaleString('en-US').padStart(9)} instructions/request  (load ${loadIr.toLocaleString('en-US')} over ${wallMs} ms, idle ${idle.toLocaleString('en-US')}: 2 s windows ${idleBefore.toLocaleString('en-US')} / ${idleAfter.toLocaleString('en-US')})`)
+  return perRequest
+}
+
+const cacheOperation = CACHED_OPERATION
+
+const db = join(work, 'todo.sqlite')
+await copySqlite(join(root, 'data/todo.sqlite'), db)
+const figures = {}
+say(`instructions per request (callgrind), ${requests} requests after ${warmup} warm-up, ${concurrency} in flight; load ${loadavg().map((l) => l.toFixed(2)).join(' ')}, ${cpus().length} × ${cpus()[0]?.model}`)
+try {
+  if (targets.includes('baseline')) {
+    const base = await startBaseline(['--todo-db', db], { wrap, timeoutMs: 300_000 })
+    hosts.set(base.pid, process.env.HOST)
+    try {
+      figures.baseline = await measure('baseline GET /todo?id=1', base.pid, `${base.url}/todo?id=1`)
+    } finally {
+      await base.stop()
+    }
+  }
+  for (const mode of modes) {
+    const gwTargets = targets.filter((t) => t !== 'baseline')
+    if (!gwTargets.length) continue
+    const env = { TODO_DATABASE_URL: `sqlite:${db}`, ROLE_SERVICE_PORT: String(await freePort()), ...(mode === 'production' ? { NODE_ENV: 'production' } : {}) }
+    const config = gwTargets.includes('cache') ? writeCacheConfig(work) : undefined
+    const gw = await startGateway({ config, env, wrap, timeoutMs: 600_000 })
+    hosts.set(gw.pid, '127.0.0.1') // startGateway's HOST
+    try {
+      for (const t of gwTargets) {
+        const key = `${t}.${mode}`
+        if (t === 'rest') figures[key] = await measure(`${mode} GET /operations/TodoById`, gw.pid, `${gw.url}/operations/TodoById?id=1`)
+        if (t === 'graphql') {
+          const body = JSON.stringify({ query: todoSource, variables: { id: 1 }, operationName: 'TodoById' })
+          figures[key] = await measure(`${mode} POST /graphql (TodoById)`, gw.pid, `${gw.url}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json' }, body })
+        }
+        if (t === 'cache') figures[key] = await measure(`${mode} GET /operations/${cacheOperation} (hit)`, gw.pid, `${gw.url}/operations/${cacheOperation}?id=1`)
+      }
+    } finally {
+      await gw.stop()
+    }
+  }
+} finally {
+  rmSync(work, { recursive: true, force: true })
+}
+
+if (figures.baseline) {
+  say('\nabove the baseline:')
+  for (const [k, v] of Object.entries(figures)) if (k !== 'baseline') say(`  ${k.padEnd(24)} +${(v - figures.baseline).toLocaleString('en-US')} instructions/request (${(v / figures.baseline).toFixed(2)}× the baseline's)`)
+}
+const recorded = readRecorded()
+const flagged = compareWithRecorded(recorded.instructions ?? {}, figures, 'instructions/request', say)
+const jsonOut = opt('json')
+if (jsonOut) writeFileSync(jsonOut, JSON.stringify({ at: new Date().toISOString(), loadavg: loadavg(), requests, warmup, concurrency, figures }, null, 2))
+if (argv.includes('--record')) {
+  writeRecorded({ ...recorded, instructions: { ...(recorded.instructions ?? {}), ...figures }, instructionsAt: new Date().toISOString() })
+  say('recorded in bench/recorded.json')
+}
+process.exit(flagged.length && !argv.includes('--record') ? 2 : 0)

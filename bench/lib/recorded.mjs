@@ -1,0 +1,57 @@
+/**
+ * bench/recorded.json: the last recorded figures the bench compares each run with (issue 30). Two
+ * maps, both "lower is better":
+ * - `cpuUsPerRequest`: `<scenario>.<side>` (e.g. `rest.gateway`, `rest.baseline`) → median CPU µs per
+ *   request of that server process over the scenario's rounds (bench/run.mjs, `/proc/<pid>/stat`);
+ * - `instructions`: `<target>[.<mode>]` → instructions per request (bench/instructions.mjs, callgrind).
+ * plus where and when they were recorded (`cpuAt`, `instructionsAt`, `machine`, `commit`).
+ * `--record` (run.mjs, instructions.mjs) rewrites the figures of the run; other keys stay.
+ */
+import { execFileSync } from 'node:child_process'
+import { existsSync, readFileSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { root } from './processes.mjs'
+
+export const recordedFile = join(root, 'bench/recorded.json')
+
+/** A figure more than this fraction above its recorded value is flagged as a regression. */
+export const REGRESSION_THRESHOLD = 0.1
+
+/** The recorded figures, or `{}` when none are committed. */
+export function readRecorded() {
+  return existsSync(recordedFile) ? JSON.parse(readFileSync(recordedFile, 'utf8')) : {}
+}
+
+/** Writes `data` to bench/recorded.json with the current commit (`git rev-parse --short HEAD`). */
+export function writeRecorded(data) {
+  let commit
+  try {
+    commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: root, encoding: 'utf8' }).trim()
+  } catch {
+    commit = undefined
+  }
+  writeFileSync(recordedFile, `${JSON.stringify({ ...data, commit }, null, 2)}\n`)
+}
+
+/**
+ * Compares `figures` (key → number, lower is better) with `recorded` (the same keys); prints one line
+ * per key that has a recorded value through `say` and returns the keys more than
+ * {@link REGRESSION_THRESHOLD} above it (the bench's regression flags).
+ */
+export function compareWithRecorded(recorded, figures, unit, say) {
+  const flagged = []
+  const lines = []
+  for (const [key, value] of Object.entries(figures)) {
+    const before = recorded[key]
+    if (typeof before !== 'number' || typeof value !== 'number' || before <= 0) continue
+    const change = (value - before) / before
+    const regressed = change > REGRESSION_THRESHOLD
+    if (regressed) flagged.push(key)
+    lines.push(`  ${key.padEnd(28)} ${String(value).padStart(10)} ${unit} (recorded ${before}, ${change >= 0 ? '+' : ''}${(change * 100).toFixed(1)} %)${regressed ? `  ⚠ REGRESSION > ${REGRESSION_THRESHOLD * 100} %` : ''}`)
+  }
+  if (lines.length) {
+    say(`\nagainst bench/recorded.json (${unit}):`)
+    for (const l of lines) say(l)
+  }
+  return flagged
+}
