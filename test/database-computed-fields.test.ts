@@ -104,7 +104,7 @@ if (db.skipReason) {
     graphql: { allowArbitraryOperationsInProduction: true, introspection: true },
     server: { logLevel: 'debug' },
     auth: { jwt: { secret }, graphql: 'public' },
-    permissions: { Track: { filter: { milliseconds: { lt: MAX_MS } } }, 'Film.secret': { roles: ['admin'] } },
+    permissions: { Track: { filter: { milliseconds: { lt: MAX_MS } } }, 'Film.secret': { roles: ['admin'] }, 'Customer.lastName': { roles: ['admin'] } },
   })
   const { url } = await serveGateway(t, config, { logger: pino({ level: 'debug' }, stream) })
   const gql = async (query: string, variables?: Record<string, unknown>, token?: string) => {
@@ -226,8 +226,33 @@ if (db.skipReason) {
     t.notOk(names('o').includes('topTracks'), 'nor SETOF ones')
     const relay = await gql(`{ artistConnection(first: 2, orderBy: [{ albumCount: desc }]) { edges { node { artistId } } } }`)
     t.same(codes(relay.body), ['TRB_ERR_DB_INPUT'], 'a Relay connection orders by columns only')
+    const col = await gql(`{ findManyCustomer(where: { lastName: { equals: "x" } }) { customerId } }`)
+    t.ok(codes(col.body).some((c) => c === 'TRB_ERR_AUTH_FORBIDDEN' || c === 'TRB_ERR_AUTH_REQUIRED'), `as a protected column in where is (${codes(col.body).join(', ')})`)
     const hidden = await gql(`{ findManyFilm(where: { secret: { gt: 1 } }) { filmId } }`)
     t.ok(codes(hidden.body).some((c) => c === 'TRB_ERR_AUTH_FORBIDDEN' || c === 'TRB_ERR_AUTH_REQUIRED'), `a protected computed field in where is refused (${codes(hidden.body).join(', ')})`)
+  })
+
+  t.test('_entities (this gateway as a Federation subgraph) selects computed fields in its one statement per type', async (t) => {
+    // A second gateway, serving /graphql as a subgraph (no permissions).
+    const sub = await serveGateway(t, resolveConfig({
+      datasources: [database({ url: db.url, functions: ['film_title_upper', 'film_rental_cost'] })],
+      operations: { dir: join(dir, 'none') },
+      generatedDir: join(dir, 'generated-sub'),
+      mode: 'production',
+      graphql: { allowArbitraryOperationsInProduction: true },
+      server: { logLevel: 'debug', federation: true },
+    }), { logger: pino({ level: 'debug' }, stream) })
+    statements.length = 0
+    const post = await fetch(`${sub.url}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ query: `query($r: [_Any!]!) { _entities(representations: $r) { ... on Film { filmId titleUpper rentalCost(days: 2) } } }`, variables: { r: [{ __typename: 'Film', filmId: 5 }, { __typename: 'Film', filmId: 9 }] } }),
+    })
+    const res = { body: (await post.json()) as Body, statements: [...statements] }
+    t.same(res.body.errors ?? [], [])
+    const rows = await sql(`select film_id, film_title_upper(f) as u, film_rental_cost(f, 2)::text as c from film f where film_id in (5, 9) order by film_id`)
+    t.same(res.body.data, { _entities: rows.map((r) => ({ filmId: r['film_id'], titleUpper: r['u'], rentalCost: r['c'] })) })
+    t.equal(res.statements.length, 1, 'one statement')
   })
 
   t.test('a stored operation selecting computed fields', async (t) => {
