@@ -25,7 +25,7 @@ import { compileTypeScriptOperation } from './operations/typescript.js'
 import { compileOperation, type CompiledOperation } from './operations/compile.js'
 import { ConfigInvalidError, OperationInvalidError, SourceLoadError, isTributaryError } from './errors.js'
 import type { RowFilterRule } from './connectors/database/compiler/row-filter.js'
-import { applyPermissions } from './auth/permissions.js'
+import { applyPermissions, inheritPermissionGuards } from './auth/permissions.js'
 import { createJwtVerifier, type JwtVerifier } from './auth/jwt.js'
 import { createIdentityVerifier, createSessionCodec, type SessionCodec } from './auth/session.js'
 import type { OriginHookSlot, ResolvedHooks } from './hooks/index.js'
@@ -286,6 +286,7 @@ export async function createGateway(config: TributaryConfig, options: CreateGate
     // A Federation subgraph: `_service` and `_entities` call the wrapped resolvers, so permissions hold there too.
     const merged = sources.flatMap((s) => (s.merge ? [{ namespace: s.namespace, merge: s.merge }] : []))
     const schema = config.server.federation ? toSubgraphSchema(composed, config.server.federation, merged) : composed
+    inheritPermissionGuards(composed, schema)
     const operations = await compileStoredOperations(config, schema, cwd, logger, config.mode === 'development' && !!previous)
     const session = config.auth.oidc ? createSessionCodec(config.auth.oidc) : null
     const events = options.deliverEvents === false ? null : await startEventTriggers(config, sources, logger, cwd)

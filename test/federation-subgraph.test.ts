@@ -19,13 +19,14 @@ import { createTables, seed } from '../examples/federation-subgraphs/todos/migra
 import { commentsSubgraph } from '../examples/federation-subgraphs/subgraphs/comments.js'
 import { serveGateway } from './helpers/serve.js'
 import { sqlLog } from './helpers/sql-log.js'
+import { freshDatabase } from './helpers/chinook.js'
 import { mint } from './helpers/auth.js'
 import { postGraphQL, startGateway, startGraphQLUpstream } from './helpers/graphql-upstream.js'
 
 const secret = 'federation-subgraph-test-secret-0123456789'
 
 interface Body {
-  data?: { _entities?: unknown[]; _service?: { sdl: string } } | null
+  data?: { _entities?: unknown[]; _service?: { sdl: string }; todo_findManyTodo?: unknown } | null
   errors?: { message: string; path?: (string | number)[]; extensions: { code: string } }[]
 }
 
@@ -163,6 +164,46 @@ t.test('_entities keeps row filters and field permissions', async (t) => {
   t.same(anonymous.body.errors!.map((e) => [e.path, e.extensions.code]), [0, 1, 2].map((i) => [['_entities', i], 'TRB_ERR_AUTH_REQUIRED']))
   const field = await gql('query ($r: [_Any!]!) { _entities(representations: $r) { ... on todo_Todo { id completed } } }', { r: reps.slice(0, 1) }, ada)
   t.same(field.body.errors!.map((e) => [e.path, e.extensions.code]), [[['_entities', 0, 'completed'], 'TRB_ERR_AUTH_FORBIDDEN']], 'a protected field is refused at its path')
+  // The subgraph schema is rebuilt from the protected one: its root fields must keep the same guards
+  // (a document that selects, filters or orders by a protected field never takes the direct SQL plan).
+  const selected = await gql('{ todo_findManyTodo { id completed } }', undefined, ada)
+  t.same(selected.body.errors?.map((e) => e.extensions.code), ['TRB_ERR_AUTH_FORBIDDEN'], 'a protected field selected on a root field is refused')
+  t.notOk(JSON.stringify(selected.body.data ?? null).includes('completed'), 'and not answered')
+  const filtered = await gql('{ todo_findManyTodo(where: { completed: { equals: true } }) { id } }', undefined, ada)
+  t.same(filtered.body.errors?.map((e) => e.extensions.code), ['TRB_ERR_AUTH_FORBIDDEN'], 'a filter on a protected field is refused')
+  const anonymousFilter = await gql('{ todo_findManyTodo(where: { completed: { equals: true } }) { id } }')
+  t.ok(anonymousFilter.body.errors?.length, 'without a token too')
+  t.notOk(anonymousFilter.body.data?.todo_findManyTodo, JSON.stringify(anonymousFilter.body))
+  const ordered = await gql('query ($o: [todo_TodoOrderByWithRelationInput!]) { todo_findManyTodo(orderBy: $o) { id } }', { o: [{ completed: 'asc' }] }, ada)
+  t.same(ordered.body.errors?.map((e) => e.extensions.code), ['TRB_ERR_AUTH_FORBIDDEN'], 'an order by a protected field in a variable is refused')
+})
+
+t.test('PostgreSQL: the subgraph schema keeps the permission guards, so protected fields never take the direct SQL plan', async (t) => {
+  // The subgraph schema is rebuilt from the protected one; the direct JSON plan (PostgreSQL's) asked
+  // for the guards of the rebuilt schema, found none, and answered a protected field to anyone.
+  const db = await freshDatabase('postgres', 'subgraph-perm')
+  t.teardown(db.cleanup)
+  if (db.skipReason) return void t.skip(db.skipReason)
+  const dir = mkdtempSync(join(tmpdir(), 'trb-subgraph-pg-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  for (const federation of [false, true]) {
+    const config = resolveConfig({
+      datasources: [database({ namespace: 'todo', url: db.url, migrations: federation ? {} : { '001': createTables, '002': seed } })],
+      operations: { dir: join(dir, 'operations') },
+      generatedDir: join(dir, `generated-${federation}`),
+      auth: { jwt: { secret }, graphql: 'public' },
+      permissions: { 'todo_Todo.completed': { roles: ['admin'] } },
+      server: { federation },
+    })
+    const { url } = await serveGateway(t, config, { cwd: dir })
+    const post = async (query: string) => (await (await fetch(`${url}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query }) })).json()) as Body
+    const selected = await post('{ todo_findManyTodo { id completed } }')
+    t.same(selected.errors?.map((e) => e.extensions.code), ['TRB_ERR_AUTH_FORBIDDEN'], `federation ${federation}: a protected field is refused`)
+    t.notOk(JSON.stringify(selected.data ?? null).includes('completed'), 'and not answered')
+    const filtered = await post('{ todo_findManyTodo(where: { completed: { equals: true } }) { id } }')
+    t.same(filtered.errors?.map((e) => e.extensions.code), ['TRB_ERR_AUTH_FORBIDDEN'], `federation ${federation}: a filter on it is refused`)
+    t.notOk(filtered.data?.todo_findManyTodo)
+  }
 })
 
 t.test('without server.federation there is no subgraph field', async (t) => {

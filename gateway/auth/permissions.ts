@@ -300,6 +300,20 @@ export function applyPermissions(schema: GraphQLSchema, rules: Readonly<Record<s
 }
 
 /**
+ * Carries the guards {@link applyPermissions} registered for `from` over to `to`, a schema rebuilt
+ * from it with the same type names and the same (wrapped) resolvers (the Federation subgraph schema
+ * of `server.federation`). Without it {@link selectsProtectedField} knows nothing of `to`, and a
+ * document selecting, filtering or ordering by a protected field would take the direct SQL plan,
+ * which skips the resolvers that check the caller.
+ * @param from a schema returned by {@link applyPermissions} (nothing is carried when it registered none)
+ * @param to the schema rebuilt from it
+ */
+export function inheritPermissionGuards(from: GraphQLSchema, to: GraphQLSchema): void {
+  const nodes = guardedSchemas.get(from)
+  if (nodes && from !== to) guardedSchemas.set(to, nodes)
+}
+
+/**
  * True when the document selects a field that {@link applyPermissions} protects, or may reach a
  * protected value through an argument: a guarded input field or enum value written in a literal,
  * or a variable (or a variable's default) of an input type that can reach one. Such a document
