@@ -110,7 +110,21 @@ t.test('PostgreSQL logical replication', async (t) => {
     await until(() => all.every((s) => s.events.length > 0), 150)
   }
   t.ok(all.every((s) => s.events.length), 'every subscription runs')
-  await new Promise((r) => setTimeout(r, 100))
+  // Every subscription has seen the last warm-up update before the events are forgotten.
+  const last = `x${n}`
+  const sawLast = (s: Got) => s.events.some((e) => Object.values(e.data ?? {}).some((v) => (v as { new?: { title?: string } } | null)?.new?.title === last))
+  // (An earlier update's event read late shows the last title too: also wait until no more come.)
+  let counts = ''
+  const quiet = async () => {
+    for (let i = 0; i < 50; i++) {
+      await new Promise((r) => setTimeout(r, 200))
+      const now = all.map((x) => x.events.length).join()
+      if (now === counts && all.every(sawLast)) return true
+      counts = now
+    }
+    return false
+  }
+  t.ok(await quiet(), 'the warm-up is over')
   for (const s of all) s.events.length = 0
 
   // Plain SQL from outside the gateway, one change at a time (`new` is read when the event is).

@@ -144,6 +144,16 @@ export async function startPostgresChanges(method: 'logical' | 'auto', o: Logica
   }
 }
 
+/**
+ * Whether the transaction `xid` (32 bits, as a Begin message gives it) has ended in a snapshot
+ * (`txid_current_snapshot()`: 64-bit ids, the epoch in the upper half): below `xmax` and not running.
+ */
+function visible(s: { xmin: bigint; xmax: bigint; running: Set<bigint> }, xid: number): boolean {
+  let full = (s.xmax & ~0xffffffffn) | BigInt(xid >>> 0)
+  if (full >= s.xmax) full -= 0x100000000n
+  return full < s.xmin || (full < s.xmax && !s.running.has(full))
+}
+
 /** `a > b` for two LSNs (`X/Y`, hexadecimal). */
 function lsnAfter(a: string, b: string): boolean {
   const n = (s: string): bigint => {
@@ -189,7 +199,13 @@ export async function startPostgresLogical(o: LogicalOptions): Promise<EngineRea
   let reconnect: NodeJS.Timeout | undefined
   let lastHeard = 0
   let inTx = false
+  /** The open transaction's id (Begin) and its changes not yet queued. */
+  let xid = 0
   let pending: RowChange[] = []
+  /** Parts of transactions decoded, waiting to be handed on in order; `ack`: the Commit's LSN. */
+  let queue: { xid: number; changes: RowChange[]; ack?: string }[] = []
+  let queued = 0
+  let handing = false
 
   const identity = (s: unknown): unknown => s
   /** A key (SQL column → value, parsed as the gateway's reads parse it), or null when a key column is missing. */
@@ -233,14 +249,59 @@ export async function startPostgresLogical(o: LogicalOptions): Promise<EngineRea
     const old = msg.old && size(msg.old) <= o.maxPayloadBytes ? { ...msg.old } : undefined
     return { table: rel.name, op: 'DELETE', key, oldKey: key, ...(old ? { old } : {}) }
   }
-  const flush = (): void => {
-    if (pending.length === 0) return
-    const changes = pending
-    pending = []
-    o.feed.publish(changes)
-  }
   const acknowledge = (ping = false): void => {
     if (confirmed && service) void service.acknowledge(confirmed, ping).catch(() => undefined)
+  }
+  /** The socket of the replication connection (the library's own flow control pauses it the same way). */
+  const socket = (): { pause?(): void; resume?(): void } | undefined => (service as unknown as { _connection?: { stream?: { pause?(): void; resume?(): void } } } | undefined)?._connection?.stream
+  /**
+   * Hands the queue on in order. The walsender may send a Commit before the committing session made
+   * the transaction visible to others (the commit record is in the WAL first): a re-read then would
+   * not find the row. So, while someone listens, a part is handed on once a fresh snapshot
+   * (`txid_current_snapshot()`) no longer counts its transaction as running.
+   */
+  const handOn = async (gen: number): Promise<void> => {
+    if (handing) return
+    handing = true
+    try {
+      let snapshot: { xmin: bigint; xmax: bigint; running: Set<bigint> } | undefined
+      const started = Date.now()
+      while (queue.length > 0 && gen === generation) {
+        const head = queue[0]!
+        if (o.feed.size > 0 && !(snapshot && visible(snapshot, head.xid))) {
+          const text = ((await o.knex.raw('SELECT txid_current_snapshot()::text AS s')) as { rows: { s: string }[] }).rows[0]!.s
+          const [xmin = '0', xmax = '0', list = ''] = text.split(':')
+          snapshot = { xmin: BigInt(xmin), xmax: BigInt(xmax), running: new Set(list.split(',').filter(Boolean).map(BigInt)) }
+          if (gen !== generation) break
+          if (!visible(snapshot, head.xid) && Date.now() - started < 5000) {
+            await new Promise((r) => setTimeout(r, 2))
+            continue
+          }
+        }
+        queue.shift()
+        queued -= head.changes.length
+        if (head.changes.length > 0) o.feed.publish(head.changes)
+        if (head.ack) {
+          confirmed = head.ack
+          acknowledge()
+        }
+      }
+    } catch (err) {
+      if (gen === generation) lost(gen, err)
+    } finally {
+      handing = false
+    }
+    // Parts queued by a newer connection while this loop ended.
+    if (queue.length > 0) return handOn(generation)
+    socket()?.resume?.()
+  }
+  const enqueue = (ack?: string): void => {
+    queue.push({ xid, changes: pending, ...(ack ? { ack } : {}) })
+    queued += pending.length
+    pending = []
+    // Bounded: past a few parts waiting, the socket is paused until they were handed on.
+    if (queued > 2 * LOGICAL_CHUNK) socket()?.pause?.()
+    void handOn(generation)
   }
   const onMessage = (lsn: string, msg: Message | { tag: 'unreadable'; why: string }): void => {
     lastHeard = Date.now()
@@ -252,20 +313,19 @@ export async function startPostgresLogical(o: LogicalOptions): Promise<EngineRea
         return
       case 'begin':
         inTx = true
+        xid = msg.xid
         return
       case 'insert':
       case 'update':
       case 'delete': {
         const c = toChange(msg)
         if (c) pending.push(c)
-        if (pending.length >= LOGICAL_CHUNK) flush()
+        if (pending.length >= LOGICAL_CHUNK) enqueue()
         return
       }
       case 'commit':
-        flush()
         inTx = false
-        confirmed = msg.commitEndLsn ?? lsn
-        acknowledge()
+        enqueue(msg.commitEndLsn ?? lsn)
         return
       case 'unreadable':
         o.reject(`unreadable pgoutput message: ${msg.why}`)
@@ -279,6 +339,8 @@ export async function startPostgresLogical(o: LogicalOptions): Promise<EngineRea
     generation++
     // The rest of a transaction cut in the middle comes again whole (it was not acknowledged).
     pending = []
+    queue = []
+    queued = 0
     inTx = false
     const s = service
     service = undefined
@@ -322,7 +384,7 @@ export async function startPostgresLogical(o: LogicalOptions): Promise<EngineRea
       if (gen !== generation) return
       lastHeard = Date.now()
       // Between transactions everything sent before the keepalive was handed on.
-      if (!inTx && (confirmed === null || lsnAfter(lsn, confirmed))) confirmed = lsn
+      if (!inTx && queue.length === 0 && (confirmed === null || lsnAfter(lsn, confirmed))) confirmed = lsn
       if (shouldRespond) acknowledge()
     })
     s.on('start', () => {
