@@ -1,6 +1,6 @@
 /**
  * The change feed of one database source (README "Database change streams"): whatever detects row
- * changes (PostgreSQL LISTEN/NOTIFY, a changelog table polled on SQLite and MySQL/MariaDB) publishes
+ * changes (PostgreSQL LISTEN/NOTIFY or logical replication, a changelog table polled on SQLite and MySQL/MariaDB) publishes
  * {@link RowChange}s here; the subscriptions of the source (subscriptions.ts) listen per table.
  */
 

@@ -1,7 +1,8 @@
 /**
  * Database change streams (`database({ changes })`, README "Database change streams"): the options,
- * and the start of one source's change reader (engines.ts) feeding its subscriptions
- * (subscriptions.ts) through a {@link ChangeFeed}.
+ * and the start of one source's change reader (engines.ts: triggers; postgres-logical.ts: PostgreSQL
+ * logical replication, `method: 'logical' | 'auto'`) feeding its subscriptions (subscriptions.ts)
+ * through a {@link ChangeFeed}.
  */
 import type { Knex } from 'knex'
 import type { Model } from '../compiler/registry.js'
