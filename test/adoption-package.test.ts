@@ -164,7 +164,7 @@ t.test('the README path, word for word, in a project `npm init -y` made outside 
       const packages = Object.keys((JSON.parse(readFileSync(join(project, 'node_modules/.package-lock.json'), 'utf8')) as { packages: object }).packages).length
       t.ok(kb > 0 && kb <= 150 * 1024, `node_modules is ${(kb / 1024).toFixed(0)} MB (at most 150 MB; README "Install size")`)
       t.comment(`installed: ${(kb / 1024).toFixed(0)} MB, ${packages} packages, in ${((performance.now() - started) / 1000).toFixed(0)} s`)
-      const optional = ['pg', 'mysql2', 'ioredis', '@opentelemetry/sdk-node', '@opentelemetry/exporter-trace-otlp-http', '@opentelemetry/sdk-trace-base', 'zod', 'graphiql', 'react']
+      const optional = ['pg', 'pg-logical-replication', 'mysql2', 'ioredis', '@opentelemetry/sdk-node', '@opentelemetry/exporter-trace-otlp-http', '@opentelemetry/sdk-trace-base', 'zod', 'graphiql', 'react']
       t.same(optional.filter((name) => existsSync(join(project, 'node_modules', name))), [], 'the optional peers (and the playground\'s sources) are not installed')
     } else if (command.startsWith('npx tributary init --database sqlite:./app.db')) {
       // The user's existing database.

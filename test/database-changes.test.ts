@@ -13,8 +13,7 @@ import { randomBytes } from 'node:crypto'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
-import WebSocket from 'ws'
-import { createClient, type Client } from 'graphql-ws'
+import type { Client } from 'graphql-ws'
 import type { Knex } from 'knex'
 import { database, resolveConfig } from '../gateway/config/index.js'
 import { createKnex } from '../gateway/connectors/database/connection.js'
@@ -25,6 +24,7 @@ import { serveGateway } from './helpers/serve.js'
 import { testContext } from './helpers/database-source.js'
 import { mint } from './helpers/auth.js'
 import { until } from './helpers/events-gateway.js'
+import { subscribeWs, type Received } from './helpers/ws-subscribe.js'
 
 const secret = randomBytes(32).toString('base64url')
 const key = new TextEncoder().encode(secret)
@@ -48,11 +48,7 @@ const migrations = {
   },
 }
 
-interface Got {
-  events: { data?: Record<string, any> | null; errors?: { message: string; extensions?: { code?: string } }[] }[]
-  done: boolean
-  error: unknown
-}
+type Got = Received
 
 for (const dialect of ['sqlite', 'postgres', 'mysql'] as Dialect[]) {
   t.test(`change streams on ${dialect}`, async (t: Test) => {
@@ -79,18 +75,7 @@ for (const dialect of ['sqlite', 'postgres', 'mysql'] as Dialect[]) {
     t.teardown(async () => {
       for (const c of clients) await c.dispose()
     })
-    const subscribe = async (user: string, query: string): Promise<Got> => {
-      const connectionParams = user ? { authorization: `Bearer ${await sign(user)}` } : {}
-      const client = createClient({ url: `${url.replace(/^http/, 'ws')}/graphql`, webSocketImpl: WebSocket, retryAttempts: 0, lazy: true, connectionParams })
-      clients.push(client)
-      const r: Got = { events: [], done: false, error: undefined }
-      client.subscribe({ query }, {
-        next: (m) => void r.events.push(m as Got['events'][number]),
-        error: (e) => ((r.error = e), (r.done = true)),
-        complete: () => void (r.done = true),
-      })
-      return r
-    }
+    const subscribe = async (user: string, query: string): Promise<Got> => subscribeWs(url, query, user ? { authorization: `Bearer ${await sign(user)}` } : {}, clients)
     const note = (id: number, owner: string, title: string) => knex('chg_note').insert({ id, owner_id: owner, title })
     const rowsOf = (r: Got) => r.events.map((e) => e.data?.['ch_ChgNoteChanged']).filter(Boolean).map((e) => [e.operation, e.key.id, e.new?.title ?? null, e.old?.id ?? null])
 

@@ -102,7 +102,11 @@ const sourceSchemas = {
             type: 'object',
             additionalProperties: false,
             properties: {
+              method: { enum: ['triggers', 'logical', 'auto'] },
               install: { type: 'boolean' },
+              slot: { type: 'string', pattern: '^[a-z0-9_]{1,63}$' },
+              publication: { type: 'string', pattern: '^[a-z_][a-z0-9_]{0,62}$' },
+              maxWaitForSubscriberMs: { type: 'integer', minimum: 0, maximum: 86400000 },
               tables: { type: 'array', items: { type: 'string', minLength: 1 } },
               pollIntervalMs: { type: 'integer', minimum: 10, maximum: 3600000 },
               maxBufferedEvents: { type: 'integer', minimum: 1, maximum: 1000000 },

@@ -44,6 +44,25 @@ export interface SourceHealth {
   latencyMs?: number
   /** REST sources: the state of the source's circuit breaker (`open`: calls fail fast with `TRB_ERR_UPSTREAM_UNAVAILABLE`). */
   circuit?: 'closed' | 'open' | 'half-open'
+  /** Database sources with `changes`: the change stream's state (`down` makes `/health` `degraded`, not the source down). */
+  changes?: ChangeStreamHealth
+}
+
+/** The state of a database source's change stream (README "Database change streams"), in `/health`. */
+export interface ChangeStreamHealth {
+  /** How changes are captured: `triggers` or `logical`. */
+  method: string
+  /** `up` while changes are read. */
+  status: 'up' | 'down'
+  /** Why not (`down`), safe to show to clients. */
+  message?: string
+  /** Logical replication: `waiting` (for a first subscriber), `connecting`, `streaming`, `reconnecting`, `closed`. */
+  state?: string
+  /** Logical replication: the slot and the publication. */
+  slot?: string
+  publication?: string
+  /** Logical replication: the last LSN acknowledged to the server (a restart resumes after it); null before the first. */
+  confirmedLsn?: string | null
 }
 
 interface SubschemaLifecycle {

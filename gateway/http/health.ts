@@ -65,7 +65,8 @@ export function registerHealthRoutes(app: FastifyInstance, holder: GatewayHolder
     // Event triggers (README "Event triggers"): their backlog, `degraded` over eventsDelivery.maxBacklog.
     // Not part of readiness: an instance with a backlog still serves requests.
     const events = gateway.events?.status()
-    const up = Object.values(sources).every((s) => s.status === 'up') && events?.status !== 'degraded'
+    // A database source whose change stream is down still answers queries: `degraded`, not unready.
+    const up = Object.values(sources).every((s) => s.status === 'up' && s.changes?.status !== 'down') && events?.status !== 'degraded'
     return reply.code(200).send({ status: up ? 'ok' : 'degraded', sources, ...(events ? { events } : {}) })
   })
 

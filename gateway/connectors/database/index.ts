@@ -374,13 +374,14 @@ export async function createDatabaseSource(options: DatabaseSourceOptions, ctx: 
       const start = performance.now()
       // A SQLite file removed or replaced under the gateway still answers on the connections open.
       const fileProblem = db.fileProblem()
-      if (fileProblem) return { status: 'down', message: fileProblem }
+      const stream = changes ? { changes: changes.health() } : {}
+      if (fileProblem) return { status: 'down', message: fileProblem, ...stream }
       try {
         await knex.raw('select 1')
-        return { status: 'up', latencyMs: Math.round((performance.now() - start) * 100) / 100 }
+        return { status: 'up', latencyMs: Math.round((performance.now() - start) * 100) / 100, ...stream }
       } catch (err) {
         const code = (err as { code?: unknown }).code
-        return { status: 'down', message: `database unreachable${typeof code === 'string' ? ` (${code})` : ''}` }
+        return { status: 'down', message: `database unreachable${typeof code === 'string' ? ` (${code})` : ''}`, ...stream }
       }
     },
     async close(): Promise<void> {

@@ -54,6 +54,8 @@ export interface EngineReader {
   poke(): void
   /** `null` when reading, else why not. */
   problem(): string | null
+  /** What `/health` shows of the reader besides `problem` (the logical reader: its state, slot and LSN). */
+  state?(): Record<string, unknown>
   close(): Promise<void>
 }
 
@@ -87,7 +89,7 @@ export function parseChange(table: unknown, op: unknown, key: unknown, oldKey: u
 const lit = (s: string): string => `'${s.replace(/'/g, "''")}'`
 
 /** Exponential backoff from 100 ms to `max` ms, ±20 % jitter. */
-function backoff(attempt: number, max: number): number {
+export function backoff(attempt: number, max: number): number {
   return Math.min(max, 100 * 2 ** Math.min(attempt, 16)) * (0.8 + Math.random() * 0.4)
 }
 
@@ -156,7 +158,7 @@ export async function startPostgres(o: EngineOptions): Promise<EngineReader> {
     const missing = o.models.filter((m) => !have.has(m.table)).map((m) => m.table)
     if (missing.length > 0) {
       const wal = (await o.knex.raw('SHOW wal_level').catch(() => ({ rows: [{ wal_level: '?' }] }))) as { rows: { wal_level: string }[] }
-      throw new DbChangesUnavailableError(o.sourceName, `the tables ${missing.join(', ')} have no ${CHANGELOG_TABLE} trigger (wal_level is ${wal.rows[0]?.wal_level ?? '?'}; logical replication is not supported yet): set changes: { install: true } to create them, or run the SQL of README "Database change streams"`)
+      throw new DbChangesUnavailableError(o.sourceName, `the tables ${missing.join(', ')} have no ${CHANGELOG_TABLE} trigger (wal_level is ${wal.rows[0]?.wal_level ?? '?'}): set changes: { install: true } to create them, run the SQL of README "Database change streams", or use changes: { method: 'logical' } where wal_level is logical`)
     }
   }
   const client = o.knex.client as { acquireRawConnection(): Promise<PgClient>; destroyRawConnection(c: PgClient): Promise<void> }

@@ -1,6 +1,6 @@
 /**
  * The change feed of one database source (README "Database change streams"): whatever detects row
- * changes (PostgreSQL LISTEN/NOTIFY, a changelog table polled on SQLite and MySQL/MariaDB) publishes
+ * changes (PostgreSQL LISTEN/NOTIFY or logical replication, a changelog table polled on SQLite and MySQL/MariaDB) publishes
  * {@link RowChange}s here; the subscriptions of the source (subscriptions.ts) listen per table.
  */
 
@@ -32,6 +32,8 @@ export class ChangeFeed {
   private readonly listeners = new Map<string, Set<ChangeListener>>()
   /** Called to look for changes at once (after the gateway's own writes; see `poke`). */
   onPoke: () => void = () => {}
+  /** Called after each new listener (PostgreSQL logical replication starts reading at the first). */
+  onListen: () => void = () => {}
 
   /**
    * Listens to the changes of `table`.
@@ -41,6 +43,7 @@ export class ChangeFeed {
     let set = this.listeners.get(table)
     if (!set) this.listeners.set(table, (set = new Set()))
     set.add(listener)
+    this.onListen()
     return () => {
       set.delete(listener)
       if (set.size === 0) this.listeners.delete(table)

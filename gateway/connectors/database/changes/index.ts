@@ -1,13 +1,17 @@
 /**
  * Database change streams (`database({ changes })`, README "Database change streams"): the options,
- * and the start of one source's change reader (engines.ts) feeding its subscriptions
- * (subscriptions.ts) through a {@link ChangeFeed}.
+ * and the start of one source's change reader (engines.ts: triggers; postgres-logical.ts: PostgreSQL
+ * logical replication, `method: 'logical' | 'auto'`) feeding its subscriptions (subscriptions.ts)
+ * through a {@link ChangeFeed}.
  */
 import type { Knex } from 'knex'
 import type { Model } from '../compiler/registry.js'
 import type { SqlDialect } from '../compiler/dialect.js'
 import { ChangeFeed } from './feed.js'
 import { startChangelog, startPostgres, type EngineReader } from './engines.js'
+import { startPostgresChanges } from './postgres-logical.js'
+import { DbChangesUnavailableError } from '../../../errors.js'
+import type { ChangeStreamHealth } from '../../types.js'
 import { changeOperationEnum, type ChangeShared } from './subscriptions.js'
 
 export { CHANGELOG_TABLE, changelogInstallSql, postgresInstallSql } from './engines.js'
@@ -25,16 +29,47 @@ export const DEFAULT_BACKLOG_SIZE = 10_000
 export const DEFAULT_MAX_CHANGE_PAYLOAD_BYTES = 65_536
 /** Default of {@link DatabaseChangesOptions.channel}. */
 export const DEFAULT_CHANNEL = 'tributary_changes'
+/** Default of {@link DatabaseChangesOptions.maxWaitForSubscriberMs}, in milliseconds. */
+export const DEFAULT_MAX_WAIT_FOR_SUBSCRIBER_MS = 60_000
+
+/**
+ * Default name of the replication slot and of the publication of a source (logical replication):
+ * `tributary_` and the source's name in lower case, other characters than `a-z0-9_` as `_`, at most
+ * 63 characters (PostgreSQL's NAMEDATALEN − 1).
+ */
+export function defaultLogicalName(sourceName: string): string {
+  return `tributary_${sourceName.toLowerCase().replace(/[^a-z0-9_]/g, '_')}`.slice(0, 63)
+}
 
 /** `database({ changes })`: change subscriptions. `true` is `{}` (every default). */
 export interface DatabaseChangesOptions {
   /**
-   * Create what the engine needs (PostgreSQL: the function `tributary_notify_change` and a trigger
-   * `tributary_changes` per table; SQLite and MySQL/MariaDB: the table `tributary_changes` and three
-   * triggers per table). Default false: they must exist, or the start fails with
-   * `TRB_ERR_DB_CHANGES_UNAVAILABLE`.
+   * How changes are captured. `triggers` (the default): triggers per table (PostgreSQL: with
+   * LISTEN/NOTIFY; SQLite and MySQL/MariaDB: filling a changelog table). `logical` (PostgreSQL):
+   * logical replication with the `pgoutput` plugin, a publication and a replication slot (needs
+   * `wal_level = logical`, a user with REPLICATION and the `pg-logical-replication` package).
+   * `auto`: logical replication where it can run, else triggers, else `TRB_ERR_DB_CHANGES_UNAVAILABLE`
+   * naming what each lacks (SQLite and MySQL/MariaDB: triggers).
+   */
+  method?: 'triggers' | 'logical' | 'auto'
+  /**
+   * Create what the engine needs (PostgreSQL triggers: the function `tributary_notify_change` and a
+   * trigger `tributary_changes` per table; PostgreSQL logical: the publication, the slot and
+   * `REPLICA IDENTITY FULL` on tables with the default identity; SQLite and MySQL/MariaDB: the table
+   * `tributary_changes` and three triggers per table). Default false: they must exist, or the start
+   * fails with `TRB_ERR_DB_CHANGES_UNAVAILABLE`.
    */
   install?: boolean
+  /** PostgreSQL logical: the replication slot (`[a-z0-9_]`, ≤ 63). Default {@link defaultLogicalName}. */
+  slot?: string
+  /** PostgreSQL logical: the publication (`[a-z_][a-z0-9_]*`, ≤ 63). Default {@link defaultLogicalName}. */
+  publication?: string
+  /**
+   * PostgreSQL logical: longest wait after the start for a first subscription before the slot is
+   * read anyway (what the slot kept while the gateway was down goes to the subscribers present when
+   * reading starts), in milliseconds. Default 60000.
+   */
+  maxWaitForSubscriberMs?: number
   /** The tables (SQL names) watched. Default every table with a primary key. */
   tables?: string[]
   /** SQLite and MySQL/MariaDB: how often the changelog is looked at, in milliseconds. Default 500. */
@@ -49,7 +84,7 @@ export interface DatabaseChangesOptions {
   maxPayloadBytes?: number
   /** PostgreSQL: the NOTIFY channel. Default `tributary_changes`. */
   channel?: string
-  /** PostgreSQL: longest delay between two reconnects of the LISTEN connection, in milliseconds. Default 5000. */
+  /** PostgreSQL: longest delay between two reconnects of the LISTEN or replication connection, in milliseconds. Default 5000. */
   maxReconnectDelayMs?: number
 }
 
@@ -63,6 +98,8 @@ export interface SourceChanges {
   poke(): void
   /** Null when reading, else why not. */
   problem(): string | null
+  /** What `/health` shows of the change stream. */
+  health(): ChangeStreamHealth
   close(): Promise<void>
 }
 
@@ -89,6 +126,7 @@ export function createSourceChanges(options: DatabaseChangesOptions | true, c: S
   const feed = new ChangeFeed()
   const tables = new Set(o.tables ?? c.tablesWithKey)
   let reader: EngineReader | undefined
+  let method: string = o.method ?? 'triggers'
   return {
     shared: {
       feed,
@@ -105,10 +143,24 @@ export function createSourceChanges(options: DatabaseChangesOptions | true, c: S
         maxPayloadBytes: o.maxPayloadBytes ?? DEFAULT_MAX_CHANGE_PAYLOAD_BYTES, maxReconnectDelayMs: o.maxReconnectDelayMs ?? 5000,
         reject: c.reject, warn: c.warn,
       }
+      if (c.d.dialect === 'postgres' && (o.method === 'logical' || o.method === 'auto')) {
+        const name = defaultLogicalName(c.sourceName)
+        reader = await startPostgresChanges(o.method, {
+          ...options, slot: o.slot ?? name, publication: o.publication ?? name, maxWaitForSubscriberMs: o.maxWaitForSubscriberMs ?? DEFAULT_MAX_WAIT_FOR_SUBSCRIBER_MS,
+        })
+        method = reader.state ? 'logical' : 'triggers'
+        return
+      }
+      if (o.method === 'logical') throw new DbChangesUnavailableError(c.sourceName, `method 'logical' (logical replication) is PostgreSQL's; use 'triggers' on ${c.d.dialect === 'mysql' ? 'MySQL/MariaDB' : 'SQLite'}`)
+      method = 'triggers'
       reader = c.d.dialect === 'postgres' ? await startPostgres(options) : await startChangelog(options)
     },
     poke: () => reader?.poke(),
     problem: () => (reader ? reader.problem() : 'not started'),
+    health: () => {
+      const problem = reader ? reader.problem() : 'not started'
+      return { method, status: problem === null ? 'up' : 'down', ...(problem === null ? {} : { message: problem }), ...reader?.state?.() }
+    },
     async close() {
       await reader?.close()
     },
