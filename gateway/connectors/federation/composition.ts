@@ -25,13 +25,13 @@ import {
   parse,
   parseType,
   print,
-  type ArgumentNode,
   type ConstDirectiveNode,
   type DefinitionNode,
   type DocumentNode,
   type FieldDefinitionNode,
   type TypeNode,
 } from 'graphql'
+import { argValue, namedOf, possibleTypesOf } from './sdl.js'
 
 /** One subgraph to compose: its name, URL and SDL. */
 export interface CompositionInput {
@@ -85,11 +85,6 @@ const fieldsOf = (def: DefinitionNode): readonly FieldDefinitionNode[] =>
   def.kind === Kind.OBJECT_TYPE_DEFINITION || def.kind === Kind.OBJECT_TYPE_EXTENSION || def.kind === Kind.INTERFACE_TYPE_DEFINITION || def.kind === Kind.INTERFACE_TYPE_EXTENSION ? (def.fields ?? []) : []
 /** `@name` or `@federation__name` (the namespaced form of an unimported federation directive). */
 const isFederationDirective = (d: { name: { value: string } }, name: string) => d.name.value === name || d.name.value === `federation__${name}`
-const argValue = (args: readonly ArgumentNode[] | undefined, name: string): string | undefined => {
-  const value = args?.find((a) => a.name.value === name)?.value
-  return value?.kind === Kind.STRING || value?.kind === Kind.ENUM ? value.value : undefined
-}
-const namedOf = (type: TypeNode): string => (type.kind === Kind.NAMED_TYPE ? type.name.value : namedOf(type.type))
 const joinField = (graph: string, external: boolean): ConstDirectiveNode => ({
   kind: Kind.DIRECTIVE,
   name: { kind: Kind.NAME, value: 'join__field' },
@@ -139,8 +134,7 @@ function fixSupergraph(sdl: string, documents: readonly { name: string; typeDefs
   const supergraph = parse(sdl, { noLocation: true })
   // Subgraph name → join__Graph enum value.
   const graphOf = new Map<string, string>()
-  const possibleTypes = new Map<string, Set<string>>()
-  const addPossible = (abstract: string, type: string) => (possibleTypes.get(abstract) ?? possibleTypes.set(abstract, new Set()).get(abstract)!).add(type)
+  const possibleTypes = possibleTypesOf(supergraph).possible
   for (const def of supergraph.definitions) {
     if (def.kind === Kind.ENUM_TYPE_DEFINITION && def.name.value === 'join__Graph') {
       for (const v of def.values ?? []) {
@@ -148,8 +142,6 @@ function fixSupergraph(sdl: string, documents: readonly { name: string; typeDefs
         if (name !== undefined) graphOf.set(name, v.name.value)
       }
     }
-    if (def.kind === Kind.UNION_TYPE_DEFINITION) for (const m of def.types ?? []) addPossible(def.name.value, m.name.value)
-    if (def.kind === Kind.OBJECT_TYPE_DEFINITION || def.kind === Kind.INTERFACE_TYPE_DEFINITION) for (const i of def.interfaces ?? []) addPossible(i.name.value, def.name.value)
   }
   const possible = (abstract: string) => possibleTypes.get(abstract) ?? new Set<string>()
 

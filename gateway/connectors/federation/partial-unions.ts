@@ -40,8 +40,8 @@ import {
   type FragmentDefinitionNode,
   type SelectionNode,
   type SelectionSetNode,
-  type TypeNode,
 } from 'graphql'
+import { argValue, namedOf } from './sdl.js'
 
 /** Rewrites one subgraph request's document; `graph` is the subgraph's `join__Graph` enum value. */
 export type PartialUnionRewrite = (graph: string, document: DocumentNode) => DocumentNode
@@ -57,15 +57,10 @@ interface SupergraphIndex {
   partialUnions: Map<string, Map<string, Set<string>>>
 }
 
-const argString = (args: readonly ArgumentNode[] | undefined, name: string): string | undefined => {
-  const value = args?.find((a) => a.name.value === name)?.value
-  return value?.kind === Kind.ENUM || value?.kind === Kind.STRING ? value.value : undefined
-}
 const argBoolean = (args: readonly ArgumentNode[] | undefined, name: string): boolean | undefined => {
   const value = args?.find((a) => a.name.value === name)?.value
   return value?.kind === Kind.BOOLEAN ? value.value : undefined
 }
-const namedType = (type: TypeNode): string => (type.kind === Kind.NAMED_TYPE ? type.name.value : namedType(type.type))
 const add = (map: Map<string, Set<string>>, key: string, value: string) => {
   let set = map.get(key)
   if (!set) map.set(key, (set = new Set()))
@@ -82,16 +77,16 @@ function indexSupergraph(sdl: string): SupergraphIndex {
     if (def.kind !== Kind.OBJECT_TYPE_DEFINITION && def.kind !== Kind.INTERFACE_TYPE_DEFINITION && def.kind !== Kind.UNION_TYPE_DEFINITION) continue
     const type = def.name.value
     for (const d of joins(def.directives, 'join__type')) {
-      const graph = argString(d.arguments, 'graph')
+      const graph = argValue(d.arguments, 'graph')
       if (!graph) continue
       add(index.typeGraphs, type, graph)
-      if (argString(d.arguments, 'key') !== undefined && argBoolean(d.arguments, 'resolvable') !== false) add(index.entityGraphs, type, graph)
+      if (argValue(d.arguments, 'key') !== undefined && argBoolean(d.arguments, 'resolvable') !== false) add(index.entityGraphs, type, graph)
     }
     if (def.kind === Kind.UNION_TYPE_DEFINITION) {
       const perGraph = new Map<string, Set<string>>()
       for (const d of joins(def.directives, 'join__unionMember')) {
-        const graph = argString(d.arguments, 'graph')
-        const member = argString(d.arguments, 'member')
+        const graph = argValue(d.arguments, 'graph')
+        const member = argValue(d.arguments, 'member')
         if (graph && member) add(perGraph, graph, member)
       }
       unions.set(type, { members: (def.types ?? []).map((t) => t.name.value), perGraph })
@@ -99,9 +94,9 @@ function indexSupergraph(sdl: string): SupergraphIndex {
     }
     for (const field of (def.fields ?? []) as FieldDefinitionNode[]) {
       const key = `${type}.${field.name.value}`
-      index.fieldTypes.set(key, namedType(field.type))
+      index.fieldTypes.set(key, namedOf(field.type))
       for (const d of joins(field.directives, 'join__field')) {
-        const graph = argString(d.arguments, 'graph')
+        const graph = argValue(d.arguments, 'graph')
         if (graph && argBoolean(d.arguments, 'external') !== true) add(index.fieldGraphs, key, graph)
       }
     }

@@ -11,9 +11,9 @@
  * selects the same data and which that projection follows. Fragments that cannot apply under an object
  * type are dropped.
  */
-import { Kind, parse, print, type DefinitionNode, type FieldDefinitionNode, type SelectionNode, type SelectionSetNode, type TypeNode } from 'graphql'
+import { Kind, parse, print, type DefinitionNode, type FieldDefinitionNode, type SelectionNode, type SelectionSetNode } from 'graphql'
+import { namedOf, possibleTypesOf } from './sdl.js'
 
-const namedOf = (type: TypeNode): string => (type.kind === Kind.NAMED_TYPE ? type.name.value : namedOf(type.type))
 
 /**
  * The supergraph SDL with the `requires:` field sets of `@join__field` expanded over possible types;
@@ -22,16 +22,9 @@ const namedOf = (type: TypeNode): string => (type.kind === Kind.NAMED_TYPE ? typ
 export function expandRequiresFragments(supergraphSdl: string): string {
   if (!supergraphSdl.includes('requires:') || !supergraphSdl.includes('...')) return supergraphSdl
   const doc = parse(supergraphSdl, { noLocation: true })
-  const possible = new Map<string, Set<string>>()
-  const objects = new Set<string>()
+  const { possible, objects } = possibleTypesOf(doc)
   const fieldTypes = new Map<string, string>()
-  const addPossible = (abstract: string, type: string) => (possible.get(abstract) ?? possible.set(abstract, new Set()).get(abstract)!).add(type)
   for (const def of doc.definitions) {
-    if (def.kind === Kind.UNION_TYPE_DEFINITION) for (const m of def.types ?? []) addPossible(def.name.value, m.name.value)
-    if (def.kind === Kind.OBJECT_TYPE_DEFINITION) {
-      objects.add(def.name.value)
-      for (const i of def.interfaces ?? []) addPossible(i.name.value, def.name.value)
-    }
     if (def.kind === Kind.OBJECT_TYPE_DEFINITION || def.kind === Kind.INTERFACE_TYPE_DEFINITION) for (const f of def.fields ?? []) fieldTypes.set(`${def.name.value}.${f.name.value}`, namedOf(f.type))
   }
   const concrete = (type: string): Set<string> => (objects.has(type) ? new Set([type]) : (possible.get(type) ?? new Set()))
