@@ -111,6 +111,8 @@ const sourceSchemas = {
               maxPayloadBytes: { type: 'integer', minimum: 64, maximum: 67108864 },
               channel: { type: 'string', pattern: '^[a-z_][a-z0-9_]{0,62}$' },
               maxReconnectDelayMs: { type: 'integer', minimum: 100, maximum: 600000 },
+              method: { enum: ['auto', 'binlog', 'triggers'] },
+              serverId: { type: 'integer', minimum: 1, maximum: 4294967295 },
             },
           },
         ],

@@ -44,6 +44,11 @@ export interface SourceHealth {
   latencyMs?: number
   /** REST sources: the state of the source's circuit breaker (`open`: calls fail fast with `TRB_ERR_UPSTREAM_UNAVAILABLE`). */
   circuit?: 'closed' | 'open' | 'half-open'
+  /**
+   * Database sources with `changes`: the change capture's method (`listen`, `triggers`, `binlog`)
+   * and state (`up`, or `reconnecting` with the last error); `reconnecting` makes `/health` `degraded`.
+   */
+  changes?: { method: string; status: 'up' | 'reconnecting'; lastError?: string }
 }
 
 interface SubschemaLifecycle {

@@ -374,13 +374,15 @@ export async function createDatabaseSource(options: DatabaseSourceOptions, ctx: 
       const start = performance.now()
       // A SQLite file removed or replaced under the gateway still answers on the connections open.
       const fileProblem = db.fileProblem()
-      if (fileProblem) return { status: 'down', message: fileProblem }
+      const c = changes?.health()
+      const withChanges = c ? { changes: c } : {}
+      if (fileProblem) return { status: 'down', message: fileProblem, ...withChanges }
       try {
         await knex.raw('select 1')
-        return { status: 'up', latencyMs: Math.round((performance.now() - start) * 100) / 100 }
+        return { status: 'up', latencyMs: Math.round((performance.now() - start) * 100) / 100, ...withChanges }
       } catch (err) {
         const code = (err as { code?: unknown }).code
-        return { status: 'down', message: `database unreachable${typeof code === 'string' ? ` (${code})` : ''}` }
+        return { status: 'down', message: `database unreachable${typeof code === 'string' ? ` (${code})` : ''}`, ...withChanges }
       }
     },
     async close(): Promise<void> {

@@ -9,6 +9,8 @@ import type { SqlDialect } from '../compiler/dialect.js'
 import { ChangeFeed } from './feed.js'
 import { startChangelog, startPostgres, type EngineReader } from './engines.js'
 import { changeOperationEnum, type ChangeShared } from './subscriptions.js'
+import { startMysqlChanges, type MysqlChangeMethod } from './mysql-binlog.js'
+import { DbChangesUnavailableError } from '../../../errors.js'
 
 export { CHANGELOG_TABLE, changelogInstallSql, postgresInstallSql } from './engines.js'
 export { ChangeFeed, type RowChange, type ChangeOp } from './feed.js'
@@ -49,8 +51,27 @@ export interface DatabaseChangesOptions {
   maxPayloadBytes?: number
   /** PostgreSQL: the NOTIFY channel. Default `tributary_changes`. */
   channel?: string
-  /** PostgreSQL: longest delay between two reconnects of the LISTEN connection, in milliseconds. Default 5000. */
+  /** PostgreSQL, MySQL/MariaDB binlog: longest delay between two reconnects of the LISTEN or binlog connection, in milliseconds. Default 5000. */
   maxReconnectDelayMs?: number
+  /**
+   * MySQL/MariaDB: how changes are captured. `binlog`: the row events of the binary log (needs
+   * `log_bin`, `binlog_format=ROW`, REPLICATION SLAVE and CLIENT, the package `@vlasky/zongji`);
+   * `triggers`: the changelog table filled by triggers; `auto` (default): the binlog when the server
+   * and the user allow it, else the triggers. Other engines take `auto` and `triggers` only.
+   */
+  method?: MysqlChangeMethod
+  /** MySQL/MariaDB binlog: the replica server id the gateway announces. Default a random id in 2^31…2^32−1 per process. */
+  serverId?: number
+}
+
+/** The state of a source's change capture, as `/health` shows it (`sources.<name>.changes`). */
+export interface ChangesHealth {
+  /** `listen` (PostgreSQL NOTIFY), `triggers` (changelog polled), `binlog` (MySQL/MariaDB replication stream). */
+  method: 'listen' | 'triggers' | 'binlog'
+  /** `up` while reading, `reconnecting` while the connection or the poll fails (changes are late, not lost, except NOTIFY). */
+  status: 'up' | 'reconnecting'
+  /** Why it is not up: the last error. */
+  lastError?: string
 }
 
 /** A running change stream of one source. */
@@ -63,6 +84,8 @@ export interface SourceChanges {
   poke(): void
   /** Null when reading, else why not. */
   problem(): string | null
+  /** The capture method and its state; undefined before `start`. */
+  health(): ChangesHealth | undefined
   close(): Promise<void>
 }
 
@@ -89,6 +112,8 @@ export function createSourceChanges(options: DatabaseChangesOptions | true, c: S
   const feed = new ChangeFeed()
   const tables = new Set(o.tables ?? c.tablesWithKey)
   let reader: EngineReader | undefined
+  let method: ChangesHealth['method'] | undefined
+  const serverId = o.serverId ?? 2 ** 31 + Math.floor(Math.random() * (2 ** 31 - 1))
   return {
     shared: {
       feed,
@@ -105,10 +130,24 @@ export function createSourceChanges(options: DatabaseChangesOptions | true, c: S
         maxPayloadBytes: o.maxPayloadBytes ?? DEFAULT_MAX_CHANGE_PAYLOAD_BYTES, maxReconnectDelayMs: o.maxReconnectDelayMs ?? 5000,
         reject: c.reject, warn: c.warn,
       }
-      reader = c.d.dialect === 'postgres' ? await startPostgres(options) : await startChangelog(options)
+      const wanted = o.method ?? 'auto'
+      if (wanted === 'binlog' && c.d.dialect !== 'mysql') throw new DbChangesUnavailableError(c.sourceName, 'method binlog is for MySQL/MariaDB sources')
+      if (c.d.dialect === 'mysql') {
+        const started = await startMysqlChanges({ ...options, serverId }, wanted)
+        reader = started.reader
+        method = started.method
+      } else {
+        reader = c.d.dialect === 'postgres' ? await startPostgres(options) : await startChangelog(options)
+        method = c.d.dialect === 'postgres' ? 'listen' : 'triggers'
+      }
     },
     poke: () => reader?.poke(),
     problem: () => (reader ? reader.problem() : 'not started'),
+    health: () => {
+      if (!reader || !method) return undefined
+      const p = reader.problem()
+      return p === null ? { method, status: 'up' } : { method, status: 'reconnecting', lastError: p }
+    },
     async close() {
       await reader?.close()
     },
