@@ -87,7 +87,7 @@ export function parseChange(table: unknown, op: unknown, key: unknown, oldKey: u
 const lit = (s: string): string => `'${s.replace(/'/g, "''")}'`
 
 /** Exponential backoff from 100 ms to `max` ms, ±20 % jitter. */
-function backoff(attempt: number, max: number): number {
+export function backoff(attempt: number, max: number): number {
   return Math.min(max, 100 * 2 ** Math.min(attempt, 16)) * (0.8 + Math.random() * 0.4)
 }
 

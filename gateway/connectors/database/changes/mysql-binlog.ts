@@ -25,7 +25,7 @@
 import { DbChangesUnavailableError } from '../../../errors.js'
 import { importOptional } from '../../../optional-package.js'
 import type { Model } from '../compiler/registry.js'
-import { startChangelog, type EngineOptions, type EngineReader } from './engines.js'
+import { backoff, startChangelog, type EngineOptions, type EngineReader } from './engines.js'
 import type { RowChange } from './feed.js'
 
 /** How a MySQL/MariaDB source captures changes: the binary log, the changelog triggers, or whichever works (`auto`). */
@@ -103,11 +103,6 @@ function pick(m: Model, row: Record<string, unknown>): Record<string, unknown> {
     out[c] = row[c]
   }
   return out
-}
-
-/** Exponential backoff from 100 ms to `max` ms, ±20 % jitter. */
-function backoff(attempt: number, max: number): number {
-  return Math.min(max, 100 * 2 ** Math.min(attempt, 16)) * (0.8 + Math.random() * 0.4)
 }
 
 /** How long the first connection may take before the start fails, in milliseconds. */
