@@ -83,7 +83,8 @@ t.test('binlog on a private MariaDB', async (t) => {
   const writer = await mysql.createConnection({ host: '127.0.0.1', port: server.port, user: 'root', database: 'binlog_t' })
   t.teardown(() => writer.end())
   const note = (id: number, owner: string, title: string) => writer.query('INSERT INTO bl_note (id, owner_id, title, at, body) VALUES (?, ?, ?, NOW(3), ?)', [id, owner, title, Buffer.from('blob')])
-  const rowsOf = (r: Got) => r.events.map((e) => e.data?.['bl_BlNoteChanged']).filter(Boolean).map((e) => [e.operation, e.key.id, e.new?.title ?? null, e.old?.id ?? null])
+  // Rows 1 and 2 are the warm-up's: its last updates may arrive after it ended, so they are left out.
+  const rowsOf = (r: Got) => r.events.map((e) => e.data?.['bl_BlNoteChanged']).filter((e) => e && e.key.id > 2).map((e) => [e.operation, e.key.id, e.new?.title ?? null, e.old?.id ?? null])
 
   const selection = '{ operation key { id } old { id } new { id title ownerId } }'
   const ada = await subscribe('ada', `subscription { bl_BlNoteChanged ${selection} }`)
