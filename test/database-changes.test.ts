@@ -77,7 +77,8 @@ for (const dialect of ['sqlite', 'postgres', 'mysql'] as Dialect[]) {
     })
     const subscribe = async (user: string, query: string): Promise<Got> => subscribeWs(url, query, user ? { authorization: `Bearer ${await sign(user)}` } : {}, clients)
     const note = (id: number, owner: string, title: string) => knex('chg_note').insert({ id, owner_id: owner, title })
-    const rowsOf = (r: Got) => r.events.map((e) => e.data?.['ch_ChgNoteChanged']).filter(Boolean).map((e) => [e.operation, e.key.id, e.new?.title ?? null, e.old?.id ?? null])
+    // Rows 1 and 2 are the warm-up's: on a loaded machine its last events may arrive after it ended.
+    const rowsOf = (r: Got) => r.events.map((e) => e.data?.['ch_ChgNoteChanged']).filter((e) => e && e.key.id > 2).map((e) => [e.operation, e.key.id, e.new?.title ?? null, e.old?.id ?? null])
 
     const selection = '{ operation key { id } old { id } new { id title ownerId } }'
     const ada = await subscribe('ada', `subscription { ch_ChgNoteChanged ${selection} }`)
@@ -113,7 +114,7 @@ for (const dialect of ['sqlite', 'postgres', 'mysql'] as Dialect[]) {
     t.same(rowsOf(ada), [['INSERT', 10, 'hello', null], ['UPDATE', 10, 'xray', 10], ['DELETE', 10, null, 10]], 'ada sees her rows: insert, update, delete (new is null)')
     t.same(rowsOf(bob), [['INSERT', 11, 'bob one', null], ['UPDATE', 11, 'xfence', 11]], 'the row filter hides ada\'s row from bob, even its delete')
     t.same(rowsOf(adaX), [['UPDATE', 10, 'xray', 10], ['DELETE', 10, null, 10]], 'where: only changes of rows matching it (a delete on its old values)')
-    t.same(ada.events[0]?.data?.['ch_ChgNoteChanged']?.new, { id: 10, title: 'hello', ownerId: 'ada' }, 'new is read through the selection set')
+    t.same(ada.events.map((e) => e.data?.['ch_ChgNoteChanged']).find((e) => e?.key.id === 10)?.new, { id: 10, title: 'hello', ownerId: 'ada' }, 'new is read through the selection set')
 
     // <model>Stream: ordered batches after the cursor, then the rows that come.
     await knex('chg_note').insert([20, 21, 22].map((id) => ({ id, owner_id: 'ada', title: `s${id}` })))

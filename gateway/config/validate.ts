@@ -102,7 +102,7 @@ const sourceSchemas = {
             type: 'object',
             additionalProperties: false,
             properties: {
-              method: { enum: ['triggers', 'logical', 'auto'] },
+              method: { enum: ['triggers', 'logical', 'binlog', 'auto'] },
               install: { type: 'boolean' },
               slot: { type: 'string', pattern: '^[a-z0-9_]{1,63}$' },
               publication: { type: 'string', pattern: '^[a-z_][a-z0-9_]{0,62}$' },
@@ -115,6 +115,7 @@ const sourceSchemas = {
               maxPayloadBytes: { type: 'integer', minimum: 64, maximum: 67108864 },
               channel: { type: 'string', pattern: '^[a-z_][a-z0-9_]{0,62}$' },
               maxReconnectDelayMs: { type: 'integer', minimum: 100, maximum: 600000 },
+              serverId: { type: 'integer', minimum: 1, maximum: 4294967295 },
             },
           },
         ],

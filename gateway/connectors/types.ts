@@ -44,18 +44,18 @@ export interface SourceHealth {
   latencyMs?: number
   /** REST sources: the state of the source's circuit breaker (`open`: calls fail fast with `TRB_ERR_UPSTREAM_UNAVAILABLE`). */
   circuit?: 'closed' | 'open' | 'half-open'
-  /** Database sources with `changes`: the change stream's state (`down` makes `/health` `degraded`, not the source down). */
+  /** Database sources with `changes`: the change stream's state (`reconnecting` makes `/health` `degraded`, not the source down). */
   changes?: ChangeStreamHealth
 }
 
 /** The state of a database source's change stream (README "Database change streams"), in `/health`. */
 export interface ChangeStreamHealth {
-  /** How changes are captured: `triggers` or `logical`. */
-  method: string
-  /** `up` while changes are read. */
-  status: 'up' | 'down'
-  /** Why not (`down`), safe to show to clients. */
-  message?: string
+  /** How changes are captured, as `changes.method` names it: `triggers` (PostgreSQL: with NOTIFY; SQLite, MySQL/MariaDB: a changelog table, polled), `logical` (PostgreSQL logical replication), `binlog` (MySQL/MariaDB). */
+  method: 'triggers' | 'logical' | 'binlog'
+  /** `up` while changes are read; `reconnecting` while the connection or the poll fails (changes are late, not lost, except NOTIFY's). */
+  status: 'up' | 'reconnecting'
+  /** Why it is not up: the last error, safe to show to clients. */
+  lastError?: string
   /** Logical replication: `waiting` (for a first subscriber), `connecting`, `streaming`, `reconnecting`, `closed`. */
   state?: string
   /** Logical replication: the slot and the publication. */

@@ -5,7 +5,8 @@
  * At start, for every database source a trigger watches: a connection of its own (a small pool), the
  * outbox tables and database triggers installed (outbox.ts), and one delivery loop per trigger. A
  * loop claims due events (a lease of `eventsDelivery.leaseMs`), delivers them concurrently, and
- * records each outcome under its claim: delivered; failed, retried after a backoff with jitter; or,
+ * records each outcome under its claim: delivered; failed, retried after a backoff with jitter (or
+ * after the delay of the webhook's `Retry-After` answer, at most the trigger's `backoff.maxMs`); or,
  * after `retries` retries (or at once for a payload over `maxPayloadBytes`), moved to the dead-letter
  * table. A loop sleeps `pollIntervalMs` when it found nothing due; on PostgreSQL a NOTIFY from the
  * trigger wakes it at once. A graceful stop aborts the deliveries under way and gives their claims
@@ -64,6 +65,29 @@ export interface EventTriggersRuntime {
   status(): EventTriggersStatus
   /** Stops every loop: deliveries under way are aborted and their claims given back; closes the connections. Idempotent. */
   stop(): Promise<void>
+}
+
+/**
+ * The delay a webhook asked for in its `Retry-After` header (RFC 9110 §10.2.3): delay-seconds
+ * (`120`) or an HTTP-date, in milliseconds from `now` (0 for a date in the past); undefined when the
+ * header is absent or neither form.
+ */
+export function retryAfterMs(header: string | string[] | undefined, now = Date.now()): number | undefined {
+  const value = (Array.isArray(header) ? header[0] : header)?.trim()
+  if (!value) return undefined
+  if (/^\d+$/.test(value)) return Math.min(Number(value), 2 ** 31) * 1000
+  const at = Date.parse(value)
+  return Number.isNaN(at) || !/[A-Za-z]/.test(value) ? undefined : Math.max(0, at - now)
+}
+
+/** A webhook answer other than 2xx; `retryAfterMs` when it carried a usable `Retry-After`. */
+class WebhookRefusedError extends Error {
+  constructor(
+    status: number,
+    readonly retryAfterMs: number | undefined,
+  ) {
+    super(`the webhook answered ${status}${retryAfterMs !== undefined ? ` (Retry-After: ${Math.round(retryAfterMs / 1000)} s)` : ''}`)
+  }
 }
 
 /** The delay before retry `attempt` (1-based): `min(maxMs, baseMs·2^(attempt−1))`, half fixed, half random. */
@@ -165,11 +189,13 @@ class TriggerLoop {
         return
       }
       let failure: string | null = null
+      let asked: number | undefined
       try {
         await db.send(trigger, e, body)
       } catch (err) {
         if (db.stopped) return
         failure = ((err as Error).message || String(err)).slice(0, MAX_ERROR_LENGTH)
+        if (err instanceof WebhookRefusedError) asked = err.retryAfterMs
       }
       const now = Date.now()
       if (failure === null) {
@@ -181,7 +207,7 @@ class TriggerLoop {
         if (await db.outbox.deadLetter(e, token, failure, now)) countEventDelivery(trigger.name, 'dead')
         db.logger.warn({ trigger: trigger.name, event: e.eventId, attempts: attempt, error: failure }, 'event not delivered: moved to the dead-letter table')
       } else {
-        if (await db.outbox.failed(e, token, failure, now + retryDelayMs(attempt, trigger.backoff))) countEventDelivery(trigger.name, 'failed')
+        if (await db.outbox.failed(e, token, failure, now + (asked !== undefined ? Math.min(asked, trigger.backoff.maxMs) : retryDelayMs(attempt, trigger.backoff)))) countEventDelivery(trigger.name, 'failed')
         db.logger.debug({ trigger: trigger.name, event: e.eventId, attempt, error: failure }, 'event delivery failed; retry scheduled')
       }
     } catch (err) {
@@ -265,7 +291,8 @@ class DatabaseDeliverer {
         bodyTimeout: trigger.timeoutMs,
       })
       await res.body.dump().catch(() => undefined)
-      if (res.statusCode < 200 || res.statusCode > 299) throw new Error(`the webhook answered ${res.statusCode}`)
+      // Retry-After (a 429 or 503 usually) sets the next attempt's delay, bounded by backoff.maxMs.
+      if (res.statusCode < 200 || res.statusCode > 299) throw new WebhookRefusedError(res.statusCode, retryAfterMs(res.headers['retry-after']))
       return
     }
     const source = this.brokers.get(target.broker)

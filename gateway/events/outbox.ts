@@ -134,6 +134,7 @@ export class Outbox {
           if (this.dialect === 'postgres') await this.installPostgres(trx, t, indexOf(t))
           else await this.installRowTriggers(trx, t, await this.columns(trx, t, indexOf(t)))
         }
+        await this.dropStale(trx, triggers)
       } finally {
         if (this.dialect === 'mysql') await trx.raw('select release_lock(?)', [lock])
       }
@@ -153,6 +154,41 @@ export class Outbox {
     } else {
       await trx.raw(`CREATE INDEX IF NOT EXISTS ${index} ON ${this.log} (delivered_at, trigger_name, next_attempt_at)`)
     }
+  }
+
+  /**
+   * Drops the database triggers (and PostgreSQL trigger functions) the gateway installed for event
+   * triggers no longer in the config: those named `trb_evt_…` (the prefix of every trigger it
+   * installs) that belong to none of `triggers`.
+   * @returns the names dropped
+   */
+  async dropStale(trx: Knex.Transaction, triggers: readonly EventTrigger[]): Promise<string[]> {
+    const d = this.dialect
+    const keep = new Set(triggers.flatMap((t) => [`trb_evt_${t.name}`, ...['insert', 'update', 'delete'].map((op) => `trb_evt_${t.name}_${op}`)]))
+    const like = "'trb\\_evt\\_%'"
+    const dropped: string[] = []
+    if (d === 'postgres') {
+      const rows = await this.rows(`select t.tgname as name, c.relname as tbl from pg_trigger t join pg_class c on c.oid = t.tgrelid join pg_namespace n on n.oid = c.relnamespace where not t.tgisinternal and n.nspname = current_schema() and t.tgname like ${like}`, [], trx)
+      for (const r of rows) {
+        const name = String(r['name'])
+        if (keep.has(name)) continue
+        await trx.raw(`DROP TRIGGER IF EXISTS ${quoteId(d, name)} ON ${this.qualifier}${quoteId(d, String(r['tbl']))}`)
+        await trx.raw(`DROP FUNCTION IF EXISTS ${this.qualifier}${quoteId(d, name)}()`)
+        dropped.push(name)
+      }
+      return dropped
+    }
+    const rows =
+      d === 'mysql'
+        ? await this.rows(`select trigger_name as name from information_schema.triggers where trigger_schema = database() and trigger_name like ${like}`, [], trx)
+        : await this.rows(`select name from sqlite_master where type = 'trigger' and name like ${like} escape '\\'`, [], trx)
+    for (const r of rows) {
+      const name = String(r['name'] ?? r['NAME'])
+      if (keep.has(name)) continue
+      await trx.raw(`DROP TRIGGER IF EXISTS ${quoteId(d, name)}`)
+      dropped.push(name)
+    }
+    return dropped
   }
 
   /** MySQL and SQLite: the table's columns, in order (their triggers build the row's JSON column by column). */

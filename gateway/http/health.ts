@@ -8,7 +8,8 @@
  *   ({@link startDraining}), 503 `"status":"draining"` without probing.
  * - `GET /health`: 200 `{"status":"ok"|"degraded","sources":{...}}`, each source probed within
  *   `server.healthTimeoutMs` too (one that has not answered by then is `down`, and the status `degraded`);
- *   with event triggers also `"events":{"status","backlog":{trigger: n}}` (README "Event triggers").
+ *   a database source with change streams adds `changes: {method, status, lastError?}`, and
+ *   `status: reconnecting` makes the answer `degraded`; with event triggers also `"events":{"status","backlog":{trigger: n}}` (README "Event triggers").
  */
 import type { FastifyInstance } from 'fastify'
 import type { SourceHealth } from '../connectors/types.js'
@@ -65,8 +66,9 @@ export function registerHealthRoutes(app: FastifyInstance, holder: GatewayHolder
     // Event triggers (README "Event triggers"): their backlog, `degraded` over eventsDelivery.maxBacklog.
     // Not part of readiness: an instance with a backlog still serves requests.
     const events = gateway.events?.status()
-    // A database source whose change stream is down still answers queries: `degraded`, not unready.
-    const up = Object.values(sources).every((s) => s.status === 'up' && s.changes?.status !== 'down') && events?.status !== 'degraded'
+    // A change stream whose connection or poll fails (sources.<name>.changes.status `reconnecting`)
+    // degrades too; readiness is not affected (the source still answers queries).
+    const up = Object.values(sources).every((s) => s.status === 'up' && (s.changes === undefined || s.changes.status === 'up')) && events?.status !== 'degraded'
     return reply.code(200).send({ status: up ? 'ok' : 'degraded', sources, ...(events ? { events } : {}) })
   })
 

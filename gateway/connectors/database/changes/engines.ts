@@ -292,7 +292,7 @@ export async function startChangelog(o: EngineOptions): Promise<EngineReader> {
     const list = (mysql ? (rows as [{ name: string }[]])[0] : (rows as { name: string }[])).map((r) => r.name)
     const missing = names.filter((n) => !list.includes(n))
     if (missing.length > 0) {
-      throw new DbChangesUnavailableError(o.sourceName, `the triggers ${missing.slice(0, 5).join(', ')}${missing.length > 5 ? '…' : ''} that fill ${CHANGELOG_TABLE} do not exist${mysql ? ' (binlog reading is not supported yet)' : ''}: set changes: { install: true } to create them`)
+      throw new DbChangesUnavailableError(o.sourceName, `the triggers ${missing.slice(0, 5).join(', ')}${missing.length > 5 ? '…' : ''} that fill ${CHANGELOG_TABLE} do not exist: set changes: { install: true } to create them`)
     }
   }
   let sqlite: SqliteConn | undefined

@@ -13,6 +13,7 @@ import { startPostgresChanges } from './postgres-logical.js'
 import { DbChangesUnavailableError } from '../../../errors.js'
 import type { ChangeStreamHealth } from '../../types.js'
 import { changeOperationEnum, type ChangeShared } from './subscriptions.js'
+import { startMysqlChanges } from './mysql-binlog.js'
 
 export { CHANGELOG_TABLE, changelogInstallSql, postgresInstallSql } from './engines.js'
 export { ChangeFeed, type RowChange, type ChangeOp } from './feed.js'
@@ -44,14 +45,17 @@ export function defaultLogicalName(sourceName: string): string {
 /** `database({ changes })`: change subscriptions. `true` is `{}` (every default). */
 export interface DatabaseChangesOptions {
   /**
-   * How changes are captured. `triggers` (the default): triggers per table (PostgreSQL: with
-   * LISTEN/NOTIFY; SQLite and MySQL/MariaDB: filling a changelog table). `logical` (PostgreSQL):
-   * logical replication with the `pgoutput` plugin, a publication and a replication slot (needs
+   * How changes are captured. `triggers`: triggers per table (PostgreSQL: with LISTEN/NOTIFY;
+   * SQLite and MySQL/MariaDB: filling a changelog table). `logical` (PostgreSQL): logical
+   * replication with the `pgoutput` plugin, a publication and a replication slot (needs
    * `wal_level = logical`, a user with REPLICATION and the `pg-logical-replication` package).
-   * `auto`: logical replication where it can run, else triggers, else `TRB_ERR_DB_CHANGES_UNAVAILABLE`
-   * naming what each lacks (SQLite and MySQL/MariaDB: triggers).
+   * `binlog` (MySQL/MariaDB): the row events of the binary log (needs `log_bin`, `binlog_format=ROW`,
+   * REPLICATION SLAVE and CLIENT, and the `@vlasky/zongji` package). `auto`: logical replication or
+   * the binlog where it can run, else triggers, else `TRB_ERR_DB_CHANGES_UNAVAILABLE` naming what
+   * each lacks (SQLite: triggers). Default: `triggers` on PostgreSQL and SQLite (a replication slot
+   * keeps WAL while no gateway reads it), `auto` on MySQL/MariaDB (the binlog holds nothing back).
    */
-  method?: 'triggers' | 'logical' | 'auto'
+  method?: 'triggers' | 'logical' | 'binlog' | 'auto'
   /**
    * Create what the engine needs (PostgreSQL triggers: the function `tributary_notify_change` and a
    * trigger `tributary_changes` per table; PostgreSQL logical: the publication, the slot and
@@ -84,9 +88,12 @@ export interface DatabaseChangesOptions {
   maxPayloadBytes?: number
   /** PostgreSQL: the NOTIFY channel. Default `tributary_changes`. */
   channel?: string
-  /** PostgreSQL: longest delay between two reconnects of the LISTEN or replication connection, in milliseconds. Default 5000. */
+  /** PostgreSQL, MySQL/MariaDB binlog: longest delay between two reconnects of the LISTEN, replication or binlog connection, in milliseconds. Default 5000. */
   maxReconnectDelayMs?: number
+  /** MySQL/MariaDB binlog: the replica server id the gateway announces. Default a random id in 2^31…2^32−1 per process. */
+  serverId?: number
 }
+
 
 /** A running change stream of one source. */
 export interface SourceChanges {
@@ -126,7 +133,8 @@ export function createSourceChanges(options: DatabaseChangesOptions | true, c: S
   const feed = new ChangeFeed()
   const tables = new Set(o.tables ?? c.tablesWithKey)
   let reader: EngineReader | undefined
-  let method: string = o.method ?? 'triggers'
+  let method: ChangeStreamHealth['method'] = 'triggers'
+  const serverId = o.serverId ?? 2 ** 31 + Math.floor(Math.random() * (2 ** 31 - 1))
   return {
     shared: {
       feed,
@@ -143,23 +151,29 @@ export function createSourceChanges(options: DatabaseChangesOptions | true, c: S
         maxPayloadBytes: o.maxPayloadBytes ?? DEFAULT_MAX_CHANGE_PAYLOAD_BYTES, maxReconnectDelayMs: o.maxReconnectDelayMs ?? 5000,
         reject: c.reject, warn: c.warn,
       }
-      if (c.d.dialect === 'postgres' && (o.method === 'logical' || o.method === 'auto')) {
+      const wanted = o.method ?? (c.d.dialect === 'mysql' ? 'auto' : 'triggers')
+      if (wanted === 'binlog' && c.d.dialect !== 'mysql') throw new DbChangesUnavailableError(c.sourceName, 'method binlog is for MySQL/MariaDB sources')
+      if (wanted === 'logical' && c.d.dialect !== 'postgres') throw new DbChangesUnavailableError(c.sourceName, `method 'logical' (logical replication) is PostgreSQL's; use 'triggers'${c.d.dialect === 'mysql' ? " or 'binlog'" : ''} on ${c.d.dialect === 'mysql' ? 'MySQL/MariaDB' : 'SQLite'}`)
+      if (c.d.dialect === 'postgres' && (wanted === 'logical' || wanted === 'auto')) {
         const name = defaultLogicalName(c.sourceName)
-        reader = await startPostgresChanges(o.method, {
+        reader = await startPostgresChanges(wanted, {
           ...options, slot: o.slot ?? name, publication: o.publication ?? name, maxWaitForSubscriberMs: o.maxWaitForSubscriberMs ?? DEFAULT_MAX_WAIT_FOR_SUBSCRIBER_MS,
         })
         method = reader.state ? 'logical' : 'triggers'
-        return
+      } else if (c.d.dialect === 'mysql') {
+        const started = await startMysqlChanges({ ...options, serverId }, wanted === 'logical' ? 'triggers' : wanted)
+        reader = started.reader
+        method = started.method
+      } else {
+        reader = c.d.dialect === 'postgres' ? await startPostgres(options) : await startChangelog(options)
+        method = 'triggers'
       }
-      if (o.method === 'logical') throw new DbChangesUnavailableError(c.sourceName, `method 'logical' (logical replication) is PostgreSQL's; use 'triggers' on ${c.d.dialect === 'mysql' ? 'MySQL/MariaDB' : 'SQLite'}`)
-      method = 'triggers'
-      reader = c.d.dialect === 'postgres' ? await startPostgres(options) : await startChangelog(options)
     },
     poke: () => reader?.poke(),
     problem: () => (reader ? reader.problem() : 'not started'),
     health: () => {
       const problem = reader ? reader.problem() : 'not started'
-      return { method, status: problem === null ? 'up' : 'down', ...(problem === null ? {} : { message: problem }), ...reader?.state?.() }
+      return { method, status: problem === null ? 'up' : 'reconnecting', ...(problem === null ? {} : { lastError: problem }), ...reader?.state?.() }
     },
     async close() {
       await reader?.close()
