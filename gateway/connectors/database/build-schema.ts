@@ -764,9 +764,9 @@ class SchemaBuilder {
 
   /**
    * The nested-write input of relation `r` of `m` in an update's data (Prisma's):
-   * `TUpdateManyWithout<Back>NestedInput` (to-many and many-to-many: lists of `create`, `connect`,
-   * `connectOrCreate`, `set`, `disconnect`; to-many also `delete`, `update`, `updateMany`,
-   * `deleteMany`, `upsert`), or `TUpdateOne[Required]Without<Back>NestedInput` (to-one: `create`,
+   * `TUpdateManyWithout<Back>NestedInput` (to-many and many-to-many shortcuts: lists of `create`,
+   * `connect`, `connectOrCreate`, `set`, `disconnect`, `delete`, `update`, `updateMany`,
+   * `deleteMany`, `upsert`; through a shortcut they act on the rows linked by a join row), or `TUpdateOne[Required]Without<Back>NestedInput` (to-one: `create`,
    * `connect`, `connectOrCreate`, `update`, `upsert`, and `disconnect`/`delete: Boolean` unless this
    * row's key to it is NOT NULL).
    */
@@ -781,7 +781,7 @@ class SchemaBuilder {
       name,
       extensions: { [EXT]: { nestedWrite: true } },
       description: many
-        ? `Writes to the ${target.name} rows of this row, in this order: set, disconnect, delete, update, updateMany, deleteMany, upsert, create, connect, connectOrCreate.`
+        ? `Writes to the ${target.name} rows of this row${r.via ? ` (linked through the join table ${r.via.table}; set and disconnect delete join rows, delete and deleteMany the rows and their join rows)` : ''}, in this order: set, disconnect, delete, update, updateMany, deleteMany, upsert, create, connect, connectOrCreate.`
         : `Writes to the ${target.name} of this row: exactly one operation.`,
       fields: () => {
         const create = this.createInput(target, `${target.name}CreateWithout${backName}Input`, true, back)
@@ -798,7 +798,6 @@ class SchemaBuilder {
             fields['set'] = { type: list(nn(where)) }
             fields['disconnect'] = { type: list(nn(where)) }
           }
-          if (r.via) return fields
           if (where) {
             fields['delete'] = { type: list(nn(where)) }
             const uw = `${target.name}UpdateWithWhereUniqueWithout${backName}Input`
