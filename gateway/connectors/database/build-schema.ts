@@ -617,12 +617,13 @@ class SchemaBuilder {
           if (r.kind === 'one') fields[r.name] = { type: nullable ? this.object(target) : nn(this.object(target)), resolve: byResponseKey, extensions: ext }
           else fields[r.name] = { type: nn(list(nn(this.object(target)))), args: this.listArgs(target), resolve: byResponseKey, extensions: ext }
         }
-        // Nested Relay connections (compiler/connection.ts): `<relation>Connection` beside each list relation, unless the name is taken.
+        // Nested Relay connections (compiler/connection.ts): `<relation>Connection` beside each list relation, unless the name
+        // is taken; a `permissions` rule on `'Type.<relation>'` guards it too (READS_EXT).
         for (const r of m.relations.values()) {
           const target = this.model(r.target)
           const name = `${r.name}Connection`
           if (r.kind !== 'many' || target.identity.length === 0 || fields[name] || m.relations.has(name)) continue
-          fields[name] = this.connectionField(target, byResponseKey, { [EXT]: { relation: r.name, target: target.name, connection: compileNestedConnection } })
+          fields[name] = this.connectionField(target, byResponseKey, { [EXT]: { relation: r.name, target: target.name, connection: compileNestedConnection }, ...this.readsRelation(m, r) })
           fields[name]!.description = `Relay connection over the ${target.name} rows of this row (\`${r.name}\`): keyset pages in the order of \`orderBy\` (scalar fields; the primary key breaks ties), compiled into the parent's statement.`
         }
         return fields
