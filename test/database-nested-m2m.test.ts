@@ -42,7 +42,7 @@ for (const dialect of ['sqlite', 'postgres', 'mysql'] as Dialect[]) {
       mode: 'production',
       graphql: { allowArbitraryOperationsInProduction: true },
       auth: { jwt: { secret: Buffer.from(key).toString() }, graphql: 'public' },
-      permissions: { NwTag: { filter: { owner: { claim: 'sub' } }, bypassRoles: ['admin'] } },
+      permissions: { NwTag: { filter: { owner: { claim: 'sub' } }, bypassRoles: ['admin'] }, 'NwArtist.nwAlbums': { roles: ['admin'] } },
     })
     const { url: base } = await serveGateway(t, config, { cwd: dir })
     const alice = await mint(key, { sub: 'alice' }, { expiresIn: '1h' })
@@ -131,6 +131,15 @@ for (const dialect of ['sqlite', 'postgres', 'mysql'] as Dialect[]) {
       t.same(one, { data: { upsertOneNwAlbum: { nwTags: [{ name: 'rock 2' }] } } }, 'in upsertOne\'s update')
       t.same(await linkedNames(3), ['rock 2'], 'SQL')
       t.same(await sql("SELECT COUNT(*) AS n FROM nw_tag WHERE name = 'new blues'").then((r) => num(r[0]!['n'])), 0, 'SQL: deleteMany deleted the tag itself')
+    })
+
+    await t.test('a rule on a relation field guards its nested connection; the connection pages through the shortcut', async (t) => {
+      const q = '{ findUniqueNwArtist(where: { id: 2 }) { nwAlbumsConnection(first: 1) { totalCount } } }'
+      const denied = await gql(q)
+      t.same(codes(denied), ['TRB_ERR_AUTH_FORBIDDEN'], "'NwArtist.nwAlbums' guards nwAlbumsConnection")
+      t.same(await gql(q, admin), { data: { findUniqueNwArtist: { nwAlbumsConnection: { totalCount: 2 } } } })
+      const tagsConn = await gql('{ findUniqueNwAlbum(where: { id: 2 }) { nwTagsConnection(first: 2, orderBy: { name: asc }) { totalCount edges { node { name } } pageInfo { hasNextPage } } } }')
+      t.same(tagsConn, { data: { findUniqueNwAlbum: { nwTagsConnection: { totalCount: 3, edges: [{ node: { name: 'pop' } }, { node: { name: 'psy' } }], pageInfo: { hasNextPage: true } } } } }, 'the row filter applies (bob\'s secret is not counted)')
     })
 
     await t.test('attack: maxNestedWrites (12) refuses before anything is written; bad keys are 400', async (t) => {
