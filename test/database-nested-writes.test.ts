@@ -278,7 +278,8 @@ t.test('schema: nested-write input types', async (t) => {
   t.same(fields('NwTrackUpdateManyWithWhereWithoutAlbumInput'), { where: 'NwTrackScalarWhereInput!', data: 'NwTrackUncheckedUpdateManyWithoutAlbumInput!' })
   t.same(Object.keys(fields('NwTrackUpdateWithoutAlbumInput')), ['id', 'name'], 'a row updated under its parent has neither the FK field nor the back relation')
   t.same(Object.keys(fields('NwTrackScalarWhereInput')), ['AND', 'OR', 'NOT', 'id', 'name', 'albumId'], 'scalar fields only')
-  t.same(Object.keys(fields('NwTagUpdateManyWithoutNwAlbumsNestedInput')), ['create', 'connectOrCreate', 'connect', 'set', 'disconnect'], 'a many-to-many shortcut')
+  t.same(Object.keys(fields('NwTagUpdateManyWithoutNwAlbumsNestedInput')), ['create', 'connectOrCreate', 'connect', 'set', 'disconnect', 'delete', 'update', 'upsert', 'updateMany', 'deleteMany'], 'a many-to-many shortcut: every to-many operation')
+  t.same(fields('NwTagUpdateWithWhereUniqueWithoutNwAlbumsInput'), { where: 'NwTagWhereUniqueInput!', data: 'NwTagUpdateWithoutNwAlbumsInput!' })
   t.same(fields('NwLabelUpdateOneWithoutNwArtistsNestedInput'), {
     create: 'NwLabelCreateWithoutNwArtistsInput',
     connectOrCreate: 'NwLabelCreateOrConnectWithoutNwArtistsInput',

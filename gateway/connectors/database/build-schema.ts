@@ -43,6 +43,7 @@ import { aggregateApplies, AGGREGATES, type AggregateOp } from './compiler/aggre
 import type { Db } from './compiler/db.js'
 import { SqlDialect, type MysqlFlavor } from './compiler/dialect.js'
 import { EXT, isSortableComputed } from './compiler/read.js'
+import { compileNestedConnection } from './compiler/connection.js'
 import { DEFAULT_MAX_NESTED_WRITES } from './compiler/input-limits.js'
 import { MAX_SEARCH_CHARS, relevanceFields } from './compiler/fulltext.js'
 import { buildRegistry, type FunctionModel, type Model, type Registry, type RegistryOverrides, type Relation, type ScalarField } from './compiler/registry.js'
@@ -189,6 +190,8 @@ class SchemaBuilder {
   private readonly refs = new Map<string, ModelRef>()
   /** Create inputs with relation fields and the nested-write inputs, by name (they refer to each other). */
   private readonly nestedInputs = new Map<string, GraphQLInputObjectType>()
+  /** `XConnection` types and their arguments, by model name (root and nested connection fields share them). */
+  private readonly connections = new Map<string, { type: GraphQLObjectType; args: GraphQLFieldConfigArgumentMap }>()
 
   constructor(
     private readonly reg: Registry,
@@ -497,31 +500,39 @@ class SchemaBuilder {
    * `XEdge { cursor, node }`.
    */
   private connectionField(m: Model, resolve: GraphQLFieldResolver<unknown, unknown>, extensions: Record<string, unknown>): GraphQLFieldConfig<unknown, unknown> {
-    const max = this.reg.maxTake
-    const edge = new GraphQLObjectType({
-      name: `${m.name}Edge`,
-      fields: () => ({ cursor: { type: nn(GraphQLString), description: 'Opaque: the row\'s orderBy key and primary key.' }, node: { type: nn(this.object(m)) } }),
-    })
-    const conn = new GraphQLObjectType({
-      name: `${m.name}Connection`,
-      fields: () => ({
-        edges: { type: nn(list(nn(edge))) },
-        pageInfo: { type: nn(this.pageInfo) },
-        totalCount: { type: nn(GraphQLInt), description: 'Rows matching `where` (and the row filter), whatever the page.' },
-      }),
-    })
-    const count = (what: string): GraphQLArgumentConfig => ({ type: GraphQLInt, description: `${what}, from 0 to ${max} (maxTake); without first or last, the first ${max}.`, extensions: { [EXT]: { maxTake: max, minimum: 0 } } })
+    let c = this.connections.get(m.name)
+    if (!c) {
+      const max = this.reg.maxTake
+      const edge = new GraphQLObjectType({
+        name: `${m.name}Edge`,
+        fields: () => ({ cursor: { type: nn(GraphQLString), description: 'Opaque: the row\'s orderBy key and primary key.' }, node: { type: nn(this.object(m)) } }),
+      })
+      const type = new GraphQLObjectType({
+        name: `${m.name}Connection`,
+        fields: () => ({
+          edges: { type: nn(list(nn(edge))) },
+          pageInfo: { type: nn(this.pageInfo) },
+          totalCount: { type: nn(GraphQLInt), description: 'Rows matching `where` (and the row filter), whatever the page.' },
+        }),
+      })
+      const count = (what: string): GraphQLArgumentConfig => ({ type: GraphQLInt, description: `${what}, from 0 to ${max} (maxTake); without first or last, the first ${max}.`, extensions: { [EXT]: { maxTake: max, minimum: 0 } } })
+      c = {
+        type,
+        args: {
+          first: count('The first rows after `after`'),
+          after: { type: GraphQLString, description: 'A cursor of this connection (same orderBy): rows strictly after it.' },
+          last: count('The last rows before `before`'),
+          before: { type: GraphQLString, description: 'A cursor of this connection (same orderBy): rows strictly before it.' },
+          where: { type: this.where(m) },
+          orderBy: { type: list(nn(this.orderBy(m))), description: 'Scalar fields only (relations and `_relevance` are refused with TRB_ERR_DB_INPUT).' },
+        },
+      }
+      this.connections.set(m.name, c)
+    }
     return {
-      type: nn(conn),
+      type: nn(c.type),
       description: `Relay connection over ${m.name}: keyset pages in the order of \`orderBy\` (scalar fields; the primary key breaks ties), in one statement.`,
-      args: {
-        first: count('The first rows after `after`'),
-        after: { type: GraphQLString, description: 'A cursor of this connection (same orderBy): rows strictly after it.' },
-        last: count('The last rows before `before`'),
-        before: { type: GraphQLString, description: 'A cursor of this connection (same orderBy): rows strictly before it.' },
-        where: { type: this.where(m) },
-        orderBy: { type: list(nn(this.orderBy(m))), description: 'Scalar fields only (relations and `_relevance` are refused with TRB_ERR_DB_INPUT).' },
-      },
+      args: c.args,
       resolve,
       extensions,
     }
@@ -646,6 +657,15 @@ class SchemaBuilder {
         for (const fn of m.computed?.values() ?? []) {
           const { type, args } = this.functionField(fn)
           fields[fn.name] = { type, args, description: `Computed by the database function \`${fn.fn}\` of the row (selection only).`, resolve: byResponseKey, extensions: { [EXT]: { computed: fn.fn } } }
+        }
+        // Nested Relay connections (compiler/connection.ts): `<relation>Connection` beside each list relation, unless the name
+        // is taken; a `permissions` rule on `'Type.<relation>'` guards it too (READS_EXT).
+        for (const r of m.relations.values()) {
+          const target = this.model(r.target)
+          const name = `${r.name}Connection`
+          if (r.kind !== 'many' || target.identity.length === 0 || fields[name] || m.relations.has(name)) continue
+          fields[name] = this.connectionField(target, byResponseKey, { [EXT]: { relation: r.name, target: target.name, connection: compileNestedConnection }, ...this.readsRelation(m, r) })
+          fields[name]!.description = `Relay connection over the ${target.name} rows of this row (\`${r.name}\`): keyset pages in the order of \`orderBy\` (scalar fields; the primary key breaks ties), compiled into the parent's statement.`
         }
         return fields
       },
@@ -805,9 +825,9 @@ class SchemaBuilder {
 
   /**
    * The nested-write input of relation `r` of `m` in an update's data (Prisma's):
-   * `TUpdateManyWithout<Back>NestedInput` (to-many and many-to-many: lists of `create`, `connect`,
-   * `connectOrCreate`, `set`, `disconnect`; to-many also `delete`, `update`, `updateMany`,
-   * `deleteMany`, `upsert`), or `TUpdateOne[Required]Without<Back>NestedInput` (to-one: `create`,
+   * `TUpdateManyWithout<Back>NestedInput` (to-many and many-to-many shortcuts: lists of `create`,
+   * `connect`, `connectOrCreate`, `set`, `disconnect`, `delete`, `update`, `updateMany`,
+   * `deleteMany`, `upsert`; through a shortcut they act on the rows linked by a join row), or `TUpdateOne[Required]Without<Back>NestedInput` (to-one: `create`,
    * `connect`, `connectOrCreate`, `update`, `upsert`, and `disconnect`/`delete: Boolean` unless this
    * row's key to it is NOT NULL).
    */
@@ -822,7 +842,7 @@ class SchemaBuilder {
       name,
       extensions: { [EXT]: { nestedWrite: true } },
       description: many
-        ? `Writes to the ${target.name} rows of this row, in this order: set, disconnect, delete, update, updateMany, deleteMany, upsert, create, connect, connectOrCreate.`
+        ? `Writes to the ${target.name} rows of this row${r.via ? ` (linked through the join table ${r.via.table}; set and disconnect delete join rows, delete and deleteMany the rows and their join rows)` : ''}, in this order: set, disconnect, delete, update, updateMany, deleteMany, upsert, create, connect, connectOrCreate.`
         : `Writes to the ${target.name} of this row: exactly one operation.`,
       fields: () => {
         const create = this.createInput(target, `${target.name}CreateWithout${backName}Input`, true, back)
@@ -839,7 +859,6 @@ class SchemaBuilder {
             fields['set'] = { type: list(nn(where)) }
             fields['disconnect'] = { type: list(nn(where)) }
           }
-          if (r.via) return fields
           if (where) {
             fields['delete'] = { type: list(nn(where)) }
             const uw = `${target.name}UpdateWithWhereUniqueWithout${backName}Input`

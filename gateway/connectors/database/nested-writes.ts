@@ -18,8 +18,8 @@
  * inputs are Prisma's `…UpdateManyWithout<Back>NestedInput` / `…UpdateOne[Required]Without<Back>NestedInput`:
  * to-many also `set`, `disconnect`, `delete`, `update`, `updateMany`, `deleteMany`, `upsert`
  * (each scoped to this parent: `WHERE fk = parent AND …`, set-based where the input allows);
- * to-one also `update`, `upsert`, `disconnect: true`, `delete: true`; many-to-many shortcuts also
- * `set` and `disconnect` (join rows deleted). Disconnecting sets the foreign key to NULL: refused
+ * to-one also `update`, `upsert`, `disconnect: true`, `delete: true`; many-to-many shortcuts all the
+ * to-many ones, on the rows linked to the parent by a join row ({@link compileVia}). Disconnecting sets the foreign key to NULL: refused
  * with `TRB_ERR_DB_RELATION_REQUIRED` when it is NOT NULL (Prisma's P2014).
  *
  * Row filters: every statement that reads, changes or deletes a related row ANDs the target's filter
@@ -735,10 +735,20 @@ function compileToOneUpdate(ctx: Ctx, model: Model, r: Relation, v: { [k: string
 }
 
 /**
- * A many-to-many shortcut's writes through its join table: `set` (the parent's join rows deleted,
- * then the given rows connected), `disconnect` (their join rows deleted), then `create`, `connect`,
- * `connectOrCreate` (a join row inserted for each row found or created; one already there is kept).
- * Join rows to rows hidden by the target's row filter are neither found nor deleted.
+ * A many-to-many shortcut's writes through its join table, in Prisma's order: `set` (the parent's
+ * join rows deleted, then the given rows connected), `disconnect` (their join rows deleted),
+ * `delete` (a linked row and all its join rows deleted), `update` (a linked row updated, nesting
+ * again), `updateMany` (the linked rows matching a scalar where: one UPDATE), `deleteMany` (the
+ * linked rows matching: their join rows and the rows deleted), `upsert` (a linked row updated, else
+ * created and linked), then `create`, `connect`, `connectOrCreate` (a join row inserted for each row
+ * found or created; one already there is kept).
+ *
+ * "Linked" means a join row joins it to the parent: `update`/`delete`/`upsert` never reach a row of
+ * another parent (`update`/`delete`: `TRB_ERR_DB_NOT_FOUND`; `upsert`: creates). Rows hidden by the
+ * target's row filter are neither found, changed nor deleted, and their join rows are left alone;
+ * rows changed by `update`/`upsert`/`updateMany` must still pass the filter (`TRB_ERR_AUTH_FORBIDDEN`).
+ * The rows `set`/`updateMany`/`deleteMany` change count against `maxNestedWrites`; `deleteMany`
+ * counts its rows before deleting any.
  */
 function compileVia(ctx: Ctx, model: Model, r: Relation, v: { [k: string]: ArgValue }, depth: number, budget: NestedBudget): AfterStep {
   const d = ctx.d
@@ -746,16 +756,18 @@ function compileVia(ctx: Ctx, model: Model, r: Relation, v: { [k: string]: ArgVa
   const target = ctx.reg.models.get(r.target)!
   const where = `${model.name}.${r.name}`
   const jt = d.table(via.table)
+  const tr = d.table(target.table)
   const cols = [...via.sourceColumns, ...via.targetColumns]
   const ph = cols.map(() => '?').join(', ')
   const params = cols.map((_c, i) => (_v: Vars, x: readonly unknown[]) => x[i])
   const conflict = d.dialect === 'mysql' ? ` ON DUPLICATE KEY UPDATE ${d.q(cols[0]!)} = ${d.q(cols[0]!)}` : ' ON CONFLICT DO NOTHING'
   const link: Stmt = { text: d.native(`INSERT INTO ${jt} (${cols.map((c) => d.q(c)).join(', ')}) VALUES (${ph})${conflict}`), params }
   const src = join(via.sourceColumns.map((c, j) => ({ s: `${jt}.${d.q(c)} = ?`, p: [(_v: Vars, x: readonly unknown[]) => x[j]] })), ' AND ')
+  const tcol = (i: number): string => d.q(field(target, r.toFields[i]!).column)
   /** `EXISTS (the target row a join row points to, visible, [matching a unique where])`. */
   const visible = (w: ArgValue | undefined): Frag | null => {
     const a = 'trb_m2m'
-    const corr = via.targetColumns.map((c, i) => `${a}.${d.q(field(target, r.toFields[i]!).column)} = ${jt}.${d.q(c)}`).join(' AND ')
+    const corr = via.targetColumns.map((c, i) => `${a}.${tcol(i)} = ${jt}.${d.q(c)}`).join(' AND ')
     const cond = w === undefined ? raw(corr) : sql`${corr} AND ${compileUnique(ctx, target, a, w)}`
     const f = andRowFilter(ctx, target, a, cond)
     if (w === undefined && f === cond) return null
@@ -765,41 +777,118 @@ function compileVia(ctx: Ctx, model: Model, r: Relation, v: { [k: string]: ArgVa
     const e = visible(w)
     return stmt(ctx, e ? sql`DELETE FROM ${jt} WHERE ${src} AND ${e}` : sql`DELETE FROM ${jt} WHERE ${src}`)
   }
-  const steps: ((rt: Runtime, conn: unknown, vars: Vars, parent: readonly unknown[]) => Promise<void>)[] = []
+  /** `EXISTS (a join row from the parent, extra[0…], to this target row)`: the rows linked to the parent. */
+  const linked = (): Frag => {
+    const j = 'trb_j'
+    const cond = [
+      ...via.sourceColumns.map((c, k) => ({ s: `${j}.${d.q(c)} = ?`, p: [(_v: Vars, x: readonly unknown[]) => x[k]] })),
+      ...via.targetColumns.map((c, i) => `${j}.${d.q(c)} = ${tr}.${tcol(i)}`),
+    ]
+    return sql`EXISTS (SELECT 1 FROM ${jt} AS ${j} WHERE ${join(cond, ' AND ')})`
+  }
+  /** Linked, visible rows of the target (`[where AND] linked AND row filter`); `scalar`: a ScalarWhereInput, else a unique where. */
+  const linkedCond = (w: ArgValue | undefined, scalar: boolean): Frag => {
+    const l = linked()
+    const wf = w === undefined ? null : scalar ? filteredWhere(ctx, target, tr, w) : compileUnique(ctx, target, tr, w)
+    return andRowFilter(ctx, target, tr, wf ? sql`(${wf}) AND ${l}` : l)
+  }
+  const keyFields = unique([...target.identity, ...r.toFields])
+  /** `SELECT identity, toFields FROM target WHERE linkedCond` (bounded: `deleteMany` counts the rows first). */
+  const linkedSelect = (w: ArgValue | undefined, scalar: boolean): Stmt =>
+    stmt(ctx, sql`SELECT ${keyFields.map((n) => `${tr}.${d.q(field(target, n).column)}`).join(', ')} FROM ${tr} WHERE ${linkedCond(w, scalar)}`)
+  // Deletes a target row (identity = extra[0…], visible) after all its join rows (toFields = extra[0…]).
+  const unlinkAll = stmt(ctx, join([`DELETE FROM ${jt} WHERE `, join(via.targetColumns.map((c, i) => ({ s: `${jt}.${d.q(c)} = ?`, p: [(_v: Vars, x: readonly unknown[]) => x[i]] })), ' AND ')]))
+  const delRow = target.identity.length > 0 ? stmt(ctx, sql`DELETE FROM ${tr} WHERE ${andRowFilter(ctx, target, tr, identityWhere(ctx, target, tr))}`) : null
+  const deleteLinked = async (rt: Runtime, conn: unknown, vars: Vars, row: Record<string, unknown>): Promise<void> => {
+    const db = rt.db()
+    await db.exec(conn, unlinkAll.text, run(unlinkAll, vars, fieldValues(target, r.toFields, row)))
+    await db.exec(conn, delRow!.text, run(delRow!, vars, identityOf(target, row)))
+  }
+  type Step = (rt: Runtime, conn: unknown, vars: Vars, parent: readonly unknown[]) => Promise<void>
+  /** Finds (`find`) or creates a row and inserts its join row to the parent. */
+  const connectStep = (op: string, item: ArgValue | undefined, counted = false): Step => {
+    if (!counted) count(budget, depth, where)
+    const whereArg = op === 'connect' || op === 'set' ? item : op === 'connectOrCreate' && isObj(item) ? item['where'] : undefined
+    const createArg = op === 'create' ? item : op === 'connectOrCreate' && isObj(item) ? item['create'] : undefined
+    const find = whereArg !== undefined ? identitySelect(ctx, target, whereArg, r.toFields) : null
+    const create = createArg !== undefined ? compileCreateRow(ctx, target, createArg, [], r.toFields, depth, budget) : null
+    const label = `${where}: ${op} ${whereLabel(target, whereArg)}`
+    return async (rt, conn, vars, parent) => {
+      const db = rt.db()
+      let key: unknown[] | null = null
+      if (find) {
+        const row = (await db.exec(conn, find.text, run(find, vars))).rows[0]
+        if (row) key = fieldValues(target, r.toFields, row)
+        else if (!create) throw new DbNotFoundError(target.name, label)
+      }
+      if (!key) {
+        const values = await runCreateRow(rt, conn, create!, vars, [])
+        key = r.toFields.map((n) => values[n])
+      }
+      await db.exec(conn, link.text, run(link, vars, [...parent, ...key]))
+    }
+  }
+  const steps: Step[] = []
   if (v['set'] !== undefined && v['set'] !== NULL) {
     count(budget, depth, where)
     const all = unlink(undefined)
     steps.push(async (rt, conn, vars, parent) => chargeNested(rt, vars, (await rt.db().exec(conn, all.text, run(all, vars, parent))).affected))
+    for (const item of listOf(v['set'])) steps.push(connectStep('set', item))
   }
   for (const item of listOf(v['disconnect'])) {
     count(budget, depth, where)
     const s = unlink(item)
     steps.push(async (rt, conn, vars, parent) => void (await rt.db().exec(conn, s.text, run(s, vars, parent))))
   }
-  for (const op of ['set', 'create', 'connect', 'connectOrCreate'] as const) {
+  for (const op of ['delete', 'update', 'updateMany', 'deleteMany', 'upsert'] as const) {
     for (const item of listOf(v[op])) {
       count(budget, depth, where)
-      const whereArg = op === 'connect' || op === 'set' ? item : op === 'connectOrCreate' && isObj(item) ? item['where'] : undefined
-      const createArg = op === 'create' ? item : op === 'connectOrCreate' && isObj(item) ? item['create'] : undefined
-      const find = whereArg !== undefined ? identitySelect(ctx, target, whereArg, r.toFields) : null
-      const create = createArg !== undefined ? compileCreateRow(ctx, target, createArg, [], r.toFields, depth, budget) : null
-      const label = `${where}: ${op} ${whereLabel(target, whereArg)}`
-      steps.push(async (rt, conn, vars, parent) => {
-        const db = rt.db()
-        let key: unknown[] | null = null
-        if (find) {
-          const row = (await db.exec(conn, find.text, run(find, vars))).rows[0]
-          if (row) key = fieldValues(target, r.toFields, row)
-          else if (!create) throw new DbNotFoundError(target.name, label)
-        }
-        if (!key) {
-          const values = await runCreateRow(rt, conn, create!, vars, [])
-          key = r.toFields.map((n) => values[n])
-        }
-        await db.exec(conn, link.text, run(link, vars, [...parent, ...key]))
-      })
+      needIdentity(target, where)
+      const uw = op === 'delete' ? item : (op === 'update' || op === 'upsert') && isObj(item) ? item['where'] : undefined
+      const label = `${where}: ${op} ${whereLabel(target, uw)}`
+      if (op === 'delete') {
+        const find = linkedSelect(uw, false)
+        steps.push(async (rt, conn, vars, parent) => {
+          const row = (await rt.db().exec(conn, find.text, run(find, vars, parent))).rows[0]
+          if (!row) throw new DbNotFoundError(target.name, label)
+          await deleteLinked(rt, conn, vars, row)
+        })
+      } else if (op === 'deleteMany') {
+        const find = linkedSelect(item, true)
+        steps.push(async (rt, conn, vars, parent) => {
+          const rows = (await rt.db().exec(conn, find.text, run(find, vars, parent))).rows
+          // Counted before the first delete: a deleteMany over the limit deletes nothing.
+          chargeNested(rt, vars, rows.length)
+          for (const row of rows) await deleteLinked(rt, conn, vars, row)
+        })
+      } else if (op === 'updateMany') {
+        const { frag } = setFrag(ctx, target, isObj(item) ? item['data'] : undefined)
+        if (!frag) continue
+        const cond = linkedCond(isObj(item) ? item['where'] : undefined, true)
+        const s = stmt(ctx, sql`UPDATE ${tr} SET ${frag} WHERE ${cond}`)
+        // The update check, set-based: the parent's visible linked rows may not become fewer.
+        const vis = ctx.reg.rowFilters.has(target.name) ? stmt(ctx, sql`SELECT COUNT(*) AS n FROM ${tr} WHERE ${linkedCond(undefined, true)}`) : null
+        steps.push(async (rt, conn, vars, parent) => {
+          const db = rt.db()
+          const n = async (): Promise<number> => Number((await db.exec(conn, vis!.text, run(vis!, vars, parent))).rows[0]?.['n'] ?? 0)
+          const before = vis ? await n() : 0
+          chargeNested(rt, vars, (await db.exec(conn, s.text, run(s, vars, parent))).affected)
+          if (vis && (await n()) < before) throw new AuthForbiddenError(`${where}: a row changed by updateMany does not pass the row filter of ${target.name} (nothing was written)`)
+        })
+      } else {
+        const find = linkedSelect(uw, false)
+        const upd = compileUpdateRow(ctx, target, isObj(item) ? item[op === 'upsert' ? 'update' : 'data'] : undefined, depth, budget, true)
+        const create = op === 'upsert' && isObj(item) ? connectStep('create', item['create'], true) : null
+        steps.push(async (rt, conn, vars, parent) => {
+          const row = (await rt.db().exec(conn, find.text, run(find, vars, parent))).rows[0]
+          if (row) await runUpdateRow(rt, conn, upd, vars, identityOf(target, row))
+          else if (create) await create(rt, conn, vars, parent)
+          else throw new DbNotFoundError(target.name, label)
+        })
+      }
     }
   }
+  for (const op of ['create', 'connect', 'connectOrCreate'] as const) for (const item of listOf(v[op])) steps.push(connectStep(op, item))
   return {
     rel: r,
     async run(rt, conn, vars, parent) {

@@ -20,7 +20,7 @@ import { getNamedType, type FieldNode, type GraphQLObjectType } from 'graphql'
 import { DbInputError } from '../../../errors.js'
 import { Leaf, isObj, sampleOf, type ArgValue } from './args.js'
 import { join, param, sql, type Frag } from './frag.js'
-import { collectFields, compileObject, compileList, compileWhere, listOf, outputConv, rowFilterCond, newAlias, type Ctx, type Post } from './read.js'
+import { collectFields, compileObject, compileList, compileWhere, listOf, outputConv, rowFilterCond, newAlias, type Ctx, type NestedConnectionCompiler, type NestedScope, type Post } from './read.js'
 import type { Model, ScalarField } from './registry.js'
 
 /** One key term of a connection's order. */
@@ -31,7 +31,10 @@ interface KeyTerm {
 
 /** The compiled connection: its statement and how to turn its one JSON row into the `XConnection` value. */
 export interface CompiledConnection {
+  /** The root statement: `SELECT <expr> AS j`. */
   frag: Frag
+  /** The JSON object of rows, total, other (nested: also want, cur). */
+  expr: Frag
   post: Post | null
   /** Builds `{ edges, pageInfo, totalCount }` from the statement's row (after `post`) and the request's variables. */
   finish(row: Record<string, unknown>, vars: Record<string, unknown>): Record<string, unknown>
@@ -144,7 +147,7 @@ function afterCond(ctx: Ctx, alias: string, terms: KeyTerm[], value: (i: number)
  * Compiles `<model>Connection` (see the file header).
  * @param nodes the connection field's nodes; `type` its `XConnection` type
  */
-export function compileConnection(ctx: Ctx, model: Model, type: GraphQLObjectType, nodes: readonly FieldNode[], args: Record<string, ArgValue>): CompiledConnection {
+export function compileConnection(ctx: Ctx, model: Model, type: GraphQLObjectType, nodes: readonly FieldNode[], args: Record<string, ArgValue>, nested?: NestedScope): CompiledConnection {
   const d = ctx.d
   if (model.identity.length === 0) throw new DbInputError(`${model.name} has no key: connections need one`)
   const given = (k: string): Leaf | undefined => (args[k] instanceof Leaf ? (args[k] as Leaf) : undefined)
@@ -201,7 +204,8 @@ export function compileConnection(ctx: Ctx, model: Model, type: GraphQLObjectTyp
   let nodePost: Post | null = null
   const listArgs: Record<string, ArgValue> = { orderBy, take }
   if (args['where'] !== undefined) listArgs['where'] = args['where']
-  const list = compileList(ctx, model, nodeType, nodeNodes, listArgs, null, 'agg', {
+  const list = compileList(ctx, model, nodeType, nodeNodes, listArgs, nested?.correlate ?? null, 'agg', {
+    ...(nested?.partitionBy ? { partitionBy: nested.partitionBy } : {}),
     ...(cursorLeaf ? { extraWhere: (a: string) => cursorCond(a)! } : {}),
     extraRow: true,
     emit: {
@@ -216,7 +220,7 @@ export function compileConnection(ctx: Ctx, model: Model, type: GraphQLObjectTyp
     },
   })
   const filters = (alias: string): Frag[] => {
-    const out: Frag[] = []
+    const out: Frag[] = nested ? [nested.correlate(alias)] : []
     const rf = rowFilterCond(ctx, model, alias)
     if (rf) out.push(rf)
     const w = compileWhere(ctx, model, alias, args['where'])
@@ -231,45 +235,71 @@ export function compileConnection(ctx: Ctx, model: Model, type: GraphQLObjectTyp
   if (cursorLeaf) {
     const oa = newAlias(ctx)
     const conds = [...filters(oa), sql`(${afterCond(ctx, oa, scan, value, isNull)}) IS NOT TRUE`]
-    pairs.push(['other', sql`(SELECT COUNT(*) FROM (SELECT 1 AS one FROM ${table} AS ${oa} WHERE ${join(conds, ' AND ')} LIMIT 1) AS ${newAlias(ctx)})`])
+    // Nested: EXISTS, as MariaDB's derived tables cannot see the parent row.
+    const other = nested
+      ? sql`(CASE WHEN EXISTS (SELECT 1 FROM ${table} AS ${oa} WHERE ${join(conds, ' AND ')}) THEN 1 ELSE 0 END)`
+      : sql`(SELECT COUNT(*) FROM (SELECT 1 AS one FROM ${table} AS ${oa} WHERE ${join(conds, ' AND ')} LIMIT 1) AS ${newAlias(ctx)})`
+    pairs.push(['other', other])
   }
-  const frag: Frag = { s: `SELECT ${d.jsonObject(pairs.map(([k, f]) => [k, f.s] as const))} AS j`, p: pairs.flatMap(([, f]) => f.p) }
+  const hasCursor = (vars: Record<string, unknown>, x: readonly unknown[] = []): boolean => cursorLeaf !== undefined && cursorLeaf.get(vars, x) !== null && cursorLeaf.get(vars, x) !== undefined
+  if (nested) {
+    // A nested connection's post-processing has no variables: the page size and whether a cursor was given come with the row.
+    pairs.push(['want', sql`(${param((v, x) => count(n ? n.get(v, x) : null))} + 0)`], ['cur', sql`(${param((v, x) => (hasCursor(v, x) ? 1 : 0))} + 0)`])
+  }
+  const expr: Frag = { s: d.jsonObject(pairs.map(([k, f]) => [k, f.s] as const)), p: pairs.flatMap(([, f]) => f.p) }
+  const frag: Frag = { s: `SELECT ${expr.s} AS j`, p: expr.p }
   const convs = terms.map((k) => outputConv(d, k.field.scalar))
-  const post: Post = (o) => {
+  const nodesPost: Post = (o) => {
     const rows = o['rows'] as Record<string, unknown>[] | null
     if (!rows || !nodePost) return
     for (const r of rows) if (r['n']) nodePost(r['n'] as Record<string, unknown>)
   }
-  return {
-    frag,
-    post,
-    finish(row, vars) {
-      let rows = ((row['rows'] as Record<string, unknown>[] | null) ?? []).slice()
-      const want = count(n ? n.get(vars, []) : null)
-      const more = rows.length > want
-      rows = rows.slice(0, want)
-      if (backward) rows.reverse()
-      const hasCursor = cursorLeaf !== undefined && cursorLeaf.get(vars, []) !== null && cursorLeaf.get(vars, []) !== undefined
-      const other = hasCursor && Number(row['other'] ?? 0) > 0
-      const edges = rows.map((r) => ({
-        cursor: encodeCursor(signature, terms.map((_, i) => {
-          const v = r[`k${i}`]
-          const conv = convs[i]
-          return v === null || v === undefined || !conv ? (v ?? null) : conv(v)
-        })),
-        node: r['n'],
-      }))
-      return {
-        edges,
-        totalCount: Number(row['total'] ?? 0),
-        pageInfo: {
-          hasNextPage: backward ? other : more,
-          hasPreviousPage: backward ? more : other,
-          startCursor: edges[0]?.cursor ?? null,
-          endCursor: edges[edges.length - 1]?.cursor ?? null,
-        },
-      }
-    },
+  const finishWith = (row: Record<string, unknown>, want: number, cursorGiven: boolean): Record<string, unknown> => {
+    let rows = ((row['rows'] as Record<string, unknown>[] | null) ?? []).slice()
+    const more = rows.length > want
+    rows = rows.slice(0, want)
+    if (backward) rows.reverse()
+    const other = cursorGiven && Number(row['other'] ?? 0) > 0
+    const edges = rows.map((r) => ({
+      cursor: encodeCursor(signature, terms.map((_, i) => {
+        const v = r[`k${i}`]
+        const conv = convs[i]
+        return v === null || v === undefined || !conv ? (v ?? null) : conv(v)
+      })),
+      node: r['n'],
+    }))
+    return {
+      edges,
+      totalCount: Number(row['total'] ?? 0),
+      pageInfo: {
+        hasNextPage: backward ? other : more,
+        hasPreviousPage: backward ? more : other,
+        startCursor: edges[0]?.cursor ?? null,
+        endCursor: edges[edges.length - 1]?.cursor ?? null,
+      },
+    }
   }
+  // Nested: the parent's post turns the JSON object into the connection value in place.
+  const post: Post = nested
+    ? (o) => {
+        nodesPost(o)
+        const value = finishWith(o, Number(o['want']), Number(o['cur']) === 1)
+        for (const k of Object.keys(o)) delete o[k]
+        Object.assign(o, value)
+      }
+    : nodesPost
+  return { frag, expr, post, finish: (row, vars) => finishWith(row, count(n ? n.get(vars, []) : null), hasCursor(vars)) }
+}
+
+/**
+ * Compiles a nested connection, `<relation>Connection` of a parent row (see the file header): the
+ * same page, `totalCount` and `other` as a root connection, each correlated with the parent row, as
+ * one JSON object expression of the parent's statement (a keyset window per parent row). Its `post`
+ * turns the object into `{ edges, pageInfo, totalCount }` in place.
+ * @throws DbInputError as {@link compileConnection}
+ */
+export const compileNestedConnection: NestedConnectionCompiler = (ctx, target, type, nodes, args, scope) => {
+  const c = compileConnection(ctx, target, type, nodes, args, scope)
+  return { frag: c.expr, post: c.post }
 }
 

@@ -64,6 +64,22 @@ export const computedPlans = new WeakSet<ReadPlan>()
 /** Fixes the JSON values of one object level of a result in place (booleans, dates, bytes...). */
 export type Post = (o: Record<string, unknown>) => void
 
+/** Where a nested connection's rows are: correlated with the parent row (connection.ts). */
+export interface NestedScope {
+  /** The relation's condition on the target's row alias. */
+  correlate: (alias: string) => Frag
+  /** The target's columns the correlation compares (a direct relation; absent through a join table). */
+  partitionBy?: readonly string[]
+}
+
+/**
+ * `extensions.tributary.connection` of a nested connection field (`<relation>Connection`, set by
+ * build-schema.ts): compiles it into a JSON object expression of the parent's statement, with the
+ * post-processing that turns it into the connection value. Kept on the field so that this module
+ * does not import connection.ts (which imports it).
+ */
+export type NestedConnectionCompiler = (ctx: Ctx, target: Model, type: GraphQLObjectType, nodes: readonly FieldNode[], args: Record<string, ArgValue>, scope: NestedScope) => { frag: Frag; post: Post | null }
+
 /** Extension key under which types and fields carry their SQL names. */
 export const EXT = 'tributary'
 
@@ -742,6 +758,19 @@ export function compileObject(ctx: Ctx, model: Model, type: GraphQLObjectType, a
     if (name === '_count' && def) {
       const counts = compileCounts(ctx, model, alias, getNamedType(def.type) as GraphQLObjectType, fnodes, cols)
       pairs.push([key, { s: d.jsonObject(counts.map(([k, f]) => [k, f.s] as const)), p: counts.flatMap(([, f]) => f.p) }])
+      continue
+    }
+    const connExt = def?.extensions?.[EXT] as { relation?: string; connection?: NestedConnectionCompiler } | undefined
+    if (def && connExt?.connection && connExt.relation) {
+      const crel = model.relations.get(connExt.relation)!
+      const target = ctx.reg.models.get(crel.target)!
+      for (const from of crel.fromFields) cols.add(fieldOf(model, from).column)
+      const c = connExt.connection(ctx, target, getNamedType(def.type) as GraphQLObjectType, fnodes, readArgs(fnodes[0]!, def.args, ctx.vars), {
+        correlate: (a) => raw(joinCond(ctx, crel, model, alias, target, a)),
+        ...partitionOf(crel, target),
+      })
+      pairs.push([key, c.frag])
+      if (c.post) rels.push([key, false, c.post])
       continue
     }
     const rel = model.relations.get(name)
