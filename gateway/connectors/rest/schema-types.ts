@@ -107,7 +107,18 @@ export class SchemaTypes {
   protected readonly enums = new Map<object, GraphQLEnumType>()
   protected readonly predicates = new Map<object, Predicate[]>()
 
-  constructor(protected readonly doc: OpenApiDocument) {
+  /**
+   * `<namespace>_` or `''`: put before the name of every type made here (never before the names that
+   * are reserved, made unique and used as hints of nested names, which stay the document's own).
+   */
+  protected readonly prefix: string
+
+  /**
+   * @param namespace the source's namespace (`''` for none): the types are made with their public
+   *   names `<namespace>_<Type>`, exactly those `compose/namespace.ts`'s `applyNamespace` would give.
+   */
+  constructor(protected readonly doc: OpenApiDocument, namespace = '') {
+    this.prefix = namespace ? `${namespace}_` : ''
     for (const [name, schema] of Object.entries(doc.components?.schemas ?? {})) {
       const target = deref<SchemaObject>(doc, schema)
       if (!isObject(target)) continue
@@ -286,7 +297,7 @@ export class SchemaTypes {
     const values: GraphQLEnumValueConfigMap = {}
     const used = new Set<string>()
     for (const v of new Set(raw)) values[unique(enumValueName(v), used)] = { value: v }
-    const type = new GraphQLEnumType({ name: this.typeName(s, hint), description: typeof s.description === 'string' ? s.description : undefined, values })
+    const type = new GraphQLEnumType({ name: this.prefix + this.typeName(s, hint), description: typeof s.description === 'string' ? s.description : undefined, values })
     this.enums.set(s, type)
     return type
   }
@@ -336,7 +347,7 @@ export class SchemaTypes {
     this.predicates.set(s, preds)
     const required = new Set(s.required ?? [])
     const type: GraphQLObjectType = new GraphQLObjectType({
-      name,
+      name: this.prefix + name,
       description: s.description,
       isTypeOf: (value) => isObject(value) && preds.every((p) => p(value)),
       fields: () => {
@@ -387,7 +398,7 @@ export class SchemaTypes {
       this.predicates.get(m)!.push(preds[i]!)
       return t
     })
-    return new GraphQLUnionType({ name, description: s.description, types })
+    return new GraphQLUnionType({ name: this.prefix + name, description: s.description, types })
   }
 
   /** One predicate per member telling its values apart, or undefined when the members are not discriminable. */
@@ -474,7 +485,7 @@ export class SchemaTypes {
     const mapping: Array<[gql: string, json: string, codec: Codec]> = []
     const required = new Set(s.required ?? [])
     const type = new GraphQLInputObjectType({
-      name,
+      name: this.prefix + name,
       description: s.description,
       fields: () => {
         const fields: GraphQLInputFieldConfigMap = {}
