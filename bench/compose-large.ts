@@ -9,6 +9,7 @@
  *   npx tsx bench/compose-large.ts              # one run, prints one JSON line
  *   npx tsx bench/compose-large.ts --runs 3     # several runs, each in a fresh process
  *   npx tsx bench/compose-large.ts --scale 2    # documents twice as large
+ *   npx tsx bench/compose-large.ts --profile /tmp/c.cpuprofile   # a V8 profile of the composition alone
  *
  * Each run is its own process (`--child`), so the figures are of one cold composition (after a small
  * one that loads the modules of every source kind, whose compilation by tsx is not composition): `cpuMs`
@@ -23,6 +24,11 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { performance } from 'node:perf_hooks'
 import { pino } from 'pino'
+import { Session } from 'node:inspector'
+
+/** One inspector command, as a promise. */
+const post = (session: Session, method: string): Promise<unknown> =>
+  new Promise((resolve, reject) => session.post(method, (err, result) => (err ? reject(err) : resolve(result))))
 
 const args = process.argv.slice(2)
 const option = (name: string, fallback: number): number => {
@@ -76,11 +82,23 @@ async function child(): Promise<void> {
     }), { logger: pino({ level: 'silent' }), cwd: dir })
     await warm.close()
     const baseRssMb = process.resourceUsage().maxRSS / 1024
+    const profileFile = args.includes('--profile') ? args[args.indexOf('--profile') + 1] : undefined
+    const session = profileFile ? new Session() : undefined
+    if (session) {
+      session.connect()
+      await post(session, 'Profiler.enable')
+      await post(session, 'Profiler.start')
+    }
     const cpu = process.cpuUsage()
     const started = performance.now()
     const gateway = await createGateway(config, { logger: pino({ level: 'silent' }), cwd: dir })
     const wallMs = performance.now() - started
     const used = process.cpuUsage(cpu)
+    if (session && profileFile) {
+      const { profile } = (await post(session, 'Profiler.stop')) as { profile: unknown }
+      writeFileSync(profileFile, JSON.stringify(profile))
+      session.disconnect()
+    }
     const rssMb = process.resourceUsage().maxRSS / 1024
     const query = gateway.schema.getQueryType()!.getFields()
     const mutation = gateway.schema.getMutationType()?.getFields() ?? {}

@@ -11,7 +11,7 @@
 import { spawnSync } from 'node:child_process'
 import { cpSync, existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs'
 import { dirname, join, relative, resolve } from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { fileURLToPath, pathToFileURL } from 'node:url'
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..')
 const dist = join(root, 'dist')
@@ -55,6 +55,13 @@ const tsc = spawnSync(process.execPath, [join(root, 'node_modules/typescript/bin
 if (tsc.status !== 0) {
   process.stderr.write('[build] TypeScript compilation failed\n')
   process.exit(tsc.status ?? 1)
+}
+// The config schema's validator, precompiled (gateway/config/validate.ts): a built gateway does not
+// compile it with ajv at start-up.
+{
+  const { configValidatorModule, CONFIG_VALIDATOR_FILE } = await import(pathToFileURL(join(dist, 'gateway/config/validate.js')).href)
+  writeFileSync(join(dist, 'gateway/config', CONFIG_VALIDATOR_FILE), await configValidatorModule())
+  step(`wrote dist/gateway/config/${CONFIG_VALIDATOR_FILE}`)
 }
 let copied = 0
 for (const dir of assetDirs) {

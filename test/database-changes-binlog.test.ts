@@ -102,7 +102,7 @@ t.test('binlog on a private MariaDB', async (t) => {
   await new Promise((r) => setTimeout(r, 60))
   for (const s of [ada, adaX, bob]) s.events.length = 0
 
-  const seen = (r: Got, op: string, id: number) => until(() => rowsOf(r).some((e) => e[0] === op && e[1] === id), 5000)
+  const seen = (r: Got, op: string, id: number) => until(() => rowsOf(r).some((e) => e[0] === op && e[1] === id), 15000)
   await note(10, 'ada', 'hello')
   t.ok(await seen(ada, 'INSERT', 10), 'insert seen')
   await writer.query("UPDATE bl_note SET title = 'xray' WHERE id = 10")
@@ -121,7 +121,7 @@ t.test('binlog on a private MariaDB', async (t) => {
 
   // A multi-row statement: one event per row.
   await writer.query("INSERT INTO bl_note (id, owner_id, title) VALUES (20, 'ada', 'm'), (21, 'ada', 'm'), (22, 'bob', 'm')")
-  t.ok(await until(() => rowsOf(ada).filter((e) => e[2] === 'm').length === 2, 5000), 'a statement of three rows: two events for ada')
+  t.ok(await until(() => rowsOf(ada).filter((e) => e[2] === 'm').length === 2, 15000), 'a statement of three rows: two events for ada')
 
   // The binlog connection is KILLed: the gateway reconnects from its position, and a change made
   // while it was down arrives.

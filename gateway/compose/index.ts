@@ -1,6 +1,7 @@
 /**
  * Composition: namespaces every subschema once and merges them into the gateway schema
- * (docs/architecture.md §2.3). In-process sources are renamed at build time with `mapSchema` and merged
+ * (docs/architecture.md §2.3). In-process sources are renamed at build time with `mapSchema` (or built with
+ * their public names by their connector, `LocalSubschema.namespaced`: REST) and merged
  * without delegation; remote GraphQL APIs are wrapped with graphql-tools `RenameTypes` /
  * `RenameRootFields` transforms, the only request-time delegation.
  */
@@ -34,6 +35,8 @@ const NAME = /^[_A-Za-z][_0-9A-Za-z]*$/
 
 function namespaced(source: ComposableSource): GraphQLSchema {
   const { subschema, namespace } = source
+  // Built with its public names by its connector (REST): nothing to rename, no foreign scalars by contract.
+  if (subschema.kind === 'local' && subschema.namespaced?.namespace === namespace) return detachReferencedRoots(subschema.namespaced.schema, namespace)
   const foreign = foreignScalarNames(subschema.schema, subschema.kind === 'remote')
   if (foreign.size && !namespace) {
     const [name] = foreign

@@ -3,7 +3,9 @@
  * Runs once at startup; the first error is reported with a JavaScript-style path:
  * `datasources[1].url: must be string`.
  */
-import { Ajv, type ErrorObject } from 'ajv'
+import { createHash } from 'node:crypto'
+import { createRequire } from 'node:module'
+import { Ajv, _, type ErrorObject, type KeywordCxt, type ValidateFunction } from 'ajv'
 import { ConfigInvalidError } from '../errors.js'
 import { eventTriggersSchema } from './event-triggers.js'
 
@@ -594,14 +596,60 @@ const configSchema = {
   },
 }
 
-const ajv = new Ajv({ allErrors: false, strict: false })
-ajv.addKeyword({
-  keyword: 'function',
-  schemaType: 'boolean',
-  errors: false,
-  validate: (_schema: boolean, data: unknown) => typeof data === 'function',
-})
-const check = ajv.compile(configSchema)
+/**
+ * The ajv instance of the config schema, with the `function` keyword (`{ function: true }`: the value
+ * is a JavaScript function) as generated code, so that the validator can also be written as a module.
+ */
+function configAjv(source: boolean): Ajv {
+  const ajv = new Ajv({ allErrors: false, strict: false, ...(source ? { code: { source: true } } : {}) })
+  ajv.addKeyword({
+    keyword: 'function',
+    schemaType: 'boolean',
+    code: (cxt: KeywordCxt) => cxt.fail(cxt.schema ? _`typeof ${cxt.data} != "function"` : _`typeof ${cxt.data} == "function"`),
+  })
+  return ajv
+}
+
+/** SHA-256 of the config schema: a precompiled validator is used only when it was made from this very schema. */
+const schemaHash = (): string => createHash('sha256').update(JSON.stringify(configSchema)).digest('hex')
+
+/** The file name, beside this module, of the validator written at build time ({@link configValidatorModule}). */
+export const CONFIG_VALIDATOR_FILE = 'config-validator.cjs'
+
+/**
+ * The config validator as a CommonJS module (ajv standalone code; it `require`s ajv's small runtime
+ * helpers) whose `module.exports` is the validate function, with a `schemaHash` property (the SHA-256
+ * of the schema it was made from). `scripts/build.mjs` writes it to
+ * `dist/gateway/config/config-validator.cjs`, so that a built gateway does not compile the schema at
+ * start-up (ajv's compilation of this schema is about a fifth of the demo's start-up CPU).
+ */
+export async function configValidatorModule(): Promise<string> {
+  // A CommonJS module whose `module.exports` is the function (with `.default` pointing at itself).
+  const standalone = (await import('ajv/dist/standalone/index.js')) as unknown as { default: (ajv: Ajv, validate: ValidateFunction) => string }
+  const standaloneCode = standalone.default
+  const ajv = configAjv(true)
+  const code = standaloneCode(ajv, ajv.compile(configSchema))
+  return `${code}\nmodule.exports.schemaHash = ${JSON.stringify(schemaHash())};\n`
+}
+
+let check: ValidateFunction | undefined
+
+/** The module written at build time when it exists and was made from this schema, else a compilation (sources run by tsx, a stale file). */
+function configCheck(): ValidateFunction {
+  if (check) return check
+  try {
+    const built = createRequire(import.meta.url)(`./${CONFIG_VALIDATOR_FILE}`) as ValidateFunction & { schemaHash?: string }
+    if (typeof built === 'function' && built.schemaHash === schemaHash()) return (check = built)
+  } catch {
+    // not built (the TypeScript sources): compiled below
+  }
+  return (check = compileConfigValidator())
+}
+
+/** Compiles the config schema (what a gateway run from its TypeScript sources does at its first validation). */
+export function compileConfigValidator(): ValidateFunction {
+  return configAjv(false).compile(configSchema)
+}
 
 /** Turns an ajv instance path (`/datasources/1/url`) into `datasources[1].url`. */
 export function formatPath(instancePath: string): string {
@@ -648,6 +696,7 @@ function describe(err: ErrorObject): string {
  * @throws ConfigInvalidError with the first error's path and message.
  */
 export function validateConfig(input: unknown): void {
+  const check = configCheck()
   if (check(input)) return
   // The branches of a `oneOf` each fail; the `oneOf` error itself says what is wrong.
   const errors = (check.errors ?? []).filter((e) => e.keyword !== 'if' && !/\/oneOf\/\d+\//.test(e.schemaPath))

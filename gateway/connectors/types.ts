@@ -16,7 +16,10 @@ export type RunMode = 'development' | 'production'
 
 /** What every connector factory receives besides its own options. */
 export interface ConnectorContext {
-  /** The data source's namespace, or `''` when it has none. For log and error messages only: connectors never prefix names. */
+  /**
+   * The data source's namespace, or `''` when it has none. For log and error messages, and for
+   * {@link LocalSubschema.namespaced}: `schema` itself never carries the prefix.
+   */
   namespace: string
   /** A human name for logs and errors: the namespace, or `source#<index>` when there is none. */
   sourceName: string
@@ -81,6 +84,15 @@ interface SubschemaLifecycle {
 export interface LocalSubschema extends SubschemaLifecycle {
   kind: 'local'
   schema: GraphQLSchema
+  /**
+   * The source's schema built directly with the public names of `namespace` (the context's; `''`:
+   * none): types `<ns>_<Type>` and root fields `<ns>_<field>` exactly as `compose/namespace.ts`'s
+   * `applyNamespace` would rename `schema` (root types still `Query`/`Mutation`/`Subscription`), its
+   * shared scalars the instances of `gateway/scalars.ts`, no foreign scalars. `compose/` then uses it
+   * as it is instead of copying `schema` to rename it (the REST connector, whose large documents make
+   * that copy costly; its `schema` is then built only when read). Absent: `compose/` renames `schema`.
+   */
+  namespaced?: { namespace: string; schema: GraphQLSchema }
   /**
    * Database sources: installs the row filters of config `permissions` (README "Authentication"),
    * keyed by the source's own type names (no namespace), before the gateway serves.

@@ -75,7 +75,9 @@
  *   (used by mercurius) cannot compile variables of recursive input types.
  * - **Metadata.** Each root field carries `extensions.rest`, a {@link RestOperationMeta} (method, path
  *   template, parameter locations, body and response media types). Resolvers are closures: nothing
- *   depends on public type names, so `compose/` can rename every type with `mapSchema`.
+ *   depends on public type names. With `options.namespace` the types and root fields get their public
+ *   (namespaced) names here, so `compose/` does not rename them (a `mapSchema` pass, a second
+ *   `GraphQLSchema` and a heal fewer per source).
  * - **Not supported:** external `$ref`s (→ `JSON`, with a warning), callbacks, links. Security schemes are not converted: each request carries its operation's `security`
  *   (`RestRequest.security`) and `security.ts` applies the source's credentials.
  */
@@ -105,8 +107,8 @@ export type ResponseKind = 'json' | 'text' | 'binary' | 'none' | 'head'
  * What a HEAD operation (a Query field) returns: the answer's status and headers (lower-case names;
  * `set-cookie` left out, repeated headers joined with `, `).
  */
-const headResponse = () => new GraphQLObjectType({
-  name: 'HeadResponse',
+const headResponse = (prefix: string) => new GraphQLObjectType({
+  name: `${prefix}HeadResponse`,
   description: 'The status and headers of the answer to a HEAD request.',
   fields: {
     status: { type: new GraphQLNonNull(GraphQLInt), description: 'The HTTP status (2xx).' },
@@ -173,11 +175,17 @@ export interface RestOperationMeta {
 export interface ConvertOptions {
   /** Called by every resolver to reach the upstream. */
   request: RestRequestFn
+  /**
+   * The source's namespace, `''` (the default) for none. The schema is built with its public names
+   * (types `<namespace>_<Type>`, root fields `<namespace>_<field>`), the very schema `compose/`'s
+   * `applyNamespace` would make of the unprefixed one, so that composition need not rename it.
+   */
+  namespace?: string
 }
 
 /** What {@link convertOpenApi} returns. */
 export interface ConvertResult {
-  /** The executable schema, without any namespace. */
+  /** The executable schema, with `options.namespace` applied (none by default). */
   schema: GraphQLSchema
   /** Parts of the document that were skipped or approximated, one sentence each. */
   warnings: string[]
@@ -204,7 +212,7 @@ class Converter extends SchemaTypes {
   private readonly fieldNames = new Set<string>()
 
   constructor(doc: OpenApiDocument, private readonly options: ConvertOptions) {
-    super(doc)
+    super(doc, options.namespace)
   }
   run(): ConvertResult {
     const query: GraphQLFieldConfigMap<unknown, unknown> = {}
@@ -220,11 +228,11 @@ class Converter extends SchemaTypes {
           continue
         }
         const built = this.operation(path, method, op, item.parameters ?? [])
-        if (built) (method === 'get' || method === 'head' ? query : mutation)[built.name] = built.field
+        if (built) (method === 'get' || method === 'head' ? query : mutation)[this.prefix + built.name] = built.field
       }
     }
     if (Object.keys(query).length === 0) {
-      query._empty = { type: GraphQLBoolean, description: 'Placeholder: this API has no GET operation.', resolve: () => null }
+      query[`${this.prefix}_empty`] = { type: GraphQLBoolean, description: 'Placeholder: this API has no GET operation.', resolve: () => null }
     }
     const schema = new GraphQLSchema({
       query: new GraphQLObjectType({ name: 'Query', fields: query }),
@@ -342,7 +350,7 @@ class Converter extends SchemaTypes {
     // Response.
     const response: ReturnType<Converter['pickResponse']> = method === 'head' ? { kind: 'head' } : this.pickResponse(op.responses)
     let type: GraphQLOutputType
-    if (response.kind === 'head') type = (this.headType ??= headResponse())
+    if (response.kind === 'head') type = (this.headType ??= headResponse(this.prefix))
     else if (response.kind === 'json') type = this.output(response.schema, `${P}Response`).type
     else if (response.kind === 'none') type = GraphQLBoolean
     else if (response.kind === 'text') type = GraphQLString

@@ -4,6 +4,7 @@
  * and error rules: see `request.ts`'s header.
  */
 import { join } from 'node:path'
+import type { GraphQLSchema } from 'graphql'
 import { SourceLoadError } from '../../errors.js'
 import type { ConnectorContext, LocalSubschema } from '../types.js'
 import { convertOpenApi } from './convert.js'
@@ -69,8 +70,9 @@ export const REST_DEFAULTS = {
 /**
  * Loads the OpenAPI document (a remote one through its cache, `generated/sources/<name>.openapi.json`),
  * converts it (GET → Query fields, other methods → Mutation fields, named by `operationId`) and
- * opens one keep-alive undici Pool to the base URL, behind retries and a circuit breaker. No
- * namespace is applied: `compose/` does that.
+ * opens one keep-alive undici Pool to the base URL, behind retries and a circuit breaker. The
+ * schema is built with the source's namespace applied (`namespaced`), so `compose/` does not rename
+ * it; `schema`, with the document's own names, is converted on first read.
  * @returns a {@link LocalSubschema}: the executable schema, `health` (never waits more than about
  *   25 ms; see `request.ts`) and `close` (closes the pool).
  * @throws SourceLoadError (`TRB_ERR_SOURCE_LOAD`) when the document cannot be loaded or parsed (and
@@ -120,10 +122,22 @@ export async function createRestSource(options: RestSourceOptions, context: Conn
     ...(authenticator ? { authenticate: authenticator.authenticate } : {}),
   })
   try {
-    const { schema, warnings } = convertOpenApi(loaded.document, { request: upstream.request })
+    // Built with its public (namespaced) names: compose/ need not copy it to rename it. The schema with
+    // the document's own names (`schema`) is converted only if something reads it (tests, tools).
+    const { schema, warnings } = convertOpenApi(loaded.document, { request: upstream.request, namespace: context.namespace })
     for (const warning of warnings) context.logger.warn({ openapi: options.openapi }, warning)
     context.logger.debug({ baseUrl, openapi: options.openapi }, 'REST source ready')
-    return { kind: 'local', schema, health: () => upstream.health(), close: () => upstream.close() }
+    const document = loaded.document
+    let own: GraphQLSchema | undefined
+    return {
+      kind: 'local',
+      get schema() {
+        return (own ??= context.namespace ? convertOpenApi(document, { request: upstream.request }).schema : schema)
+      },
+      namespaced: { namespace: context.namespace, schema },
+      health: () => upstream.health(),
+      close: () => upstream.close(),
+    }
   } catch (err) {
     await upstream.close()
     throw new SourceLoadError(context.sourceName, `cannot convert ${options.openapi}: ${(err as Error).message}`)

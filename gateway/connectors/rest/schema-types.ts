@@ -29,6 +29,7 @@ const identity: Codec = (v) => v
 
 /** Replaces each run of characters outside `[_0-9A-Za-z]` by `_`, prefixes `_` to a leading digit, shortens a leading `__`. */
 export function sanitizeName(raw: string): string {
+  if (VALID_NAME.test(raw)) return raw // the common case, without the three rewrites
   let s = raw.replace(/[^_0-9A-Za-z]+/g, '_')
   if (s === '' || s === '_') return '_'
   if (/^[0-9]/.test(s)) s = `_${s}`
@@ -38,9 +39,22 @@ export function sanitizeName(raw: string): string {
 
 /** `get-all_roles` → `GetAllRoles`: splits on non-alphanumerics, upper-cases each part's first letter. */
 export function pascalCase(raw: string): string {
-  const s = raw.split(/[^0-9A-Za-z]+/).filter(Boolean).map((p) => p[0]!.toUpperCase() + p.slice(1)).join('')
-  return sanitizeName(s === '' ? '_' : s)
+  let out = pascalCases.get(raw)
+  if (out === undefined) {
+    const s = raw.split(/[^0-9A-Za-z]+/).filter(Boolean).map((p) => p[0]!.toUpperCase() + p.slice(1)).join('')
+    out = sanitizeName(s === '' ? '_' : s)
+    // Property names repeat across a document's schemas (`id`, `created_at`...); bounded for long-lived processes.
+    if (pascalCases.size >= 10_000) pascalCases.clear()
+    pascalCases.set(raw, out)
+  }
+  return out
 }
+
+/** {@link pascalCase}'s answers by input (pure), at most 10,000. */
+const pascalCases = new Map<string, string>()
+
+/** A GraphQL name that {@link sanitizeName} leaves as it is: valid, not starting with `__`. */
+const VALID_NAME = /^(?:[A-Za-z]|_(?!_))[_0-9A-Za-z]*$/
 
 function enumValueName(raw: string): string {
   if (raw === '') return '_EMPTY'
@@ -106,8 +120,22 @@ export class SchemaTypes {
   protected readonly inputs = new Map<object, { type: GraphQLInputType; codec: Codec }>()
   protected readonly enums = new Map<object, GraphQLEnumType>()
   protected readonly predicates = new Map<object, Predicate[]>()
+  /** {@link inputCycleOf}: the strongly connected component of each input object schema searched so far. */
+  protected readonly cycleComponent = new Map<object, number>()
+  protected cycleComponents = 0
 
-  constructor(protected readonly doc: OpenApiDocument) {
+  /**
+   * `<namespace>_` or `''`: put before the name of every type made here (never before the names that
+   * are reserved, made unique and used as hints of nested names, which stay the document's own).
+   */
+  protected readonly prefix: string
+
+  /**
+   * @param namespace the source's namespace (`''` for none): the types are made with their public
+   *   names `<namespace>_<Type>`, exactly those `compose/namespace.ts`'s `applyNamespace` would give.
+   */
+  constructor(protected readonly doc: OpenApiDocument, namespace = '') {
+    this.prefix = namespace ? `${namespace}_` : ''
     for (const [name, schema] of Object.entries(doc.components?.schemas ?? {})) {
       const target = deref<SchemaObject>(doc, schema)
       if (!isObject(target)) continue
@@ -286,7 +314,7 @@ export class SchemaTypes {
     const values: GraphQLEnumValueConfigMap = {}
     const used = new Set<string>()
     for (const v of new Set(raw)) values[unique(enumValueName(v), used)] = { value: v }
-    const type = new GraphQLEnumType({ name: this.typeName(s, hint), description: typeof s.description === 'string' ? s.description : undefined, values })
+    const type = new GraphQLEnumType({ name: this.prefix + this.typeName(s, hint), description: typeof s.description === 'string' ? s.description : undefined, values })
     this.enums.set(s, type)
     return type
   }
@@ -336,7 +364,7 @@ export class SchemaTypes {
     this.predicates.set(s, preds)
     const required = new Set(s.required ?? [])
     const type: GraphQLObjectType = new GraphQLObjectType({
-      name,
+      name: this.prefix + name,
       description: s.description,
       isTypeOf: (value) => isObject(value) && preds.every((p) => p(value)),
       fields: () => {
@@ -387,7 +415,7 @@ export class SchemaTypes {
       this.predicates.get(m)!.push(preds[i]!)
       return t
     })
-    return new GraphQLUnionType({ name, description: s.description, types })
+    return new GraphQLUnionType({ name: this.prefix + name, description: s.description, types })
   }
 
   /** One predicate per member telling its values apart, or undefined when the members are not discriminable. */
@@ -474,20 +502,18 @@ export class SchemaTypes {
     const mapping: Array<[gql: string, json: string, codec: Codec]> = []
     const required = new Set(s.required ?? [])
     const type = new GraphQLInputObjectType({
-      name,
+      name: this.prefix + name,
       description: s.description,
       fields: () => {
         const fields: GraphQLInputFieldConfigMap = {}
         const used = new Set<string>()
-        // Schemas whose every path was searched without reaching this type: not searched again for the next property.
-        const cleared = new Set<object>()
         mapping.length = 0
         for (const [prop, propSchema] of Object.entries(s.properties ?? {})) {
           const target = deref<SchemaObject>(this.doc, propSchema)
           if (isObject(target) && target.readOnly === true) continue
           const fieldName = unique(sanitizeName(prop), used)
           // A property leading back into this type is JSON: no recursive input types (see header).
-          const cycle = this.objectTargets(propSchema).some((child) => this.leadsBack(child, s, cleared))
+          const cycle = this.objectTargets(propSchema).some((child) => this.inputCycleOf(child) === this.inputCycleOf(s))
           const { type: t, nullable, codec } = cycle
             ? { type: JSONScalar, nullable: this.analyse(propSchema).nullable, codec: identity }
             : this.input(propSchema, `${stripInput(name)}${pascalCase(prop)}`)
@@ -530,26 +556,63 @@ export class SchemaTypes {
   }
 
   /**
-   * {@link reaches}, skipping the schemas of `cleared` (known not to lead to `to`); after a search that
-   * fails, every schema it visited joins `cleared` (a successful one stops early, so its visits are not).
+   * The strongly connected component of `from` in the graph of input object schemas (an edge from a
+   * schema to each object schema its non-read-only properties hold, through arrays): a property of
+   * `s` holding `child` leads back into `s` exactly when both are in one component (`s` reaches
+   * `child` by that property, so `child` reaches `s` iff they are strongly connected). Tarjan's
+   * algorithm, iterative (no recursion on deep documents); each schema and edge is visited once per
+   * document, where a search per property was quadratic in large documents (GitHub, Stripe).
+   * @returns a component number, equal for schemas of one component.
    */
-  protected leadsBack(from: SchemaObject, to: SchemaObject, cleared: Set<object>): boolean {
-    const seen = new Set<object>()
-    if (this.reaches(from, to, seen, cleared)) return true
-    for (const node of seen) cleared.add(node)
-    return false
+  protected inputCycleOf(from: SchemaObject): number {
+    const known = this.cycleComponent.get(from)
+    if (known !== undefined) return known
+    const index = new Map<object, number>()
+    const low = new Map<object, number>()
+    const stack: SchemaObject[] = []
+    const onStack = new Set<object>()
+    const frames: Array<{ node: SchemaObject; edges: SchemaObject[]; next: number }> = []
+    const visit = (node: SchemaObject) => {
+      index.set(node, index.size)
+      low.set(node, index.size - 1)
+      stack.push(node)
+      onStack.add(node)
+      frames.push({ node, edges: this.inputEdges(node), next: 0 })
+    }
+    visit(from)
+    while (frames.length > 0) {
+      const frame = frames[frames.length - 1]!
+      if (frame.next < frame.edges.length) {
+        const child = frame.edges[frame.next++]!
+        if (this.cycleComponent.has(child)) continue // a component closed before (this search or an earlier one)
+        if (!index.has(child)) visit(child)
+        else if (onStack.has(child)) low.set(frame.node, Math.min(low.get(frame.node)!, index.get(child)!))
+        continue
+      }
+      frames.pop()
+      const parent = frames[frames.length - 1]
+      if (parent) low.set(parent.node, Math.min(low.get(parent.node)!, low.get(frame.node)!))
+      if (low.get(frame.node) === index.get(frame.node)) {
+        const component = this.cycleComponents++
+        let member: SchemaObject
+        do {
+          member = stack.pop()!
+          onStack.delete(member)
+          this.cycleComponent.set(member, component)
+        } while (member !== frame.node)
+      }
+    }
+    return this.cycleComponent.get(from)!
   }
 
-  /** True when input type `from` leads to `to` through its (non-read-only) properties, arrays included; `skip` holds schemas known not to. */
-  protected reaches(from: SchemaObject, to: SchemaObject, seen: Set<object> = new Set(), skip?: Set<object>): boolean {
-    if (from === to) return true
-    if (seen.has(from) || skip?.has(from)) return false
-    seen.add(from)
+  /** The object schemas the non-read-only properties of input schema `from` hold (through arrays): its edges in {@link inputCycleOf}'s graph. */
+  protected inputEdges(from: SchemaObject): SchemaObject[] {
+    const out: SchemaObject[] = []
     for (const propSchema of Object.values(from.properties ?? {})) {
       const target = deref<SchemaObject>(this.doc, propSchema)
       if (isObject(target) && target.readOnly === true) continue
-      if (this.objectTargets(propSchema).some((child) => this.reaches(child, to, seen, skip))) return true
+      for (const child of this.objectTargets(propSchema)) out.push(child)
     }
-    return false
+    return out
   }
 }
