@@ -5,7 +5,8 @@
  *
  * The operation is `TodoByIdCached`: operations/TodoById.graphql with `# @cache maxAge=3600` and its own
  * name, in a copy of operations/ (its `.graphql` files) in the bench's work directory; the gateway runs
- * on a config module there, the demo's (dist/config.js) with `operations.dir` pointing at the copy.
+ * on a config module there, the demo's (dist/config.js) with `operations.dir` pointing at the copy and a `generatedDir`
+ * of the work directory (the repository's generated/ is not rewritten).
  * Redis: `REDIS_URL` (default redis://127.0.0.1:6379), a key prefix of the run's own
  * (`REDIS_KEY_PREFIX`); skipped with a message when Redis does not answer a PING.
  */
@@ -27,7 +28,8 @@ export function writeCacheConfig(work) {
   const source = readFileSync(join(root, 'operations/TodoById.graphql'), 'utf8')
   writeFileSync(join(dir, `${CACHED_OPERATION}.graphql`), `# @cache maxAge=3600\n${source.replace('query TodoById', `query ${CACHED_OPERATION}`)}`)
   const file = join(work, 'cache.config.mjs')
-  writeFileSync(file, `import demo from ${JSON.stringify(join(root, 'dist/config.js'))}\nexport default { ...demo, operations: { ...demo.operations, dir: ${JSON.stringify(dir)} } }\n`)
+  // Its own generated/ (the gateway writes the codegen's files at start): the repository's stays as it is.
+  writeFileSync(file, `import demo from ${JSON.stringify(join(root, 'dist/config.js'))}\nexport default { ...demo, generatedDir: ${JSON.stringify(join(work, 'generated-cache'))}, operations: { ...demo.operations, dir: ${JSON.stringify(dir)} } }\n`)
   return file
 }
 

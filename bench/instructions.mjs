@@ -186,7 +186,7 @@ try {
 
 if (figures.baseline) {
   say('\nabove the baseline:')
-  for (const [k, v] of Object.entries(figures)) if (k !== 'baseline') say(`  ${k.padEnd(24)} +${(v - figures.baseline).toLocaleString('en-US')} instructions/request (${(v / figures.baseline).toFixed(2)}× the baseline's)`)
+  for (const [k, v] of Object.entries(figures)) if (k !== 'baseline') say(`  ${k.padEnd(24)} ${v >= figures.baseline ? "+" : ""}${(v - figures.baseline).toLocaleString('en-US')} instructions/request (${(v / figures.baseline).toFixed(2)}× the baseline's)`)
 }
 const recorded = readRecorded()
 const flagged = compareWithRecorded(recorded.instructions ?? {}, figures, 'instructions/request', say)
