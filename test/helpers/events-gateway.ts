@@ -37,7 +37,7 @@ export function portOpen(url: string, defaultPort: number): Promise<boolean> {
 export const unique = () => `t${process.pid}x${Math.random().toString(36).slice(2, 8)}`
 
 /** Polls `check` every 10 ms until it holds or `ms` passed; returns its last value. */
-export async function until(check: () => boolean, ms = 5000): Promise<boolean> {
+export async function until(check: () => boolean, ms = 15000): Promise<boolean> {
   const end = Date.now() + ms
   while (!check() && Date.now() < end) await new Promise((r) => setTimeout(r, 10))
   return check()
