@@ -216,7 +216,14 @@ export interface MetricsConfig {
   readonly allowedIps: readonly string[] | null
 }
 
-/** The route label of a request: the pattern fastify matched, or `(unmatched)` (404s, so that random URLs add no series). */
+const kRouteLabel = Symbol('tributary.routeLabel')
+
+/**
+ * The route label of a request: the pattern fastify matched, or `(unmatched)` (404s, so that random URLs
+ * add no series). Kept on the request: `request.routeOptions` is a getter that builds an object per call,
+ * and the metrics' and the console's `onResponse` hooks both ask.
+ */
 export function routeLabel(request: FastifyRequest): string {
-  return request.routeOptions.url ?? '(unmatched)'
+  const r = request as FastifyRequest & { [kRouteLabel]?: string }
+  return (r[kRouteLabel] ??= request.routeOptions.url ?? '(unmatched)')
 }
