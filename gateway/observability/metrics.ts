@@ -216,14 +216,7 @@ export interface MetricsConfig {
   readonly allowedIps: readonly string[] | null
 }
 
-const kRouteLabel = Symbol('tributary.routeLabel')
-
-/**
- * The route label of a request: the pattern fastify matched, or `(unmatched)` (404s, so that random URLs
- * add no series). Kept on the request: `request.routeOptions` is a getter that builds an object per call,
- * and the metrics' and the console's `onResponse` hooks both ask.
- */
+/** The route label of a request: the pattern fastify matched, or `(unmatched)` (404s, so that random URLs add no series). */
 export function routeLabel(request: FastifyRequest): string {
-  const r = request as FastifyRequest & { [kRouteLabel]?: string }
-  return (r[kRouteLabel] ??= request.routeOptions.url ?? '(unmatched)')
+  return request.routeOptions.url ?? '(unmatched)'
 }
