@@ -467,13 +467,23 @@ function sendPage(reply: FastifyReply, html: string) {
 /** Paths that are not operations: never counted in the traffic window. */
 const NOT_TRAFFIC = /^\/(console|health|playground\/assets|openapi\.json|metrics)(\/|$|\?)/
 
+/**
+ * Whether a request's URL is counted in the traffic window (not {@link NOT_TRAFFIC}): `/operations/…` and
+ * `/graphql…`, the hot paths, without running the regular expression (it cannot match them).
+ */
+function isTraffic(url: string): boolean {
+  return url.startsWith('/operations/') || url.startsWith('/graphql') || !NOT_TRAFFIC.test(url)
+}
+
 const kFailed = Symbol('tributary.console.failed')
 type Marked = { [kFailed]?: boolean }
 
 /** The operation label of a request: a stored operation's name, a `/graphql` operation's name, or `METHOD /route`. */
-function operationLabel(request: FastifyRequest): string {
-  const route = request.routeOptions.url ?? '(unmatched)'
-  if (route === '/operations/*') return (request.params as { '*': string })['*'].replace(/\/+$/, '')
+function operationLabel(request: FastifyRequest, route: string): string {
+  if (route === '/operations/*') {
+    const name = (request.params as { '*': string })['*']
+    return name.endsWith('/') ? name.replace(/\/+$/, '') : name
+  }
   if (route === '/graphql') {
     const body = request.body as { operationName?: unknown } | undefined
     const name = body && typeof body === 'object' && typeof body.operationName === 'string' ? body.operationName : (request.query as { operationName?: unknown }).operationName
@@ -492,7 +502,7 @@ function recordErrors(recorder: TrafficRecorder, gateway: Gateway, request: Fast
   }
   const errors = (parsed as { errors?: unknown } | null)?.errors
   if (!Array.isArray(errors)) return
-  const operation = operationLabel(request)
+  const operation = operationLabel(request, request.routeOptions.url ?? '(unmatched)')
   for (const e of errors.slice(0, 10) as { message?: unknown; path?: unknown; extensions?: { code?: unknown; errorId?: unknown } }[]) {
     recorder.error({
       time: new Date().toISOString(),
@@ -516,20 +526,27 @@ export async function registerConsole(app: FastifyInstance, holder: GatewayHolde
   const recorder = (observers.traffic ??= new TrafficRecorder())
   const lastErrors = new Map<string, ProbeRecord>()
 
+  // Both hooks run on every request: the cheap tests first, `request.routeOptions` (a getter that builds
+  // an object) once, the body scanned only for a string of at most MAX_SCANNED_BODY characters.
   app.addHook('onSend', (request, reply, payload, done) => {
-    if (reply.statusCode < 200 || NOT_TRAFFIC.test(request.url)) return done(null, payload)
+    const status = reply.statusCode
+    if (status < 200 || !isTraffic(request.url)) return done(null, payload)
     const text = typeof payload === 'string' ? payload : Buffer.isBuffer(payload) && payload.length <= MAX_SCANNED_BODY ? payload.toString('utf8') : undefined
     if (text !== undefined && text.length <= MAX_SCANNED_BODY && text.includes('"errors"')) {
       ;(request as unknown as Marked)[kFailed] = true
-      recordErrors(recorder, holder.current, request, reply.statusCode, text)
-    } else if (reply.statusCode >= 400) {
+      recordErrors(recorder, holder.current, request, status, text)
+    } else if (status >= 400) {
       ;(request as unknown as Marked)[kFailed] = true
     }
     done(null, payload)
   })
   app.addHook('onResponse', (request, reply, done) => {
-    if (!NOT_TRAFFIC.test(request.url) && request.routeOptions.url !== undefined && request.headers.upgrade === undefined && !String(reply.getHeader('content-type') ?? '').startsWith('text/html')) {
-      recorder.operation(operationLabel(request), reply.elapsedTime, (request as unknown as Marked)[kFailed] === true || reply.statusCode >= 500)
+    if (request.headers.upgrade === undefined && isTraffic(request.url)) {
+      const route = request.routeOptions.url
+      const type = reply.getHeader('content-type')
+      if (route !== undefined && !(typeof type === 'string' ? type : String(type ?? '')).startsWith('text/html')) {
+        recorder.operation(operationLabel(request, route), reply.elapsedTime, (request as unknown as Marked)[kFailed] === true || reply.statusCode >= 500)
+      }
     }
     done()
   })

@@ -74,9 +74,11 @@ class Series {
   private readonly keys = new Map<string, Bucket[]>()
 
   record(key: string, ms: number, failed: boolean, now: number): void {
-    if (!this.keys.has(key) && this.keys.size >= MAX_KEYS) key = '(other)'
     let ring = this.keys.get(key)
-    if (!ring) this.keys.set(key, (ring = []))
+    if (!ring) {
+      if (this.keys.size >= MAX_KEYS) ring = this.keys.get((key = '(other)'))
+      if (!ring) this.keys.set(key, (ring = []))
+    }
     const minute = Math.floor(now / 60_000)
     const slot = minute % WINDOW_MINUTES
     let bucket = ring[slot]
