@@ -80,10 +80,36 @@ export interface CompiledOperation {
 
 // verbose: errors carry their parentSchema, from which {@link schemaPaths} gives the full schemaPath.
 const ajvOptions = { allErrors: true, strict: false, useDefaults: false, verbose: true } as const
-const queryAjv = new Ajv({ ...ajvOptions, coerceTypes: 'array' })
-const bodyAjv = new Ajv({ ...ajvOptions })
-addFormats.default(queryAjv)
-addFormats.default(bodyAjv)
+let queryAjvInstance: Ajv | undefined
+let bodyAjvInstance: Ajv | undefined
+/** The ajv instance for query-string variables (types coerced), created on first use (start-up time, issue 30). */
+function queryAjv(): Ajv {
+  if (!queryAjvInstance) addFormats.default((queryAjvInstance = new Ajv({ ...ajvOptions, coerceTypes: 'array' })))
+  return queryAjvInstance
+}
+/** The ajv instance for JSON-body variables, created on first use (start-up time, issue 30). */
+function bodyAjv(): Ajv {
+  if (!bodyAjvInstance) addFormats.default((bodyAjvInstance = new Ajv({ ...ajvOptions })))
+  return bodyAjvInstance
+}
+
+/**
+ * A validator of `schema` compiled by `ajv()` on its first call, not when the operation is compiled:
+ * a stored operation's variables validators are compiled by its first request, which keeps ajv's
+ * code generation (about 10 ms per operation) out of the gateway's start-up (issue 30). The
+ * returned function has ajv's `ValidateFunction` call contract (its `errors` set by each call).
+ */
+function lazyValidator(ajv: () => Ajv, schema: JsonSchema): { (data: unknown): boolean; errors?: ValidateFunction['errors'] } {
+  let validate: ValidateFunction | undefined
+  const lazy = (data: unknown): boolean => {
+    validate ??= ajv().compile(schema)
+    const ok = validate(data)
+    lazy.errors = validate.errors
+    return ok
+  }
+  lazy.errors = undefined as ValidateFunction['errors']
+  return lazy
+}
 
 /**
  * The JSON Pointer (as a `#…` fragment) of every subschema of a variables schema, by identity. ajv
@@ -253,8 +279,8 @@ export function variableReaders(
   checkObjects?: (vars: Record<string, unknown>) => void,
 ): Pick<CompiledOperation, 'variablesFromQuery' | 'variablesFromBody'> {
   const paths = schemaPaths(vSchema)
-  const validateQuery: ValidateFunction = queryAjv.compile(vSchema)
-  const validateBody: ValidateFunction = bodyAjv.compile(vSchema)
+  const validateQuery = lazyValidator(queryAjv, vSchema)
+  const validateBody = lazyValidator(bodyAjv, vSchema)
   const properties = vSchema.properties ?? {}
   const jsonVars = new Set(Object.entries(properties).filter(([, s]) => needsJson(s)).map(([k]) => k))
   const boolVars = new Set(Object.entries(properties).filter(([, s]) => isBooleanSchema(s)).map(([k]) => k))
@@ -341,7 +367,7 @@ export function variableReaders(
  */
 export function claimReader(rules: OperationAuthRules | null, full: JsonSchema): ((auth: AuthInfo) => Variables) | null {
   const fromClaim = rules?.fromClaim ?? {}
-  const checks = Object.keys(fromClaim).map((v) => [v, bodyAjv.compile({ ...(full.properties?.[v] ?? {}), ...(full.$defs ? { $defs: full.$defs } : {}) })] as const)
+  const checks = Object.keys(fromClaim).map((v) => [v, bodyAjv().compile({ ...(full.properties?.[v] ?? {}), ...(full.$defs ? { $defs: full.$defs } : {}) })] as const)
   if (!rules || checks.length === 0) return null
   return (auth) => {
     const claims = claimVariables(rules, auth)
