@@ -92,22 +92,31 @@ export function operationTags(schema: GraphQLSchema, document: DocumentNode, ope
   return [...tags].sort()
 }
 
-/** Entries of {@link ResponseCache}'s memo of parsed entries; when full it starts again empty. */
+/** Entries of {@link ResponseCache}'s memos (parsed entries; keys per operation text); when full a memo starts again empty. */
 const PARSED_MEMO_SIZE = 1000
+/**
+ * Longest variables JSON (characters) whose key is memoised, and longest stored entry (characters)
+ * kept parsed: the variables are the client's, so without a bound 1000 memoised keys of 1 MiB bodies
+ * would hold 1 GiB per operation. At most 1000 × 512 characters per operation text, and 1000 × 64 KiB
+ * of parsed entries; longer ones are hashed or parsed on every request, as before the memos.
+ */
+const MAX_MEMO_VARIABLES_CHARS = 512
+const MAX_MEMO_ENTRY_CHARS = 65_536
 
 /** The shared cache of one app. Every method catches cluster errors: a cache that is down is a miss. */
 export class ResponseCache {
   /**
    * The last parsed entry per key, with the stored text it came from: a hit whose stored text is the
    * same string (in memory: the same string object, compared in O(1); from Redis: equal text) is not
-   * parsed again. At most {@link PARSED_MEMO_SIZE} keys.
+   * parsed again. At most {@link PARSED_MEMO_SIZE} keys, entries of at most {@link MAX_MEMO_ENTRY_CHARS} characters.
    */
   private readonly parsed = new Map<string, { raw: string; entry: CachedResponse & { versions: string } }>()
 
   /**
    * Keys of requests without credentials, by operation text then variables' JSON: a hit computes no
    * hash. At most {@link PARSED_MEMO_SIZE} variables per text (then that text's map starts again);
-   * requests with `Authorization` or `Cookie` are always hashed, so no credential is kept here.
+   * requests with `Authorization` or `Cookie`, or variables longer than {@link MAX_MEMO_VARIABLES_CHARS},
+   * are always hashed, so no credential is kept here and the memo's size does not follow the client's.
    */
   private readonly anonymousKeys = new Map<string, Map<string, string>>()
 
@@ -116,7 +125,7 @@ export class ResponseCache {
   /** `cache:<sha256 (base64url) of text \0 variables (keys sorted) \0 Authorization \0 Cookie>`. */
   private keyOf(text: string, variables: unknown, headers: IncomingHttpHeaders): string {
     const vars = stableJson(variables)
-    const anonymous = headers.authorization === undefined && headers.cookie === undefined
+    const anonymous = headers.authorization === undefined && headers.cookie === undefined && vars.length <= MAX_MEMO_VARIABLES_CHARS
     let byVars: Map<string, string> | undefined
     if (anonymous) {
       byVars = this.anonymousKeys.get(text)
@@ -161,8 +170,10 @@ export class ResponseCache {
       else {
         try {
           entry = JSON.parse(raw) as CachedResponse & { versions: string }
-          if (this.parsed.size >= PARSED_MEMO_SIZE) this.parsed.clear()
-          this.parsed.set(key, { raw, entry })
+          if (raw.length <= MAX_MEMO_ENTRY_CHARS) {
+            if (this.parsed.size >= PARSED_MEMO_SIZE) this.parsed.clear()
+            this.parsed.set(key, { raw, entry })
+          }
         } catch {
           entry = null
         }
