@@ -38,6 +38,13 @@ export interface RunningService {
   stop(): Promise<void>
 }
 
+/**
+ * How long {@link startServices} waits for a service's `readyUrl` by default, in milliseconds: 60 s.
+ * A service that exits is reported at once; the wait only bounds one that hangs. 15 s was too short
+ * for a TypeScript service started through tsx on a loaded two-core machine.
+ */
+export const DEFAULT_SERVICE_READY_TIMEOUT_MS = 60_000
+
 /** Options of {@link startServices}. */
 export interface StartServicesOptions {
   /**
@@ -82,7 +89,7 @@ function spawnService(s: ServiceDefinition): ChildProcess {
 /**
  * Starts the services in order. Each owned service runs with an IPC channel and
  * `gateway/service-guard.ts` preloaded, so it exits when this process dies, even by `SIGKILL`.
- * @throws SourceLoadError when one exits or does not answer within `readyTimeoutMs` (default 15 s).
+ * @throws SourceLoadError when one exits or does not answer within `readyTimeoutMs` (default {@link DEFAULT_SERVICE_READY_TIMEOUT_MS}).
  */
 export async function startServices(services: readonly ServiceDefinition[], logger: Logger, options: StartServicesOptions = {}): Promise<RunningService[]> {
   const running: RunningService[] = []
@@ -95,11 +102,12 @@ export async function startServices(services: readonly ServiceDefinition[], logg
     let child: ChildProcess | undefined = spawnService(s)
     let exited = false
     child.once('exit', () => (exited = true))
-    const deadline = Date.now() + (s.readyTimeoutMs ?? 15_000)
+    const timeoutMs = s.readyTimeoutMs ?? DEFAULT_SERVICE_READY_TIMEOUT_MS
+    const deadline = Date.now() + timeoutMs
     while (!(await answers(s.readyUrl))) {
       if (exited || Date.now() > deadline) {
         child.kill('SIGTERM')
-        throw new SourceLoadError(s.name, exited ? 'the service exited during startup' : `no answer from ${s.readyUrl}`)
+        throw new SourceLoadError(s.name, exited ? 'the service exited during startup' : `no answer from ${s.readyUrl} within ${timeoutMs} ms (readyTimeoutMs)`)
       }
       await sleep(100)
     }

@@ -9,13 +9,15 @@
  * - The cost limit prices relation filters (README "Query cost"): the six-level filter is refused
  *   with 400 `TRB_ERR_GRAPHQL_LIMIT` before it runs, inline and in a variable (on /graphql and in a
  *   stored operation's variables).
- * - Filters under the limit can still be slow (three many-to-many levels: 10 s here). Sent eight at
- *   once, they take the two heavy worker slots and the queue; those that wait past `maxWaitMs`
- *   (2 s) get 503 `TRB_ERR_CAPACITY` with `Retry-After`, long before the statement timeout; a plain
+ * - Filters under the limit can still be slow (three many-to-many levels: the whole statement
+ *   timeout, 30 s here). Sent eight at once, they take the two heavy worker slots and the queue; those
+ *   that wait past `maxWaitMs` (6 s here) get 503 `TRB_ERR_CAPACITY` with `Retry-After`, long before
+ *   the statement timeout; a plain
  *   read and a read with a nested relation sent meanwhile answer at once, on the process kept for
  *   work without relation filters.
  * - One request's statements share a budget of worker time (`sqliteWorkers.requestBudgetMs`):
- *   three slow aliases under a 1.5 s budget answer `TRB_ERR_DB_TIMEOUT` in about 1.5 s.
+ *   three slow aliases under a 1.5 s budget answer `TRB_ERR_DB_TIMEOUT` in about 1.5 s (bounded at
+ *   15 s here: half of one statement's 30 s timeout).
  */
 import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -55,7 +57,10 @@ async function start(file: string): Promise<string> {
   await cli.waitFor('/health')
   return `http://127.0.0.1:${port}`
 }
-const base = await start(config('config.mjs', ''))
+// Wide margins for a loaded machine: statements time out after 30 s and a queued request waits at most
+// 6 s (defaults 10 s and 2 s), so that the plain read below answers long before any queued one is
+// refused, and those are refused long before any statement times out.
+const base = await start(config('config.mjs', ', statementTimeoutMs: 30000, sqliteWorkers: { maxWaitMs: 6000 }'))
 
 type Body = { data?: Record<string, unknown> | null; errors?: { message: string; extensions?: { code?: string } }[] }
 
@@ -101,15 +106,15 @@ t.test('slow filters cannot hold the workers: the queued get 503, a plain read a
   t.equal(read.status, 200)
   t.equal((read.body.data?.['chinook_findManyArtist'] as unknown[] | undefined)?.length, 2, 'the plain read answers')
   const readMs = read.at - t0
-  t.ok(readMs < 5000, `the plain read answered ${Math.round(readMs)} ms after the slow ones were sent (it waited 30 s before)`)
+  t.ok(readMs < 5000, `the plain read answered ${Math.round(readMs)} ms after the slow ones were sent (it waited for the slow ones before)`)
   t.equal(settled.length, 0, 'before any slow one')
   const nested = await graphql('{ chinook_findManyArtist(take: 1) { name albums { title } } }')
   t.same(nested.body, { data: { chinook_findManyArtist: [{ name: 'AC/DC', albums: [{ title: 'For Those About To Rock We Salute You' }, { title: 'Let There Be Rock' }] }] } }, 'a read with a nested relation (no relation filter) answers too')
   t.equal(settled.length, 0, 'before any slow one')
-  // Two heavy slots run two slow filters (10 s each); the six queued ones are refused after maxWaitMs (2 s).
-  const deadline = performance.now() + 8000
+  // Two heavy slots run two slow filters (30 s each); the six queued ones are refused after maxWaitMs (6 s).
+  const deadline = t0 + 20_000
   while (settled.length < 6 && performance.now() < deadline) await new Promise((r) => setTimeout(r, 100))
-  t.equal(settled.length, 6, 'six answered within 8 s, before any statement timeout (10 s)')
+  t.equal(settled.length, 6, 'six answered within 20 s, before any statement timeout (30 s)')
   for (const r of settled) {
     t.equal(r.status, 503, '503')
     t.equal(r.body.errors?.[0]?.extensions?.code, 'TRB_ERR_CAPACITY')
@@ -123,17 +128,17 @@ t.test('slow filters cannot hold the workers: the queued get 503, a plain read a
 })
 
 t.test('one request cannot use more worker time than its budget', async (t) => {
-  // 1.5 s of worker time per request: three slow aliases (10 s each before) share it.
-  const url = await start(config('budget.mjs', ', sqliteWorkers: { requestBudgetMs: 1500 }'))
+  // 1.5 s of worker time per request: three slow aliases (30 s each, the statement timeout, without it) share it.
+  const url = await start(config('budget.mjs', ', statementTimeoutMs: 30000, sqliteWorkers: { requestBudgetMs: 1500 }'))
   const t0 = performance.now()
-  // take: 1 keeps the three under the cost limit (1,111 each); with no match, each still runs 10 s.
+  // take: 1 keeps the three under the cost limit (1,111 each); with no match, each still runs until the statement timeout.
   const aliases = [0, 1, 2].map((i) => `a${i}: ${slow.slice(2, -2).replace('(where', '(take: 1, where')}`).join(' ')
   const r = await graphql(`{ ${aliases} }`, undefined, undefined, url)
   const ms = r.at - t0
   t.equal(r.body.data, null)
   const codes = r.body.errors?.map((e) => e.extensions?.code) ?? []
   t.ok(codes.length >= 1 && codes.every((c) => c === 'TRB_ERR_DB_TIMEOUT'), `TRB_ERR_DB_TIMEOUT: ${codes.join(', ')}`)
-  t.ok(ms < 6000, `answered in ${Math.round(ms)} ms (three 10 s statements before)`)
+  t.ok(ms < 15_000, `answered in ${Math.round(ms)} ms (three 30 s statements without the budget)`)
   const plainAfter = await graphql(plain, undefined, undefined, url)
   t.equal(plainAfter.status, 200, 'the next request has a budget of its own')
 })

@@ -129,7 +129,9 @@ t.test('live queries: one poller for two apps on one Redis; the other takes over
   }
   const dir = operationsDir()
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
-  const pubsub = { redisUrl, keyPrefix: uniquePrefix(), lockTtlMs: 300 }
+  // A lock of 2 s: with 300 ms, a loaded machine delayed the holder's renewal past the lock's expiry
+  // and the other app took the poller over while both were up.
+  const pubsub = { redisUrl, keyPrefix: uniquePrefix(), lockTtlMs: 2000 }
   const one = await startDemo(t, { listen: true, override: { operations: { dir }, pubsub } })
   const two = await startDemo(t, { listen: true, override: { operations: { dir }, pubsub } })
   const events: { one: string[]; two: string[] } = { one: [], two: [] }
@@ -143,7 +145,7 @@ t.test('live queries: one poller for two apps on one Redis; the other takes over
     esTwo.close()
   })
   const until = async (check: () => boolean) => {
-    for (let i = 0; i < 100 && !check(); i++) await sleep(50)
+    for (const end = Date.now() + 15_000; Date.now() < end && !check(); ) await sleep(50)
     return check()
   }
   t.ok(await until(() => events.one.length === 1 && events.two.length === 1), 'both get the current result')

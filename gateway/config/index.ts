@@ -156,7 +156,7 @@ export interface ServiceDefinition {
   readyUrl: string
   /** Extra environment variables. */
   env?: Record<string, string>
-  /** How long to wait for `readyUrl`, in milliseconds. Default 15000. */
+  /** How long to wait for `readyUrl`, in milliseconds. Default 60000 (a service that exits is reported at once). */
   readyTimeoutMs?: number
 }
 

@@ -56,7 +56,14 @@ export async function startDemo(
   const config = resolveConfig({
     ...input,
     datasources: input.datasources.map((d) =>
-      d.kind === 'rest' && d.namespace === 'system' ? { ...d, baseUrl: roleServiceUrl } : d.kind === 'database' && options.rawSql ? { ...d, rawSql: true } : d,
+      d.kind === 'rest' && d.namespace === 'system'
+        ? { ...d, baseUrl: roleServiceUrl }
+        : d.kind === 'database'
+          ? // A statement waits up to 30 s for a SQLite worker (default 2 s): on a loaded machine a
+            // document of 30 aliases waited past 2 s and got 503. The queue's limits are tested on
+            // their own configs (attack-sqlite-workers.test.ts).
+            { ...d, ...(options.rawSql ? { rawSql: true } : {}), sqliteWorkers: { maxWaitMs: 30_000, ...d.sqliteWorkers } }
+          : d,
     ),
     services: [],
     generatedDir: join(dir, 'generated'),
