@@ -161,7 +161,12 @@ t.test('PostgreSQL logical replication', async (t) => {
   await note(40, 'ada', 'during the cut')
   t.ok(await seen(lg.ada, 'lg', 'INSERT', 40, 10_000), 'a change made while the replication connection was down arrives after the reconnect')
   t.not((await slotRow())?.active_pid, pid, 'read by a new walsender')
-  t.match((await health()).sources['lg']?.changes, { status: 'up', state: 'streaming' }, '/health: streaming again')
+  // The stream reports itself streaming once the new walsender's first message arrives: poll for it.
+  let reconnected = await health()
+  for (const end = Date.now() + 15_000; Date.now() < end && (reconnected.sources['lg']?.changes as { state?: string } | undefined)?.state !== 'streaming'; reconnected = await health()) {
+    await new Promise((r) => setTimeout(r, 200))
+  }
+  t.match(reconnected.sources['lg']?.changes, { status: 'up', state: 'streaming' }, '/health: streaming again')
 
   // A restart resumes from the slot: what was written while the gateway was down arrives, once.
   await a.close()
