@@ -924,7 +924,7 @@ export function compileList(
   // estimates a generic plan for 10 % of the rows, finds it dearer than the custom plans and plans
   // the named statement again on every execution (pg_prepared_statements.custom_plans); with the
   // literal the generic plan costs the same and is kept from the sixth execution on
-  // (docs/architecture.md §5). A plan is compiled per document, so this adds no statement texts.
+  // (docs/architecture.md §4). A plan is compiled per document, so this adds no statement texts.
   const literals = d.dialect === 'postgres' ? limitLiterals(take, absTake, skip) : null
   const limitSql = (): Frag =>
     literals ? raw(`${literals.take !== undefined ? ` LIMIT ${literals.take}` : ''}${literals.skip !== undefined ? ` OFFSET ${literals.skip}` : ''}`) : { s: d.limitOffset(take !== undefined, skip !== undefined), p: limitParams.flatMap((p) => p.p) }
