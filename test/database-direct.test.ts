@@ -480,7 +480,7 @@ t.test('postgres: NOT NULL columns of tables print without the NULL check; colum
   const schema = (await knex.raw<{ rows: { s: string }[] }>('select current_schema() as s')).rows[0]!.s
   const ext = await knex.raw(`create extension if not exists postgres_fdw`).then(() => true, (err: Error) => err.message)
   if (ext !== true) {
-    t.skip(`postgres_fdw unavailable: ${ext}`)
+    t.skip(`postgres_fdw unavailable: ${ext}`, async () => {})
     return
   }
   const server = `trb_fdw_${process.pid}_${Math.floor(Math.random() * 1e6)}`
