@@ -474,6 +474,19 @@ t.test('postgres: NOT NULL columns of tables print without the NULL check; colum
   t.match(text, /t\d+\."label"\)::text\)? \|\|/, 'label: to_json(c)::text alone')
   t.match(text, /COALESCE\(t\d+\."num"::text, 'null'\)/, 'a nullable column under a nullable field: null on NULL')
 
+  // LIMITs known at compile time are literals (a bound LIMIT makes PostgreSQL plan the named statement
+  // on every call); ordered, limited derived tables are aggregated without a second ORDER BY, except
+  // for a negative take (read in reverse, turned back by the aggregate's order).
+  s.log.clear()
+  await assertSame(t, s.schema, `{ types_findManyKind(take: 3, orderBy: [{ id: asc }]) { id partsByKind(orderBy: [{ pos: asc }]) { pos } last: partsByKind(take: -2, orderBy: [{ pos: asc }]) { pos } } }`)
+  const limits = s.log.statements.at(-1)!
+  t.same(limits.bindings, [], 'no bound values: every LIMIT is a literal')
+  t.match(limits.sql, /LIMIT 3$/, 'the root take')
+  t.match(limits.sql, /string_agg\([^]*, ','\) \|\| ']'/, 'a list aggregated in its subquery\'s order')
+  t.match(limits.sql, /, ',' ORDER BY t\d+\.__o0 ASC, t\d+\.__o1 ASC\)/, 'the negative take keeps the aggregate\'s ORDER BY')
+  await assertSame(t, s.schema, `query($n: Int) { types_findManyKind(take: $n, orderBy: [{ id: asc }]) { id } }`, { n: 2 })
+  t.match(s.log.statements.at(-1)!.sql, /LIMIT \$1$/, 'a take from a variable stays bound')
+
   // A foreign table declares NOT NULL without enforcing it: its non-null fields keep the check, and
   // a NULL there makes run reject (GraphQL fails too), never a wrong answer. postgres_fdw loopback.
   const knex = s.knex!
