@@ -390,6 +390,8 @@ t.test('sqlite: stored forms GraphQL may reject; DateTime and Float formatting',
         await knex.raw(`create table odd (id integer primary key, i integer, b boolean, dt datetime, f double, s uuid, dec numeric(10,2), dn decimal, big bigint)`)
         await knex.raw(`create table parent (id integer primary key, name text not null)`)
         await knex.raw(`create table child (id integer primary key, parent_id integer not null references parent(id), name text not null)`)
+        // SQLite lets NULL into a non-INTEGER PRIMARY KEY; the introspection reports it non-null.
+        await knex.raw(`create table coded (code text primary key, n integer)`)
       },
     },
   }
@@ -432,6 +434,11 @@ t.test('sqlite: stored forms GraphQL may reject; DateTime and Float formatting',
   await knex.raw('insert into child (id, parent_id, name) values (1, 1, ?), (2, 99, ?)', ['ok', 'dangling'])
   t.equal(await sameOrRejects(t, schema, '{ odd_findManyChild(orderBy: [{ id: asc }]) { id parent { name } } }'), 'rejected', 'dangling FK: rejected')
   t.equal(await sameOrRejects(t, schema, '{ odd_findManyChild(where: { id: { equals: 1 } }) { id parent { name } } }'), 'same', 'intact FK: same')
+
+  // A non-null field over a column that holds NULL (issue 30: SQLite keeps the NULL check).
+  await knex.raw(`insert into coded (code, n) values ('a', 1), (null, 2)`)
+  t.equal(await sameOrRejects(t, schema, '{ odd_findManyCoded(where: { n: { equals: 1 } }) { code n } }'), 'same', 'TEXT PRIMARY KEY, no NULL: same')
+  t.equal(await sameOrRejects(t, schema, '{ odd_findManyCoded(orderBy: [{ n: asc }]) { code n } }'), 'rejected', 'TEXT PRIMARY KEY holding NULL: rejected')
 })
 
 t.test('postgres and mysql: stored values GraphQL rejects or the SQL cannot print', async (t) => {
@@ -454,6 +461,59 @@ t.test('postgres and mysql: stored values GraphQL rejects or the SQL cannot prin
       }
     })
   }
+})
+
+t.test('postgres: NOT NULL columns of tables print without the NULL check; columns that may read NULL keep it (issue 30)', async (t) => {
+  const s = await typesSource(t, 'postgres')
+  if (!s) return
+  const check = (col: string): RegExp => new RegExp(`\\(t\\d+\\."${col}" IS NULL\\)`)
+  s.log.clear()
+  await assertSame(t, s.schema, `{ types_findManyPart(orderBy: [{ id: asc }]) { id label pos other { id name num } kind { name flag } } }`)
+  const text = s.log.statements.map((x) => x.sql).join('\n')
+  for (const col of ['id', 'label', 'pos', 'name', 'flag']) t.notMatch(text, check(col), `NOT NULL column ${col}: no NULL check`)
+  t.match(text, /t\d+\."label"\)::text\)? \|\|/, 'label: to_json(c)::text alone')
+  t.match(text, /COALESCE\(t\d+\."num"::text, 'null'\)/, 'a nullable column under a nullable field: null on NULL')
+
+  // LIMITs known at compile time are literals (a bound LIMIT makes PostgreSQL plan the named statement
+  // on every call); ordered, limited derived tables are aggregated without a second ORDER BY, except
+  // for a negative take (read in reverse, turned back by the aggregate's order).
+  s.log.clear()
+  await assertSame(t, s.schema, `{ types_findManyKind(take: 3, orderBy: [{ id: asc }]) { id partsByKind(orderBy: [{ pos: asc }]) { pos } last: partsByKind(take: -2, orderBy: [{ pos: asc }]) { pos } } }`)
+  const limits = s.log.statements.at(-1)!
+  t.same(limits.bindings, [], 'no bound values: every LIMIT is a literal')
+  t.match(limits.sql, /LIMIT 3$/, 'the root take')
+  t.match(limits.sql, /string_agg\([^]*, ','\) \|\| ']'/, 'a list aggregated in its subquery\'s order')
+  t.match(limits.sql, /, ',' ORDER BY t\d+\.__o0 ASC, t\d+\.__o1 ASC\)/, 'the negative take keeps the aggregate\'s ORDER BY')
+  await assertSame(t, s.schema, `query($n: Int) { types_findManyKind(take: $n, orderBy: [{ id: asc }]) { id } }`, { n: 2 })
+  t.match(s.log.statements.at(-1)!.sql, /LIMIT \$1$/, 'a take from a variable stays bound')
+
+  // A foreign table declares NOT NULL without enforcing it: its non-null fields keep the check, and
+  // a NULL there makes run reject (GraphQL fails too), never a wrong answer. postgres_fdw loopback.
+  const knex = s.knex!
+  const schema = (await knex.raw<{ rows: { s: string }[] }>('select current_schema() as s')).rows[0]!.s
+  const ext = await knex.raw(`create extension if not exists postgres_fdw`).then(() => true, (err: Error) => err.message)
+  if (ext !== true) {
+    t.skip(`postgres_fdw unavailable: ${ext}`, async () => {})
+    return
+  }
+  const server = `trb_fdw_${process.pid}_${Math.floor(Math.random() * 1e6)}`
+  const url = new URL(process.env['TEST_POSTGRES_URL'] ?? 'postgres://postgres@127.0.0.1:5432/test')
+  const opts = (o: Record<string, string>): string => Object.entries(o).map(([k, v]) => `${k} '${v.replace(/'/g, "''")}'`).join(', ')
+  await knex.raw(`create server ${server} foreign data wrapper postgres_fdw options (${opts({ host: url.hostname, port: url.port || '5432', dbname: decodeURIComponent(url.pathname.slice(1)) })})`)
+  t.teardown(() => knex.raw(`drop server if exists ${server} cascade`).then(() => undefined, () => undefined))
+  await knex.raw(`create user mapping for current_user server ${server} options (${opts({ user: decodeURIComponent(url.username || 'postgres'), ...(url.password ? { password: decodeURIComponent(url.password) } : {}) })})`)
+  await knex.raw(`create table "${schema}".far_rows (id int primary key, label text)`)
+  await knex.raw(`insert into "${schema}".far_rows values (1, 'one'), (2, null)`)
+  await knex.raw(`create foreign table "${schema}".far (id int not null, label text not null) server ${server} options (${opts({ schema_name: schema, table_name: 'far_rows' })})`)
+  const { ctx, log } = testContext('far')
+  const db = new URL(url.href)
+  db.searchParams.set('schema', schema)
+  const source = await createDatabaseSource({ url: db.href }, ctx)
+  t.teardown(() => source.close())
+  const far = applyNamespace(source.schema, 'types')
+  t.equal(await sameOrRejects(t, far, '{ types_findManyFar(where: { id: { equals: 1 } }) { id label } }'), 'same', 'foreign table, no NULL: the same answer')
+  t.equal(await sameOrRejects(t, far, '{ types_findManyFar(orderBy: [{ id: asc }]) { id label } }'), 'rejected', 'foreign table, a NULL under a non-null field: run rejects')
+  t.match(log.statements.map((x) => x.sql).join('\n'), check('label'), 'the foreign table\'s NOT NULL column keeps the NULL check')
 })
 
 t.test('sqlite: reads skip the pool only when no connection is in use', async (t) => {

@@ -106,6 +106,11 @@ export interface TableInfo {
    */
   insertsRedirected?: boolean
   /**
+   * PostgreSQL: a foreign table (relkind `f`). Its columns' NOT NULL is declared, not enforced (the
+   * remote server holds the rows), so a NOT NULL column may still read NULL there.
+   */
+  foreign?: boolean
+  /**
    * The table's or view's comment (PostgreSQL `COMMENT ON TABLE/VIEW`, MySQL/MariaDB `COMMENT='…'`),
    * like {@link ColumnInfo.comment}. It becomes the object type's `description`.
    */

@@ -65,17 +65,29 @@ interface DirectDialect {
   scalar(c: string, f: ScalarField, ctx: Ctx): [string | null, string][]
   /** An SQL integer (a COUNT) as JSON text. */
   count(expr: string): string
+  /**
+   * True when a column the catalog reports NOT NULL never reads NULL in an ordinary table of this
+   * engine (PostgreSQL: attnotnull is always enforced; SQLite lets NULL into a non-INTEGER PRIMARY
+   * KEY the introspection reports non-null, MariaDB's views and non-strict modes are not trusted).
+   */
+  readonly enforcedNotNull: boolean
 }
 
-/** `CASE` over the branches; NULL prints `nullValue` when the field is nullable, else raises. */
-function guarded(dd: DirectDialect, c: string, branches: [string | null, string][], nullable: boolean): string {
+/**
+ * `CASE` over the branches; NULL prints `nullValue` when the field is nullable, else raises.
+ * `notNull`: the column never holds NULL (see {@link DirectDialect.enforcedNotNull}), so there is no
+ * NULL case at all: an unconditional branch is the value alone, without the `COALESCE` around it
+ * (issue 30: the check could never fire). Conditional branches keep their `ELSE` (a value outside
+ * them, such as a NaN Decimal, still raises).
+ */
+function guarded(dd: DirectDialect, c: string, branches: [string | null, string][], nullable: boolean, notNull = false): string {
   const onNull = nullable ? dd.nullValue : dd.fail(c)
   if (branches.length === 1 && branches[0]![0] === null) {
     const v = branches[0]![1]
-    return onNull === 'NULL' ? v : `COALESCE(${v}, ${onNull})`
+    return onNull === 'NULL' || notNull ? v : `COALESCE(${v}, ${onNull})`
   }
   const whens = branches.map(([w, t]) => `WHEN ${w ?? `${c} IS NOT NULL`} THEN ${t}`).join(' ')
-  return `CASE ${whens}${nullable ? ` WHEN ${c} IS NULL THEN ${onNull}` : ''} ELSE ${dd.fail(c)} END`
+  return `CASE ${whens}${nullable && !notNull ? ` WHEN ${c} IS NULL THEN ${onNull}` : ''} ELSE ${dd.fail(c)} END`
 }
 
 /** Enum columns: database value -> `"Name"`; an unknown value raises (GraphQL's enum serialisation would). */
@@ -88,6 +100,7 @@ function enumBranches(dd: DirectDialect, c: string, f: ScalarField, ctx: Ctx, ca
 
 class SqliteDirect implements DirectDialect {
   readonly nullValue = 'NULL'
+  readonly enforcedNotNull = false
   str(value: string): string {
     return lit(value)
   }
@@ -170,6 +183,7 @@ class SqliteDirect implements DirectDialect {
 
 class PostgresDirect implements DirectDialect {
   readonly nullValue = `'null'`
+  readonly enforcedNotNull = true
   str(value: string): string {
     return lit(JSON.stringify(value))
   }
@@ -241,6 +255,7 @@ class PostgresDirect implements DirectDialect {
 
 class MariadbDirect implements DirectDialect {
   readonly nullValue = `'null'`
+  readonly enforcedNotNull = false
   str(value: string): string {
     return lit(JSON.stringify(value))
   }
@@ -352,6 +367,9 @@ export class DirectCompiler implements ListEmitter {
     const pairs: [string, Frag][] = []
     const cols = new Set<string>()
     const typeFields = type.getFields()
+    // The rows of `alias` are the model's own (its table, or a derived table projecting its columns):
+    // an ordinary table's NOT NULL columns read no NULL; a view's or a foreign table's may.
+    const enforced = dd.enforcedNotNull && model.kind === 'table' && !model.foreign
     for (const [key, fnodes] of fields) {
       const name = fnodes[0]!.name.value
       if (name === '__typename') {
@@ -376,7 +394,7 @@ export class DirectCompiler implements ListEmitter {
       if (f) {
         cols.add(f.column)
         const c = `${alias}.${d.q(f.column)}`
-        pairs.push([key, raw(guarded(dd, c, dd.scalar(c, f, ctx), !isNonNullType(def.type)))])
+        pairs.push([key, raw(guarded(dd, c, dd.scalar(c, f, ctx), !isNonNullType(def.type), enforced && !f.nullable))])
         continue
       }
       const rel = model.relations.get(name)

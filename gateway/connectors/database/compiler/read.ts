@@ -918,8 +918,16 @@ export function compileList(
   const limitParams: Frag[] = []
   if (take) limitParams.push(bound(take, absTake))
   if (skip) limitParams.push(bound(skip, skipCheck))
-  const limitSql = (): Frag => ({ s: d.limitOffset(take !== undefined, skip !== undefined), p: limitParams.flatMap((p) => p.p) })
   const needsLimit = take !== undefined || skip !== undefined
+  // PostgreSQL: a LIMIT/OFFSET fixed at compile time (a literal of the document, the default bound
+  // maxTake, findFirst's 1) is written into the statement. With a parameter there, the planner
+  // estimates a generic plan for 10 % of the rows, finds it dearer than the custom plans and plans
+  // the named statement again on every execution (pg_prepared_statements.custom_plans); with the
+  // literal the generic plan costs the same and is kept from the sixth execution on
+  // (docs/architecture.md §4). A plan is compiled per document, so this adds no statement texts.
+  const literals = d.dialect === 'postgres' ? limitLiterals(take, absTake, skip) : null
+  const limitSql = (): Frag =>
+    literals ? raw(`${literals.take !== undefined ? ` LIMIT ${literals.take}` : ''}${literals.skip !== undefined ? ` OFFSET ${literals.skip}` : ''}`) : { s: d.limitOffset(take !== undefined, skip !== undefined), p: limitParams.flatMap((p) => p.p) }
   if (mode === 'agg' && !d.correlatedDerived) {
     // MariaDB: no outer references in derived tables; LIMIT goes inside JSON_ARRAYAGG.
     if (negative) throw new DbInputError('a negative take on a nested relation list is not supported on MariaDB')
@@ -941,7 +949,7 @@ export function compileList(
     if (mode === 'rows') {
       const ob = order.length ? sql` ORDER BY ${join(order, ', ')}` : raw('')
       const frag = sql`SELECT ${obj.json} AS j FROM ${fromRef} AS ${r}${whereSql}${ob}${limitSql()}`
-      const limitOnly = conds.length === 0 && take !== undefined && skip === undefined && opts.from === undefined
+      const limitOnly = conds.length === 0 && take !== undefined && skip === undefined && opts.from === undefined && !literals
       return limitOnly ? { frag, post: obj.post, limitOnly } : { frag, post: obj.post }
     }
     const aggLimit = needsLimit ? limitSql() : raw('')
@@ -979,7 +987,31 @@ export function compileList(
     const ob = outerOrder.length ? ` ORDER BY ${outerOrder.join(', ')}` : ''
     return { frag: sql`SELECT ${obj.json} AS j FROM (${inner}) AS ${s}${ob}`, post: obj.post }
   }
-  return { frag: { s: `SELECT ${arrayAgg(obj.json.s, outerOrder)} FROM (${inner.s}) AS ${s}`, p: [...obj.json.p, ...inner.p] }, post: obj.post }
+  // PostgreSQL aggregates the rows in the order the derived table returns them: an ordered subquery
+  // with a LIMIT or OFFSET is never pulled up into its parent, and a plain aggregate over it reads
+  // its output in order (PostgreSQL's documented "sorted subquery" form, which PostGraphile's
+  // statements use too), so the aggregate's own ORDER BY would only sort every list a second time.
+  // A negative take reads the rows in reverse (flip) and keeps the aggregate's ORDER BY.
+  const aggOrder = d.dialect === 'postgres' && needsLimit && !negative ? [] : outerOrder
+  return { frag: { s: `SELECT ${arrayAgg(obj.json.s, aggOrder)} FROM (${inner.s}) AS ${s}`, p: [...obj.json.p, ...inner.p] }, post: obj.post }
+}
+
+/**
+ * The LIMIT and OFFSET of a list as integer literals, when both are known at compile time (their
+ * leaves are constants, checked by `takeConv`/{@link skipCheck} as a bound value would be), else null.
+ * @throws DbInputError from the checks (a take above maxTake, a negative skip), as binding would
+ */
+function limitLiterals(take: Leaf | undefined, takeConv: (x: unknown) => unknown, skip: Leaf | undefined): { take?: number; skip?: number } | null {
+  const lit = (leaf: Leaf | undefined, conv: (x: unknown) => unknown): number | null | undefined => {
+    if (leaf === undefined) return undefined
+    if (!leaf.constant) return null
+    const v = conv(leaf.constant.value)
+    return typeof v === 'number' && Number.isSafeInteger(v) && v >= 0 ? v : null
+  }
+  const t = lit(take, takeConv)
+  const s = lit(skip, skipCheck)
+  if (t === null || s === null) return null
+  return { ...(t !== undefined ? { take: t } : {}), ...(s !== undefined ? { skip: s } : {}) }
 }
 
 /**

@@ -103,6 +103,8 @@ export interface Model {
   identity: string[]
   /** PostgreSQL: inserts may land in another table (see `TableInfo.insertsRedirected`). */
   insertsRedirected: boolean
+  /** PostgreSQL: a foreign table, whose NOT NULL columns are not enforced (`TableInfo.foreign`). */
+  foreign?: boolean
   /** The table's or view's comment (`TableInfo.comment`): leads the object type's GraphQL `description`. */
   comment?: string
   /** Full-text indexes (MySQL/MariaDB `FULLTEXT`, SQLite FTS5); empty on PostgreSQL. */
@@ -275,6 +277,7 @@ export function buildRegistry(doc: DatabaseIntrospection, maxTake = DEFAULT_MAX_
       uniqueKeys,
       identity,
       insertsRedirected: t.insertsRedirected === true,
+      ...(t.foreign ? { foreign: true } : {}),
       ...(t.comment ? { comment: t.comment } : {}),
       fullText,
     }

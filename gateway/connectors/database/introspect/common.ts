@@ -66,6 +66,7 @@ export function finishTables(tables: RawTable[]): TableInfo[] {
       uniqueConstraints: uniques,
       foreignKeys: fks,
       ...(t.insertsRedirected ? { insertsRedirected: true } : {}),
+      ...(t.foreign ? { foreign: true } : {}),
       ...(t.comment !== undefined ? { comment: t.comment } : {}),
       ...(t.fullText?.length ? { fullText: [...t.fullText].sort((a, b) => compareNames(a.name, b.name)) } : {}),
     })

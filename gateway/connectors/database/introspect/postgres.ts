@@ -181,7 +181,7 @@ export async function introspectPostgres(knex: Knex, schema: string): Promise<{ 
         return fk
       })
     const comment = normalizeComment(t.comment)
-    out.push({ name: t.name, kind, columns, primaryKey, uniqueConstraints, foreignKeys, ...(t.redirected ? { insertsRedirected: true } : {}), ...(comment !== undefined ? { comment } : {}) })
+    out.push({ name: t.name, kind, columns, primaryKey, uniqueConstraints, foreignKeys, ...(t.redirected ? { insertsRedirected: true } : {}), ...(t.relkind === 'f' ? { foreign: true } : {}), ...(comment !== undefined ? { comment } : {}) })
   }
   return { tables: out, enums }
 }
