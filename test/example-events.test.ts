@@ -87,7 +87,12 @@ if (!(await portOpen(natsUrl, 4222)) || !(await portOpen(pgUrl, 5432))) {
       return sse.includes('"warm"')
     })()
     t.ok(warmed, 'the subscription reads NATS')
-    await new Promise((r) => setTimeout(r, 100))
+    // Warm-ups published before the first arrived may still come (late on a loaded machine): wait
+    // until the stream has been quiet for 300 ms (at most 5 s) before starting afresh.
+    for (let seen = -1, end = Date.now() + 5000; seen !== sse.length && Date.now() < end; ) {
+      seen = sse.length
+      await new Promise((r) => setTimeout(r, 300))
+    }
     sse = ': stream opened\n\n'
     const before = cli.output().length
 

@@ -161,15 +161,19 @@ export function real(r: Received, field: string): Received['events'] {
  * Publishes warm-up messages (`warm()`) every 25 ms until the subscription receives one, then empties
  * its events: the broker subscription is known to run, without a sleep.
  */
-export async function warmUp(r: Received, warm: () => Promise<unknown>, ms = 5000): Promise<boolean> {
+export async function warmUp(r: Received, warm: () => Promise<unknown>, ms = 20_000): Promise<boolean> {
   const end = Date.now() + ms
   while (r.events.length === 0 && !r.done && Date.now() < end) {
     await warm()
     await until(() => r.events.length > 0 || r.done, 25)
   }
   const ok = r.events.length > 0
-  // A warm-up published just before the first arrived may still come: wait for the stragglers' turn.
-  await new Promise((res) => setTimeout(res, 30))
+  // Warm-ups published just before the first arrived may still come: wait until none has arrived
+  // for 150 ms (at most 3 s; a loaded machine delivers them late), then empty the events.
+  for (let seen = -1, quietEnd = Date.now() + 3000; ok && seen !== r.events.length && Date.now() < quietEnd; ) {
+    seen = r.events.length
+    await new Promise((res) => setTimeout(res, 150))
+  }
   r.events.length = 0
   return ok
 }
