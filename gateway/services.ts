@@ -14,6 +14,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import type { Logger } from 'pino'
 import type { ServiceDefinition } from './config/index.js'
 import { SourceLoadError } from './errors.js'
+import { compileCacheEnv } from './compile-cache.js'
 
 async function answers(url: string): Promise<boolean> {
   try {
@@ -67,7 +68,8 @@ function spawnService(s: ServiceDefinition): ChildProcess {
   if (tsScript || guard.endsWith('.ts')) args.push('--import', 'tsx')
   args.push('--import', pathToFileURL(guard).href)
   const child = spawn(process.execPath, [...args, script], {
-    env: { ...process.env, ...s.env },
+    // The gateway's compile cache (Node ≥ 22.8) serves the service's modules too.
+    env: { ...process.env, ...compileCacheEnv(), ...s.env },
     // The IPC channel is how the service learns that the gateway died (see service-guard.ts).
     stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
   })
