@@ -157,8 +157,6 @@ async function serve(source: ConfigSource, dev: boolean): Promise<void> {
   const actualPort = typeof address === 'object' && address ? address.port : port
   const base = `http://${host.includes(':') ? `[${host}]` : host}:${actualPort}`
   if (workerIndex <= 1) process.stdout.write('\n' + summary(gateway, base, services, source) + '\n')
-  // Every module a start needs is loaded now: their compiled code goes to the cache before a kill can lose it.
-  flushCompileCache()
 
   let watcher: { close(): void }[] = []
   if (dev) {
@@ -247,6 +245,10 @@ async function serve(source: ConfigSource, dev: boolean): Promise<void> {
     await app.tributary.holder.current.close()
     await Promise.all(services.map((s) => s.stop()))
   })
+  // Every module a start needs is loaded now: their compiled code goes to the cache (Node ≥ 22.10),
+  // after the summary (not on the way to ready) and after the signal handlers above, so that a
+  // SIGTERM or Ctrl-C right after the start waits for the write instead of cutting it short.
+  flushCompileCache()
 }
 
 /**

@@ -92,6 +92,7 @@ export function flushCompileCache(): void {
  * else `{}`. Node turns the cache on in a process started with that variable before it loads anything.
  */
 export function compileCacheEnv(): Record<string, string> {
+  // getCompileCacheDir() names the folder of this Node version inside the cache folder.
   const dir = nodeModule.getCompileCacheDir?.()
-  return dir ? { NODE_COMPILE_CACHE: dir } : {}
+  return dir ? { NODE_COMPILE_CACHE: dirname(dir) } : {}
 }
