@@ -253,7 +253,9 @@ class RedisCluster implements Cluster {
     if (this.closed) return
     this.closed = true
     this.listeners.clear()
-    await Promise.allSettled([this.commands.quit(), this.subscriber.quit()])
+    // QUIT only on a connection that is up: on one that is reconnecting it would wait in the offline
+    // queue for ever (the subscriber's commands have no timeout), and close() would never return.
+    await Promise.allSettled([this.commands, this.subscriber].filter((c) => c.status === 'ready').map((c) => c.quit()))
     this.commands.disconnect()
     this.subscriber.disconnect()
   }
