@@ -683,11 +683,14 @@ function answerHitsEarly(app: FastifyInstance, holder: GatewayHolder, state: Cac
       res.end(hit.body)
     }
     state.cache.earlyAnswers++
-    if (counted) {
-      observers.metrics?.countRequest('/operations/*', 'GET', res.statusCode)
-      observers.metrics?.operationSeconds(e.op.name).observe((performance.now() - started) / 1000)
+    if (counted || console) {
+      const ms = performance.now() - started
+      if (counted && observers.metrics) {
+        observers.metrics.countRequest('/operations/*', 'GET', res.statusCode)
+        observers.metrics.operationSeconds(e.op.name).observe(ms / 1000)
+      }
+      if (console) observers.traffic?.operation(e.op.name, ms, false)
     }
-    if (console) observers.traffic?.operation(e.op.name, performance.now() - started, false)
     return true
   }
 
