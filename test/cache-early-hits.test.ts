@@ -4,12 +4,15 @@
  * headers and body as the route, 304 on If-None-Match, counted in the metrics; credentials, escapes and
  * bad variables go to the route; a mutation invalidates at once; the copy is bounded in bytes (attack);
  * with Redis, a mutation on one instance invalidates the copy of another through the invalidation
- * channel (the recheck interval set far beyond the test, so only the message can do it).
+ * channel (the recheck interval set far beyond the test, so only the message can do it), and a lost
+ * subscriber connection stops the copy until its channels are subscribed again.
  */
 import t from 'tap'
 import { fileURLToPath } from 'node:url'
 import { startDemo } from './helpers/demo.js'
 import { redisReason, redisUrl, uniquePrefix } from './helpers/redis.js'
+import { createCluster } from '../gateway/cluster/index.js'
+import { ResponseCache } from '../gateway/cluster/response-cache.js'
 
 const dir = fileURLToPath(new URL('./fixtures/operations-demo', import.meta.url))
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
@@ -128,4 +131,42 @@ t.test('Redis: a mutation on one instance invalidates the in-process copy of ano
     if (seen !== wanted) await sleep(50)
   }
   t.equal(seen, wanted, 'B through the invalidation message')
+})
+
+t.test('Redis: a lost subscriber connection stops the in-process copy until the channels are subscribed again', async (t) => {
+  const down = await redisReason()
+  if (down) {
+    t.comment(`skipped: ${down}`)
+    return
+  }
+  const cluster = createCluster({ redisUrl, keyPrefix: uniquePrefix(), commandTimeoutMs: 1000 })
+  t.teardown(() => cluster.close())
+  const cache = new ResponseCache(cluster, () => undefined, { maxBytes: 1 << 20, recheckMs: 600_000 })
+  t.teardown(() => cache.close())
+  const policy = { maxAge: 600 }
+  const text = 'query Q { a }'
+  const until = async (check: () => boolean) => {
+    for (let i = 0; i < 200 && !check(); i++) await sleep(25)
+    return check()
+  }
+  const fill = async () => {
+    const lookup = (await cache.lookup(text, {}, {}, ['type:A'], policy))!
+    if (!lookup.entry) await cache.store(lookup, '{"a":1}', 'W/"x"', policy)
+    else await cache.lookup(text, {}, {}, ['type:A'], policy)
+  }
+  const key = cache.keyFor(text, {})
+  t.ok(await until(() => cluster.deliveryEpoch() >= 0), 'subscribed')
+  await cache.lookup(text, {}, {}, ['type:A'], policy) // the channel's SUBSCRIBE is confirmed after the first commands
+  t.ok(await until(() => (void fill(), cache.local(key, Date.now()) !== undefined)), 'kept locally')
+  const epoch = cluster.deliveryEpoch()
+  // The subscriber connection drops (as a network failure would); ioredis reconnects by itself.
+  ;(cluster as unknown as { subscriber: { disconnect(reconnect: boolean): void } }).subscriber.disconnect(true)
+  t.ok(await until(() => cluster.deliveryEpoch() !== epoch), 'the epoch moved')
+  t.equal(cache.local(key, Date.now()), undefined, 'the copy kept before the loss is not served')
+  t.ok(await until(() => cluster.deliveryEpoch() > epoch), 'subscribed again')
+  await fill()
+  t.ok(cache.local(key, Date.now()), 'kept again once the channels are back')
+  // An invalidation from elsewhere (another instance's message) ends it.
+  await cluster.publish('cache-invalidated', JSON.stringify(['type:A']))
+  t.ok(await until(() => cache.local(key, Date.now()) === undefined), 'dropped by the message')
 })
