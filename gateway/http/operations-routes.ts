@@ -570,8 +570,6 @@ export function registerOperationRoutes(app: FastifyInstance, holder: GatewayHol
 /** What {@link answerHitsEarly} knows of one stored operation whose hits it may answer. */
 interface EarlyOperation {
   readonly op: CompiledOperation
-  readonly policy: CachePolicy
-  readonly tags: readonly string[]
   /** `Cache-Control` of an anonymous GET. */
   readonly cacheControl: string
   /** Cache key by raw query string (at most {@link EARLY_KEYS} of at most {@link EARLY_QUERY_CHARS} characters, then it starts again empty). */
@@ -625,7 +623,7 @@ function answerHitsEarly(app: FastifyInstance, holder: GatewayHolder, state: Cac
     const hooked = gateway.hooks !== null && gateway.hooks.operations.has(name)
     e = !policy || op.internal || op.stored.auth || hooked || op.stored.language !== 'graphql' || Object.keys(op.stored.rules.inject).length
       ? null
-      : { op, policy, tags: tagsOf(op, holder, state), cacheControl: cacheControl(op, NO_CREDENTIALS), keys: new Map() }
+      : { op, cacheControl: cacheControl(op, NO_CREDENTIALS), keys: new Map() }
     known.set(name, e)
     return e
   }
