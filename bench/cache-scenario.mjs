@@ -29,7 +29,10 @@ export function writeCacheConfig(work) {
   writeFileSync(join(dir, `${CACHED_OPERATION}.graphql`), `# @cache maxAge=3600\n${source.replace('query TodoById', `query ${CACHED_OPERATION}`)}`)
   const file = join(work, 'cache.config.mjs')
   // Its own generated/ (the gateway writes the codegen's files at start): the repository's stays as it is.
-  writeFileSync(file, `import demo from ${JSON.stringify(join(root, 'dist/config.js'))}\nexport default { ...demo, generatedDir: ${JSON.stringify(join(work, 'generated-cache'))}, operations: { ...demo.operations, dir: ${JSON.stringify(dir)} } }\n`)
+  // BENCH_CACHE_LOCAL_BYTES=0 prices the in-process copy and the early answer of hits (pubsub.localCacheBytes).
+  const local = process.env.BENCH_CACHE_LOCAL_BYTES
+  const pubsub = local === undefined ? '' : `, pubsub: { ...demo.pubsub, localCacheBytes: ${Number(local)} }`
+  writeFileSync(file, `import demo from ${JSON.stringify(join(root, 'dist/config.js'))}\nexport default { ...demo, generatedDir: ${JSON.stringify(join(work, 'generated-cache'))}, operations: { ...demo.operations, dir: ${JSON.stringify(dir)} }${pubsub} }\n`)
   return file
 }
 

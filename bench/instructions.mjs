@@ -52,7 +52,7 @@ for (const [name, v, max] of [['requests', requests, 100_000], ['warmup', warmup
   if (!Number.isInteger(v) || v < 1 || v > max) throw new Error(`--${name}: an integer from 1 to ${max}`)
 }
 for (const m of modes) if (m !== 'development' && m !== 'production') throw new Error(`--modes: development, production`)
-for (const t of targets) if (!['baseline', 'rest', 'graphql', 'cache'].includes(t)) throw new Error(`--targets: baseline, rest, graphql, cache`)
+for (const t of targets) if (!['baseline', 'rest', 'graphql', 'cache', 'cache-redis'].includes(t)) throw new Error(`--targets: baseline, rest, graphql, cache, cache-redis`)
 
 const work = mkdtempSync(join(tmpdir(), 'tributary-instructions-'))
 const say = (text) => process.stdout.write(`${text}\n`)
@@ -160,9 +160,21 @@ try {
     }
   }
   for (const mode of modes) {
-    const gwTargets = targets.filter((t) => t !== 'baseline')
+    const gwTargets = targets.filter((t) => t !== 'baseline' && t !== 'cache-redis')
+    // `cache-redis`: the same hit on a gateway whose response cache is in Redis (REDIS_URL, default
+    // 127.0.0.1:6379, a key prefix of its own); `cache` runs in memory (TRIBUTARY_PUBSUB=memory).
+    if (targets.includes('cache-redis')) {
+      const env = { TODO_DATABASE_URL: `sqlite:${db}`, ROLE_SERVICE_PORT: String(await freePort()), REDIS_URL: process.env.REDIS_URL || 'redis://127.0.0.1:6379', REDIS_KEY_PREFIX: `trb-bench-instr:${process.pid}:${Date.now().toString(36)}:`, ...(mode === 'production' ? { NODE_ENV: 'production' } : {}) }
+      const gw = await startGateway({ config: writeCacheConfig(work), env, wrap, timeoutMs: 600_000 })
+      hosts.set(gw.pid, '127.0.0.1')
+      try {
+        figures[`cache-redis.${mode}`] = await measure(`${mode} GET /operations/${cacheOperation} (hit, Redis)`, gw.pid, `${gw.url}/operations/${cacheOperation}?id=1`)
+      } finally {
+        await gw.stop()
+      }
+    }
     if (!gwTargets.length) continue
-    const env = { TODO_DATABASE_URL: `sqlite:${db}`, ROLE_SERVICE_PORT: String(await freePort()), ...(mode === 'production' ? { NODE_ENV: 'production' } : {}) }
+    const env = { TODO_DATABASE_URL: `sqlite:${db}`, ROLE_SERVICE_PORT: String(await freePort()), TRIBUTARY_PUBSUB: 'memory', ...(mode === 'production' ? { NODE_ENV: 'production' } : {}) }
     const config = gwTargets.includes('cache') ? writeCacheConfig(work) : undefined
     const gw = await startGateway({ config, env, wrap, timeoutMs: 600_000 })
     hosts.set(gw.pid, '127.0.0.1') // startGateway's HOST

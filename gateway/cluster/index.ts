@@ -50,6 +50,12 @@ export interface Cluster {
    */
   subscribed(channel: string): Promise<void>
   /**
+   * A number that stays the same while this instance's subscriptions have received every message
+   * published since: it changes when the subscriber connection is lost (what was published meanwhile
+   * is lost), and is -1 until the channels are subscribed again on the new connection. Memory: 0.
+   */
+  deliveryEpoch(): number
+  /**
    * Takes the lock `name` for `ttlMs` milliseconds, or extends it when this instance holds it.
    * @returns true when this instance holds the lock afterwards.
    */
@@ -105,6 +111,10 @@ class RedisCluster implements Cluster {
   private readonly subscribing = new Map<string, Promise<void>>()
   private readonly prefix: string
   private closed = false
+  /** Subscriber connections lost so far ({@link deliveryEpoch}). */
+  private subscriberLosses = 0
+  /** Whether the subscriber connection is up with its channels subscribed again after the last loss. */
+  private subscriberUp = true
 
   constructor(url: string, private readonly options: ClusterOptions) {
     this.prefix = options.keyPrefix
@@ -129,6 +139,22 @@ class RedisCluster implements Cluster {
     this.commands.on('error', onError)
     this.subscriber.on('error', onError)
     this.commands.on('ready', () => (warned = false))
+    // Messages published while the subscriber is away are lost: the epoch moves, and stays -1 until
+    // Redis has answered a SUBSCRIBE of every channel on the new connection (sent after ioredis' own
+    // resubscription, so answered after it).
+    this.subscriber.on('close', () => {
+      if (this.subscriberUp) this.subscriberLosses++
+      this.subscriberUp = false
+    })
+    this.subscriber.on('ready', () => {
+      if (this.subscriberUp) return
+      const losses = this.subscriberLosses
+      const channels = [...this.listeners.keys()].map((c) => this.prefix + c)
+      const again = channels.length ? this.subscriber.subscribe(...channels) : Promise.resolve()
+      again.then(() => {
+        if (this.subscriberLosses === losses && this.subscriber.status === 'ready') this.subscriberUp = true
+      }, () => undefined)
+    })
     this.subscriber.on('message', (channel: string, message: string) => {
       const set = this.listeners.get(channel.slice(this.prefix.length))
       if (set) for (const l of [...set]) l(message)
@@ -169,6 +195,10 @@ class RedisCluster implements Cluster {
 
   subscribed(channel: string): Promise<void> {
     return this.subscribing.get(channel) ?? Promise.resolve()
+  }
+
+  deliveryEpoch(): number {
+    return this.subscriberUp ? this.subscriberLosses : -1
   }
 
   async acquire(name: string, ttlMs: number): Promise<boolean> {
@@ -223,7 +253,9 @@ class RedisCluster implements Cluster {
     if (this.closed) return
     this.closed = true
     this.listeners.clear()
-    await Promise.allSettled([this.commands.quit(), this.subscriber.quit()])
+    // QUIT only on a connection that is up: on one that is reconnecting it would wait in the offline
+    // queue for ever (the subscriber's commands have no timeout), and close() would never return.
+    await Promise.allSettled([this.commands, this.subscriber].filter((c) => c.status === 'ready').map((c) => c.quit()))
     this.commands.disconnect()
     this.subscriber.disconnect()
   }
@@ -280,6 +312,10 @@ class MemoryCluster implements Cluster {
   }
 
   async subscribed(): Promise<void> {}
+
+  deliveryEpoch(): number {
+    return 0
+  }
 
   async acquire(name: string, ttlMs: number): Promise<boolean> {
     const key = `lock:${name}`

@@ -33,6 +33,8 @@ export interface CachedResponse {
 /** What {@link ResponseCache.lookup} found. */
 export interface CacheLookup {
   readonly key: string
+  /** The local copy's view of the tags when the lookup began (see {@link ResponseCache.local}). */
+  readonly seen: LocalSnapshot
   /** The tag versions read with the entry: stored with a new entry. */
   readonly versions: string
   readonly entry: CachedResponse | null
@@ -103,6 +105,57 @@ const PARSED_MEMO_SIZE = 1000
 const MAX_MEMO_VARIABLES_CHARS = 512
 const MAX_MEMO_ENTRY_CHARS = 65_536
 
+/**
+ * The channel on which an instance tells the others which tags a mutation invalidated (a JSON array
+ * of tags; anything else clears every local copy), published after the counters were bumped.
+ */
+export const INVALIDATION_CHANNEL = 'cache-invalidated'
+
+/** Options of the in-process copy of {@link ResponseCache} (README "Caching", `pubsub.localCache*`). */
+export interface LocalCacheOptions {
+  /** Most bytes the copy holds (bodies, keys, ETags and a fixed 200 per entry); 0 turns it off. */
+  maxBytes: number
+  /** Longest time (ms) an entry is served from the copy without reading the shared store again. */
+  recheckMs: number
+}
+
+/** Default {@link LocalCacheOptions} (`pubsub.localCacheBytes`, `pubsub.localCacheRecheckMs`). */
+export const DEFAULT_LOCAL_CACHE: LocalCacheOptions = { maxBytes: 16 * 1024 * 1024, recheckMs: 1000 }
+
+/** A fresh cached answer kept in the process, ready to send (see {@link ResponseCache.local}). */
+export interface LocalEntry {
+  /** The body as sent (UTF-8). */
+  readonly body: Buffer
+  readonly etag: string
+  /** When the query ran (ms since the epoch). */
+  readonly storedAt: number
+  /** The end of its freshness (`storedAt + maxAge`): from then on the shared store decides (stale or miss). */
+  readonly freshUntil: number
+  /** When the shared store last confirmed it (ms since the epoch). */
+  readonly confirmedAt: number
+  /** Bytes counted against {@link LocalCacheOptions.maxBytes}. */
+  readonly bytes: number
+  readonly snapshot: LocalSnapshot
+}
+
+/** The local invalidation state of some tags at one moment: an entry stays valid while it is unchanged. */
+export interface LocalSnapshot {
+  readonly tags: readonly string[]
+  readonly epochs: readonly number[]
+  /** {@link Cluster.deliveryEpoch} then (-1: invalidations were not being received). */
+  readonly delivery: number
+  /** The instance's count of invalidations then (a shortcut: unchanged means every tag is unchanged). */
+  invalidations: number
+}
+
+/** The response caches of this process per cluster: an invalidation reaches their local copies at once. */
+const localCaches = new WeakMap<Cluster, Set<ResponseCache>>()
+
+/** A local entry is at most this large (bytes of body): a bigger answer is only in the shared store. */
+const MAX_LOCAL_ENTRY_BYTES = 1024 * 1024
+/** Bytes counted per local entry beside its body, key and ETag (the objects and the map slot). */
+const LOCAL_ENTRY_OVERHEAD = 200
+
 /** The shared cache of one app. Every method catches cluster errors: a cache that is down is a miss. */
 export class ResponseCache {
   /**
@@ -120,7 +173,137 @@ export class ResponseCache {
    */
   private readonly anonymousKeys = new Map<string, Map<string, string>>()
 
-  constructor(private readonly cluster: Cluster, private readonly onError: (err: unknown) => void = () => undefined) {}
+  /**
+   * The in-process copy: fresh entries by key, in least recently stored order, ready to send without
+   * a round trip (README "Caching"). An entry is served from here only while (1) it is fresh, (2) the
+   * shared store confirmed it less than `recheckMs` ago, (3) no invalidation of one of its tags was
+   * seen since (a local mutation bumps the tags before and after its counters are incremented; another
+   * instance's arrives on {@link INVALIDATION_CHANNEL}), and (4) this instance has been receiving
+   * invalidations without a break since (the {@link Cluster.deliveryEpoch} is the same).
+   */
+  private readonly localEntries = new Map<string, LocalEntry>()
+  private localBytesHeld = 0
+  /** Local invalidation count per tag (never decreases while the app runs). */
+  private readonly tagEpochs = new Map<string, number>()
+  private invalidations = 0
+  /** Whether the invalidation channel's subscription is confirmed (memory: at once). */
+  private listening = false
+  private readonly stopListening: (() => void) | undefined
+  readonly localOptions: LocalCacheOptions
+  /** Hits answered from the local copy before the HTTP framework saw the request (http/operations-routes.ts): a count for tests and diagnostics. */
+  earlyAnswers = 0
+
+  constructor(private readonly cluster: Cluster, private readonly onError: (err: unknown) => void = () => undefined, local: LocalCacheOptions = DEFAULT_LOCAL_CACHE) {
+    this.localOptions = local
+    if (local.maxBytes <= 0) return
+    let set = localCaches.get(cluster)
+    if (!set) localCaches.set(cluster, (set = new Set()))
+    set.add(this)
+    if (cluster.kind === 'memory') {
+      this.listening = true
+      return
+    }
+    this.stopListening = cluster.subscribe(INVALIDATION_CHANNEL, (message) => this.invalidated(message))
+    void cluster.subscribed(INVALIDATION_CHANNEL).then(() => (this.listening = true))
+  }
+
+  /** Bytes and entries held by the in-process copy. */
+  get localSize(): { bytes: number; entries: number } {
+    return { bytes: this.localBytesHeld, entries: this.localEntries.size }
+  }
+
+  /** Stops receiving invalidations and drops the in-process copy (the app closes). */
+  close(): void {
+    this.stopListening?.()
+    localCaches.get(this.cluster)?.delete(this)
+    this.localEntries.clear()
+    this.localBytesHeld = 0
+    this.listening = false
+  }
+
+  /** A message of {@link INVALIDATION_CHANNEL}: the tags to bump, or (anything but an array of strings) all. */
+  private invalidated(message: string): void {
+    let tags: unknown
+    try {
+      tags = JSON.parse(message)
+    } catch {
+      tags = null
+    }
+    if (Array.isArray(tags) && tags.every((t) => typeof t === 'string')) this.bump(tags as string[])
+    else this.clearLocal()
+  }
+
+  /** Records an invalidation of `tags`: local entries that read one of them are no longer served. */
+  bump(tags: readonly string[]): void {
+    for (const t of tags) this.tagEpochs.set(t, (this.tagEpochs.get(t) ?? 0) + 1)
+    this.invalidations++
+  }
+
+  /** Drops every local entry. */
+  clearLocal(): void {
+    this.localEntries.clear()
+    this.localBytesHeld = 0
+    this.invalidations++
+  }
+
+  /** The local state of `tags` now, taken before the shared store is read. */
+  private snapshot(tags: readonly string[]): LocalSnapshot {
+    const epochs: number[] = []
+    for (const t of tags) epochs.push(this.tagEpochs.get(t) ?? 0)
+    return { tags, epochs, delivery: this.listening ? this.cluster.deliveryEpoch() : -1, invalidations: this.invalidations }
+  }
+
+  /** Whether nothing `snap` depends on changed since it was taken. */
+  private unchanged(snap: LocalSnapshot): boolean {
+    if (snap.delivery < 0 || snap.delivery !== this.cluster.deliveryEpoch()) return false
+    if (snap.invalidations === this.invalidations) return true
+    for (let i = 0; i < snap.tags.length; i++) if ((this.tagEpochs.get(snap.tags[i]!) ?? 0) !== snap.epochs[i]) return false
+    snap.invalidations = this.invalidations
+    return true
+  }
+
+  /**
+   * The local copy of a fresh entry under `key` (from {@link keyFor}), when it may be served without
+   * reading the shared store (see {@link localEntries}); undefined otherwise (then {@link lookup}).
+   */
+  local(key: string, now: number): LocalEntry | undefined {
+    const e = this.localEntries.get(key)
+    if (e === undefined) return undefined
+    if (now < e.freshUntil && now - e.confirmedAt < this.localOptions.recheckMs && this.unchanged(e.snapshot)) return e
+    this.localEntries.delete(key)
+    this.localBytesHeld -= e.bytes
+    return undefined
+  }
+
+  /** Keeps a fresh entry confirmed by the shared store in the local copy, unless something changed since `snap`. */
+  private keepLocal(key: string, entry: CachedResponse, policy: CachePolicy, snap: LocalSnapshot): void {
+    if (this.localOptions.maxBytes <= 0 || !this.unchanged(snap)) return
+    const freshUntil = entry.storedAt + policy.maxAge * 1000
+    const now = Date.now()
+    if (freshUntil <= now || entry.body.length > MAX_LOCAL_ENTRY_BYTES) return
+    const old = this.localEntries.get(key)
+    // A recheck of the same stored answer keeps its bytes.
+    const body = old && old.storedAt === entry.storedAt && old.etag === entry.etag ? old.body : Buffer.from(entry.body)
+    const bytes = body.length + key.length + entry.etag.length + LOCAL_ENTRY_OVERHEAD
+    if (bytes > this.localOptions.maxBytes) return
+    if (old) {
+      this.localEntries.delete(key)
+      this.localBytesHeld -= old.bytes
+    }
+    // The oldest stored go first.
+    for (const [k, e] of this.localEntries) {
+      if (this.localBytesHeld + bytes <= this.localOptions.maxBytes) break
+      this.localEntries.delete(k)
+      this.localBytesHeld -= e.bytes
+    }
+    this.localEntries.set(key, { body, etag: entry.etag, storedAt: entry.storedAt, freshUntil, confirmedAt: now, bytes, snapshot: snap })
+    this.localBytesHeld += bytes
+  }
+
+  /** The key of (operation text, variables) for a request without `Authorization` and `Cookie`. */
+  keyFor(text: string, variables: unknown): string {
+    return this.keyOf(text, variables, NO_HEADERS)
+  }
 
   /** `cache:<sha256 (base64url) of text \0 variables (keys sorted) \0 Authorization \0 Cookie>`. */
   private keyOf(text: string, variables: unknown, headers: IncomingHttpHeaders): string {
@@ -151,6 +334,7 @@ export class ResponseCache {
    */
   async lookup(text: string, variables: unknown, headers: IncomingHttpHeaders, tags: readonly string[], policy: CachePolicy): Promise<CacheLookup | null> {
     const key = this.keyOf(text, variables, headers)
+    const seen = this.snapshot(tags)
     const keys = [`kv:${key}`]
     for (const t of tags) keys.push(`counter:tag:${t}`)
     let values: (string | null)[]
@@ -179,21 +363,26 @@ export class ResponseCache {
         }
       }
     }
-    if (!entry || entry.versions !== versions) return { key, versions, entry: null, state: 'miss' }
+    if (!entry || entry.versions !== versions) return { key, seen, versions, entry: null, state: 'miss' }
     const age = Date.now() - entry.storedAt
     const state = age < policy.maxAge * 1000 ? 'fresh' : age < (policy.maxAge + (policy.staleWhileRevalidate ?? 0)) * 1000 ? 'stale' : 'miss'
-    return { key, versions, entry: state === 'miss' ? null : entry, state }
+    if (state === 'fresh') this.keepLocal(key, entry, policy, seen)
+    return { key, seen, versions, entry: state === 'miss' ? null : entry, state }
   }
 
   /** Stores a body under a lookup's key with the versions read before its query ran. Never throws. */
   async store(lookup: CacheLookup, body: string, etag: string, policy: CachePolicy): Promise<void> {
     const ttlMs = (policy.maxAge + (policy.staleWhileRevalidate ?? 0)) * 1000
     if (ttlMs <= 0) return
+    const entry = { body, etag, storedAt: Date.now(), versions: lookup.versions }
     try {
-      await this.cluster.set(lookup.key, JSON.stringify({ body, etag, storedAt: Date.now(), versions: lookup.versions }), ttlMs)
+      await this.cluster.set(lookup.key, JSON.stringify(entry), ttlMs)
     } catch (err) {
       this.onError(err)
+      return
     }
+    // The versions were read before the query ran: an invalidation since then keeps it out of the copy.
+    this.keepLocal(lookup.key, entry, policy, lookup.seen)
   }
 
   /**
@@ -228,8 +417,20 @@ export class ResponseCache {
  * @throws when the cluster does not answer.
  */
 export async function invalidateTags(cluster: Cluster, tags: readonly string[]): Promise<void> {
-  await cluster.incrAll(tags.map((t) => `tag:${t}`))
+  const locals = localCaches.get(cluster)
+  // The local copies stop serving these tags now, and again once the counters moved: an entry whose
+  // store read raced the increments is not kept.
+  if (locals) for (const c of locals) c.bump(tags)
+  try {
+    await cluster.incrAll(tags.map((t) => `tag:${t}`))
+  } finally {
+    if (locals) for (const c of locals) c.bump(tags)
+  }
+  // The other instances' copies: sent once the counters moved (a copy that misses it rechecks within recheckMs).
+  if (cluster.kind !== 'memory' && tags.length) await cluster.publish(INVALIDATION_CHANNEL, JSON.stringify(tags))
 }
+
+const NO_HEADERS: IncomingHttpHeaders = {}
 
 /** JSON with object keys sorted, so `{a,b}` and `{b,a}` share an entry. */
 export function stableJson(value: unknown): string {

@@ -268,6 +268,18 @@ export interface TributaryConfigInput {
     commandTimeoutMs?: number
     /** Most cached responses kept in memory when there is no Redis (the oldest go first). Default 10000. */
     maxCacheEntries?: number
+    /**
+     * Bytes of fresh cached responses each instance keeps in its own memory, ready to send, beside
+     * the shared store (README "Caching"): a hit served from there needs no Redis round trip. The
+     * oldest stored go first; 0 turns the copy (and the early answer of hits) off. Default 16 MiB.
+     */
+    localCacheBytes?: number
+    /**
+     * Longest time (ms) an instance serves an entry from its own copy without reading the shared
+     * store again: the staleness bound when an invalidation message from another instance is lost.
+     * Default 1000.
+     */
+    localCacheRecheckMs?: number
   }
   graphql?: {
     /** Serve introspection. Default: true in development, false in production. */
@@ -554,6 +566,8 @@ export function resolveConfig(input: unknown, env: NodeJS.ProcessEnv = process.e
       lockTtlMs: c.pubsub?.lockTtlMs ?? 2000,
       commandTimeoutMs: c.pubsub?.commandTimeoutMs ?? 500,
       maxCacheEntries: c.pubsub?.maxCacheEntries ?? 10_000,
+      localCacheBytes: c.pubsub?.localCacheBytes ?? 16 * 1024 * 1024,
+      localCacheRecheckMs: c.pubsub?.localCacheRecheckMs ?? 1000,
     },
     graphql: {
       introspection: c.graphql?.introspection ?? dev,

@@ -323,6 +323,8 @@ const configSchema = {
         lockTtlMs: { type: 'integer', minimum: 100, maximum: 600000 },
         commandTimeoutMs: { type: 'integer', minimum: 1, maximum: 60000 },
         maxCacheEntries: { type: 'integer', minimum: 0 },
+        localCacheBytes: { type: 'integer', minimum: 0, maximum: 4294967296 },
+        localCacheRecheckMs: { type: 'integer', minimum: 0, maximum: 3600000 },
       },
     },
     graphql: {

@@ -5,6 +5,7 @@
  * serialised by fast-json-stringify from the operation's response schema.
  */
 import { hash } from 'node:crypto'
+import type { IncomingMessage, ServerResponse } from 'node:http'
 import { limitResponse } from './response-limit.js'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { GraphQLError, type GraphQLFormattedError } from 'graphql'
@@ -21,7 +22,7 @@ import { SharedEventStreams, type EventStreamMember, type EventStreamSource } fr
 import { sharingKey } from './shared-subscriptions.js'
 import { resultBudget } from '../result-budget.js'
 import { ResponseCache, operationTags, type CacheLookup, type CachePolicy } from '../cluster/response-cache.js'
-import { activity, observeOperation } from '../observability/probes.js'
+import { activity, observeOperation, observers } from '../observability/probes.js'
 import { hookFailure, runHook, type OperationHookArgs, type OperationHooks, type OperationPostHookArgs, type OperationResponse, type ResolvedHooks } from '../hooks/index.js'
 
 type Query = Record<string, string | string[] | undefined>
@@ -30,6 +31,8 @@ declare module 'fastify' {
   interface FastifyInstance {
     /** The live-query pollers of `/operations/*?live=true`: `size` is the number running (one per operation + variables + credentials). */
     livePollers: LivePollers
+    /** The shared response cache of `# @cache` queries (its in-process copy: `localSize`). */
+    responseCache: ResponseCache
   }
 }
 
@@ -454,10 +457,14 @@ function toGraphQLError(err: unknown): GraphQLError {
 export function registerOperationRoutes(app: FastifyInstance, holder: GatewayHolder): void {
   const live = new LivePollers(holder)
   app.decorate('livePollers', live)
+  const { pubsub } = holder.current.config
   const cacheState: CacheState = {
-    cache: new ResponseCache(holder.cluster, (err) => app.log.warn({ err: { message: (err as Error)?.message } }, 'shared cache unavailable')),
+    cache: new ResponseCache(holder.cluster, (err) => app.log.warn({ err: { message: (err as Error)?.message } }, 'shared cache unavailable'), { maxBytes: pubsub.localCacheBytes, recheckMs: pubsub.localCacheRecheckMs }),
     tags: new WeakMap(),
   }
+  app.decorate('responseCache', cacheState.cache)
+  app.addHook('onClose', async () => cacheState.cache.close())
+  answerHitsEarly(app, holder, cacheState)
   // Event streams are long-lived: end them before the server closes, or `close()` would wait for them.
   const open = new Set<SseStream>()
   const sharedStreams = new SharedEventStreams()
@@ -559,6 +566,146 @@ export function registerOperationRoutes(app: FastifyInstance, holder: GatewayHol
     })
   }
 }
+
+/** What {@link answerHitsEarly} knows of one stored operation whose hits it may answer. */
+interface EarlyOperation {
+  readonly op: CompiledOperation
+  /** `Cache-Control` of an anonymous GET. */
+  readonly cacheControl: string
+  /** Cache key by raw query string (at most {@link EARLY_KEYS} of at most {@link EARLY_QUERY_CHARS} characters, then it starts again empty). */
+  readonly keys: Map<string, string>
+}
+
+const EARLY_KEYS = 1000
+const EARLY_QUERY_CHARS = 512
+/** A query string every parser reads the same way: `name=value` pairs of unreserved characters, no escapes. */
+const PLAIN_QUERY = /^(?:[A-Za-z0-9_.~-]+=[A-Za-z0-9_.~-]*(?:&[A-Za-z0-9_.~-]+=[A-Za-z0-9_.~-]*)*)?$/
+const PLAIN_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/
+
+/**
+ * Answers a fresh hit of a `# @cache` stored query from the in-process copy of the response cache
+ * before fastify sees the request (README "Caching", docs/architecture.md §10): `GET
+ * /operations/<Name>?<plain query>` without credentials, body, `live` or `Upgrade`, of a GraphQL query with
+ * no auth directive, no injected variables and no operation hook. It sends what the route would:
+ * 200 with the stored body and ETag, `Cache-Control`, `X-Tributary-Cache: hit` and `Age` (or 304 on a
+ * matching `If-None-Match`), and counts the request in the metrics and the console as the route's
+ * hooks do. Anything else (a miss, a stale entry, a query string with escapes, credentials, an error)
+ * goes to fastify unchanged. Installed only when nothing else must see each request: no rate limit,
+ * no Host/Origin hook (`allowedHosts`, `allowedOrigins`), no tracing, and `pubsub.localCacheBytes` > 0.
+ */
+function answerHitsEarly(app: FastifyInstance, holder: GatewayHolder, state: CacheState): void {
+  const config = holder.current.config
+  if (config.pubsub.localCacheBytes <= 0 || config.server.rateLimit || config.server.allowedHosts !== null || config.server.allowedOrigins.length > 0 || config.telemetry.otlpEndpoint) return
+  const server = app.server
+  const [fastifyHandler, ...others] = server.listeners('request') as ((req: IncomingMessage, res: ServerResponse) => void)[]
+  if (!fastifyHandler || others.length) return
+  const counted = config.metrics.enabled
+  const console = config.console.enabled
+  let gateway = holder.current
+  let known = new Map<string, EarlyOperation | null>()
+  let closing = false
+  app.addHook('preClose', (done) => {
+    closing = true
+    done()
+  })
+
+  const early = (name: string): EarlyOperation | null | undefined => {
+    if (holder.current !== gateway) {
+      gateway = holder.current
+      known = new Map()
+    }
+    let e = known.get(name)
+    if (e !== undefined) return e
+    const op = gateway.operations.get(name)
+    // Only names of stored operations are remembered: the table cannot grow with the client's guesses.
+    if (!op) return undefined
+    const policy = cachePolicy(op)
+    const hooked = gateway.hooks !== null && gateway.hooks.operations.has(name)
+    e = !policy || op.internal || op.stored.auth || hooked || op.stored.language !== 'graphql' || Object.keys(op.stored.rules.inject).length
+      ? null
+      : { op, cacheControl: cacheControl(op, NO_CREDENTIALS), keys: new Map() }
+    known.set(name, e)
+    return e
+  }
+
+  const keyOf = (e: EarlyOperation, query: string): string | undefined => {
+    let key = e.keys.get(query)
+    if (key !== undefined) return key
+    if (query.length > EARLY_QUERY_CHARS || !PLAIN_QUERY.test(query)) return undefined
+    const params: Query = {}
+    if (query !== '') {
+      for (const pair of query.split('&')) {
+        const eq = pair.indexOf('=')
+        const k = pair.slice(0, eq)
+        if (k === 'live' || k === '__proto__' || Object.hasOwn(params, k)) return undefined
+        params[k] = pair.slice(eq + 1)
+      }
+    }
+    let variables: Variables
+    try {
+      variables = e.op.authorize(e.op.variablesFromQuery(params), null)
+    } catch {
+      return undefined // the route answers the error
+    }
+    key = state.cache.keyFor(e.op.stored.source, variables)
+    if (e.keys.size >= EARLY_KEYS) e.keys.clear()
+    e.keys.set(query, key)
+    return key
+  }
+
+  const answer = (req: IncomingMessage, res: ServerResponse): boolean => {
+    const url = req.url
+    if (closing || req.method !== 'GET' || url === undefined || !url.startsWith('/operations/')) return false
+    const h = req.headers
+    if (h.authorization !== undefined || h.cookie !== undefined || h.upgrade !== undefined || h['content-length'] !== undefined || h['transfer-encoding'] !== undefined) return false
+    const started = performance.now()
+    const q = url.indexOf('?', 12)
+    const name = q < 0 ? url.slice(12) : url.slice(12, q)
+    if (!PLAIN_NAME.test(name)) return false
+    const e = early(name)
+    if (!e) return false
+    // A JWT in a header the verifier reads (it may read more than Authorization) goes to the route.
+    if (gateway.jwt && (gateway.hooks?.authentication || gateway.jwt.known(h) !== null)) return false
+    const key = keyOf(e, q < 0 ? '' : url.slice(q + 1))
+    if (key === undefined) return false
+    const now = Date.now()
+    const hit = state.cache.local(key, now)
+    if (!hit) return false
+    const age = String(Math.max(0, Math.floor((now - hit.storedAt) / 1000)))
+    const inm = h['if-none-match']
+    if (inm !== undefined && etagMatches(inm, hit.etag)) {
+      res.writeHead(304, ['x-tributary-cache', 'hit', 'age', age, 'etag', hit.etag, 'cache-control', e.cacheControl])
+      res.end()
+    } else {
+      res.writeHead(200, ['x-tributary-cache', 'hit', 'age', age, 'etag', hit.etag, 'cache-control', e.cacheControl, 'content-type', 'application/json; charset=utf-8', 'content-length', String(hit.body.length)])
+      res.end(hit.body)
+    }
+    state.cache.earlyAnswers++
+    if (counted || console) {
+      const ms = performance.now() - started
+      if (counted && observers.metrics) {
+        observers.metrics.countRequest('/operations/*', 'GET', res.statusCode)
+        observers.metrics.operationSeconds(e.op.name).observe(ms / 1000)
+      }
+      if (console) observers.traffic?.operation(e.op.name, ms, false)
+    }
+    return true
+  }
+
+  server.removeListener('request', fastifyHandler)
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    let answered = false
+    try {
+      answered = answer(req, res)
+    } catch (err) {
+      app.log.error({ err }, 'answering a cached hit early failed; the route answers it')
+      answered = res.headersSent
+    }
+    if (!answered) fastifyHandler(req, res)
+  })
+}
+
+const NO_CREDENTIALS = { headers: {} } as FastifyRequest
 
 /** Path params are strings; for a JSON-body route they are coerced to their variables' JSON types. */
 function coercePathParams(op: CompiledOperation, params: Record<string, string>): Variables {
