@@ -42,8 +42,9 @@ t.test('no file refers to a path outside the repository', async (t) => {
   t.same(hits, [], 'no reference to a directory beside the repository, the old design file or its fixture directory')
 })
 
-// Paths the gateway, the build, the examples or the tests create at run time (git-ignored), which documentation may name.
-const CREATED = /^(data|dist|\.tap|generated\/sources|examples\/[\w-]+\/generated|examples\/auth\/\.keys|bench\/results)(\/|$)/
+// Paths the gateway (its compile cache in node_modules/.cache), the build, the examples or the tests create at run time
+// (git-ignored), which documentation may name.
+const CREATED = /^(data|dist|node_modules\/\.cache|\.tap|generated\/sources|examples\/[\w-]+\/generated|examples\/auth\/\.keys|bench\/results)(\/|$)/
 const TOP = new Set(readdirSync(repoRoot))
 // Paths `tributary init` writes into a user's project (documented in the README, named in gateway/scaffold.ts).
 const scaffold = existsSync(join(repoRoot, 'gateway/scaffold.ts')) ? readFileSync(join(repoRoot, 'gateway/scaffold.ts'), 'utf8') : ''
