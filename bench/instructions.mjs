@@ -7,7 +7,7 @@
  *
  *   node bench/instructions.mjs [--requests 2000] [--warmup 3000] [--concurrency 10]
  *                               [--modes development,production] [--targets baseline,rest,graphql,cache]
- *                               [--record] [--json <file>]
+ *                               [--record] [--json <file>] [--keep]
  *
  * Each server runs under `valgrind --tool=callgrind --instr-atstart=no` (instrumentation off while it
  * starts and warms up): the gateway as `npm start` starts it (bench/lib/processes.mjs: START_NODE_FLAGS,
@@ -25,6 +25,9 @@
  * (every request after the first a hit; the gateway then runs on bench/cache-scenario.mjs's config) — each beside `baseline` GET /todo?id=1. The difference to the baseline is also shown in
  * µs at the calibration the machine's `rest` run gives (CPU µs per request ÷ instructions per request
  * of the baseline, when bench/run.mjs has recorded one in bench/recorded.json).
+ *
+ * `--keep` leaves the work directory (its callgrind dumps: `callgrind_annotate` gives the instructions
+ * per function of each counted window) and prints its path.
  *
  * `--record` writes the figures into bench/recorded.json (`instructions`), and every run compares
  * with the recorded ones: a figure more than 10 % above its recorded value is flagged (exit code 2).
@@ -181,7 +184,8 @@ try {
     }
   }
 } finally {
-  rmSync(work, { recursive: true, force: true })
+  if (argv.includes('--keep')) say(`callgrind dumps kept in ${work} (callgrind_annotate --inclusive=yes <dump>)`)
+  else rmSync(work, { recursive: true, force: true })
 }
 
 if (figures.baseline) {
