@@ -46,7 +46,7 @@ import { isOwnOrigin } from './origin.js'
 import { sendError } from './format-error.js'
 import { observers } from '../observability/probes.js'
 import { TrafficRecorder } from '../observability/traffic.js'
-import { routeConfig, routePattern } from '../observability/route-info.js'
+import { routePattern } from '../observability/route-info.js'
 import { PLAYGROUND_ASSETS_PREFIX, playgroundQuery, renderPlaygroundHtml } from './playground.js'
 
 /** Where the console is served. */
@@ -482,9 +482,6 @@ type Marked = { [kFailed]?: boolean }
 /** The operation label of a request: a stored operation's name, a `/graphql` operation's name, or `METHOD /route`. */
 function operationLabel(request: FastifyRequest, route: string): string {
   if (route === '/operations/*') {
-    // A stored operation's own route names it in its config; the wildcard route, in its path.
-    const own = routeConfig(request).operation
-    if (own !== undefined) return own
     const name = (request.params as { '*': string })['*']
     return name.endsWith('/') ? name.replace(/\/+$/, '') : name
   }

@@ -12,14 +12,6 @@ import type { FastifyRequest } from 'fastify'
 export interface RouteConfig {
   /** The route's URL pattern, as registered (undefined for the not-found handler). */
   readonly url?: string
-  /**
-   * The pattern to report instead of `url` (metric label, span name, console): a stored operation's
-   * own route (`/operations/<Name>`) reports `/operations/*`, as the wildcard route that serves the
-   * operations added since start-up does, so labels stay one per route kind.
-   */
-  readonly routeLabel?: string
-  /** The stored operation a per-operation route serves (its name, path segments included). */
-  readonly operation?: string
 }
 
 /** fastify's route-context symbol (`Symbol('fastify.context')`, lib/symbols.js), or undefined if this fastify has none. */
@@ -35,16 +27,15 @@ const kRouteContext: symbol | undefined = (() => {
 const NONE: RouteConfig = Object.freeze({})
 
 /** The `config` of the route `request` matched ({@link RouteConfig}); `{}` when there is none. */
-export function routeConfig(request: FastifyRequest): RouteConfig {
+function routeConfig(request: FastifyRequest): RouteConfig {
   if (kRouteContext !== undefined) {
     const context = (request as unknown as Record<symbol, { config?: RouteConfig } | undefined>)[kRouteContext]
     if (context) return context.config ?? NONE
   }
-  return (request.routeOptions.config as RouteConfig | undefined) ?? { url: request.routeOptions.url }
+  return { url: request.routeOptions.url }
 }
 
-/** The route pattern to report for `request` ({@link RouteConfig.routeLabel}, else its URL pattern); undefined when no route matched. */
+/** The URL pattern of the route `request` matched (`/operations/*`, `/graphql`...); undefined when none did (a 404). */
 export function routePattern(request: FastifyRequest): string | undefined {
-  const config = routeConfig(request)
-  return config.routeLabel ?? config.url
+  return routeConfig(request).url
 }
