@@ -7,7 +7,7 @@
  *
  *   node bench/instructions.mjs [--requests 2000] [--warmup 3000] [--concurrency 10]
  *                               [--modes development,production] [--targets baseline,rest,graphql,cache]
- *                               [--record] [--json <file>]
+ *                               [--record] [--json <file>] [--keep]
  *
  * Each server runs under `valgrind --tool=callgrind --instr-atstart=no` (instrumentation off while it
  * starts and warms up): the gateway as `npm start` starts it (bench/lib/processes.mjs: START_NODE_FLAGS,
@@ -19,12 +19,20 @@
  * (HTTP/1.1 keep-alive, undici Pool, from this process), a dump; idle windows of 2 s before and after.
  * Instructions per request = (Ir of the load − idle Ir for as long) ÷ requests: every thread of the
  * server process (V8's compiler and GC helper threads too), not the role service or the client.
+ * callgrind runs with `--separate-threads=yes`, so the **main thread**'s share (the JS thread: the
+ * request's own work, scavenges and the main-thread steps of compilation) is printed beside it: the
+ * helper threads' work (concurrent TurboFan compilation, concurrent marking of a major GC) comes in
+ * bursts of 50–200 k instructions per request over a counted window, which is most of the run-to-run
+ * spread of the total.
  *
  * Targets: `rest` GET /operations/TodoById?id=1, `graphql` POST /graphql with the stored TodoById
  * document and `{id: 1}`, `cache` GET /operations/TodoByIdCached, a `# @cache` copy of TodoById
  * (every request after the first a hit; the gateway then runs on bench/cache-scenario.mjs's config) — each beside `baseline` GET /todo?id=1. The difference to the baseline is also shown in
  * µs at the calibration the machine's `rest` run gives (CPU µs per request ÷ instructions per request
  * of the baseline, when bench/run.mjs has recorded one in bench/recorded.json).
+ *
+ * `--keep` leaves the work directory (its callgrind dumps: `callgrind_annotate` gives the instructions
+ * per function of each counted window) and prints its path.
  *
  * `--record` writes the figures into bench/recorded.json (`instructions`), and every run compares
  * with the recorded ones: a figure more than 10 % above its recorded value is flagged (exit code 2).
@@ -64,7 +72,9 @@ const todoSource = readFileSync(join(root, 'operations/TodoById.graphql'), 'utf8
  * which callgrind_control must be run with to find them.
  */
 const vgdbPrefix = `--vgdb-prefix=${work}/vgdb`
-const wrap = ['valgrind', '--tool=callgrind', '--instr-atstart=no', vgdbPrefix, `--callgrind-out-file=${work}/callgrind.%p`]
+// One dump file per thread (`callgrind.<pid>.<part>-<thread>`, thread 01 the main one): the JS thread's
+// count is read apart from V8's compiler and GC helper threads, whose work comes in bursts.
+const wrap = ['valgrind', '--tool=callgrind', '--instr-atstart=no', '--separate-threads=yes', vgdbPrefix, `--callgrind-out-file=${work}/callgrind.%p`]
 
 const hosts = new Map()
 function control(pid, ...args) {
@@ -75,19 +85,37 @@ function control(pid, ...args) {
   if (!/OK\./.test(out)) throw new Error(`callgrind_control ${args.join(' ')} ${pid}: ${out}`)
 }
 
-/** Asks `pid` for a dump and returns its total Ir (the `totals:` line), once callgrind has written it. */
+/** Dumps taken so far, by pid (callgrind numbers them from 1). */
+const parts = new Map()
+
+/**
+ * Asks `pid` for a dump and returns its Ir once callgrind has written it: `all` (every thread: the
+ * sum of the per-thread files' `totals:` lines) and `main` (thread 01, the JS thread).
+ */
 async function dumpIr(pid) {
-  const dumps = () => readdirSync(work).filter((f) => f.startsWith(`callgrind.${pid}.`))
-  const before = dumps().length
+  const part = (parts.get(pid) ?? 0) + 1
+  parts.set(pid, part)
+  const prefix = `callgrind.${pid}.${part}-`
   control(pid, '-d')
-  for (let waited = 0; waited < 120_000; waited += 100) {
-    const files = dumps()
-    if (files.length > before) {
-      const last = files.sort((a, b) => Number(a.split('.').pop()) - Number(b.split('.').pop())).at(-1)
-      const m = /^totals:\s+(\d+)/m.exec(readFileSync(join(work, last), 'utf8'))
-      if (m) return Number(m[1])
+  let seen = -1
+  for (let waited = 0; waited < 120_000; waited += 200) {
+    await new Promise((ok) => setTimeout(ok, 200))
+    const files = readdirSync(work).filter((f) => f.startsWith(prefix))
+    const totals = files.map((f) => /^totals:\s+(\d+)/m.exec(readFileSync(join(work, f), 'utf8')))
+    if (files.length === 0 || totals.some((m) => !m)) continue
+    // Every thread's file written: the same count twice in a row.
+    if (files.length !== seen) {
+      seen = files.length
+      continue
     }
-    await new Promise((ok) => setTimeout(ok, 100))
+    let all = 0
+    let main = 0
+    files.forEach((f, i) => {
+      const n = Number(totals[i][1])
+      all += n
+      if (f === `${prefix}01`) main = n
+    })
+    return { all, main }
   }
   throw new Error(`callgrind wrote no dump for pid ${pid} within 120 s`)
 }
@@ -112,7 +140,7 @@ async function drive(url, init, n) {
   }
 }
 
-/** Ir of `pid` over `ms` of idle time (counters zeroed first). */
+/** Ir of `pid` over `ms` of idle time (counters zeroed first): `{ all, main }` as {@link dumpIr}. */
 async function idleIr(pid, ms) {
   control(pid, '-z')
   await new Promise((ok) => setTimeout(ok, ms))
@@ -123,7 +151,8 @@ async function idleIr(pid, ms) {
  * Instructions per request of `url` on the server `pid` (see the module comment). The idle rate
  * (timers, the metrics' collectors) is measured over 2 s before and 2 s after the load, and the lower
  * of the two is charged to the load's wall time: right after a load V8's memory reducer may run a
- * full collection, which an idle window must not count twice.
+ * full collection, which an idle window must not count twice. Returns `{ all, main }`: every thread,
+ * and the main (JS) thread alone.
  */
 async function measure(label, pid, url, init = {}) {
   await drive(url, init, warmup)
@@ -134,13 +163,18 @@ async function measure(label, pid, url, init = {}) {
   const t0 = Date.now()
   await drive(url, init, requests)
   const wallMs = Date.now() - t0
-  const loadIr = await dumpIr(pid)
+  const load = await dumpIr(pid)
   const idleAfter = await idleIr(pid, 2000)
   control(pid, '-i', 'off')
-  const idle = Math.round((Math.min(idleBefore, idleAfter) * wallMs) / 2000)
-  const perRequest = Math.round((loadIr - idle) / requests)
-  say(`  ${label.padEnd(44)} ${perRequest.toLocaleString('en-US').padStart(9)} instructions/request  (load ${loadIr.toLocaleString('en-US')} over ${wallMs} ms, idle ${idle.toLocaleString('en-US')}: 2 s windows ${idleBefore.toLocaleString('en-US')} / ${idleAfter.toLocaleString('en-US')})`)
-  return perRequest
+  const perRequest = (which) => {
+    const idle = Math.round((Math.min(idleBefore[which], idleAfter[which]) * wallMs) / 2000)
+    return { value: Math.round((load[which] - idle) / requests), idle }
+  }
+  const all = perRequest('all')
+  const main = perRequest('main')
+  const fmt = (n) => n.toLocaleString('en-US')
+  say(`  ${label.padEnd(44)} ${fmt(all.value).padStart(9)} instructions/request, main thread ${fmt(main.value).padStart(9)}  (load ${fmt(load.all)} over ${wallMs} ms, idle ${fmt(all.idle)}: 2 s windows ${fmt(idleBefore.all)} / ${fmt(idleAfter.all)})`)
+  return { all: all.value, main: main.value }
 }
 
 const cacheOperation = CACHED_OPERATION
@@ -148,13 +182,15 @@ const cacheOperation = CACHED_OPERATION
 const db = join(work, 'todo.sqlite')
 await copySqlite(join(root, 'data/todo.sqlite'), db)
 const figures = {}
+/** The main (JS) thread's instructions per request, by the same keys as `figures`. */
+const mainThread = {}
 say(`instructions per request (callgrind), ${requests} requests after ${warmup} warm-up, ${concurrency} in flight; load ${loadavg().map((l) => l.toFixed(2)).join(' ')}, ${cpus().length} × ${cpus()[0]?.model}`)
 try {
   if (targets.includes('baseline')) {
     const base = await startBaseline(['--todo-db', db], { wrap, timeoutMs: 300_000 })
     hosts.set(base.pid, process.env.HOST)
     try {
-      figures.baseline = await measure('baseline GET /todo?id=1', base.pid, `${base.url}/todo?id=1`)
+      ;({ all: figures.baseline, main: mainThread.baseline } = await measure('baseline GET /todo?id=1', base.pid, `${base.url}/todo?id=1`))
     } finally {
       await base.stop()
     }
@@ -181,29 +217,34 @@ try {
     try {
       for (const t of gwTargets) {
         const key = `${t}.${mode}`
-        if (t === 'rest') figures[key] = await measure(`${mode} GET /operations/TodoById`, gw.pid, `${gw.url}/operations/TodoById?id=1`)
+        let m
+        if (t === 'rest') m = await measure(`${mode} GET /operations/TodoById`, gw.pid, `${gw.url}/operations/TodoById?id=1`)
         if (t === 'graphql') {
           const body = JSON.stringify({ query: todoSource, variables: { id: 1 }, operationName: 'TodoById' })
-          figures[key] = await measure(`${mode} POST /graphql (TodoById)`, gw.pid, `${gw.url}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json' }, body })
+          m = await measure(`${mode} POST /graphql (TodoById)`, gw.pid, `${gw.url}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json' }, body })
         }
-        if (t === 'cache') figures[key] = await measure(`${mode} GET /operations/${cacheOperation} (hit)`, gw.pid, `${gw.url}/operations/${cacheOperation}?id=1`)
+        if (t === 'cache') m = await measure(`${mode} GET /operations/${cacheOperation} (hit)`, gw.pid, `${gw.url}/operations/${cacheOperation}?id=1`)
+        if (m) ({ all: figures[key], main: mainThread[key] } = m)
       }
     } finally {
       await gw.stop()
     }
   }
 } finally {
-  rmSync(work, { recursive: true, force: true })
+  if (argv.includes('--keep')) say(`callgrind dumps kept in ${work} (callgrind_annotate --inclusive=yes <dump>)`)
+  else rmSync(work, { recursive: true, force: true })
 }
 
 if (figures.baseline) {
   say('\nabove the baseline:')
   for (const [k, v] of Object.entries(figures)) if (k !== 'baseline') say(`  ${k.padEnd(24)} ${v >= figures.baseline ? "+" : ""}${(v - figures.baseline).toLocaleString('en-US')} instructions/request (${(v / figures.baseline).toFixed(2)}× the baseline's)`)
+  say('above the baseline, main (JS) thread only (V8\'s compiler and GC helper threads left out):')
+  for (const [k, v] of Object.entries(mainThread)) if (k !== 'baseline') say(`  ${k.padEnd(24)} ${v >= mainThread.baseline ? "+" : ""}${(v - mainThread.baseline).toLocaleString('en-US')} instructions/request (${(v / mainThread.baseline).toFixed(2)}× the baseline's)`)
 }
 const recorded = readRecorded()
 const flagged = compareWithRecorded(recorded.instructions ?? {}, figures, 'instructions/request', say)
 const jsonOut = opt('json')
-if (jsonOut) writeFileSync(jsonOut, JSON.stringify({ at: new Date().toISOString(), loadavg: loadavg(), requests, warmup, concurrency, figures }, null, 2))
+if (jsonOut) writeFileSync(jsonOut, JSON.stringify({ at: new Date().toISOString(), loadavg: loadavg(), requests, warmup, concurrency, figures, mainThread }, null, 2))
 if (argv.includes('--record')) {
   writeRecorded({ ...recorded, instructions: { ...(recorded.instructions ?? {}), ...figures }, instructionsAt: new Date().toISOString() })
   say('recorded in bench/recorded.json')

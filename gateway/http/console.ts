@@ -46,6 +46,7 @@ import { isOwnOrigin } from './origin.js'
 import { sendError } from './format-error.js'
 import { observers } from '../observability/probes.js'
 import { TrafficRecorder } from '../observability/traffic.js'
+import { routePattern } from '../observability/route-info.js'
 import { PLAYGROUND_ASSETS_PREFIX, playgroundQuery, renderPlaygroundHtml } from './playground.js'
 
 /** Where the console is served. */
@@ -502,7 +503,7 @@ function recordErrors(recorder: TrafficRecorder, gateway: Gateway, request: Fast
   }
   const errors = (parsed as { errors?: unknown } | null)?.errors
   if (!Array.isArray(errors)) return
-  const operation = operationLabel(request, request.routeOptions.url ?? '(unmatched)')
+  const operation = operationLabel(request, routePattern(request) ?? '(unmatched)')
   for (const e of errors.slice(0, 10) as { message?: unknown; path?: unknown; extensions?: { code?: unknown; errorId?: unknown } }[]) {
     recorder.error({
       time: new Date().toISOString(),
@@ -526,8 +527,8 @@ export async function registerConsole(app: FastifyInstance, holder: GatewayHolde
   const recorder = (observers.traffic ??= new TrafficRecorder())
   const lastErrors = new Map<string, ProbeRecord>()
 
-  // Both hooks run on every request: the cheap tests first, `request.routeOptions` (a getter that builds
-  // an object) once, the body scanned only for a string of at most MAX_SCANNED_BODY characters.
+  // Both hooks run on every request: the cheap tests first, the route read from its context (not
+  // `request.routeOptions`, a getter that builds an object), the body scanned only for a string of at most MAX_SCANNED_BODY characters.
   app.addHook('onSend', (request, reply, payload, done) => {
     const status = reply.statusCode
     if (status < 200 || !isTraffic(request.url)) return done(null, payload)
@@ -542,7 +543,7 @@ export async function registerConsole(app: FastifyInstance, holder: GatewayHolde
   })
   app.addHook('onResponse', (request, reply, done) => {
     if (request.headers.upgrade === undefined && isTraffic(request.url)) {
-      const route = request.routeOptions.url
+      const route = routePattern(request)
       const type = reply.getHeader('content-type')
       if (route !== undefined && !(typeof type === 'string' ? type : String(type ?? '')).startsWith('text/html')) {
         recorder.operation(operationLabel(request, route), reply.elapsedTime, (request as unknown as Marked)[kFailed] === true || reply.statusCode >= 500)

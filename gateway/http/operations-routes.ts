@@ -47,8 +47,8 @@ const NATIVE_HASH_FROM = 1024
 /**
  * A weak ETag of a body (RFC 9110 §8.8.3): `W/"<length in base 36>-<hash>"`, deterministic for a body.
  * A weak validator needs no cryptographic strength. Short bodies take cyrb53 (a public-domain 53-bit
- * string hash, in base 36), about 0.2 µs for 120 characters where a native call costs 1–2 µs under
- * load; from {@link NATIVE_HASH_FROM} units on, SHA-1 through `crypto.hash` (base64url), one native
+ * string hash, as two base-36 numbers `<31 bits>-<22 bits>`), about 0.2 µs for 120 characters where a
+ * native call costs 1–2 µs under load; from {@link NATIVE_HASH_FROM} units on, SHA-1 through `crypto.hash` (base64url), one native
  * call that beats the JS loop (7.1 µs against 10.3 µs on a 6 KB body).
  */
 export function weakEtag(body: string): string {
@@ -62,7 +62,10 @@ export function weakEtag(body: string): string {
   }
   h1 = Math.imul(h1 ^ (h1 >>> 16), 2246822507) ^ Math.imul(h2 ^ (h2 >>> 13), 3266489909)
   h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507) ^ Math.imul(h1 ^ (h1 >>> 13), 3266489909)
-  return `W/"${body.length.toString(36)}-${(4294967296 * (2097151 & h2) + (h1 >>> 0)).toString(36)}"`
+  // The 53 bits as two small integers (31 + 22 bits), each printed in base 36: V8 prints a 53-bit
+  // double in a radix through a loop of fmod calls. 7.0 k instructions per call before, 4.3 k now
+  // (bench/price-pieces.mjs etag-old, etag-new).
+  return `W/"${body.length.toString(36)}-${(h1 >>> 1).toString(36)}-${(h2 & 0x3fffff).toString(36)}"`
 }
 
 function etagMatches(header: string | undefined, etag: string): boolean {

@@ -10,6 +10,7 @@
  */
 import type { FastifyRequest } from 'fastify'
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client'
+import { routePattern } from './route-info.js'
 import { activity, eventBacklogs, eventDeliveries, livePollerCounts, observers, pools, rejectedEvents, type MetricSet, type Observer } from './probes.js'
 
 export type { MetricSet }
@@ -218,5 +219,5 @@ export interface MetricsConfig {
 
 /** The route label of a request: the pattern fastify matched, or `(unmatched)` (404s, so that random URLs add no series). */
 export function routeLabel(request: FastifyRequest): string {
-  return request.routeOptions.url ?? '(unmatched)'
+  return routePattern(request) ?? '(unmatched)'
 }

@@ -10,6 +10,7 @@
 import { SpanKind, context, propagation, trace, type Context, type Span } from '@opentelemetry/api'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { endSpan, observers } from './probes.js'
+import { routePattern } from './route-info.js'
 import { importOptional } from '../optional-package.js'
 
 /** The resolved `telemetry` section of the config. */
@@ -118,7 +119,7 @@ export async function registerTracing(app: FastifyInstance, config: TelemetryCon
   app.addHook('onRequest', (request: FastifyRequest, _reply, done) => {
     if (untraced(request.url, config)) return done()
     const parent = propagation.extract(context.active(), request.headers)
-    const route = request.routeOptions.url ?? '(unmatched)'
+    const route = routePattern(request) ?? '(unmatched)'
     const span = tracer.startSpan(`${request.method} ${route}`, {
       kind: SpanKind.SERVER,
       attributes: { 'http.request.method': request.method, 'http.route': route, 'url.path': request.url.split('?')[0]!, 'tributary.request_id': request.id },
