@@ -105,6 +105,11 @@ function pick(m: Model, row: Record<string, unknown>): Record<string, unknown> {
   return out
 }
 
+/** How long (seconds) the visibility check of a binlog transaction waits for a row lock held by another transaction. */
+const VISIBILITY_LOCK_WAIT_S = 5
+/** Keys per locking read of the visibility check. */
+const VISIBILITY_KEYS_PER_READ = 500
+
 /** How long the first connection may take before the start fails, in milliseconds. */
 const FIRST_CONNECT_TIMEOUT_MS = 10_000
 
@@ -159,6 +164,54 @@ export async function startBinlog(o: BinlogOptions): Promise<EngineReader> {
     return out
   }
 
+  /** Row changes of the transaction being read, handed on at its end (XID or COMMIT). */
+  let pending: RowChange[] = []
+  /** The hand-overs in binlog order: a transaction's changes are published after the previous one's. */
+  let handing: Promise<void> = Promise.resolve()
+  let lockReadWarned = false
+
+  /**
+   * Resolves once the changes of a transaction read from the binlog are visible to other sessions.
+   * The server writes a transaction to the binlog before InnoDB commits it: a subscription that
+   * re-read a key at once could read the row as it was before (an UPDATE seen with its old values).
+   * A locking read of the changed keys (`LOCK IN SHARE MODE`, autocommit) waits for the writer's
+   * row locks, which InnoDB releases once the commit is visible; a lock held past
+   * {@link VISIBILITY_LOCK_WAIT_S} seconds (another transaction on the same rows) or a refused locking
+   * read is logged and the changes are handed on anyway.
+   */
+  const visible = async (batch: readonly RowChange[]): Promise<void> => {
+    const byTable = new Map<string, Record<string, unknown>[]>()
+    for (const c of batch) {
+      let keys = byTable.get(c.table)
+      if (!keys) byTable.set(c.table, (keys = []))
+      keys.push(c.key)
+      if (c.oldKey) keys.push(c.oldKey)
+    }
+    try {
+      await o.knex.transaction(async (trx) => {
+        await trx.raw(`SET SESSION innodb_lock_wait_timeout = ${VISIBILITY_LOCK_WAIT_S}`)
+        try {
+          for (const [table, keys] of byTable) {
+            const m = models.get(table)!
+            const cols = m.primaryKey.map((f) => m.fieldMap.get(f)!.column)
+            for (let i = 0; i < keys.length; i += VISIBILITY_KEYS_PER_READ) {
+              const chunk = keys.slice(i, i + VISIBILITY_KEYS_PER_READ)
+              const tuple = `(${cols.map(() => '?').join(', ')})`
+              const sql = `SELECT 1 FROM ${o.d.q(table)} WHERE (${cols.map((c) => o.d.q(c)).join(', ')}) IN (${chunk.map(() => tuple).join(', ')}) LOCK IN SHARE MODE`
+              await trx.raw(sql, chunk.flatMap((k) => cols.map((c) => k[c] as never)))
+            }
+          }
+        } finally {
+          await trx.raw('SET SESSION innodb_lock_wait_timeout = @@GLOBAL.innodb_lock_wait_timeout')
+        }
+      })
+    } catch (err) {
+      if (closed) return
+      if (!lockReadWarned) o.warn('database changes: could not wait for a binlog transaction to be visible; its changes are handed on at once (a subscription may read the rows as they were)', { err: (err as Error).message })
+      lockReadWarned = true
+    }
+  }
+
   const schedule = (): void => {
     if (closed || timer) return
     timer = setTimeout(() => {
@@ -182,15 +235,24 @@ export async function startBinlog(o: BinlogOptions): Promise<EngineReader> {
       remember()
       first?.resolve()
     })
+    // A transaction cut by a lost connection is read again whole from the remembered position.
+    pending = []
     zj.on('binlog', (e) => {
       if (z !== zj || closed) return
       const name = e.getEventName()
       if (name === 'writerows' || name === 'updaterows' || name === 'deleterows') {
         problem = null
-        const changes = toChanges(e)
-        if (changes.length) o.feed.publish(changes)
+        pending.push(...toChanges(e))
       } else if (name === 'xid' || name === 'query' || name === 'rotate') {
         remember()
+        // XID ends a transaction of a transactional engine, a COMMIT query one of another.
+        if (name !== 'rotate' && pending.length) {
+          const batch = pending
+          pending = []
+          handing = handing.then(() => visible(batch)).then(() => {
+            if (!closed) o.feed.publish(batch)
+          })
+        }
       }
     })
     zj.on('error', (err) => {
