@@ -249,9 +249,13 @@ export async function startBinlog(o: BinlogOptions): Promise<EngineReader> {
         if (name !== 'rotate' && pending.length) {
           const batch = pending
           pending = []
-          handing = handing.then(() => visible(batch)).then(() => {
-            if (!closed) o.feed.publish(batch)
-          })
+          // The chain never rejects: a failed hand-over is logged and the next transaction's goes on.
+          handing = handing
+            .then(() => visible(batch))
+            .then(() => {
+              if (!closed) o.feed.publish(batch)
+            })
+            .catch((err: unknown) => o.warn('database changes: a binlog transaction could not be handed on', { err: (err as Error)?.message }))
         }
       }
     })
