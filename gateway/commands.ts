@@ -23,6 +23,7 @@ import { pino, type Logger } from 'pino'
 import { isUnionType } from 'graphql'
 import { configPathFrom, loadConfigFile, projectRoot } from './config/load.js'
 import { database, resolveConfig, type TributaryConfig } from './config/index.js'
+import { settingsNeedingRestart } from './config/restart-settings.js'
 import type { Gateway } from './runtime.js'
 import { traceLogMixin } from './observability/tracing.js'
 import { startServices, type RunningService } from './services.js'
@@ -208,6 +209,12 @@ async function serve(source: ConfigSource, dev: boolean): Promise<void> {
         else {
           const reused = next.sources.length - next.built.length
           process.stdout.write(`config reloaded in ${ms} ms: ${next.built.length ? next.built.map((n) => `source ${n} rebuilt`).join(', ') : 'no source rebuilt'}${reused ? `, ${reused} reused` : ''}; ${next.operations.size} operations\n`)
+          // The HTTP server keeps what it started with: say which edited settings wait for a restart.
+          const pending = settingsNeedingRestart(initial, next.config)
+          if (pending.length) {
+            logger.warn({ settings: pending }, 'settings applied at start changed; restart to apply them')
+            process.stdout.write(`restart to apply: ${pending.join(', ')} (read when the server starts)\n`)
+          }
         }
         // Requests the previous version is serving finish on it; then its own sources are closed. Not
         // awaited: a long request (an SSE stream) must not hold the next reload back.

@@ -38,7 +38,7 @@ t.test('dev mode reloads operations in place', { skip: existsSync(cli) ? false :
   const gateUrl = `http://127.0.0.1:${(gate.address() as { port: number }).port}/`
   t.teardown(() => gate.close())
   const configIndex = pathToFileURL(join(root, 'dist/gateway/config/index.js')).href
-  const writeConfig = (version: number) =>
+  const writeConfig = (version: number, server = '') =>
     writeFileSync(
       join(dir, 'config.js'),
       `import { defineConfig, schema, database } from ${JSON.stringify(configIndex)}
@@ -48,7 +48,7 @@ export default defineConfig({
     typeDefs: 'type Query { hello: String, version: Int, slow: String }',
     resolvers: { Query: { hello: () => 'world', version: () => ${version}, slow: async () => (await fetch(${JSON.stringify(gateUrl)})).text() } },
   }), database({ namespace: 'db', url: ${JSON.stringify(`sqlite:${join(dir, 'notes.sqlite')}`)} })],
-  server: { port: 0, logLevel: 'debug' },
+  server: { port: 0, logLevel: 'debug'${server} },
   operations: { dir: ${JSON.stringify(ops)} },
   generatedDir: ${JSON.stringify(join(dir, 'generated'))},
 })
@@ -144,6 +144,14 @@ export default defineConfig({
   t.same(await slow, { status: 200, body: { data: { slow: 'done' } } }, 'the request in flight finished on the previous version')
   await until(() => /previous version closed/.test(out.slice(beforeConfig)), 'the previous version to close')
   t.equal(introspections(), 1, 'the unchanged database source was reused, not introspected again')
+  t.notMatch(out.slice(beforeConfig), /restart to apply/, 'a reload that changes no start-up setting asks for no restart')
+
+  // A setting the HTTP server read at start (its rate limit, a WebSocket limit): the reload says a restart applies it.
+  const beforeServer = out.length
+  writeConfig(4, ", rateLimit: { max: 1000, timeWindowMs: 60000 } }, graphql: { maxDepth: 9")
+  await until(() => /restart to apply/.test(out.slice(beforeServer)), 'the reload asking for a restart')
+  t.match(out.slice(beforeServer), /restart to apply: server\.rateLimit, graphql\.maxDepth \(read when the server starts\)/)
+  t.same((await graphql('{ version }')).body, { data: { version: 4 } }, 'the rest of the reload is served')
 
   t.equal(child.exitCode, null, 'never restarted')
   t.equal(child.pid, pid)
