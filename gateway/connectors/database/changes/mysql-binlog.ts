@@ -109,6 +109,8 @@ function pick(m: Model, row: Record<string, unknown>): Record<string, unknown> {
 const VISIBILITY_LOCK_WAIT_S = 5
 /** Keys per locking read of the visibility check. */
 const VISIBILITY_KEYS_PER_READ = 500
+/** A transaction's changes are handed on in parts of at most this many (README "Binlog visibility"). */
+const HANDOVER_PART = 500
 
 /** How long the first connection may take before the start fails, in milliseconds. */
 const FIRST_CONNECT_TIMEOUT_MS = 10_000
@@ -237,26 +239,30 @@ export async function startBinlog(o: BinlogOptions): Promise<EngineReader> {
     })
     // A transaction cut by a lost connection is read again whole from the remembered position.
     pending = []
+    const handOn = (): void => {
+      const batch = pending
+      pending = []
+      // The chain never rejects: a failed hand-over is logged and the next transaction's goes on.
+      handing = handing
+        .then(() => visible(batch))
+        .then(() => {
+          if (!closed) o.feed.publish(batch)
+        })
+        .catch((err: unknown) => o.warn('database changes: a binlog transaction could not be handed on', { err: (err as Error)?.message }))
+    }
     zj.on('binlog', (e) => {
       if (z !== zj || closed) return
       const name = e.getEventName()
       if (name === 'writerows' || name === 'updaterows' || name === 'deleterows') {
         problem = null
-        pending.push(...toChanges(e))
+        for (const c of toChanges(e)) pending.push(c)
+        // A large transaction goes on in parts (its rows stay locked until its commit is visible, so
+        // each part's locking read waits as the whole would): memory holds at most one part of it.
+        if (pending.length >= HANDOVER_PART) handOn()
       } else if (name === 'xid' || name === 'query' || name === 'rotate') {
         remember()
         // XID ends a transaction of a transactional engine, a COMMIT query one of another.
-        if (name !== 'rotate' && pending.length) {
-          const batch = pending
-          pending = []
-          // The chain never rejects: a failed hand-over is logged and the next transaction's goes on.
-          handing = handing
-            .then(() => visible(batch))
-            .then(() => {
-              if (!closed) o.feed.publish(batch)
-            })
-            .catch((err: unknown) => o.warn('database changes: a binlog transaction could not be handed on', { err: (err as Error)?.message }))
-        }
+        if (name !== 'rotate' && pending.length) handOn()
       }
     })
     zj.on('error', (err) => {
