@@ -178,7 +178,21 @@ t.test('PostgreSQL logical replication', async (t) => {
   t.ok(await until(() => rowsOf(again, 'lg').length >= 3, 10_000), 'the changes made while the gateway was down arrive after its restart')
   await new Promise((r) => setTimeout(r, 200))
   t.same(rowsOf(again, 'lg'), [['INSERT', 50, 'while down 2', null], ['UPDATE', 50, 'while down 2', 50], ['DELETE', 1, null, 1]], 'in order, and none of those acknowledged before the restart')
+
+  // A second instance with the same slot (README: give each instance its own): the slot is busy, so
+  // it retries with backoff and /health says why; once the first instance is gone it takes over.
+  const { ctx: twinCtx } = testContext('lgtwin')
+  const twin = await createDatabaseSource({ url: pg.url, changes: { method: 'logical', slot: SLOT, publication: PUBLICATION, tables: ['lg_note'], maxReconnectDelayMs: 300, maxWaitForSubscriberMs: 50 } }, { ...twinCtx, cwd: dir })
+  t.teardown(() => twin.close())
+  const twinChanges = async () => (await twin.health()).changes as { status?: string; state?: string; lastError?: string } | undefined
+  let busy = await twinChanges()
+  for (const end = Date.now() + 15_000; Date.now() < end && !/active/.test(busy?.lastError ?? ''); busy = await twinChanges()) await new Promise((r) => setTimeout(r, 100))
+  t.match(busy, { state: 'reconnecting', lastError: /replication slot .*pgrepl.* is active/ }, 'a second reader of a busy slot: reconnecting, /health names the busy slot')
   await b.close()
+  let took = await twinChanges()
+  for (const end = Date.now() + 15_000; Date.now() < end && took?.state !== 'streaming'; took = await twinChanges()) await new Promise((r) => setTimeout(r, 100))
+  t.match(took, { state: 'streaming' }, 'the second reader takes the slot over once the first is gone')
+  await twin.close()
 
   // auto on the private cluster: logical replication.
   const { ctx } = testContext('lgauto')
