@@ -144,6 +144,19 @@ t.test('binlog on a private MariaDB', async (t) => {
   t.ok(await seen(ada, 'UPDATE', 20), 'the update arrives')
   t.same(rowsOf(ada).find((e) => e[0] === 'UPDATE' && e[1] === 20), ['UPDATE', 20, 'locked', 20], 'with its new values')
 
+  // Deterministically: a prepared XA transaction is in the binlog while its row locks are held, so
+  // the reader has the update before it is visible; the event must still carry the committed values.
+  ada.events.length = 0
+  await writer.query("XA START 'trbxa'")
+  await writer.query("UPDATE bl_note SET title = 'prepared' WHERE id = 21")
+  await writer.query("XA END 'trbxa'")
+  await writer.query("XA PREPARE 'trbxa'")
+  await new Promise((r) => setTimeout(r, 1000))
+  const early = rowsOf(ada).find((e) => e[0] === 'UPDATE' && e[1] === 21)
+  await writer.query("XA COMMIT 'trbxa'")
+  t.ok(await seen(ada, 'UPDATE', 21), 'the XA update arrives')
+  t.same(early ?? rowsOf(ada).find((e) => e[0] === 'UPDATE' && e[1] === 21), ['UPDATE', 21, 'prepared', 21], 'with its committed values, also while prepared')
+
   // A transaction of 1,200 rows is handed on in parts of 500 (the reader holds one part of it, not
   // the whole): every row arrives.
   ada.events.length = 0
