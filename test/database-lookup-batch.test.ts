@@ -8,7 +8,12 @@
 import t, { type Test } from 'tap'
 import pg from 'pg'
 import { Kind, getVariableValues, parse, type FragmentDefinitionNode, type GraphQLSchema, type OperationDefinitionNode } from 'graphql'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { database } from '../gateway/config/index.js'
 import { createDatabaseSource } from '../gateway/connectors/database/index.js'
+import { startLoggedGateway } from './helpers/db-gateway.js'
 import type { DirectFieldExtension, DirectJsonPlan } from '../gateway/connectors/database/direct.js'
 import { freshDatabase, type TestDatabase } from './helpers/chinook.js'
 import { testContext, type SqlLog } from './helpers/database-source.js'
@@ -216,4 +221,23 @@ t.test('postgres: errors and cancellations per member', async (t) => {
   t.pass('the shared statement was cancelled while the lock was still held')
   await locker.query('rollback')
   t.same(await Promise.all([10, 11].map((id) => run({ id }))), ['{"id":10,"n":100}', '{"id":11,"n":110}'], 'the pool still serves batches')
+})
+
+t.test('postgres, through /graphql: the aliases of one document share a statement', async (t) => {
+  const s = await setup(t, 'lb-http')
+  if (!s) return
+  const dir = mkdtempSync(join(tmpdir(), 'trb-lb-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const statements: string[] = []
+  const base = await startLoggedGateway(t, [database({ namespace: 'lb', url: s.db.url })], dir, (x) => statements.push(x.sql))
+  const post = async (query: string): Promise<string> => {
+    const res = await fetch(`${base}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json' }, body: JSON.stringify({ query }) })
+    return res.text()
+  }
+  const doc = '{ a: lb_findUniqueLbItem(where: { id: 1 }) { id label } b: lb_findUniqueLbItem(where: { id: 99 }) { id label } c: lb_findUniqueLbItem(where: { id: 2 }) { label id } d: lb_findUniqueLbItem(where: { id: 3 }) { id label } }'
+  await post(doc) // plans, caches
+  statements.length = 0
+  t.equal(await post(doc), '{"data":{"a":{"id":1,"label":"item \\"1\\""},"b":null,"c":{"label":"item \\"2\\"","id":2},"d":{"id":3,"label":null}}}')
+  t.equal(statements.length, 2, 'a, b and d in one statement; c (another selection order) alone')
+  t.equal(statements.filter((x) => BATCHED.test(x)).length, 1)
 })
