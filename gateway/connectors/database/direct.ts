@@ -392,7 +392,8 @@ const LOOKUP_KEY_TYPES: Readonly<Record<string, string>> = {
  * The batched statement of a `findUnique` (see {@link LookupPlan}), or null when the lookup cannot be
  * batched: not PostgreSQL, batching off, a `where` other than one single-column unique key bound to
  * a value (compound keys, `null`), a key column type outside {@link LOOKUP_KEY_TYPES}, or a row
- * filter. `ctx` is a fresh compile context of the field. The inner statement is the plan's own with `t0.key = ?` read as `t0.key = __k.v`.
+ * filter. `ctx` is a fresh compile context of the field. The inner statement is the plan's own,
+ * with `t0.key = ?` read as `t0.key = __k.v`.
  */
 function compileLookup(rt: Runtime, ctx: Ctx, model: Model, type: GraphQLObjectType, field: FieldNode, where: ArgValue | undefined): LookupPlan | null {
   if (rt.d.dialect !== 'postgres' || !rt.lookups.enabled || !isObj(where)) return null
