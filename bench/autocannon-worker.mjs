@@ -5,7 +5,8 @@
  *
  *   node bench/autocannon-worker.mjs '<json options>'
  *
- * Options: { url, method?, headers?, body?, duration (s), connections, pipelining? }.
+ * Options: { url, method?, headers?, body?, bodies?, duration (s), connections, pipelining? }.
+ * `bodies` (a list of strings): the requests' bodies in turn, across all connections (instead of `body`).
  * Only http://127.0.0.1 URLs are accepted.
  *
  * stdout: one JSON object per line: `{"tick":n,"requests":r,"bytes":b}` once a second, then
@@ -26,6 +27,7 @@ if (!(duration > 0 && duration <= 600) || !(connections >= 1 && connections <= 1
 }
 
 let tick = 0
+let next = 0
 const cpuAtStart = process.cpuUsage()
 const instance = autocannon(
   {
@@ -33,6 +35,7 @@ const instance = autocannon(
     method: opts.method ?? 'GET',
     headers: opts.headers ?? {},
     body: opts.body,
+    ...(Array.isArray(opts.bodies) && opts.bodies.length > 0 ? { requests: [{ setupRequest: (req) => ({ ...req, body: opts.bodies[next++ % opts.bodies.length] }) }] } : {}),
     duration,
     connections,
     pipelining: Number(opts.pipelining ?? 1),

@@ -22,6 +22,8 @@
  * Before measuring: each side runs once with its statement log on (Tributary `LOG_LEVEL=debug`,
  * msg "sql"; PostGraphile `DEBUG=postgraphile:postgres`), the statements of each read are captured and
  * printed; the answers are compared value by value (PostGraphile's `nodes` connections unwrapped).
+ * `pg-single` is also sent 8 times at once, and the statements of those printed (Tributary batches
+ * concurrent lookups into one statement: README "Batched lookups").
  * Then `rounds` A/B rounds (order alternating), autocannon `-c connections` in its own process; per run:
  * req/s, CPU µs per request of the server process (/proc/<pid>/stat, user + system) and of its
  * PostgreSQL backends (the server's processes whose pg_stat_activity.application_name is the side's;
@@ -29,6 +31,7 @@
  *
  *   node bench/pg-peer.mjs                      # R=3 rounds × D=10 s, C=50 connections, W=3 s warm-up
  *   ONLY=single node bench/pg-peer.mjs          # one of the two reads
+ *   ONLY=single KEYS=100 node bench/pg-peer.mjs # pg-single over 100 different artists in turn (default 1: artist 90 only)
  *   R=0 OUT=/tmp/s.json node bench/pg-peer.mjs  # only capture the statements (written with the answers' sizes to OUT)
  *   npm run bench -- --scenarios pg-peer        # the same from run.mjs (its --rounds/--duration/--connections)
  */
@@ -48,6 +51,8 @@ export const PG_PEER_READS = {
   single: {
     tributary: { query: 'query Artist($id: Int!) { chinook_findUniqueArtist(where: { artistId: $id }) { name } }', variables: { id: ARTIST_ID } },
     postgraphile: { query: 'query Artist($id: Int!) { artistByArtistId(artistId: $id) { name } }', variables: { id: ARTIST_ID } },
+    /** Also captured: the statements of this many identical requests sent at once. */
+    concurrent: 8,
     tributaryValues: (d) => d.chinook_findUniqueArtist,
     postgraphileValues: (d) => d.artistByArtistId,
   },
@@ -128,7 +133,7 @@ async function postJson(url, body) {
  * @returns a result object per read: queries, statements, runs, ratios, medians, CPU per request;
  *   `{ skipped: reason }` when PostgreSQL, the Chinook schema or PostGraphile is missing
  */
-export async function pgPeerScenario({ rounds = 3, duration = 10, connections = 50, warmup = 3, only, gatewayNodeArgs = [], say = console.log, progress } = {}) {
+export async function pgPeerScenario({ rounds = 3, duration = 10, connections = 50, warmup = 3, only, keys = 1, gatewayNodeArgs = [], say = console.log, progress } = {}) {
   const url = pgChinookUrl()
   const pg = (await import('pg')).default
   const result = { url: url.replace(/\/\/([^:/@]*):[^@]*@/, '//$1:***@'), reads: {} }
@@ -176,6 +181,7 @@ export async function pgPeerScenario({ rounds = 3, duration = 10, connections = 
     }
     const answers = {}
     const statements = {}
+    const concurrentStatements = {}
     for (const side of ['tributary', 'postgraphile']) {
       const server = side === 'tributary'
         ? await startGateway({ config, env: { CHINOOK_DATABASE_URL: trbUrl, LOG_LEVEL: 'debug' }, onLine: trbLog })
@@ -191,6 +197,19 @@ export async function pgPeerScenario({ rounds = 3, duration = 10, connections = 
           ;(statements[name] ??= {})[side] = capture.map((s) => ({ ...s, sql: s.sql.trim() }))
           capture = null
           ;(answers[name] ??= {})[side] = { values: read[`${side}Values`](json.data), bytes }
+          if (read.concurrent) {
+            // The same request `concurrent` times at once: Tributary batches concurrent lookups (README "Batched lookups").
+            const body = JSON.stringify(read[side])
+            await Promise.all(Array.from({ length: read.concurrent }, () => postJson(`${server.url}/graphql`, body))) // opens the keep-alive connections
+            await new Promise((ok) => setTimeout(ok, 400))
+            capture = []
+            pglBuffer = null
+            const many = await Promise.all(Array.from({ length: read.concurrent }, () => postJson(`${server.url}/graphql`, JSON.stringify(read[side]))))
+            await new Promise((ok) => setTimeout(ok, 400))
+            ;(concurrentStatements[name] ??= {})[side] = capture.map((s) => ({ ...s, sql: s.sql.trim() }))
+            capture = null
+            for (const m of many) if (!isDeepStrictEqual(m.json, json)) throw new Error(`pg-peer ${name}: ${side} answers concurrent requests differently: ${JSON.stringify(m.json).slice(0, 400)}`)
+          }
         }
       } finally {
         await server.stop()
@@ -204,7 +223,12 @@ export async function pgPeerScenario({ rounds = 3, duration = 10, connections = 
       const s = statements[name]
       say(`[pg-${name}] same values from both (${a.tributary.bytes} / ${a.postgraphile.bytes} bytes); statements: Tributary ${s.tributary.length}, PostGraphile ${s.postgraphile.length}`)
       for (const side of ['tributary', 'postgraphile']) for (const st of s[side]) say(`  ${side}: ${st.sql.replace(/\s+/g, ' ').slice(0, 240)}${st.sql.length > 240 ? ' …' : ''}`)
-      result.reads[name] = { queries: { tributary: PG_PEER_READS[name].tributary, postgraphile: PG_PEER_READS[name].postgraphile }, bytes: { tributary: a.tributary.bytes, postgraphile: a.postgraphile.bytes }, statements: s }
+      const c = concurrentStatements[name]
+      if (c) {
+        say(`[pg-${name}] ${PG_PEER_READS[name].concurrent} requests at once (same answers): statements Tributary ${c.tributary.length}, PostGraphile ${c.postgraphile.length}`)
+        for (const st of c.tributary) say(`  tributary: ${st.sql.replace(/\s+/g, ' ').slice(0, 400)}${st.sql.length > 400 ? ' …' : ''}  bindings ${JSON.stringify(st.bindings)}`)
+      }
+      result.reads[name] = { queries: { tributary: PG_PEER_READS[name].tributary, postgraphile: PG_PEER_READS[name].postgraphile }, bytes: { tributary: a.tributary.bytes, postgraphile: a.postgraphile.bytes }, statements: s, ...(c ? { concurrentStatements: c } : {}) }
     }
 
     // 2. A/B rounds (none with rounds 0: the statements and answers only).
@@ -213,18 +237,21 @@ export async function pgPeerScenario({ rounds = 3, duration = 10, connections = 
     let pgl
     try {
       pgl = await startPostGraphile(url)
-      say(`[pg-peer] Tributary ${gw.url} (pid ${gw.pid}) vs PostGraphile v4 ${pgl.url} (pid ${pgl.pid}); ${rounds} round(s) × ${duration} s, -c ${connections}`)
+      say(`[pg-peer] Tributary ${gw.url} (pid ${gw.pid}) vs PostGraphile v4 ${pgl.url} (pid ${pgl.pid}); ${rounds} round(s) × ${duration} s, -c ${connections}${keys > 1 ? `, pg-single over ${keys} artists in turn` : ''}`)
       const sides = {
         tributary: { pid: gw.pid, url: `${gw.url}/graphql`, app: 'trb-bench' },
         postgraphile: { pid: pgl.pid, url: `${pgl.url}/graphql`, app: 'pgl-bench' },
       }
       const one = async (label, name, side, seconds) => {
         const s = sides[side]
-        const body = JSON.stringify(PG_PEER_READS[name][side])
+        const read = PG_PEER_READS[name][side]
+        const body = JSON.stringify(read)
+        // KEYS > 1 (pg-single): the requests look up KEYS different artists in turn (id 1 + (7·i mod 275), i < KEYS: all present, distinct up to 275).
+        const bodies = keys > 1 && read.variables?.id !== undefined ? Array.from({ length: keys }, (_, i) => JSON.stringify({ ...read, variables: { ...read.variables, id: 1 + ((i * 7) % 275) } })) : undefined
         const pids0 = await backendsOf(admin, s.app)
         const before = new Map(pids0.map((p) => [p, cpuOfPids([p])]))
         const c0 = cpuTimeOf(s.pid)
-        const r = await runLoad({ label, url: s.url, method: 'POST', headers: { 'content-type': 'application/json' }, body, duration: seconds, connections, progress })
+        const r = await runLoad({ label, url: s.url, method: 'POST', headers: { 'content-type': 'application/json' }, body, ...(bodies ? { bodies } : {}), duration: seconds, connections, progress })
         const c1 = cpuTimeOf(s.pid)
         const pids1 = await backendsOf(admin, s.app)
         // Backends opened during the run count from 0; CPU of ones that ended during it is lost (pools keep theirs).
@@ -285,7 +312,7 @@ export async function pgPeerScenario({ rounds = 3, duration = 10, connections = 
 // Standalone: node bench/pg-peer.mjs
 if (import.meta.url === `file://${process.argv[1]}`) {
   const env = (k, d) => Number(process.env[k] ?? d)
-  const r = await pgPeerScenario({ rounds: env('R', 3), duration: env('D', 10), connections: env('C', 50), warmup: env('W', 3), only: process.env.ONLY, progress: undefined })
+  const r = await pgPeerScenario({ rounds: env('R', 3), duration: env('D', 10), connections: env('C', 50), warmup: env('W', 3), only: process.env.ONLY, keys: env('KEYS', 1), progress: undefined })
   if (process.env.OUT) (await import('node:fs')).writeFileSync(process.env.OUT, JSON.stringify(r, null, 2))
   process.exit(0)
 }

@@ -207,8 +207,8 @@ export function cpuTimeOf(pid) {
  * line once a second. Bounded: the worker is stopped `duration + 30` s after it started.
  * @returns autocannon's (trimmed) result plus `reqPerSec` (total requests / duration)
  */
-export function runLoad({ label, url, method = 'GET', headers, body, duration, connections, pipelining = 1, progress }) {
-  const opts = { url, method, headers, body, duration, connections, pipelining }
+export function runLoad({ label, url, method = 'GET', headers, body, bodies, duration, connections, pipelining = 1, progress }) {
+  const opts = { url, method, headers, body, ...(bodies ? { bodies } : {}), duration, connections, pipelining }
   return new Promise((ok, fail) => {
     const child = spawn(process.execPath, [join(root, 'bench/autocannon-worker.mjs'), JSON.stringify(opts)], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'], detached: true })
     children.add(child)

@@ -81,6 +81,7 @@ const sourceSchemas = {
       pool: { type: 'object', additionalProperties: false, properties: { min: { type: 'integer', minimum: 0 }, max: { type: 'integer', minimum: 1 }, acquireTimeoutMs: { type: 'integer', minimum: 1, maximum: 2147483647 } } },
       maxTake: { type: 'integer', minimum: 1 },
       maxNestedWrites: { type: 'integer', minimum: 0 },
+      lookupBatchSize: { type: 'integer', minimum: 1, maximum: 10000 },
       rawSql: { enum: [true, false, 'development'] },
       statementTimeoutMs: { type: 'integer', minimum: 1, maximum: 2147483647 },
       sqliteWorkers: { type: 'object', additionalProperties: false, properties: { maxQueue: { type: 'integer', minimum: 0, maximum: 100000 }, maxWaitMs: { type: 'integer', minimum: 1, maximum: 2147483647 }, requestBudgetMs: { type: 'integer', minimum: 1, maximum: 2147483647 } } },

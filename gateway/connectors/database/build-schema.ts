@@ -49,6 +49,7 @@ import { MAX_SEARCH_CHARS, relevanceFields } from './compiler/fulltext.js'
 import { buildRegistry, type FunctionModel, type Model, type Registry, type RegistryOverrides, type Relation, type ScalarField } from './compiler/registry.js'
 import { compileRowFilter, type RowFilterRule } from './compiler/row-filter.js'
 import { makeFunctionResolver, makeFunctionWrite } from './functions.js'
+import { DEFAULT_LOOKUP_BATCH_SIZE, LookupBatcher } from './lookup-batch.js'
 import { createDirectCompiler, type DirectFieldExtension, type DirectFieldKind } from './direct.js'
 import type { DatabaseIntrospection, Dialect, ScalarKind } from './model.js'
 import { isUnsignedInt } from './type-map.js'
@@ -73,6 +74,8 @@ export interface BuildSchemaOptions {
   maxTake?: number
   /** Most nested writes of one request (items, and rows `set`/`updateMany`/`deleteMany` change); more is refused (`TRB_ERR_DB_INPUT`). Default 100. */
   maxNestedWrites?: number
+  /** PostgreSQL: most keys of one batched `findUnique` statement (lookup-batch.ts); 1 turns batching off. Default {@link DEFAULT_LOOKUP_BATCH_SIZE} (100). */
+  lookupBatchSize?: number
   /** Add the raw SQL root fields `queryRaw` and `executeRaw` (the source's `rawSql` option). Default false. */
   rawSql?: boolean
   /** Unique keys and relations declared in the source's config (`uniqueKeys`, `relations`); see registry.ts. */
@@ -123,6 +126,7 @@ export function buildSchema(introspection: DatabaseIntrospection, options: Build
     rawErrors: options.rawErrors ?? false,
     maxNestedWrites: options.maxNestedWrites ?? DEFAULT_MAX_NESTED_WRITES,
     nestedWrites: new WeakMap(),
+    lookups: new LookupBatcher(options.lookupBatchSize ?? DEFAULT_LOOKUP_BATCH_SIZE),
   }
   const schema = new SchemaBuilder(reg, rt, options.rowFiltered ?? new Set(), options.changes).build(options.rawSql === true)
   registries.set(schema, reg)

@@ -45,14 +45,15 @@ import {
   type GraphQLSchema,
   type VariableDefinitionNode,
 } from 'graphql'
-import { collectVariables, readArgs, shapeOf } from './compiler/args.js'
+import { Leaf, collectVariables, isObj, readArgs, shapeOf, type ArgValue } from './compiler/args.js'
 import { DirectCompiler, DirectUnsupported, hasVariableDirectives } from './compiler/direct-read.js'
-import type { Vars } from './compiler/frag.js'
+import { raw, type Getter, type Vars } from './compiler/frag.js'
 import { EXT, compileList, compileUnique, modelOfType, toPlan, type Ctx, type ReadPlan } from './compiler/read.js'
 import type { Model } from './compiler/registry.js'
 import { cancelWatchOf } from './compiler/db.js'
 import { bindAll, isCheap, lightPlans, markBounded, markCheap, ownerOf, type Runtime } from './resolvers.js'
 import { chargeResult, resultRoom, textLength } from '../../result-budget.js'
+import { normalizeDataType } from './type-map.js'
 
 /**
  * Rejection of {@link DirectJsonPlan.run} meaning "no direct statement for these variables": nothing
@@ -210,6 +211,8 @@ export function createDirectCompiler(rt: Runtime, model: Model, kind: DirectFiel
         } catch (err) {
           return Promise.reject(new DirectPlanUnavailable(err))
         }
+        const batch = rt.lookups.enabled ? lookupPlans.get(plan) : undefined
+        if (batch) return lookup(batch, plan, bindings, variables, context)
         try {
           const db = rt.db()
           const cheap = isCheap(db, plan, bindings)
@@ -224,6 +227,29 @@ export function createDirectCompiler(rt: Runtime, model: Model, kind: DirectFiel
           return db.values(plan.text, bindings, undefined, { cheap, light: lightPlans.has(plan), owner: ownerOf(context), cancel: cancelWatchOf(context), maxResultChars: resultRoom(context) }).then((rows) => {
             chargeResult(context, textLength(rows))
             return finish(rows)
+          }, (err) => Promise.reject(refused(err)))
+        } catch (err) {
+          return Promise.reject(refused(err))
+        }
+      }
+      /** A lookup that may share a batched statement (lookup-batch.ts); its own statement when alone or when the key is not a string or number. */
+      const lookup = (batch: LookupPlan, plan: ReadPlan, bindings: unknown[], variables: Record<string, unknown>, context: unknown): Promise<string> => {
+        let key: unknown
+        let others: unknown[]
+        try {
+          key = batch.key(variables, [])
+          others = bindAll(batch.params, variables)
+        } catch (err) {
+          return Promise.reject(new DirectPlanUnavailable(err))
+        }
+        try {
+          const db = rt.db()
+          const cancel = cancelWatchOf(context)
+          const solo = (): Promise<unknown[]> => db.values(plan.text, bindings, undefined, { cheap: true, light: true, owner: ownerOf(context), cancel, maxResultChars: resultRoom(context) })
+          const rows = typeof key === 'number' || typeof key === 'string' ? rt.lookups.lookup(db, batch.text, others, key, cancel, solo) : solo()
+          return rows.then((r) => {
+            chargeResult(context, textLength(r))
+            return finish(r)
           }, (err) => Promise.reject(refused(err)))
         } catch (err) {
           return Promise.reject(refused(err))
@@ -325,5 +351,76 @@ function compileRoot(
   // A row filter binds the caller's identity, which a direct run does not carry: GraphQL execution instead.
   if (ctx.rowFiltered) throw new DirectUnsupported('a row filter applies')
   const plan = toPlan(ctx, l.frag, null)
-  return kind === 'findUnique' ? markCheap(ctx, plan) : markBounded(ctx, model, l, plan)
+  if (kind !== 'findUnique') return markBounded(ctx, model, l, plan)
+  const batch = compileLookup(rt, { reg: rt.reg, d: rt.d, schema, fragments, vars, n: 0 }, model, type, field, args['where'])
+  if (batch) lookupPlans.set(plan, batch)
+  return markCheap(ctx, plan)
+}
+
+/** The batched form of a `findUnique` direct plan (lookup-batch.ts). */
+interface LookupPlan {
+  /** `SELECT __k.i::int4, __b.j FROM unnest($1::<type>[]) WITH ORDINALITY AS __k(v, i) CROSS JOIN LATERAL (<the plan's statement, key = __k.v>) AS __b`. */
+  text: string
+  /** The getters of `$2…`: the plan's own parameters without the key. */
+  params: Getter[]
+  /** The key value, as the plan binds it. */
+  key: Getter
+}
+
+/** The batched forms of `findUnique` plans, when they have one. */
+const lookupPlans = new WeakMap<ReadPlan, LookupPlan>()
+
+/**
+ * PostgreSQL key column types a batched lookup binds as an array (`unnest($1::<type>[])`), by
+ * normalised column type: integers, text, varchar and uuid, whose values are bound as JS numbers or
+ * strings. Other key types (compound keys, citext, dates, enums…) are left unbatched.
+ */
+const LOOKUP_KEY_TYPES: Readonly<Record<string, string>> = {
+  integer: 'int4',
+  int4: 'int4',
+  smallint: 'int2',
+  int2: 'int2',
+  bigint: 'int8',
+  int8: 'int8',
+  text: 'text',
+  'character varying': 'varchar',
+  varchar: 'varchar',
+  uuid: 'uuid',
+}
+
+/**
+ * The batched statement of a `findUnique` (see {@link LookupPlan}), or null when the lookup cannot be
+ * batched: not PostgreSQL, batching off, a `where` other than one single-column unique key bound to
+ * a value (compound keys, `null`), a key column type outside {@link LOOKUP_KEY_TYPES}, or a row
+ * filter. `ctx` is a fresh compile context of the field. The inner statement is the plan's own,
+ * with `t0.key = ?` read as `t0.key = __k.v`.
+ */
+function compileLookup(rt: Runtime, ctx: Ctx, model: Model, type: GraphQLObjectType, field: FieldNode, where: ArgValue | undefined): LookupPlan | null {
+  if (rt.d.dialect !== 'postgres' || !rt.lookups.enabled || !isObj(where)) return null
+  const entries = Object.entries(where)
+  if (entries.length !== 1) return null
+  const [name, value] = entries[0]!
+  const uk = model.uniqueKeys.find((u) => u.name === name)
+  const f = uk?.fields.length === 1 ? model.fieldMap.get(uk.fields[0]!) : undefined
+  const elem = f && !f.list && value instanceof Leaf ? LOOKUP_KEY_TYPES[normalizeDataType(f.dataType)] : undefined
+  if (!f || !elem) return null
+  let key: Getter | undefined
+  try {
+    const l = compileList(ctx, model, type, [field], {}, null, 'rows', {
+      extraWhere: (a) => {
+        const one = compileUnique(ctx, model, a, where)
+        const lhs = rt.d.compareExpr(`${a}.${rt.d.q(f.column)}`, f)
+        if (one.s !== `${lhs} = ?` || one.p.length !== 1) throw new DirectUnsupported('not a single key comparison')
+        key = one.p[0]
+        return raw(`${lhs} = __k.v`)
+      },
+      unordered: true,
+      emit: new DirectCompiler(rt.d),
+    })
+    if (ctx.rowFiltered || !key) return null
+    const frag = { s: `SELECT __k.i::int4, __b.j FROM unnest(?::${elem}[]) WITH ORDINALITY AS __k(v, i) CROSS JOIN LATERAL (${l.frag.s}) AS __b`, p: [key, ...l.frag.p] }
+    return { text: toPlan(ctx, frag, null).text, params: l.frag.p, key }
+  } catch {
+    return null // not batchable: the plan runs alone
+  }
 }

@@ -48,6 +48,14 @@ export interface DatabaseSourceOptions {
    */
   maxNestedWrites?: number
   /**
+   * PostgreSQL: most keys of one batched lookup statement. Concurrent `findUnique<Model>` lookups
+   * (direct plans) of the same statement — same selection, one single-column key of an integer,
+   * text, varchar or uuid column, bound to different values — made in the same event-loop turn are
+   * sent as ONE statement over `unnest($1::<type>[])` and split back by key (README "Batched
+   * lookups"); 1 turns batching off. Default 100.
+   */
+  lookupBatchSize?: number
+  /**
    * Adds the root fields `queryRaw` (Query) and `executeRaw` (Mutation): any client may then run any
    * SQL the database user may run (read and write every table). On SQLite, statements that reach
    * another file or code (`ATTACH`, `VACUUM INTO`, `load_extension()`, `PRAGMA`) are refused with
@@ -335,6 +343,7 @@ export async function createDatabaseSource(options: DatabaseSourceOptions, ctx: 
       rawSql,
       ...(options.maxTake !== undefined ? { maxTake: options.maxTake } : {}),
       ...(options.maxNestedWrites !== undefined ? { maxNestedWrites: options.maxNestedWrites } : {}),
+      ...(options.lookupBatchSize !== undefined ? { lookupBatchSize: options.lookupBatchSize } : {}),
       overrides: { ...(options.uniqueKeys ? { uniqueKeys: options.uniqueKeys } : {}), ...(options.relations ? { relations: options.relations } : {}) },
       rowFiltered: ownNames(ctx.rowFilteredTypes, ctx.namespace),
       ...(changes ? { changes: changes.shared } : {}),

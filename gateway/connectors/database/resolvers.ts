@@ -17,6 +17,7 @@ import { withAuth } from './compiler/row-filter.js'
 import { compileList, compileUnique, computedPlans, toPlan, type CompiledList, type Ctx, type Post, type ReadPlan } from './compiler/read.js'
 import type { Model, Registry } from './compiler/registry.js'
 import { mapDbError, mapFunctionError } from './db-errors.js'
+import type { LookupBatcher } from './lookup-batch.js'
 import { assertRawSqliteAllowed } from './sqlite-raw-guard.js'
 import { chargeResult, resultRoom, textLength } from '../../result-budget.js'
 
@@ -38,6 +39,8 @@ export interface Runtime {
   maxNestedWrites: number
   /** Rows written by nested writes so far, per execution (its variable values object, as request-transaction.ts keys it). */
   nestedWrites: WeakMap<object, number>
+  /** Concurrent `findUnique` lookups of one statement, batched (PostgreSQL direct plans, lookup-batch.ts). */
+  lookups: LookupBatcher
 }
 
 /** A fresh compile context for one root field. */

@@ -561,15 +561,33 @@ export class Db {
       case 'sqlite':
         if (isHeldWorker(conn)) return (await this.timed(sql, () => this.workers!.runOn(conn, { mode: 'values', sql, bindings }, options?.cancel))) as unknown[]
         return this.timedSync(sql, () => this.sqliteStatement(conn as SqliteConnection, sql, true).all(...bindings))
-      case 'postgres': {
-        const res = await this.timed(sql, () => this.guard(conn, options?.cancel, () => (conn as PgConnection).query({ text: sql, values: bindings, name: this.pgName(sql), rowMode: 'array', types: pgJsonAsText })))
-        return (res.rows as unknown[][]).map((r) => r[0])
-      }
+      case 'postgres':
+        return (await this.pgArrays(conn, sql, bindings, options?.cancel)).map((r) => r[0])
       default: {
         const res = await this.timed(sql, () => this.guard(conn, options?.cancel, () => mysqlQuery(conn as MysqlConnection, sql, bindings, true)))
         return (res as unknown[][]).map((r) => r[0])
       }
     }
+  }
+
+  /**
+   * PostgreSQL only: runs a read on a pooled connection (a named prepared statement, as {@link values})
+   * and returns its rows as arrays of column values (JSON columns as text). Used by the batched
+   * lookups (../lookup-batch.ts), whose rows are `[key position, JSON text]`.
+   * @throws `TRB_ERR_DB_TIMEOUT`, `TRB_ERR_DB_CANCELLED`, `TRB_ERR_DB_UNAVAILABLE`, or the driver's error
+   */
+  async arrays(sql: string, bindings: unknown[], cancel?: CancelWatch): Promise<unknown[][]> {
+    if (this.dialect !== 'postgres') throw new Error(`Db.arrays: PostgreSQL only, not ${this.dialect}`)
+    return this.withConnection((conn) => {
+      this.notify(sql, bindings, false)
+      return this.pgArrays(conn, sql, bindings, cancel)
+    })
+  }
+
+  /** Runs a PostgreSQL read on `conn` as a named prepared statement, rows as arrays (see {@link guard}, {@link timed}). */
+  private async pgArrays(conn: unknown, sql: string, bindings: unknown[], cancel: CancelWatch | undefined): Promise<unknown[][]> {
+    const res = await this.timed(sql, () => this.guard(conn, cancel, () => (conn as PgConnection).query({ text: sql, values: bindings, name: this.pgName(sql), rowMode: 'array', types: pgJsonAsText })))
+    return res.rows as unknown[][]
   }
 
   /**
