@@ -1,7 +1,8 @@
 /**
  * Side services a deployment starts with the gateway (the demo's role service): child processes
- * started before the data sources load, awaited until their `readyUrl` answers, and stopped with
- * the gateway. A service whose `readyUrl` already answers is left alone (it runs elsewhere).
+ * spawned before the gateway loads its modules, awaited until their `readyUrl` answers (by the
+ * sources that read from them, {@link servicesNeededBy}, and before the gateway listens), and stopped
+ * with the gateway. A service whose `readyUrl` already answers is left alone (it runs elsewhere).
  *
  * A service never outlives the gateway: it runs with an IPC channel and `service-guard.ts`
  * preloaded, which ends it when the channel closes (the gateway exited, crashed or was killed). In
@@ -65,6 +66,12 @@ export interface RunningService {
  * for a TypeScript service started through tsx on a loaded two-core machine.
  */
 export const DEFAULT_SERVICE_READY_TIMEOUT_MS = 60_000
+
+/**
+ * How often a starting service's `readyUrl` is tried, in milliseconds: 25. A refused connection costs
+ * this process well under a millisecond; the gateway listens at most this long after the service answers.
+ */
+const READY_POLL_MS = 25
 
 /** Options of {@link startServices}. */
 export interface StartServicesOptions {
@@ -248,7 +255,7 @@ async function startService(s: ServiceDefinition, logger: Logger, options: Start
         child.kill('SIGTERM')
         throw new SourceLoadError(s.name, exited ? 'the service exited during startup' : `no answer from ${s.readyUrl} within ${timeoutMs} ms (readyTimeoutMs)`)
       }
-      await sleep(100)
+      await sleep(READY_POLL_MS)
     }
   } finally {
     launch.starting.delete(abort)

@@ -7,25 +7,16 @@
 import t from 'tap'
 import { spawn } from 'node:child_process'
 import { existsSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs'
-import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { pino } from 'pino'
 import { launchServices, servicesNeededBy } from '../gateway/services.js'
+import { freePort } from './helpers/cli.js'
 import type { DataSourceDefinition, ServiceDefinition } from '../gateway/config/index.js'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 const gated = join(root, 'test/fixtures/services/gated.mjs')
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port
-      s.close(() => resolve(port))
-    })
-  })
-}
 
 /** True when the process is gone or a zombie. */
 function gone(pid: number): boolean {
