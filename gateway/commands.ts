@@ -22,11 +22,11 @@ import closeWithGrace from 'close-with-grace'
 import { pino, type Logger } from 'pino'
 import { isUnionType } from 'graphql'
 import { configPathFrom, loadConfigFile, projectRoot } from './config/load.js'
-import { database, resolveConfig, type TributaryConfig } from './config/index.js'
+import { database, resolveConfig, type DataSourceDefinition, type TributaryConfig } from './config/index.js'
 import { settingsNeedingRestart } from './config/restart-settings.js'
 import type { Gateway } from './runtime.js'
 import { traceLogMixin } from './observability/tracing.js'
-import { startServices, type RunningService } from './services.js'
+import { launchServices, servicesNeededBy, startServices, type RunningService } from './services.js'
 import { relayRevocations } from './auth/revocations.js'
 import { flushCompileCache } from './compile-cache.js'
 
@@ -135,23 +135,41 @@ async function generate(source: ConfigSource): Promise<void> {
 async function serve(source: ConfigSource, dev: boolean): Promise<void> {
   const initial = await source.load(false)
   const logger = createLogger(initial.server.logLevel)
-  const modules = gatewayModules()
-  modules.catch(() => undefined) // awaited below; no unhandled rejection while the services start
   // In development a crashed side service is restarted with backoff; in production it is logged.
-  // Workers leave the side services to their primary.
-  const services = await startServices(workerIndex ? [] : initial.services, logger, { restart: initial.mode === 'development' })
-  const { createGateway, reloadOperations, writeGenerated, buildApp, startDraining } = await modules
+  // Workers leave the side services to their primary. The services start while this process loads
+  // its modules and the sources that do not read from them (docs/architecture.md §7 "Start-up"):
+  // their processes are spawned first, before the module loading holds this thread for a second.
+  const launch = launchServices(workerIndex ? [] : initial.services, logger, { restart: initial.mode === 'development' })
+  await launch.spawned
+  const { createGateway, reloadOperations, writeGenerated, buildApp, startDraining } = await gatewayModules().catch(async (err: unknown) => {
+    await launch.stop()
+    throw err
+  })
+  // A service's failure is the error even when a source failed meanwhile (as when every source waited for the services).
+  let serviceFailure: unknown
+  launch.ready.catch((err: unknown) => (serviceFailure ??= err))
+  const beforeLoad = (def: DataSourceDefinition) => launch.whenReady(servicesNeededBy(def, initial.services))
   let gateway: Gateway
   try {
-    gateway = await createGateway(initial, { logger })
+    gateway = await createGateway(initial, { logger, beforeLoad })
   } catch (err) {
-    await Promise.all(services.map((s) => s.stop()))
-    throw err
+    const failure = serviceFailure
+    await launch.stop()
+    throw failure ?? err
   }
   // One writer of generated/: the first worker (the others start after it listens).
   const changed = workerIndex > 1 ? [] : await writeGenerated(gateway)
   if (changed.length) logger.info({ files: changed }, 'generated/ updated')
   const app = await buildApp(gateway, { logger, trackInFlight: dev })
+  // It listens (and prints its summary) once its services answer: the requests that reach them work from the start.
+  let services: RunningService[]
+  try {
+    services = await launch.ready
+  } catch (err) {
+    await app.close()
+    await gateway.close()
+    throw err
+  }
   const { host, port } = initial.server
   await app.listen({ host, port })
   const address = app.server.address()

@@ -98,6 +98,12 @@ export interface CreateGatewayOptions {
    * triggers"). Default true; `tributary generate` passes false.
    */
   deliverEvents?: boolean
+  /**
+   * Awaited before a source is built (not before one reused): what it needs to be up first, e.g. the
+   * side services it reads its document from while the others still start (`tributary start`,
+   * gateway/services.ts `servicesNeededBy`). Its rejection is the source's load error. Default: nothing.
+   */
+  beforeLoad?: (def: DataSourceDefinition) => Promise<void>
 }
 
 /** Hashes `value` canonically: keys sorted, functions by their source text; null when it cannot (a cycle). */
@@ -243,6 +249,7 @@ export async function createGateway(config: TributaryConfig, options: CreateGate
       const reused = keys[index] ? reusable.get(keys[index]!) : undefined
       if (reused && reused.name === name) return reused
       built.push(name)
+      if (options.beforeLoad) await options.beforeLoad(def)
       const started = performance.now()
       const ctx: ConnectorContext = {
         namespace: def.namespace ?? '',
