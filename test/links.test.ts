@@ -200,7 +200,7 @@ t.test('fails softly: null and an error at the path, siblings intact', async (t)
   t.same(down.body.errors!.map((e) => e.path), [['chinook_findManyCustomer', 0, 'countryInfo'], ['chinook_findManyCustomer', 1, 'countryInfo']])
 })
 
-t.test('a whole level served at once (level prefetch): errors per item at their paths, null and duplicate keys, more keys than maxKeys', async (t) => {
+t.test('a batched level: errors per item at their paths, null and duplicate keys, more keys than maxKeys, fragments and aliases', async (t) => {
   const links: LinkDefinition[] = [
     ...baseLinks,
     // `state` is null for most customers: a null key gets null without a call.

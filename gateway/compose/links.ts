@@ -9,9 +9,6 @@
  *   `batch.maxKeys` distinct keys, passing the list where the arguments say `'$keys'`, and matches the
  *   returned items to the parents by `batch.match`. A link without `batch` makes one call per distinct
  *   argument object. Calls of one level run at most `concurrency` at a time.
- * - **A level at once.** A list field whose selection holds a batched link enqueues every item's key
- *   as soon as its list is in and hands the list on once the level is served, so each item's link
- *   field resolves synchronously ({@link prefetchLevel}); other shapes keep the per-parent path.
  * - **Projection.** The target is called through its own resolver with a field node whose selection
  *   set is the link field's: a database compiles only the selected columns, a remote GraphQL API
  *   receives only the selected fields. The parent fields a link reads are fetched even when the
@@ -42,7 +39,6 @@ import {
   type FieldNode,
   type GraphQLField,
   type GraphQLFieldConfig,
-  type GraphQLFieldResolver,
   type GraphQLInputType,
   type GraphQLOutputType,
   type GraphQLResolveInfo,
@@ -298,9 +294,6 @@ function pickInfo(info: GraphQLResolveInfo) {
   return { schema: info.schema, fragments: info.fragments, rootValue: info.rootValue, operation: info.operation, variableValues: info.variableValues }
 }
 
-/** The field nodes {@link callTarget} builds: a resolver called with one is inside a link call (no level prefetch there). */
-const targetNodes = new WeakSet<FieldNode>()
-
 /** Calls the target root field through its resolver, with the link field's selection set. */
 function callTarget(link: CompiledLink, args: Record<string, unknown>, info: GraphQLResolveInfo, context: unknown): unknown {
   const query = info.schema.getQueryType()!
@@ -320,7 +313,6 @@ function callTarget(link: CompiledLink, args: Record<string, unknown>, info: Gra
       ...(selections.length ? { selectionSet: { kind: Kind.SELECTION_SET, selections } } : {}),
     }
     link.nodes.set(first, node)
-    targetNodes.add(node)
   }
   let operation = link.operations.get(info.operation)
   if (!operation) {
@@ -360,21 +352,15 @@ function callTarget(link: CompiledLink, args: Record<string, unknown>, info: Gra
 interface Entry {
   /** The key (batch) or the argument object. */
   value: unknown
-  /** 0 while waiting, 1 served with `result`, 2 failed with `result` the error. */
-  state: 0 | 1 | 2
-  result: unknown
-  /** The promise of the parents that asked one at a time (one per entry, created on the first ask). */
-  promise?: Promise<unknown>
-  resolve?(v: unknown): void
-  reject?(e: unknown): void
+  /** The value of every parent with this key or argument object (one promise, however many parents). */
+  promise: Promise<unknown>
+  resolve(v: unknown): void
+  reject(e: unknown): void
 }
 interface Pending {
   entries: Map<string, Entry>
   info: GraphQLResolveInfo
   context: unknown
-  /** Settles once every entry of the level is served: what a level prefetch awaits (one promise per level). */
-  served?: Promise<void>
-  markServed?(): void
 }
 
 /**
@@ -389,8 +375,6 @@ interface Scope {
   inFlight: number
   /** Levels whose tick has ended, waiting for `inFlight` to reach 0. */
   ready: Array<() => void>
-  /** Level prefetch: the served entry of each parent object, by the link field's first node. */
-  prefetched: Map<FieldNode, Map<object, Entry>> | undefined
 }
 
 /** Link state by request scope (the request's context object). */
@@ -416,66 +400,48 @@ async function runLimited<T>(items: readonly T[], limit: number, task: (item: T)
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker))
 }
 
-const scopeKeyOf = (context: unknown, info: GraphQLResolveInfo): object => (context !== null && typeof context === 'object' ? context : info.operation) as object
-
-function scopeOf(context: unknown, info: GraphQLResolveInfo): Scope {
-  const scopeKey = scopeKeyOf(context, info)
+function enqueue(link: CompiledLink, context: unknown, info: GraphQLResolveInfo, dedupKey: string, value: unknown): Promise<unknown> {
+  const scopeKey = (context !== null && typeof context === 'object' ? context : info.operation) as object
   let scope = scopes.get(scopeKey)
-  if (!scope) scopes.set(scopeKey, (scope = { pending: new Map(), inFlight: 0, ready: [], prefetched: undefined }))
-  return scope
-}
-
-/** The level waiting for `link` at `info.fieldNodes[0]` in this request, created (and its flush scheduled) on first use. */
-function pendingFor(link: CompiledLink, scope: Scope, context: unknown, info: GraphQLResolveInfo): Pending {
+  if (!scope) scopes.set(scopeKey, (scope = { pending: new Map(), inFlight: 0, ready: [] }))
   const byLink = scope.pending
   let byNode = byLink.get(link)
   if (!byNode) byLink.set(link, (byNode = new Map()))
   const first = info.fieldNodes[0]!
-  const known = byNode.get(first)
-  if (known) return known
-  const p: Pending = { entries: new Map(), info, context }
-  byNode.set(first, p)
-  const nodes = byNode
-  const run = () => {
-    nodes.delete(first)
-    scope.inFlight++
-    void flush(link, p).finally(() => {
-      p.markServed?.()
-      scope.inFlight--
-      releaseReady(scope)
-    })
+  let pending = byNode.get(first)
+  if (!pending) {
+    const p: Pending = { entries: new Map(), info, context }
+    pending = p
+    byNode.set(first, p)
+    const s = scope
+    const run = () => {
+      byNode!.delete(first)
+      s.inFlight++
+      void flush(link, p).finally(() => {
+        s.inFlight--
+        releaseReady(s)
+      })
+    }
+    // Like DataLoader: after the promise jobs of this tick, so every sibling parent has been seen;
+    // and, while link calls of the request are running, after their answers too (one call per level).
+    void resolved.then(() =>
+      process.nextTick(() => {
+        if (s.inFlight === 0) return run()
+        s.ready.push(run)
+      }),
+    )
   }
-  // Like DataLoader: after the promise jobs of this tick, so every sibling parent has been seen;
-  // and, while link calls of the request are running, after their answers too (one call per level).
-  void resolved.then(() =>
-    process.nextTick(() => {
-      if (scope.inFlight === 0) return run()
-      scope.ready.push(run)
-    }),
-  )
-  return p
-}
-
-/** The entry of `dedupKey` in the level (one per distinct key or argument object). */
-function entryFor(pending: Pending, dedupKey: string, value: unknown): Entry {
   const entries = pending.entries
-  let entry = entries.get(dedupKey)
-  if (!entry) entries.set(dedupKey, (entry = { value, state: 0, result: undefined }))
-  return entry
-}
-
-/** The entry's value as a promise (one per entry, however many parents ask). */
-function promiseOf(entry: Entry): Promise<unknown> {
-  if (entry.state === 1) return Promise.resolve(entry.result)
-  if (entry.state === 2) return Promise.reject(entry.result)
-  return (entry.promise ??= new Promise<unknown>((ok, fail) => {
-    entry.resolve = ok
-    entry.reject = fail
-  }))
-}
-
-function enqueue(link: CompiledLink, context: unknown, info: GraphQLResolveInfo, dedupKey: string, value: unknown): Promise<unknown> {
-  return promiseOf(entryFor(pendingFor(link, scopeOf(context, info), context, info), dedupKey, value))
+  const known = entries.get(dedupKey)
+  if (known) return known.promise
+  let resolve!: (v: unknown) => void
+  let reject!: (e: unknown) => void
+  const promise = new Promise<unknown>((ok, fail) => {
+    resolve = ok
+    reject = fail
+  })
+  entries.set(dedupKey, { value, promise, resolve, reject })
+  return promise
 }
 
 function settle(entries: readonly Entry[], outcome: (e: Entry) => unknown): void {
@@ -484,14 +450,10 @@ function settle(entries: readonly Entry[], outcome: (e: Entry) => unknown): void
     try {
       value = outcome(e)
     } catch (err) {
-      e.state = 2
-      e.result = err
-      e.reject?.(err)
+      e.reject(err)
       continue
     }
-    e.state = 1
-    e.result = value
-    e.resolve?.(value)
+    e.resolve(value)
   }
 }
 
@@ -552,114 +514,6 @@ async function flush(link: CompiledLink, pending: Pending): Promise<void> {
   await runLimited(chunks, link.concurrency, serve)
 }
 
-/** The batched link fields a list field's selection holds, found once per field node. */
-interface PrefetchPlan {
-  link: CompiledLink
-  /** The link field's nodes of one response key, in document order (as the executor merges them). */
-  nodes: FieldNode[]
-}
-
-const NO_PLAN: PrefetchPlan[] = []
-
-/**
- * The batched links selected directly under a list field (`info.fieldNodes`), or none: a selection
- * with a fragment, a link field with a directive (`@include`, `@skip`, `@defer`), or a field node
- * built by a link call leaves the level to the one-parent-at-a-time path.
- */
-function prefetchPlan(links: readonly CompiledLink[], fieldNodes: readonly FieldNode[]): PrefetchPlan[] {
-  if (targetNodes.has(fieldNodes[0]!)) return NO_PLAN
-  const selections: SelectionNode[] = []
-  for (const n of fieldNodes) for (const sel of n.selectionSet?.selections ?? []) {
-    if (sel.kind !== Kind.FIELD) return NO_PLAN
-    selections.push(sel)
-  }
-  const plans: PrefetchPlan[] = []
-  for (const link of links) {
-    const byKey = new Map<string, FieldNode[]>()
-    for (const sel of selections as FieldNode[]) {
-      if (sel.name.value !== link.def.field) continue
-      if (sel.directives?.length) return NO_PLAN
-      const key = sel.alias?.value ?? sel.name.value
-      byKey.set(key, [...(byKey.get(key) ?? []), sel])
-    }
-    for (const nodes of byKey.values()) plans.push({ link, nodes })
-  }
-  return plans.length ? plans : NO_PLAN
-}
-
-/**
- * Level prefetch (the batch fast path): a list field whose items carry batched links enqueues every
- * item's key at once, as soon as its list is in, and hands the list to the executor once the level
- * is served; each item's link field then resolves synchronously from its served entry (no promise
- * per parent). Items whose key is not a plain property (a REST rename), non-objects, or a level
- * inside a link call keep the one-at-a-time path. Same batching, calls, errors and paths.
- */
-async function prefetchLevel(list: unknown, plans: readonly PrefetchPlan[], context: unknown, info: GraphQLResolveInfo): Promise<unknown> {
-  if (!Array.isArray(list) || list.length === 0) return list
-  const scope = scopeOf(context, info)
-  const waits: Promise<void>[] = []
-  for (const { link, nodes } of plans) {
-    const key = link.def.batch!.key
-    const keys = new Array<unknown>(list.length)
-    let readable = true
-    for (let i = 0; i < list.length; i++) {
-      const item = list[i] as Record<string, unknown> | null | undefined
-      if (item === null || item === undefined) continue
-      if (typeof item !== 'object') {
-        readable = false
-        break
-      }
-      const k = item[key]
-      // An own value, or a key the parent type has no resolver for (undefined: a null key).
-      if (k === undefined && (getNamedType(info.returnType) as GraphQLObjectType).getFields()[key]?.resolve) {
-        readable = false
-        break
-      }
-      keys[i] = k
-    }
-    if (!readable) continue
-    const levelInfo = {
-      ...pickInfo(info),
-      fieldName: link.def.field,
-      fieldNodes: nodes,
-      returnType: link.type,
-      parentType: getNamedType(info.returnType) as GraphQLObjectType,
-      path: { prev: { prev: info.path, key: 0, typename: undefined }, key: nodes[0]!.alias?.value ?? link.def.field, typename: link.def.on },
-    } as GraphQLResolveInfo
-    const pending = pendingFor(link, scope, context, levelInfo)
-    const prefetched = (scope.prefetched ??= new Map())
-    let byItem = prefetched.get(nodes[0]!)
-    if (!byItem) prefetched.set(nodes[0]!, (byItem = new Map()))
-    for (let i = 0; i < list.length; i++) {
-      const item = list[i] as object | null | undefined
-      if (item === null || item === undefined) continue
-      const k = keys[i]
-      byItem.set(item, k === null || k === undefined ? NULL_KEY : entryFor(pending, String(k), k))
-    }
-    waits.push((pending.served ??= new Promise<void>((ok) => (pending.markServed = ok))))
-  }
-  if (waits.length === 1) await waits[0]
-  else if (waits.length) await Promise.all(waits)
-  return list
-}
-
-/** The entry of a parent whose key is null: null, or `[]` with `many`, without a call. */
-const NULL_KEY: Entry = { value: null, state: 1, result: null }
-
-/** Wraps the resolver of a list field whose items carry batched links (`links`), for {@link prefetchLevel}. */
-function prefetching(resolve: GraphQLFieldResolver<unknown, unknown>, links: readonly CompiledLink[]): GraphQLFieldResolver<unknown, unknown> {
-  const plans = new WeakMap<FieldNode, PrefetchPlan[]>()
-  return (source, args, context, info) => {
-    const result = resolve(source, args, context, info)
-    const first = info.fieldNodes[0]!
-    let plan = plans.get(first)
-    if (!plan) plans.set(first, (plan = prefetchPlan(links, info.fieldNodes)))
-    if (plan === NO_PLAN) return result
-    const p = plan
-    return result instanceof Promise ? result.then((list) => prefetchLevel(list, p, context, info)) : prefetchLevel(result, p, context, info)
-  }
-}
-
 function linkField(link: CompiledLink): GraphQLFieldConfig<unknown, unknown> {
   const { def } = link
   const batched = (key: unknown, context: unknown, info: GraphQLResolveInfo): unknown => {
@@ -679,14 +533,6 @@ function linkField(link: CompiledLink): GraphQLFieldConfig<unknown, unknown> {
   // Synchronous up to the batch's promise when the key is a plain property (one promise per distinct key, not per parent).
   const resolve = (parent: unknown, _args: unknown, context: unknown, info: GraphQLResolveInfo): unknown => {
     if (!def.batch) return unbatched(parent, context, info)
-    // Served by a level prefetch: the value (or the error) at once.
-    const entry = parent !== null && typeof parent === 'object' ? scopes.get(scopeKeyOf(context, info))?.prefetched?.get(info.fieldNodes[0]!)?.get(parent) : undefined
-    if (entry) {
-      if (entry === NULL_KEY) return def.many ? [] : null
-      if (entry.state === 1) return entry.result
-      if (entry.state === 2) throw entry.result
-      return promiseOf(entry)
-    }
     const key = readField(info.parentType, parent, def.batch.key, context, info)
     return key instanceof Promise ? key.then((k) => batched(k, context, info)) : batched(key, context, info)
   }
@@ -717,23 +563,13 @@ export function applyLinks(schema: GraphQLSchema, links: readonly LinkDefinition
     seen.add(id)
     byType.set(l.def.on, [...(byType.get(l.def.on) ?? []), l])
   }
-  // Level prefetch: list fields (with a resolver of their own, outside Mutation and Subscription) whose items carry batched links.
-  const batchedOn = new Map<string, CompiledLink[]>()
-  for (const l of compiled) if (l.def.batch) batchedOn.set(l.def.on, [...(batchedOn.get(l.def.on) ?? []), l])
-  const writeRoots = new Set([schema.getMutationType()?.name, schema.getSubscriptionType()?.name])
   const mapped = mapSchema(schema, {
     [MapperKind.OBJECT_TYPE]: (type) => {
       const own = byType.get(type.name)
-      const wraps = writeRoots.has(type.name) ? [] : Object.values(type.getFields()).filter((f) => f.resolve && isListType(getNullableType(f.type)) && batchedOn.has(getNamedType(f.type).name))
-      if (!own && !wraps.length) return type
+      if (!own) return type
       const config = type.toConfig()
       const fields = { ...config.fields }
-      for (const f of wraps) fields[f.name] = { ...fields[f.name]!, resolve: prefetching(f.resolve!, batchedOn.get(getNamedType(f.type).name)!) }
-      for (const l of own ?? []) {
-        const field = linkField(l)
-        const items = isListType(getNullableType(l.type)) ? batchedOn.get(getNamedType(l.type).name) : undefined
-        fields[l.def.field] = items ? { ...field, resolve: prefetching(field.resolve!, items) } : field
-      }
+      for (const l of own) fields[l.def.field] = linkField(l)
       return new GraphQLObjectType({ ...config, fields })
     },
   })
