@@ -27,7 +27,11 @@
  *
  * Targets: `rest` GET /operations/TodoById?id=1, `graphql` POST /graphql with the stored TodoById
  * document and `{id: 1}`, `cache` GET /operations/TodoByIdCached, a `# @cache` copy of TodoById
- * (every request after the first a hit; the gateway then runs on bench/cache-scenario.mjs's config) — each beside `baseline` GET /todo?id=1. The difference to the baseline is also shown in
+ * (every request after the first a hit; the gateway then runs on bench/cache-scenario.mjs's config) — each beside `baseline` GET /todo?id=1.
+ * `linked` (issue 30): `GET /operations/CustomersWithCountry?take=50` on examples/federation (50 Chinook
+ * customers, one SQL statement, one batched `GET /countries?names=…`) beside the baseline's `GET /linked`
+ * (the same statement and REST call by hand), on a temp copy of the Chinook database; the countries
+ * and reviews APIs run unwrapped (their instructions are not counted). The difference to the baseline is also shown in
  * µs at the calibration the machine's `rest` run gives (CPU µs per request ÷ instructions per request
  * of the baseline, when bench/run.mjs has recorded one in bench/recorded.json).
  *
@@ -42,7 +46,7 @@ import { tmpdir, loadavg, cpus } from 'node:os'
 import { join } from 'node:path'
 import { execFileSync } from 'node:child_process'
 import { Pool } from 'undici'
-import { copySqlite, root, startBaseline, startGateway, freePort } from './lib/processes.mjs'
+import { copySqlite, root, startBaseline, startGateway, startNode, freePort } from './lib/processes.mjs'
 import { CACHED_OPERATION, writeCacheConfig } from './cache-scenario.mjs'
 import { compareWithRecorded, readRecorded, writeRecorded } from './lib/recorded.mjs'
 
@@ -60,7 +64,7 @@ for (const [name, v, max] of [['requests', requests, 100_000], ['warmup', warmup
   if (!Number.isInteger(v) || v < 1 || v > max) throw new Error(`--${name}: an integer from 1 to ${max}`)
 }
 for (const m of modes) if (m !== 'development' && m !== 'production') throw new Error(`--modes: development, production`)
-for (const t of targets) if (!['baseline', 'rest', 'graphql', 'cache', 'cache-redis'].includes(t)) throw new Error(`--targets: baseline, rest, graphql, cache, cache-redis`)
+for (const t of targets) if (!['baseline', 'rest', 'graphql', 'cache', 'cache-redis', 'linked'].includes(t)) throw new Error(`--targets: baseline, rest, graphql, cache, cache-redis, linked`)
 
 const work = mkdtempSync(join(tmpdir(), 'tributary-instructions-'))
 const say = (text) => process.stdout.write(`${text}\n`)
@@ -195,8 +199,43 @@ try {
       await base.stop()
     }
   }
+  if (targets.includes('linked')) {
+    const chinook = join(work, 'chinook.sqlite')
+    await copySqlite(join(root, 'examples/chinook/chinook.sqlite'), chinook)
+    const service = async (name, portVar) => {
+      const h = await startNode({ name, args: [join(root, `dist/examples/federation/services/${name}.js`)], env: { ...process.env, [portVar]: String(await freePort()), LOG_LEVEL: 'warn' }, ready: /listening on (http:\/\/127\.0\.0\.1:\d+)/, timeoutMs: 30_000 })
+      return { ...h, url: h.match[1] }
+    }
+    const countries = await service('countries', 'COUNTRIES_PORT')
+    const reviews = await service('reviews', 'REVIEWS_PORT')
+    try {
+      // The statement the gateway sends for the operation (bench/linked-cpu.mjs), run by hand by the baseline.
+      const sql = `SELECT json_object('customerId', t0."CustomerId", 'firstName', t0."FirstName", 'lastName', t0."LastName", 'country', t0."Country") AS j FROM "Customer" AS t0 ORDER BY t0."CustomerId" ASC LIMIT ?`
+      writeFileSync(join(work, 'linked-sql.json'), JSON.stringify({ sql, bindings: [50] }))
+      const base = await startBaseline(['--linked-db', chinook, '--linked-sql', join(work, 'linked-sql.json'), '--countries-url', countries.url], { wrap, timeoutMs: 300_000 })
+      hosts.set(base.pid, process.env.HOST)
+      try {
+        ;({ all: figures['linked-baseline'], main: mainThread['linked-baseline'] } = await measure('baseline GET /linked', base.pid, `${base.url}/linked`))
+      } finally {
+        await base.stop()
+      }
+      for (const mode of modes) {
+        const env = { CHINOOK_DATABASE_URL: `sqlite:${chinook}`, COUNTRIES_API_URL: countries.url, REVIEWS_API_URL: reviews.url, ...(mode === 'production' ? { NODE_ENV: 'production' } : {}) }
+        const gw = await startGateway({ config: 'examples/federation/config.ts', env, wrap, timeoutMs: 600_000 })
+        hosts.set(gw.pid, '127.0.0.1')
+        try {
+          ;({ all: figures[`linked.${mode}`], main: mainThread[`linked.${mode}`] } = await measure(`${mode} GET /operations/CustomersWithCountry?take=50`, gw.pid, `${gw.url}/operations/CustomersWithCountry?take=50`))
+        } finally {
+          await gw.stop()
+        }
+      }
+    } finally {
+      await countries.stop()
+      await reviews.stop()
+    }
+  }
   for (const mode of modes) {
-    const gwTargets = targets.filter((t) => t !== 'baseline' && t !== 'cache-redis')
+    const gwTargets = targets.filter((t) => t !== 'baseline' && t !== 'cache-redis' && t !== 'linked')
     // `cache-redis`: the same hit on a gateway whose response cache is in Redis (REDIS_URL, default
     // 127.0.0.1:6379, a key prefix of its own); `cache` runs in memory (TRIBUTARY_PUBSUB=memory).
     if (targets.includes('cache-redis')) {
@@ -235,11 +274,18 @@ try {
   else rmSync(work, { recursive: true, force: true })
 }
 
+if (figures['linked-baseline']) {
+  say('\nlinked, beside the baseline GET /linked (all threads; main thread):')
+  for (const mode of modes) {
+    const k = `linked.${mode}`
+    if (figures[k]) say(`  ${k.padEnd(24)} ${(figures[k] / figures['linked-baseline']).toFixed(2)}× the baseline's; ${(mainThread[k] / mainThread['linked-baseline']).toFixed(2)}×`)
+  }
+}
 if (figures.baseline) {
   say('\nabove the baseline:')
-  for (const [k, v] of Object.entries(figures)) if (k !== 'baseline') say(`  ${k.padEnd(24)} ${v >= figures.baseline ? "+" : ""}${(v - figures.baseline).toLocaleString('en-US')} instructions/request (${(v / figures.baseline).toFixed(2)}× the baseline's)`)
+  for (const [k, v] of Object.entries(figures)) if (k !== 'baseline' && !k.startsWith('linked')) say(`  ${k.padEnd(24)} ${v >= figures.baseline ? "+" : ""}${(v - figures.baseline).toLocaleString('en-US')} instructions/request (${(v / figures.baseline).toFixed(2)}× the baseline's)`)
   say('above the baseline, main (JS) thread only (V8\'s compiler and GC helper threads left out):')
-  for (const [k, v] of Object.entries(mainThread)) if (k !== 'baseline') say(`  ${k.padEnd(24)} ${v >= mainThread.baseline ? "+" : ""}${(v - mainThread.baseline).toLocaleString('en-US')} instructions/request (${(v / mainThread.baseline).toFixed(2)}× the baseline's)`)
+  for (const [k, v] of Object.entries(mainThread)) if (k !== 'baseline' && !k.startsWith('linked')) say(`  ${k.padEnd(24)} ${v >= mainThread.baseline ? "+" : ""}${(v - mainThread.baseline).toLocaleString('en-US')} instructions/request (${(v / mainThread.baseline).toFixed(2)}× the baseline's)`)
 }
 const recorded = readRecorded()
 const flagged = compareWithRecorded(recorded.instructions ?? {}, figures, 'instructions/request', say)

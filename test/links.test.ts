@@ -36,13 +36,15 @@ interface LogLine {
 }
 
 /** The countries API on an ephemeral port, counting requests by path and the most in flight at once. */
-async function countriesApi(t: Test, delayMs = 0) {
+async function countriesApi(t: Test, delayMs = 0, failWhen?: (path: string) => boolean) {
   const app: FastifyInstance = await createCountriesService({ delayMs })
   const stats = { inFlight: 0, maxInFlight: 0, paths: [] as string[] }
-  app.addHook('onRequest', async (req) => {
+  app.addHook('onRequest', async (req, reply) => {
     if (req.url === '/openapi.json') return
     stats.paths.push(decodeURIComponent(req.url))
     stats.maxInFlight = Math.max(stats.maxInFlight, ++stats.inFlight)
+    // A 400 (never retried) for the calls `failWhen` picks.
+    if (failWhen?.(decodeURIComponent(req.url))) return reply.code(400).send({ message: 'refused by the test' })
   })
   app.addHook('onResponse', async (req) => {
     if (req.url !== '/openapi.json') stats.inFlight--
@@ -84,8 +86,8 @@ const baseLinks: LinkDefinition[] = [
 ]
 
 /** A gateway over Chinook (SQLite copy), the countries API and `feed`, logging at debug; listening on 127.0.0.1. */
-async function start(t: Test, options: { delayMs?: number; links?: LinkDefinition[]; sources?: DataSourceDefinition[]; operations?: Record<string, string> } = {}) {
-  const api = await countriesApi(t, options.delayMs)
+async function start(t: Test, options: { delayMs?: number; links?: LinkDefinition[]; sources?: DataSourceDefinition[]; operations?: Record<string, string>; failWhen?: (path: string) => boolean } = {}) {
+  const api = await countriesApi(t, options.delayMs, options.failWhen)
   const dir = mkdtempSync(join(tmpdir(), 'tributary-links-'))
   copyFileSync(join(root, 'examples/chinook/chinook.sqlite'), join(dir, 'chinook.sqlite'))
   const ops = join(dir, 'operations')
@@ -196,6 +198,55 @@ t.test('fails softly: null and an error at the path, siblings intact', async (t)
   t.equal(down.status, 200)
   t.same(down.body.data, { chinook_findManyCustomer: [{ firstName: 'Luís', countryInfo: null }, { firstName: 'Leonie', countryInfo: null }] })
   t.same(down.body.errors!.map((e) => e.path), [['chinook_findManyCustomer', 0, 'countryInfo'], ['chinook_findManyCustomer', 1, 'countryInfo']])
+})
+
+t.test('a batched level: errors per item at their paths, null and duplicate keys, more keys than maxKeys, fragments and aliases', async (t) => {
+  const links: LinkDefinition[] = [
+    ...baseLinks,
+    // `state` is null for most customers: a null key gets null without a call.
+    { on: 'chinook_Customer', field: 'stateAsCountry', target: 'geo_listCountries', args: { names: '$keys' }, batch: { key: 'state', match: 'name' } },
+  ]
+  // The chunk of `countryChunked` (maxKeys 10) that holds Germany fails; the other chunks answer.
+  let failing = true
+  const { query, api } = await start(t, { links, failWhen: (path) => failing && path.startsWith('/countries?names=') && path.split('=')[1]!.split(',').length <= 10 && path.includes('Germany') })
+  const all = await query('{ chinook_findManyCustomer(take: 59, orderBy: [{ customerId: asc }]) { customerId country state countryChunked { name currency } } }')
+  t.equal(all.status, 200)
+  const customers = all.body.data.chinook_findManyCustomer as Array<{ customerId: number; country: string; state: string | null; countryChunked: { name: string } | null }>
+  t.equal(customers.length, 59)
+  const countries = [...new Set(customers.map((c) => c.country))]
+  t.equal(countries.length, 24, '59 customers, 24 distinct countries (duplicate keys)')
+  t.equal(api.stats.paths.length, 3, 'one call per 10 distinct keys, the level bigger than maxKeys')
+  const failed = api.stats.paths.find((p) => p.includes('Germany'))!.split('=')[1]!.replace(/\+/g, ' ').split(',')
+  const errorPaths = (all.body.errors ?? []).map((e) => JSON.stringify(e.path))
+  customers.forEach((c, i) => {
+    if (failed.includes(c.country)) {
+      t.equal(c.countryChunked, null, `customer ${c.customerId} (${c.country}): null, its chunk failed`)
+      t.ok(errorPaths.includes(JSON.stringify(['chinook_findManyCustomer', i, 'countryChunked'])), `customer ${c.customerId}: an error at its own path`)
+    } else t.equal(c.countryChunked?.name, c.country, `customer ${c.customerId} (${c.country}): served by its chunk`)
+  })
+  t.equal(errorPaths.length, customers.filter((c) => failed.includes(c.country)).length, 'one error per parent of the failed chunk, no more')
+  t.ok(all.body.errors!.every((e) => e.extensions.code === 'TRB_ERR_UPSTREAM'))
+  failing = false
+
+  // Null keys: no call for them, null for their parents; keys that match nothing: null, no error.
+  const states = await query('{ chinook_findManyCustomer(take: 59, orderBy: [{ customerId: asc }]) { customerId state stateAsCountry { name } } }')
+  t.equal(states.status, 200)
+  t.notOk(states.body.errors)
+  const rows = states.body.data.chinook_findManyCustomer as Array<{ state: string | null; stateAsCountry: unknown }>
+  t.ok(rows.some((r) => r.state === null) && rows.some((r) => r.state !== null), 'null and non-null keys in the level')
+  t.ok(rows.every((r) => r.stateAsCountry === null))
+  t.equal(api.stats.paths.length, 1, 'one call for the level')
+  t.notOk(api.stats.paths[0]!.split('=')[1]!.split(',').includes('null'), 'null keys are not sent')
+
+  // The same level through a fragment (the one-parent-at-a-time path) and with an alias next to the field: same answers, same calls.
+  const direct = await query('{ chinook_findManyCustomer(take: 30, orderBy: [{ customerId: asc }]) { customerId countryInfo { name capital } other: countryInfo { currency } } }')
+  const directCalls = api.stats.paths.length
+  const viaFragment = await query('{ chinook_findManyCustomer(take: 30, orderBy: [{ customerId: asc }]) { ...C } } fragment C on chinook_Customer { customerId countryInfo { name capital } other: countryInfo { currency } }')
+  t.same(viaFragment.body, direct.body)
+  t.equal(api.stats.paths.length, directCalls)
+  t.equal(directCalls, 2, 'one call per response key')
+  t.notOk(direct.body.errors)
+  t.ok((direct.body.data.chinook_findManyCustomer as Array<{ countryInfo: unknown; other: unknown }>).every((c) => c.countryInfo && c.other))
 })
 
 function events(url: string) {
