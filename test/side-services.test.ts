@@ -46,7 +46,8 @@ function exited(pid: number): boolean {
 
 async function answers(url: string): Promise<boolean> {
   try {
-    const res = await fetch(url, { signal: AbortSignal.timeout(500) })
+    // Generous: a loaded machine answers slowly; a refused connection fails at once anyway.
+    const res = await fetch(url, { signal: AbortSignal.timeout(5000) })
     await res.arrayBuffer()
     return res.ok
   } catch {
