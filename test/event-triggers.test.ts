@@ -175,6 +175,9 @@ for (const dialect of ['sqlite', 'postgres', 'mysql'] as const) {
       const [row] = await sql('select attempts, last_error from tributary_event_log where trigger_name = ?', [`${p}flaky`])
       t.match(row, { last_error: null })
       t.equal(Number(row!['attempts']), 3)
+      // The outcome is counted once the database has answered the outbox update, which the poll above
+      // may see committed first: wait for the count.
+      await eventually(() => eventDeliveries.get(`${p}flaky\u0000delivered`)?.n === 1)
       t.equal(eventDeliveries.get(`${p}flaky\u0000failed`)?.n, 2)
       t.equal(eventDeliveries.get(`${p}flaky\u0000delivered`)?.n, 1)
       await sql(`update flaky set name = 'y' where id = 1`)
@@ -192,6 +195,7 @@ for (const dialect of ['sqlite', 'postgres', 'mysql'] as const) {
       t.match(JSON.parse(String(dead!['new_row'])), { id: 1, name: 'x' }, 'the row is kept')
       t.equal(hitsOf(`${p}dead`).length, 3)
       t.same(await sql('select seq from tributary_event_log where trigger_name = ?', [`${p}dead`]), [], 'no longer in the outbox')
+      await eventually(() => eventDeliveries.get(`${p}dead\u0000dead`)?.n === 1) // counted after the database answered (see above)
       t.equal(eventDeliveries.get(`${p}dead\u0000dead`)?.n, 1)
     })
 
