@@ -245,7 +245,7 @@ export function createDirectCompiler(rt: Runtime, model: Model, kind: DirectFiel
         try {
           const db = rt.db()
           const cancel = cancelWatchOf(context)
-          const solo = (): Promise<unknown[]> => db.values(plan.text, bindings, undefined, { cheap: true, light: true, owner: ownerOf(context), cancel, maxResultChars: resultRoom(context) })
+          const solo = (): Promise<unknown[]> => db.values(plan.text, bindings, undefined, { cheap: isCheap(db, plan, bindings), light: lightPlans.has(plan), owner: ownerOf(context), cancel, maxResultChars: resultRoom(context) })
           const rows = typeof key === 'number' || typeof key === 'string' ? rt.lookups.lookup(db, batch.text, others, key, cancel, solo) : solo()
           return rows.then((r) => {
             chargeResult(context, textLength(r))
