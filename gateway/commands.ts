@@ -157,8 +157,18 @@ async function serve(source: ConfigSource, dev: boolean): Promise<void> {
     await launch.stop()
     throw failure ?? err
   }
-  // One writer of generated/: the first worker (the others start after it listens).
-  const changed = workerIndex > 1 ? [] : await writeGenerated(gateway)
+  // One writer of generated/: the first worker (the others start after it listens). In production a
+  // generated/ that cannot be written (a read-only filesystem) is a warning: serving does not read it.
+  let changed: string[] = []
+  if (workerIndex <= 1) {
+    try {
+      changed = await writeGenerated(gateway)
+    } catch (err) {
+      if (initial.mode !== 'production') throw err
+      const e = err as NodeJS.ErrnoException
+      logger.warn({ err: { code: e.code, message: e.message } }, 'generated/ could not be written; serving without updating it')
+    }
+  }
   if (changed.length) logger.info({ files: changed }, 'generated/ updated')
   const app = await buildApp(gateway, { logger, trackInFlight: dev })
   // It listens (and prints its summary) once its services answer: the requests that reach them work from the start.

@@ -228,7 +228,8 @@ export async function createGateway(config: TributaryConfig, options: CreateGate
   const logger = options.logger
   const cacheDir = resolve(cwd, config.generatedDir, 'sources')
   const rowFilteredTypes = new Set(Object.entries(config.permissions).filter(([, rule]) => rule.filter !== undefined).map(([key]) => key))
-  await mkdir(cacheDir, { recursive: true })
+  // The sources' caches are written there (a folder that cannot be made is a warning: cache-file.ts).
+  await mkdir(cacheDir, { recursive: true }).catch((err: NodeJS.ErrnoException) => logger?.warn({ dir: cacheDir, err: { code: err.code, message: err.message } }, 'could not create the cache folder; the gateway runs on without its caches'))
 
   const keys = config.datasources.map((def) => sourceBuildKey(def, config))
   const previous = options.previous

@@ -9,6 +9,7 @@ import { connect, createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import Database from 'better-sqlite3'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 const cli = join(root, 'dist/gateway/cli.js')
@@ -103,4 +104,39 @@ t.test('the startup summary of a deployment without operations has no empty Oper
   t.notMatch(out, /Operations:/, 'no header over an empty list')
   t.match(out, /URLs:\n\s+GraphQL/)
   if (process.env.NODE_ENV !== 'production') t.match(out, /Console\s+http:\/\/\S+\/console \(open to loopback clients\)/, 'the console URL beside the others')
+})
+
+t.test('production start serves when generated/ cannot be written (a read-only filesystem); development fails', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'tributary-cli-rofs-'))
+  // generated/ below a regular file: every write there fails (ENOTDIR), as on a read-only filesystem.
+  writeFileSync(join(dir, 'blocker'), '')
+  const sqlite = new Database(join(dir, 'notes.sqlite'))
+  sqlite.exec('create table note (id integer primary key, body text not null)')
+  sqlite.close()
+  // A database source too: its introspection cache (generated/sources/) cannot be written either.
+  writeFileSync(join(dir, 'tributary.config.mjs'), `export default { datasources: [{ kind: 'schema', namespace: 'meta', typeDefs: 'type Query { hello: String }', resolvers: { Query: { hello: () => 'hi' } } }, { kind: 'database', namespace: 'db', url: 'sqlite:notes.sqlite' }], generatedDir: 'blocker/generated' }\n`)
+  const child = spawn(process.execPath, [cli, 'start'], { cwd: dir, env: { ...process.env, PORT: '0', LOG_LEVEL: 'warn', TRIBUTARY_CONFIG: '', NODE_ENV: 'production' }, stdio: ['ignore', 'pipe', 'pipe'] })
+  t.teardown(() => {
+    if (child.exitCode === null) child.kill('SIGKILL')
+  })
+  let out = ''
+  const url = await new Promise<string>((resolve, reject) => {
+    child.stdout.on('data', (c: Buffer) => {
+      out += c.toString()
+      const m = /GraphQL\s+(http:\/\/\S+)\/graphql/.exec(out)
+      if (m && /Health\s+http/.test(out)) resolve(m[1]!)
+    })
+    child.stderr.on('data', (c: Buffer) => (out += c.toString()))
+    child.once('exit', (code) => reject(new Error(`start exited with ${code}:\n${out}`)))
+  })
+  t.match(out, /generated\/ could not be written; serving without updating it/, 'a warning says so')
+  t.match(out, /"code":"ENOTDIR"/, 'with the filesystem error code')
+  t.match(out, /could not write a cache file; the gateway runs on/, "the database source's introspection cache: a warning too")
+  const res = await fetch(`${url}/health/ready`)
+  t.equal(res.status, 200, 'and it serves')
+  child.kill('SIGTERM')
+
+  const dev = spawnSync(process.execPath, [cli, 'start'], { cwd: dir, env: { ...process.env, PORT: '0', LOG_LEVEL: 'warn', TRIBUTARY_CONFIG: '', NODE_ENV: 'development' }, encoding: 'utf8', timeout: 60_000 })
+  t.not(dev.status, 0, 'development fails: the developer needs generated/')
+  t.match(`${dev.stdout}${dev.stderr}`, /ENOTDIR/)
 })

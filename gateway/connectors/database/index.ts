@@ -6,7 +6,8 @@
  * introspection in `<cacheDir>/<source>.introspection.json` (or read that cache when the database
  * is unreachable), then build the schema.
  */
-import { readFile, writeFile } from 'node:fs/promises'
+import { readFile } from 'node:fs/promises'
+import { saveCacheFile } from '../../cache-file.js'
 import { join } from 'node:path'
 import type { Knex } from 'knex'
 import { ConfigInvalidError, PackageMissingError, SourceLoadError, isTributaryError } from '../../errors.js'
@@ -285,14 +286,7 @@ export async function createDatabaseSource(options: DatabaseSourceOptions, ctx: 
     doc = JSON.parse(cached) as DatabaseIntrospection
   }
   if (reachable) {
-    const text = `${JSON.stringify(doc, null, 2)}\n`
-    let old: string | undefined
-    try {
-      old = await readFile(cacheFile, 'utf8')
-    } catch {
-      old = undefined
-    }
-    if (old !== text) await writeFile(cacheFile, text)
+    await saveCacheFile(cacheFile, `${JSON.stringify(doc, null, 2)}\n`, log)
   }
   for (const t of doc.tables) {
     for (const c of t.columns) {

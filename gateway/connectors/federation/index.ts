@@ -25,7 +25,8 @@ import { GraphQLSchema, printSchema } from 'graphql'
 import { getStitchedSchemaFromSupergraphSdl } from '@graphql-tools/federation'
 import { createDefaultExecutor } from '@graphql-tools/delegate'
 import type { ExecutionRequest } from '@graphql-tools/utils'
-import { mkdir, readFile, writeFile } from 'node:fs/promises'
+import { readFile } from 'node:fs/promises'
+import { saveCacheFile } from '../../cache-file.js'
 import { watch } from 'node:fs'
 import { join, resolve } from 'node:path'
 import type { ConnectorContext, RemoteSubschema, SourceHealth } from '../types.js'
@@ -362,10 +363,7 @@ async function readSdls(subgraphs: readonly SubgraphOptions[], endpoints: Readon
   const sdls = Object.fromEntries(read)
   const next: SdlCache = Object.fromEntries(subgraphs.map((s) => [s.name, { url: s.url, sdl: sdls[s.name]! }]))
   const json = JSON.stringify(next, null, 2) + '\n'
-  if (json !== previous) {
-    await mkdir(context.cacheDir, { recursive: true })
-    await writeFile(cacheFile, json)
-  }
+  if (json !== previous) await saveCacheFile(cacheFile, json, context.logger)
   return sdls
 }
 

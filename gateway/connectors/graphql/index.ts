@@ -4,7 +4,8 @@
  * `compose/` renames it with graphql-tools transforms at request time, the one place delegation is used.
  */
 import { buildClientSchema, getIntrospectionQuery, type IntrospectionQuery, type GraphQLSchema } from 'graphql'
-import { mkdir, readFile, writeFile } from 'node:fs/promises'
+import { readFile } from 'node:fs/promises'
+import { saveCacheFile } from '../../cache-file.js'
 import { join } from 'node:path'
 import type { ConnectorContext, RemoteSubschema, SourceHealth } from '../types.js'
 import { SourceLoadError } from '../../errors.js'
@@ -59,10 +60,7 @@ export async function createGraphQLSource(options: GraphQLSourceOptions, context
     const result = await send({ query: getIntrospectionQuery({ descriptions: true, inputValueDeprecation: true }) })
     if (!result.data) throw new Error(result.errors?.[0]?.message ?? 'no data')
     introspection = result.data as unknown as IntrospectionQuery
-    await mkdir(context.cacheDir, { recursive: true })
-    const json = JSON.stringify(introspection, null, 2) + '\n'
-    const previous = await readFile(cacheFile, 'utf8').catch(() => '')
-    if (previous !== json) await writeFile(cacheFile, json)
+    await saveCacheFile(cacheFile, JSON.stringify(introspection, null, 2) + '\n', context.logger)
   } catch (err) {
     const cached = await readFile(cacheFile, 'utf8').catch(() => null)
     if (cached === null) throw new SourceLoadError(context.sourceName, `cannot introspect ${options.url}: ${(err as Error).message}`, { cause: err })
