@@ -5,13 +5,13 @@
  */
 import t, { type Test } from 'tap'
 import { spawn } from 'node:child_process'
-import { readFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import { Writable } from 'node:stream'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { pino, type Logger } from 'pino'
 import { RESTART_BACKOFF, startServices } from '../gateway/services.js'
+import { processExited as exited } from './helpers/cli.js'
 
 const parentScript = fileURLToPath(new URL('./fixtures/services/parent.ts', import.meta.url))
 const roleScript = fileURLToPath(new URL('../datasources/system/service.js', import.meta.url))
@@ -32,16 +32,6 @@ async function portIsFree(port: number): Promise<boolean> {
     server.once('error', () => resolve(false))
     server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)))
   })
-}
-
-/** True when the process is gone or a zombie (it exited and only its exit status remains). */
-function exited(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
-    return stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z')
-  } catch {
-    return true
-  }
 }
 
 async function answers(url: string): Promise<boolean> {

@@ -12,21 +12,11 @@ import { join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { pino } from 'pino'
 import { launchServices, servicesNeededBy } from '../gateway/services.js'
-import { freePort } from './helpers/cli.js'
+import { freePort, processExited as gone } from './helpers/cli.js'
 import type { DataSourceDefinition, ServiceDefinition } from '../gateway/config/index.js'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 const gated = join(root, 'test/fixtures/services/gated.mjs')
-
-/** True when the process is gone or a zombie. */
-function gone(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
-    return stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z')
-  } catch {
-    return true
-  }
-}
 
 /** The live processes (not zombies) whose environment holds `GATE_FILE=<gate>`: a gated service, spawned or starting. */
 function gatedProcesses(gate: string): number[] {

@@ -2,10 +2,21 @@
  * Test helper: runs the built CLI (`dist/gateway/cli.js`) as a user does, collecting its output.
  */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process'
+import { readFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { join } from 'node:path'
 import type { Test } from 'tap'
 import { repoRoot } from './chinook.js'
+
+/** True when process `pid` is gone or a zombie (it exited and only its exit status remains): Linux `/proc/<pid>/stat`. */
+export function processExited(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    return stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z')
+  } catch {
+    return true
+  }
+}
 
 /** A free TCP port on 127.0.0.1 (closed again before it is returned). */
 export function freePort(): Promise<number> {
