@@ -1,5 +1,5 @@
 /**
- * Hits of `# @cache` stored queries answered early (gateway/http/operations-routes.ts `answerHitsEarly`)
+ * Hits of `# @cache` stored queries answered early (gateway/http/operations-routes.ts `answerEarly`)
  * from the response cache's in-process copy (gateway/cluster/response-cache.ts): the same status,
  * headers and body as the route, 304 on If-None-Match, counted in the metrics; credentials, escapes and
  * bad variables go to the route; a mutation invalidates at once; the copy is bounded in bytes (attack);

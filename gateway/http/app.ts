@@ -289,7 +289,7 @@ export async function buildApp(gateway: Gateway, options: BuildAppOptions = {}):
     registerGraphQLEndpoint(app, scope, holder, persisted, wsHandler, limitOperation)
   })
   if (!wsScope) throw new Error('the WebSocket scope was not registered')
-  registerOperationRoutes(app, holder)
+  registerOperationRoutes(app, holder, { trackInFlight: options.trackInFlight === true })
   // Cookie login with OpenID Connect (README "Cookie login with OpenID Connect"): only with auth.oidc.
   registerOidcRoutes(app, holder, options.oidcHooks)
   const livePollers = () => app.livePollers.size

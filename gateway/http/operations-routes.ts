@@ -6,10 +6,11 @@
  */
 import { hash } from 'node:crypto'
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import { limitResponse } from './response-limit.js'
+import { BUFFER_FROM_UNITS, limitResponse } from './response-limit.js'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { GraphQLError, type GraphQLFormattedError } from 'graphql'
 import type { CompiledOperation, Variables, VariablesError } from '../operations/compile.js'
+import type { DirectFailure } from '../operations/direct-plan.js'
 import { codedGraphQLError, codesOf, formatGraphQLErrors, sendError, setRetryAfter, withRetryAfter } from './format-error.js'
 import { checkCsrf, identityOf } from './auth.js'
 import type { AuthInfo } from '../auth/jwt.js'
@@ -33,6 +34,12 @@ declare module 'fastify' {
     livePollers: LivePollers
     /** The shared response cache of `# @cache` queries (its in-process copy: `localSize`). */
     responseCache: ResponseCache
+    /**
+     * Stored database queries run before fastify (README "Stored operations before fastify"): answered
+     * there, or handed to the route with their result; `memoised()`: the query strings whose variables
+     * are remembered, over every operation (at most 1,000 per operation).
+     */
+    earlyDirect: { answered: number; handedOver: number; memoised: () => number }
   }
 }
 
@@ -173,7 +180,7 @@ async function respond(op: CompiledOperation, variables: Variables, request: Fas
   // Database-only queries: the SQL already produced the body. A custom route needs the data object
   // to tell a missing row, so it takes the normal path.
   if (op.direct && !notFoundWhenNull) {
-    const body = await op.direct.runValidated(variables, context)
+    const body = await (takeEarlyRun(request, op) ?? op.direct.runValidated(variables, context))
     if (typeof body === 'string') {
       fill?.(body)
       return sendData(op, body, request, reply)
@@ -451,13 +458,23 @@ function toGraphQLError(err: unknown): GraphQLError {
   return err instanceof GraphQLError ? err : new GraphQLError((err as Error)?.message ?? String(err), { originalError: err as Error })
 }
 
+/** Options of {@link registerOperationRoutes}. */
+export interface OperationRoutesOptions {
+  /**
+   * The app counts its in-flight requests per gateway version (`tributary dev`, which drains them
+   * before it closes a reloaded gateway): stored database queries are then not answered before
+   * fastify (their statement would run outside that count). Default false.
+   */
+  trackInFlight?: boolean
+}
+
 /**
  * Registers `/operations/*` and the config's custom routes.
  * - queries: GET (variables from the query string) and POST (JSON body);
  * - mutations: POST only (405 with `Allow: POST` otherwise);
  * - subscriptions, and queries with `?live=true`: GET with `Accept: text/event-stream`.
  */
-export function registerOperationRoutes(app: FastifyInstance, holder: GatewayHolder): void {
+export function registerOperationRoutes(app: FastifyInstance, holder: GatewayHolder, options: OperationRoutesOptions = {}): void {
   const live = new LivePollers(holder)
   app.decorate('livePollers', live)
   const { pubsub } = holder.current.config
@@ -466,8 +483,9 @@ export function registerOperationRoutes(app: FastifyInstance, holder: GatewayHol
     tags: new WeakMap(),
   }
   app.decorate('responseCache', cacheState.cache)
+  app.decorate('earlyDirect', { answered: 0, handedOver: 0, memoised: () => 0 })
   app.addHook('onClose', async () => cacheState.cache.close())
-  answerHitsEarly(app, holder, cacheState)
+  answerEarly(app, holder, cacheState, { directs: !options.trackInFlight })
   // Event streams are long-lived: end them before the server closes, or `close()` would wait for them.
   const open = new Set<SseStream>()
   const sharedStreams = new SharedEventStreams()
@@ -570,12 +588,16 @@ export function registerOperationRoutes(app: FastifyInstance, holder: GatewayHol
   }
 }
 
-/** What {@link answerHitsEarly} knows of one stored operation whose hits it may answer. */
+/** What {@link answerEarly} knows of one stored operation it may answer. */
 interface EarlyOperation {
   readonly op: CompiledOperation
+  /** `hit`: a `# @cache` query, answered from the in-process cache when fresh; `direct`: a database query run by its direct plan. */
+  readonly kind: 'hit' | 'direct'
   /** `Cache-Control` of an anonymous GET. */
   readonly cacheControl: string
-  /** Cache key by raw query string (at most {@link EARLY_KEYS} of at most {@link EARLY_QUERY_CHARS} characters, then it starts again empty). */
+  /** Validated variables by raw query string (at most {@link EARLY_KEYS} of at most {@link EARLY_QUERY_CHARS} characters, then it starts again empty); frozen. */
+  readonly variables: Map<string, Variables>
+  /** Cache key by raw query string (`hit` only; the same bounds). */
   readonly keys: Map<string, string>
 }
 
@@ -585,25 +607,68 @@ const EARLY_QUERY_CHARS = 512
 const PLAIN_QUERY = /^(?:[A-Za-z0-9_.~-]+=[A-Za-z0-9_.~-]*(?:&[A-Za-z0-9_.~-]+=[A-Za-z0-9_.~-]*)*)?$/
 const PLAIN_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/
 
+/** The statement run of a request that {@link answerEarly} started but leaves to the route to answer. */
+const kEarlyRun = Symbol('tributary.earlyRun')
+
+interface EarlyRun {
+  readonly op: CompiledOperation
+  readonly result: Promise<string | DirectFailure | null>
+}
+
 /**
- * Answers a fresh hit of a `# @cache` stored query from the in-process copy of the response cache
- * before fastify sees the request (README "Caching", docs/architecture.md §10): `GET
- * /operations/<Name>?<plain query>` without credentials, body, `live` or `Upgrade`, of a GraphQL query with
- * no auth directive, no injected variables and no operation hook. It sends what the route would:
- * 200 with the stored body and ETag, `Cache-Control`, `X-Tributary-Cache: hit` and `Age` (or 304 on a
- * matching `If-None-Match`), and counts the request in the metrics and the console as the route's
- * hooks do. Anything else (a miss, a stale entry, a query string with escapes, credentials, an error)
- * goes to fastify unchanged. Installed only when nothing else must see each request: no rate limit,
- * no Host/Origin hook (`allowedHosts`, `allowedOrigins`), no tracing, and `pubsub.localCacheBytes` > 0.
+ * The result of the direct plan that {@link answerEarly} already ran for this request and operation
+ * (taken once), so that the route answers it without running the statement again; undefined when none.
  */
-function answerHitsEarly(app: FastifyInstance, holder: GatewayHolder, state: CacheState): void {
+function takeEarlyRun(request: FastifyRequest, op: CompiledOperation): Promise<string | DirectFailure | null> | undefined {
+  const raw = request.raw as IncomingMessage & { [kEarlyRun]?: EarlyRun }
+  const run = raw[kEarlyRun]
+  if (run === undefined) return undefined
+  raw[kEarlyRun] = undefined
+  return run.op === op ? run.result : undefined
+}
+
+/** Freezes a variables object and what it holds (lists, input objects): it is shared by the requests of the same query string. */
+function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
+    Object.freeze(value)
+    for (const v of Object.values(value)) deepFreeze(v)
+  }
+  return value
+}
+
+/**
+ * Answers the commonest stored-query requests before fastify sees them (README "Caching" and
+ * "Stored operations before fastify", docs/architecture.md §10): `GET /operations/<Name>?<plain
+ * query>` without credentials, body, `live` or `Upgrade`, of a GraphQL query with no auth directive,
+ * no injected variables and no operation hook, that is either
+ * - a `# @cache` query with a fresh entry in the in-process copy of the response cache (`hit`): it
+ *   sends what the route would, 200 with the stored body and ETag, `Cache-Control`,
+ *   `X-Tributary-Cache: hit` and `Age` (or 304 on a matching `If-None-Match`); or
+ * - a query without `# @cache` whose root fields all run as direct SQL (`direct`, README "Direct
+ *   JSON execution"): it runs the statement and sends a successful answer as the route would, 200
+ *   with the data object, its weak ETag and `Cache-Control` (or 304). A failed statement, a plan with
+ *   no statement for the variables, or an answer over a third of `server.maxResponseBytes` goes to
+ *   the route with the run's result ({@link takeEarlyRun}): the route answers it (error body, status,
+ *   `Retry-After`, the size check) without running the statement again.
+ * Either counts the request in the metrics and the console as the route's hooks do. Anything else (a
+ * miss, a stale entry, a query string with escapes, credentials, an error) goes to fastify unchanged.
+ * Installed only when nothing else must see each request: no rate limit, no Host/Origin hook
+ * (`allowedHosts`, `allowedOrigins`), no tracing, no custom route under `/operations/`; hits only
+ * with `pubsub.localCacheBytes` > 0, direct answers only when `directs` (not `tributary dev`, whose
+ * reloads drain the requests fastify counts).
+ */
+function answerEarly(app: FastifyInstance, holder: GatewayHolder, state: CacheState, options: { directs: boolean }): void {
   const config = holder.current.config
-  if (config.pubsub.localCacheBytes <= 0 || config.server.rateLimit || config.server.allowedHosts !== null || config.server.allowedOrigins.length > 0 || config.telemetry.otlpEndpoint) return
+  const hits = config.pubsub.localCacheBytes > 0
+  const directs = options.directs
+  if ((!hits && !directs) || config.server.rateLimit || config.server.allowedHosts !== null || config.server.allowedOrigins.length > 0 || config.telemetry.otlpEndpoint) return
+  if (config.routes.some((r) => r.path.startsWith('/operations'))) return
   const server = app.server
   const [fastifyHandler, ...others] = server.listeners('request') as ((req: IncomingMessage, res: ServerResponse) => void)[]
   if (!fastifyHandler || others.length) return
   const counted = config.metrics.enabled
   const console = config.console.enabled
+  const tally = app.earlyDirect
   let gateway = holder.current
   let known = new Map<string, EarlyOperation | null>()
   let closing = false
@@ -611,6 +676,11 @@ function answerHitsEarly(app: FastifyInstance, holder: GatewayHolder, state: Cac
     closing = true
     done()
   })
+  tally.memoised = () => {
+    let n = 0
+    for (const e of known.values()) if (e) n += e.variables.size
+    return n
+  }
 
   const early = (name: string): EarlyOperation | null | undefined => {
     if (holder.current !== gateway) {
@@ -624,16 +694,17 @@ function answerHitsEarly(app: FastifyInstance, holder: GatewayHolder, state: Cac
     if (!op) return undefined
     const policy = cachePolicy(op)
     const hooked = gateway.hooks !== null && gateway.hooks.operations.has(name)
-    e = !policy || op.internal || op.stored.auth || hooked || op.stored.language !== 'graphql' || Object.keys(op.stored.rules.inject).length
+    const kind = policy ? (hits ? 'hit' : null) : directs && op.kind === 'query' && op.direct ? 'direct' : null
+    e = kind === null || op.internal || op.stored.auth || hooked || op.stored.language !== 'graphql' || Object.keys(op.stored.rules.inject).length
       ? null
-      : { op, cacheControl: cacheControl(op, NO_CREDENTIALS), keys: new Map() }
+      : { op, kind, cacheControl: cacheControl(op, NO_CREDENTIALS), variables: new Map(), keys: new Map() }
     known.set(name, e)
     return e
   }
 
-  const keyOf = (e: EarlyOperation, query: string): string | undefined => {
-    let key = e.keys.get(query)
-    if (key !== undefined) return key
+  const variablesOf = (e: EarlyOperation, query: string): Variables | undefined => {
+    let variables = e.variables.get(query)
+    if (variables !== undefined) return variables
     if (query.length > EARLY_QUERY_CHARS || !PLAIN_QUERY.test(query)) return undefined
     const params: Query = {}
     if (query !== '') {
@@ -644,16 +715,78 @@ function answerHitsEarly(app: FastifyInstance, holder: GatewayHolder, state: Cac
         params[k] = pair.slice(eq + 1)
       }
     }
-    let variables: Variables
     try {
-      variables = e.op.authorize(e.op.variablesFromQuery(params), null)
+      variables = deepFreeze(e.op.authorize(e.op.variablesFromQuery(params), null))
     } catch {
       return undefined // the route answers the error
     }
+    if (e.variables.size >= EARLY_KEYS) e.variables.clear()
+    e.variables.set(query, variables)
+    return variables
+  }
+
+  const keyOf = (e: EarlyOperation, query: string): string | undefined => {
+    let key = e.keys.get(query)
+    if (key !== undefined) return key
+    const variables = variablesOf(e, query)
+    if (variables === undefined) return undefined
     key = state.cache.keyFor(e.op.stored.source, variables)
     if (e.keys.size >= EARLY_KEYS) e.keys.clear()
     e.keys.set(query, key)
     return key
+  }
+
+  const count = (e: EarlyOperation, res: ServerResponse, started: number): void => {
+    if (!counted && !console) return
+    const ms = performance.now() - started
+    if (counted && observers.metrics) {
+      observers.metrics.countRequest('/operations/*', 'GET', res.statusCode)
+      observers.metrics.operationSeconds(e.op.name).observe(ms / 1000)
+    }
+    if (console) observers.traffic?.operation(e.op.name, ms, false)
+  }
+
+  /** Hands a request whose statement ran to the route, with the run's result. */
+  const handOver = (req: IncomingMessage, res: ServerResponse, op: CompiledOperation, result: Promise<string | DirectFailure | null>): void => {
+    tally.handedOver++
+    ;(req as IncomingMessage & { [kEarlyRun]?: EarlyRun })[kEarlyRun] = { op, result }
+    fastifyHandler(req, res)
+  }
+
+  const sendDirect = (e: EarlyOperation, req: IncomingMessage, res: ServerResponse, body: string, started: number): void => {
+    const etag = weakEtag(body)
+    const inm = req.headers['if-none-match']
+    if (inm !== undefined && etagMatches(inm, etag)) {
+      res.writeHead(304, ['etag', etag, 'cache-control', e.cacheControl])
+      res.end()
+    } else if (body.length < BUFFER_FROM_UNITS) {
+      res.writeHead(200, ['etag', etag, 'cache-control', e.cacheControl, 'content-type', 'application/json; charset=utf-8', 'content-length', String(Buffer.byteLength(body))])
+      res.end(body)
+    } else {
+      const bytes = Buffer.from(body)
+      res.writeHead(200, ['etag', etag, 'cache-control', e.cacheControl, 'content-type', 'application/json; charset=utf-8', 'content-length', String(bytes.length)])
+      res.end(bytes)
+    }
+    tally.answered++
+    count(e, res, started)
+  }
+
+  const runDirect = (e: EarlyOperation, req: IncomingMessage, res: ServerResponse, variables: Variables, started: number): void => {
+    const maxBytes = gateway.config.server.maxResponseBytes
+    const context = { reply: { raw: res }, headers: req.headers, cluster: holder.cluster, resultBudget: resultBudget(maxBytes), auth: null }
+    const result = e.op.direct!.runValidated(variables, context)
+    result.then(
+      (body) => {
+        if (typeof body !== 'string' || body.length > maxBytes / 3) return handOver(req, res, e.op, result)
+        try {
+          sendDirect(e, req, res, body, started)
+        } catch (err) {
+          app.log.error({ err }, 'answering a stored query early failed; the route answers it')
+          if (!res.headersSent) handOver(req, res, e.op, result)
+        }
+      },
+      () => handOver(req, res, e.op, result),
+    )
   }
 
   const answer = (req: IncomingMessage, res: ServerResponse): boolean => {
@@ -669,7 +802,14 @@ function answerHitsEarly(app: FastifyInstance, holder: GatewayHolder, state: Cac
     if (!e) return false
     // A JWT in a header the verifier reads (it may read more than Authorization) goes to the route.
     if (gateway.jwt && (gateway.hooks?.authentication || gateway.jwt.known(h) !== null)) return false
-    const key = keyOf(e, q < 0 ? '' : url.slice(q + 1))
+    const query = q < 0 ? '' : url.slice(q + 1)
+    if (e.kind === 'direct') {
+      const variables = variablesOf(e, query)
+      if (variables === undefined) return false
+      runDirect(e, req, res, variables, started)
+      return true
+    }
+    const key = keyOf(e, query)
     if (key === undefined) return false
     const now = Date.now()
     const hit = state.cache.local(key, now)
@@ -684,14 +824,7 @@ function answerHitsEarly(app: FastifyInstance, holder: GatewayHolder, state: Cac
       res.end(hit.body)
     }
     state.cache.earlyAnswers++
-    if (counted || console) {
-      const ms = performance.now() - started
-      if (counted && observers.metrics) {
-        observers.metrics.countRequest('/operations/*', 'GET', res.statusCode)
-        observers.metrics.operationSeconds(e.op.name).observe(ms / 1000)
-      }
-      if (console) observers.traffic?.operation(e.op.name, ms, false)
-    }
+    count(e, res, started)
     return true
   }
 
@@ -701,7 +834,7 @@ function answerHitsEarly(app: FastifyInstance, holder: GatewayHolder, state: Cac
     try {
       answered = answer(req, res)
     } catch (err) {
-      app.log.error({ err }, 'answering a cached hit early failed; the route answers it')
+      app.log.error({ err }, 'answering a stored query early failed; the route answers it')
       answered = res.headersSent
     }
     if (!answered) fastifyHandler(req, res)

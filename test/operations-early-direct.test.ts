@@ -1,0 +1,145 @@
+/**
+ * Stored database queries answered before fastify (gateway/http/operations-routes.ts `answerEarly`,
+ * kind `direct`): the same status, headers and body as the route (which `app.inject` reaches without
+ * the early path), 304 on If-None-Match, counted in the metrics; credentials, escapes, bad variables
+ * and HEAD go to the route; an answer over a third of `server.maxResponseBytes` and a failed statement
+ * are handed to the route with the statement's result, which answers them without running it again;
+ * the variables memoised per query string stay bounded (attack); `tributary dev` (in-flight requests
+ * counted) answers nothing early.
+ */
+import t from 'tap'
+import Database from 'better-sqlite3'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { startDemo } from './helpers/demo.js'
+import { buildApp } from '../gateway/http/app.js'
+import type { CompiledOperation } from '../gateway/operations/compile.js'
+
+const dir = fileURLToPath(new URL('./fixtures/operations-demo', import.meta.url))
+const SENT = ['etag', 'cache-control', 'content-type', 'content-length']
+
+/** Counts the direct runs of a stored operation (its real plan still runs). */
+function countRuns(op: CompiledOperation): () => number {
+  const direct = op.direct!
+  const run = direct.runValidated.bind(direct)
+  let n = 0
+  direct.runValidated = (variables, context) => {
+    n++
+    return run(variables, context)
+  }
+  return () => n
+}
+
+t.test('answers as the route does, and hands to the route what it does not answer', async (t) => {
+  const { app, url, gateway } = await startDemo(t, { listen: true, override: { operations: { dir }, server: { maxResponseBytes: 400 } } })
+  const get = (path: string, headers: Record<string, string> = {}, method = 'GET') => fetch(`${url}${path}`, { headers, method })
+  const tally = app.earlyDirect
+
+  for (const path of ['/operations/TodoById?id=1', '/operations/TodoById?id=987654']) {
+    const before = tally.answered
+    const res = await get(path)
+    const route = await app.inject({ url: path })
+    t.equal(tally.answered, before + 1, `${path}: answered early`)
+    t.equal(res.status, route.statusCode)
+    t.equal(await res.text(), route.body, `${path}: the route's body`)
+    for (const h of SENT) t.equal(res.headers.get(h), String(route.headers[h]), `${path}: the route's ${h}`)
+  }
+  t.match(await (await get('/operations/TodoById?id=987654')).json(), { todo_findUniqueTodo: null }, 'a missing row is null, as on the route')
+
+  // 304 with the route's headers.
+  const etag = (await get('/operations/TodoById?id=1')).headers.get('etag')!
+  const notModified = await get('/operations/TodoById?id=1', { 'if-none-match': etag })
+  const routeNotModified = await app.inject({ url: '/operations/TodoById?id=1', headers: { 'if-none-match': etag } })
+  t.equal(notModified.status, 304)
+  t.equal(routeNotModified.statusCode, 304)
+  for (const h of ['etag', 'cache-control']) t.equal(notModified.headers.get(h), String(routeNotModified.headers[h]), `304: the route's ${h}`)
+  t.equal((await get('/operations/TodoById?id=1', { 'if-none-match': '"other"' })).status, 200, 'another ETag: 200')
+
+  // The route decides what is not plain, and what carries credentials.
+  const n = tally.answered
+  const handed = tally.handedOver
+  const bad = await get('/operations/TodoById?id=abc')
+  t.equal(bad.status, 400)
+  t.match(await bad.json(), { errors: [{ extensions: { code: 'TRB_ERR_OPERATION_VARIABLES' } }] })
+  t.equal((await get('/operations/TodoById?id=%31')).status, 200, 'an escape: the route')
+  t.equal((await get('/operations/TodoById?id=1', {}, 'HEAD')).status, 200, 'HEAD: the route')
+  t.equal((await get('/operations/TodoById?id=1', { authorization: 'Bearer x' })).status, 200, 'a credential: the route (no JWT configured)')
+  t.equal((await get('/operations/TodoById?id=1&id=2')).status, 400, 'a repeated key: the route refuses it')
+  t.equal((await get('/operations/NoSuchOperation')).status, 404)
+  t.equal(tally.answered, n, 'none of them answered early')
+  t.equal(tally.handedOver, handed, 'nor run early')
+
+  // Counted in the metrics as the route's hooks count.
+  const metrics = await (await get('/metrics')).text()
+  t.match(metrics, /tributary_http_requests_total\{route="\/operations\/\*",method="GET",status="200"\} \d+/)
+  t.match(metrics, /tributary_http_requests_total\{route="\/operations\/\*",method="GET",status="304"\} [1-9]/)
+  t.match(metrics, /tributary_operation_duration_seconds_count\{operation="TodoById"\} [1-9]/)
+
+  // Over a third of maxResponseBytes (400): handed to the route with the result, which checks the
+  // size and answers, the statement run once.
+  const findTodos = gateway.operations.get('FindTodos')!
+  const runs = countRuns(findTodos)
+  const small = await get('/operations/FindTodos?take=1')
+  t.equal(small.status, 200)
+  t.equal(runs(), 1)
+  const before = { answered: tally.answered, handedOver: tally.handedOver }
+  const medium = await get('/operations/FindTodos?take=3')
+  const mediumBody = await medium.text()
+  t.equal(medium.status, 200, `a ${mediumBody.length}-byte answer, over 133 and within 400`)
+  t.ok(mediumBody.length > 133 && mediumBody.length <= 400)
+  t.same({ answered: tally.answered, handedOver: tally.handedOver }, { answered: before.answered, handedOver: before.handedOver + 1 }, 'handed to the route')
+  t.equal(runs(), 2, 'the route did not run the statement again')
+  t.equal(medium.headers.get('etag'), (await app.inject({ url: '/operations/FindTodos?take=3' })).headers.etag, 'with the route\'s ETag')
+  const db = new Database(join(process.env.TODO_DATABASE_URL!.replace(/^sqlite:/, '')))
+  t.teardown(() => db.close())
+  const insert = db.prepare('INSERT INTO Todo (title) VALUES (?)')
+  for (let i = 0; i < 5; i++) insert.run(`a longer title, number ${i}, to pass the limit`)
+  const large = await get('/operations/FindTodos?take=50')
+  t.equal(large.status, 400, 'over maxResponseBytes: the route refuses it')
+  t.match(await large.json(), { errors: [{ extensions: { code: 'TRB_ERR_GRAPHQL_LIMIT' } }] })
+
+  // A statement that fails: handed to the route, which answers the error without running it again.
+  const todoById = gateway.operations.get('TodoById')!
+  const byIdRuns = countRuns(todoById)
+  db.exec('ALTER TABLE Todo RENAME TO TodoGone')
+  const handedBefore = tally.handedOver
+  const failed = await get('/operations/TodoById?id=1')
+  const failedBody = await failed.json()
+  t.ok(failed.status >= 400, `an error status (${failed.status})`)
+  // A table gone under the gateway is the server's fault: 500 TRB_ERR_INTERNAL with an error id.
+  t.match(failedBody, { errors: [{ extensions: { code: 'TRB_ERR_INTERNAL', errorId: String } }], data: null }, 'a coded error')
+  t.equal(tally.handedOver, handedBefore + 1, 'handed to the route')
+  t.equal(byIdRuns(), 1, 'run once')
+  const routeFailed = await app.inject({ url: '/operations/TodoById?id=1' })
+  t.equal(routeFailed.statusCode, failed.status, 'the route\'s status')
+  const withoutId = (b: { errors: { message: string; extensions: Record<string, unknown> }[] }) => b.errors.map((e) => ({ ...e, message: e.message.replace(/\(id [^)]+\)/, ''), extensions: { ...e.extensions, errorId: undefined } }))
+  t.same(withoutId(JSON.parse(routeFailed.body)), withoutId(failedBody as Parameters<typeof withoutId>[0]), 'the route\'s body (but for the error id)')
+})
+
+t.test('attack: distinct query strings keep the memoised variables within 1,000 per operation', async (t) => {
+  const { app, url } = await startDemo(t, { listen: true, override: { operations: { dir } } })
+  const ids = Array.from({ length: 1100 }, (_, i) => i + 1)
+  for (let i = 0; i < ids.length; i += 100) {
+    const answers = await Promise.all(ids.slice(i, i + 100).map(async (id) => (await fetch(`${url}/operations/TodoById?id=${id}`)).status))
+    if (answers.some((s) => s !== 200)) t.fail(`a status other than 200: ${answers.join(',')}`)
+  }
+  t.ok(app.earlyDirect.memoised() <= 1000, `${app.earlyDirect.memoised()} query strings remembered`)
+  t.ok(app.earlyDirect.answered >= 1100, 'every one answered early')
+  const before = app.earlyDirect.answered
+  const long = await fetch(`${url}/operations/TodoById?id=1&${'x'.repeat(600)}=1`)
+  t.equal(long.status, 400, 'a query string over 512 characters: the route (an unknown variable)')
+  t.equal(app.earlyDirect.answered, before, 'not answered early')
+})
+
+t.test('tributary dev (in-flight requests counted): nothing is answered early', async (t) => {
+  const demo = await startDemo(t, { override: { operations: { dir } } })
+  const app = await buildApp(demo.gateway, { logger: false, trackInFlight: true })
+  t.teardown(() => app.close())
+  await app.listen({ host: '127.0.0.1', port: 0 })
+  const a = app.server.address()
+  const url = `http://127.0.0.1:${typeof a === 'object' && a ? a.port : 0}`
+  const res = await fetch(`${url}/operations/TodoById?id=1`)
+  t.equal(res.status, 200)
+  t.match(await res.json(), { todo_findUniqueTodo: { id: 1 } })
+  t.same([app.earlyDirect.answered, app.earlyDirect.handedOver], [0, 0])
+})
