@@ -4,14 +4,18 @@
  * the early path), 304 on If-None-Match, counted in the metrics; credentials, escapes, bad variables
  * and HEAD go to the route; an answer over a third of `server.maxResponseBytes` and a failed statement
  * are handed to the route with the statement's result, which answers them without running it again;
- * the variables memoised per query string stay bounded (attack); `tributary dev` (in-flight requests
+ * the variables memoised per query string stay bounded (attack); with `auth.jwt`, a token verified
+ * recently is answered early with its identity and roles (401/403 and unknown tokens: the route); `tributary dev` (in-flight requests
  * counted) answers nothing early.
  */
 import t from 'tap'
 import Database from 'better-sqlite3'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { mkdtempSync, writeFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { startDemo } from './helpers/demo.js'
+import { mint, signingKey, startJwks } from './helpers/auth.js'
 import { buildApp } from '../gateway/http/app.js'
 import type { CompiledOperation } from '../gateway/operations/compile.js'
 
@@ -63,11 +67,18 @@ t.test('answers as the route does, and hands to the route what it does not answe
   t.match(await bad.json(), { errors: [{ extensions: { code: 'TRB_ERR_OPERATION_VARIABLES' } }] })
   t.equal((await get('/operations/TodoById?id=%31')).status, 200, 'an escape: the route')
   t.equal((await get('/operations/TodoById?id=1', {}, 'HEAD')).status, 200, 'HEAD: the route')
-  t.equal((await get('/operations/TodoById?id=1', { authorization: 'Bearer x' })).status, 200, 'a credential: the route (no JWT configured)')
+  t.equal((await get('/operations/TodoById?id=1', { cookie: 'a=1' })).status, 200, 'a cookie: the route')
   t.equal((await get('/operations/TodoById?id=1&id=2')).status, 400, 'a repeated key: the route refuses it')
   t.equal((await get('/operations/NoSuchOperation')).status, 404)
   t.equal(tally.answered, n, 'none of them answered early')
   t.equal(tally.handedOver, handed, 'nor run early')
+
+  // Authorization without auth.jwt: no identity, as on the route, and Cache-Control private.
+  const credentialed = await get('/operations/TodoById?id=1', { authorization: 'Bearer x' })
+  const routeCredentialed = await app.inject({ url: '/operations/TodoById?id=1', headers: { authorization: 'Bearer x' } })
+  t.equal(tally.answered, n + 1, 'answered early')
+  t.equal(credentialed.headers.get('cache-control'), String(routeCredentialed.headers['cache-control']))
+  t.match(credentialed.headers.get('cache-control'), /^private/)
 
   // Counted in the metrics as the route's hooks count.
   const metrics = await (await get('/metrics')).text()
@@ -129,6 +140,53 @@ t.test('attack: distinct query strings keep the memoised variables within 1,000 
   const long = await fetch(`${url}/operations/TodoById?id=1&${'x'.repeat(600)}=1`)
   t.equal(long.status, 400, 'a query string over 512 characters: the route (an unknown variable)')
   t.equal(app.earlyDirect.answered, before, 'not answered early')
+})
+
+t.test('with auth.jwt: a recently verified token is answered early with its identity; others go to the route', async (t) => {
+  const ops = mkdtempSync(join(tmpdir(), 'trb-early-auth-'))
+  t.teardown(() => rmSync(ops, { recursive: true, force: true }))
+  const selection = '{ todo_findUniqueTodo(where: { id: $id }) { id title } }'
+  writeFileSync(join(ops, 'TodoById.graphql'), `query TodoById($id: Int = 1) ${selection}\n`)
+  writeFileSync(join(ops, 'Signed.graphql'), `query Signed($id: Int = 1) @requireAuthentication ${selection}\n`)
+  writeFileSync(join(ops, 'Admins.graphql'), `query Admins($id: Int = 1) @requireAuthentication @rbac(requireMatchAny: [admin]) ${selection}\n`)
+  const key = await signingKey('RS256', 'early-1')
+  const jwks = await startJwks(t, [key])
+  const { app, url } = await startDemo(t, { listen: true, override: { operations: { dir: ops }, auth: { jwt: { jwksUrl: jwks.url, rolesClaim: 'roles' } } } })
+  const tally = app.earlyDirect
+  const get = (path: string, token?: string) => fetch(`${url}${path}`, { headers: token ? { authorization: `Bearer ${token}` } : {} })
+  const editor = await mint(key, { sub: 'eve', roles: ['editor'] }, { expiresIn: '1h' })
+  const admin = await mint(key, { sub: 'ada', roles: ['admin'] }, { expiresIn: '1h' })
+
+  let n = tally.answered
+  t.equal((await get('/operations/Signed?id=1')).status, 401, 'no token: the route refuses it')
+  t.equal((await get('/operations/Signed?id=1', 'not.a.token')).status, 401, 'a bad token: the route refuses it')
+  const first = await get('/operations/Signed?id=1', editor)
+  t.equal(first.status, 200, 'a new token: verified by the route')
+  t.equal(tally.answered, n, 'none answered early')
+  const again = await get('/operations/Signed?id=1', editor)
+  t.equal(again.status, 200)
+  t.equal(tally.answered, n + 1, 'the same token, now known: answered early')
+  t.equal(await again.text(), await first.text(), 'the route\'s body')
+  t.equal(again.headers.get('cache-control'), first.headers.get('cache-control'), 'the route\'s Cache-Control')
+  t.match(again.headers.get('cache-control'), /^private/, 'private: the request carries a credential')
+  const route = await app.inject({ url: '/operations/Signed?id=1', headers: { authorization: `Bearer ${editor}` } })
+  t.equal(again.headers.get('etag'), String(route.headers.etag))
+
+  n = tally.answered
+  const forbidden = await get('/operations/Admins?id=1', editor)
+  t.equal(forbidden.status, 403, 'a known token without the role: the route answers 403')
+  t.match(await forbidden.json(), { errors: [{ extensions: { code: 'TRB_ERR_AUTH_FORBIDDEN' } }] })
+  t.equal(tally.answered, n, 'not answered early')
+  t.equal((await get('/operations/Admins?id=1', admin)).status, 200)
+  t.equal((await get('/operations/Admins?id=1', admin)).status, 200)
+  t.equal(tally.answered, n + 1, 'the admin\'s known token: answered early')
+
+  // An operation without directives, with a known token: answered early, private.
+  const plain = await get('/operations/TodoById?id=1', admin)
+  t.equal(plain.status, 200)
+  t.match(plain.headers.get('cache-control'), /^private/)
+  t.equal(tally.answered, n + 2)
+  t.equal((await get('/operations/TodoById?id=1', 'not.a.token')).status, 401, 'an invalid token is refused where none is needed, as on the route')
 })
 
 t.test('tributary dev (in-flight requests counted): nothing is answered early', async (t) => {

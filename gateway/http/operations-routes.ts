@@ -595,7 +595,9 @@ interface EarlyOperation {
   readonly kind: 'hit' | 'direct'
   /** `Cache-Control` of an anonymous GET. */
   readonly cacheControl: string
-  /** Validated variables by raw query string (at most {@link EARLY_KEYS} of at most {@link EARLY_QUERY_CHARS} characters, then it starts again empty); frozen. */
+  /** `Cache-Control` of a GET with `Authorization` (`direct` only). */
+  readonly privateCacheControl: string
+  /** Validated variables (before the operation's auth directives apply) by raw query string (at most {@link EARLY_KEYS} of at most {@link EARLY_QUERY_CHARS} characters, then it starts again empty); frozen. */
   readonly variables: Map<string, Variables>
   /** Cache key by raw query string (`hit` only; the same bounds). */
   readonly keys: Map<string, string>
@@ -639,13 +641,16 @@ function deepFreeze<T>(value: T): T {
 /**
  * Answers the commonest stored-query requests before fastify sees them (README "Caching" and
  * "Stored operations before fastify", docs/architecture.md §10): `GET /operations/<Name>?<plain
- * query>` without credentials, body, `live` or `Upgrade`, of a GraphQL query with no auth directive,
- * no injected variables and no operation hook, that is either
- * - a `# @cache` query with a fresh entry in the in-process copy of the response cache (`hit`): it
+ * query>` without cookie, body, `live` or `Upgrade`, of a GraphQL query with no injected variables
+ * and no operation hook, that is either
+ * - an anonymous request of a `# @cache` query without auth directives, with a fresh entry in the
+ *   in-process copy of the response cache (`hit`): it
  *   sends what the route would, 200 with the stored body and ETag, `Cache-Control`,
  *   `X-Tributary-Cache: hit` and `Age` (or 304 on a matching `If-None-Match`); or
  * - a query without `# @cache` whose root fields all run as direct SQL (`direct`, README "Direct
- *   JSON execution"): it runs the statement and sends a successful answer as the route would, 200
+ *   JSON execution"), anonymous or with a token the JWT verifier knows (verified recently), whose
+ *   auth directives (no `@fromClaim`) it passes; a token to verify, authentication hooks and a 401
+ *   or 403 go to the route: it runs the statement with that identity and sends a successful answer as the route would, 200
  *   with the data object, its weak ETag and `Cache-Control` (or 304). A failed statement, a plan with
  *   no statement for the variables, or an answer over a third of `server.maxResponseBytes` goes to
  *   the route with the run's result ({@link takeEarlyRun}): the route answers it (error body, status,
@@ -695,9 +700,11 @@ function answerEarly(app: FastifyInstance, holder: GatewayHolder, state: CacheSt
     const policy = cachePolicy(op)
     const hooked = gateway.hooks !== null && gateway.hooks.operations.has(name)
     const kind = policy ? (hits ? 'hit' : null) : directs && op.kind === 'query' && op.direct ? 'direct' : null
-    e = kind === null || op.internal || op.stored.auth || hooked || op.stored.language !== 'graphql' || Object.keys(op.stored.rules.inject).length
+    // A direct query may carry auth directives, not `@fromClaim` (its variables would depend on the token).
+    const auth = op.stored.auth
+    e = kind === null || op.internal || (auth && (kind === 'hit' || Object.keys(auth.fromClaim).length)) || hooked || op.stored.language !== 'graphql' || Object.keys(op.stored.rules.inject).length
       ? null
-      : { op, kind, cacheControl: cacheControl(op, NO_CREDENTIALS), variables: new Map(), keys: new Map() }
+      : { op, kind, cacheControl: cacheControl(op, NO_CREDENTIALS), privateCacheControl: cacheControl(op, CREDENTIALED), variables: new Map(), keys: new Map() }
     known.set(name, e)
     return e
   }
@@ -716,7 +723,7 @@ function answerEarly(app: FastifyInstance, holder: GatewayHolder, state: CacheSt
       }
     }
     try {
-      variables = deepFreeze(e.op.authorize(e.op.variablesFromQuery(params), null))
+      variables = deepFreeze(e.op.variablesFromQuery(params))
     } catch {
       return undefined // the route answers the error
     }
@@ -730,7 +737,11 @@ function answerEarly(app: FastifyInstance, holder: GatewayHolder, state: CacheSt
     if (key !== undefined) return key
     const variables = variablesOf(e, query)
     if (variables === undefined) return undefined
-    key = state.cache.keyFor(e.op.stored.source, variables)
+    try {
+      key = state.cache.keyFor(e.op.stored.source, e.op.authorize(variables, null))
+    } catch {
+      return undefined // the route answers the error
+    }
     if (e.keys.size >= EARLY_KEYS) e.keys.clear()
     e.keys.set(query, key)
     return key
@@ -753,33 +764,34 @@ function answerEarly(app: FastifyInstance, holder: GatewayHolder, state: CacheSt
     fastifyHandler(req, res)
   }
 
-  const sendDirect = (e: EarlyOperation, req: IncomingMessage, res: ServerResponse, body: string, started: number): void => {
+  const sendDirect = (e: EarlyOperation, req: IncomingMessage, res: ServerResponse, body: string, cacheControl: string, started: number): void => {
     const etag = weakEtag(body)
     const inm = req.headers['if-none-match']
     if (inm !== undefined && etagMatches(inm, etag)) {
-      res.writeHead(304, ['etag', etag, 'cache-control', e.cacheControl])
+      res.writeHead(304, ['etag', etag, 'cache-control', cacheControl])
       res.end()
     } else if (body.length < BUFFER_FROM_UNITS) {
-      res.writeHead(200, ['etag', etag, 'cache-control', e.cacheControl, 'content-type', 'application/json; charset=utf-8', 'content-length', String(Buffer.byteLength(body))])
+      res.writeHead(200, ['etag', etag, 'cache-control', cacheControl, 'content-type', 'application/json; charset=utf-8', 'content-length', String(Buffer.byteLength(body))])
       res.end(body)
     } else {
       const bytes = Buffer.from(body)
-      res.writeHead(200, ['etag', etag, 'cache-control', e.cacheControl, 'content-type', 'application/json; charset=utf-8', 'content-length', String(bytes.length)])
+      res.writeHead(200, ['etag', etag, 'cache-control', cacheControl, 'content-type', 'application/json; charset=utf-8', 'content-length', String(bytes.length)])
       res.end(bytes)
     }
     tally.answered++
     count(e, res, started)
   }
 
-  const runDirect = (e: EarlyOperation, req: IncomingMessage, res: ServerResponse, variables: Variables, started: number): void => {
+  const runDirect = (e: EarlyOperation, req: IncomingMessage, res: ServerResponse, variables: Variables, auth: AuthInfo | null, started: number): void => {
     const maxBytes = gateway.config.server.maxResponseBytes
-    const context = { reply: { raw: res }, headers: req.headers, cluster: holder.cluster, resultBudget: resultBudget(maxBytes), auth: null }
+    const cacheControl = req.headers.authorization === undefined ? e.cacheControl : e.privateCacheControl
+    const context = { reply: { raw: res }, headers: req.headers, cluster: holder.cluster, resultBudget: resultBudget(maxBytes), auth }
     const result = e.op.direct!.runValidated(variables, context)
     result.then(
       (body) => {
         if (typeof body !== 'string' || body.length > maxBytes / 3) return handOver(req, res, e.op, result)
         try {
-          sendDirect(e, req, res, body, started)
+          sendDirect(e, req, res, body, cacheControl, started)
         } catch (err) {
           app.log.error({ err }, 'answering a stored query early failed; the route answers it')
           if (!res.headersSent) handOver(req, res, e.op, result)
@@ -793,22 +805,37 @@ function answerEarly(app: FastifyInstance, holder: GatewayHolder, state: CacheSt
     const url = req.url
     if (closing || req.method !== 'GET' || url === undefined || !url.startsWith('/operations/')) return false
     const h = req.headers
-    if (h.authorization !== undefined || h.cookie !== undefined || h.upgrade !== undefined || h['content-length'] !== undefined || h['transfer-encoding'] !== undefined) return false
+    if (h.cookie !== undefined || h.upgrade !== undefined || h['content-length'] !== undefined || h['transfer-encoding'] !== undefined) return false
     const started = performance.now()
     const q = url.indexOf('?', 12)
     const name = q < 0 ? url.slice(12) : url.slice(12, q)
     if (!PLAIN_NAME.test(name)) return false
     const e = early(name)
     if (!e) return false
-    // A JWT in a header the verifier reads (it may read more than Authorization) goes to the route.
-    if (gateway.jwt && (gateway.hooks?.authentication || gateway.jwt.known(h) !== null)) return false
+    // The caller's identity: none, or a token verified recently (JWT cache); a token to verify, and
+    // authentication hooks, go to the route.
+    let auth: AuthInfo | null = null
+    if (gateway.jwt) {
+      if (gateway.hooks?.authentication) return false
+      const known = gateway.jwt.known(h)
+      if (known === undefined) return false
+      auth = known
+    }
     const query = q < 0 ? '' : url.slice(q + 1)
     if (e.kind === 'direct') {
-      const variables = variablesOf(e, query)
-      if (variables === undefined) return false
-      runDirect(e, req, res, variables, started)
+      const validated = variablesOf(e, query)
+      if (validated === undefined) return false
+      let variables: Variables
+      try {
+        variables = e.op.authorize(validated, auth)
+      } catch {
+        return false // 401/403: the route answers it
+      }
+      runDirect(e, req, res, variables, auth, started)
       return true
     }
+    // Hits are keyed by the credential headers on the route: only anonymous ones are answered here.
+    if (h.authorization !== undefined || auth !== null) return false
     const key = keyOf(e, query)
     if (key === undefined) return false
     const now = Date.now()
@@ -842,6 +869,7 @@ function answerEarly(app: FastifyInstance, holder: GatewayHolder, state: CacheSt
 }
 
 const NO_CREDENTIALS = { headers: {} } as FastifyRequest
+const CREDENTIALED = { headers: { authorization: '' } } as FastifyRequest
 
 /** Path params are strings; for a JSON-body route they are coerced to their variables' JSON types. */
 function coercePathParams(op: CompiledOperation, params: Record<string, string>): Variables {
