@@ -482,8 +482,8 @@ t.test('postgres: NOT NULL columns of tables print without the NULL check; colum
   const limits = s.log.statements.at(-1)!
   t.same(limits.bindings, [], 'no bound values: every LIMIT is a literal')
   t.match(limits.sql, /LIMIT 3$/, 'the root take')
-  t.match(limits.sql, /string_agg\([^]*, ','\) \|\| ']'/, 'a list aggregated in its subquery\'s order')
-  t.match(limits.sql, /, ',' ORDER BY t\d+\.__o0 ASC, t\d+\.__o1 ASC\)/, 'the negative take keeps the aggregate\'s ORDER BY')
+  t.match(limits.sql, /string_agg\(\(t\d+\."pos"::text\), '\},\{"pos":'\) \|\| '\}\]'/, 'a list aggregated in its subquery\'s order (the first key and the brace in the separator)')
+  t.match(limits.sql, /'\},\{"pos":' ORDER BY t\d+\."pos" ASC, t\d+\.__o1 ASC\)/, 'the negative take keeps the aggregate\'s ORDER BY (on the projected column, and on a copy of the unprojected one)')
   await assertSame(t, s.schema, `query($n: Int) { types_findManyKind(take: $n, orderBy: [{ id: asc }]) { id } }`, { n: 2 })
   t.match(s.log.statements.at(-1)!.sql, /LIMIT \$1$/, 'a take from a variable stays bound')
 
@@ -559,4 +559,62 @@ t.test('sqlite: reads skip the pool only when no connection is in use', async (t
   t.same(await read, [1], 'a read issued during another transaction sees its committed result only')
   t.same(order, ['commit', 'read'], 'and waits for the connection, as before')
   t.ok(acquired >= 2, 'the transaction and the waiting read went through the pool')
+})
+
+t.test('postgres: lists carry their first key and closing brace in the separator, quotes go into the key literals (issue 30)', async (t) => {
+  const db = await freshDatabase('postgres', 'pgstmt')
+  if (db.skipReason) {
+    t.skip(db.skipReason, async () => {})
+    return
+  }
+  t.teardown(db.cleanup)
+  const migrations = {
+    '001': {
+      async up(knex: Knex) {
+        await knex.raw(`create table pgstmt_holder (id int primary key, name text not null)`)
+        await knex.raw(`create table pgstmt_item (id int primary key, holder_id int not null references pgstmt_holder(id), amount numeric not null,
+          exact numeric(8,2) not null, at timestamptz not null, big bigint not null, note text, maybe numeric(8,2))`)
+        await knex.raw(`insert into pgstmt_holder values (1, 'one'), (2, 'none'), (3, 'three')`)
+        await knex.raw(`insert into pgstmt_item values
+          (1, 1, 1.5, 2.25, '2026-11-27 10:00:00.123+00', 9007199254740993, 'a "q" \\ b' || chr(1) || ' é 😀', null),
+          (2, 1, -0.001, 0, '1999-12-31 23:59:59+00', -1, null, 3.5),
+          (3, 3, 1e20, 999999.99, '2000-01-01 00:00:00+00', 0, '', null)`)
+      },
+    },
+  }
+  const { ctx, log } = testContext('pgstmt')
+  const source = await createDatabaseSource({ url: db.url, migrations }, ctx)
+  t.teardown(() => source.close())
+  const schema = applyNamespace(source.schema, 'p')
+  const { knex } = createKnex(db.url)
+  t.teardown(() => knex.destroy())
+
+  // Quoted values (Decimal, DateTime, BigInt) first, in a row and last; a nullable string and a
+  // nullable Decimal (no folding: NULL prints null); __typename alone; an empty list (holder 2).
+  const queries = [
+    `{ p_findManyPgstmtHolder(orderBy: [{ id: asc }]) { id name pgstmtItems { amount exact at big } } }`,
+    `{ p_findManyPgstmtHolder(orderBy: [{ id: desc }]) { pgstmtItems(orderBy: [{ big: desc }]) { id note maybe } name } }`,
+    `{ p_findManyPgstmtHolder(orderBy: [{ id: asc }]) { pgstmtItems { __typename } x: pgstmtItems(take: 1) { at } } }`,
+    `{ p_findManyPgstmtHolder(orderBy: [{ id: asc }]) { pgstmtItems(take: -1, orderBy: [{ exact: asc }]) { exact note } } }`,
+    `{ p_findManyPgstmtItem(orderBy: [{ id: asc }]) { exact amount holder { name } at } }`,
+  ]
+  const names = Object.keys(schema.getQueryType()!.getFields()).filter((n) => n.startsWith('p_findManyPgstmt'))
+  t.same(names.sort(), ['p_findManyPgstmtHolder', 'p_findManyPgstmtItem'], 'the test tables\' list fields')
+  log.clear()
+  for (const q of queries) await assertSame(t, schema, q)
+  const text = log.statements.map((x) => x.sql).join('\n')
+  t.match(text, /string_agg\([^]*, '"\},\{"amount":"'\) \|\| '"\}\]'/, 'a quoted last value: its quotes in the separator and the closing literal')
+  t.match(text, /'","at":"' \|\| \(CASE WHEN/, 'quoted values in a row share one literal')
+  t.match(text, /t\d+\."exact" <> 'NaN'/, 'numeric(8,2) of a table: only NaN is checked')
+  t.match(text, /t\d+\."amount" > '-Infinity' AND t\d+\."amount" < 'Infinity'/, 'unconstrained numeric: infinities are checked too')
+  t.match(text, /WHEN t\d+\."maybe" IS NULL THEN 'null'/, 'a nullable Decimal keeps its quotes inside the CASE')
+  t.match(text, /t\d+\."big" AS __o0 FROM [^]* ORDER BY __o0 DESC, "id" ASC LIMIT 1000\) AS t\d+/, 'an order key that is a projected column is not copied, another one is')
+
+  // Values GraphQL rejects still make run reject inside nested lists.
+  await knex.raw(`update pgstmt_item set amount = 'Infinity' where id = 2`)
+  t.equal(await sameOrRejects(t, schema, queries[0]!), 'rejected', 'Infinity in an unconstrained numeric of a nested row: rejected')
+  await knex.raw(`update pgstmt_item set amount = 1, exact = 'NaN' where id = 2`)
+  t.equal(await sameOrRejects(t, schema, queries[0]!), 'rejected', 'NaN in a numeric(8,2) of a nested row: rejected')
+  await knex.raw(`update pgstmt_item set exact = 1 where id = 2`)
+  t.equal(await sameOrRejects(t, schema, queries[0]!), 'same', 'and the same answer once the values are finite')
 })

@@ -44,6 +44,17 @@ function lit(s: string): string {
   return `'${s.replace(/'/g, "''")}'`
 }
 
+/**
+ * A JSON string value whose text is `"` + the text of the SQL expression `quoted` + `"` (PostgreSQL
+ * only: the two quotes are written into the neighbouring key literals, issue 30).
+ */
+interface Quoted {
+  readonly quoted: string
+}
+
+/** The JSON text of a value: an SQL expression of that text, or a {@link Quoted} string. */
+type JsonText = string | Quoted
+
 /** Engine-specific pieces of the direct-JSON SQL. */
 interface DirectDialect {
   /** A JSON string constant (for `__typename`). */
@@ -52,8 +63,12 @@ interface DirectDialect {
   readonly nullValue: string
   /** An expression that raises an error when evaluated; `seed` is a column reference of the row, so that it is not folded as a constant. */
   fail(seed: string): string
-  /** A JSON object of `[key, valueExpr]` pairs, keys in order. */
-  object(pairs: readonly (readonly [string, string])[]): string
+  /** A JSON object of `[key, value]` pairs, keys in order. */
+  object(pairs: readonly (readonly [string, JsonText])[]): string
+  /** The SQL expression of a value's JSON text ({@link Quoted} values are made only by dialects whose `object` folds them). */
+  text(v: JsonText): string
+  /** True when `scalar` may return {@link Quoted} values that `guarded` keeps as such. */
+  readonly foldsQuotes: boolean
   /** A JSON array aggregate, `[]` on no rows. */
   arrayAgg(expr: string, orderBy: readonly string[], limit?: string): string
   /**
@@ -62,7 +77,7 @@ interface DirectDialect {
    * (its value is NULL exactly when `c` is NULL).
    * @throws DirectUnsupported when the column kind cannot be printed exactly
    */
-  scalar(c: string, f: ScalarField, ctx: Ctx): [string | null, string][]
+  scalar(c: string, f: ScalarField, ctx: Ctx, enforced: boolean): [string | null, JsonText][]
   /** An SQL integer (a COUNT) as JSON text. */
   count(expr: string): string
   /**
@@ -80,14 +95,26 @@ interface DirectDialect {
  * (issue 30: the check could never fire). Conditional branches keep their `ELSE` (a value outside
  * them, such as a NaN Decimal, still raises).
  */
-function guarded(dd: DirectDialect, c: string, branches: [string | null, string][], nullable: boolean, notNull = false): string {
+function guarded(dd: DirectDialect, c: string, branches: [string | null, JsonText][], nullable: boolean, notNull = false): JsonText {
+  // Every branch a quoted string and no NULL printed (`null` has no quotes): the quotes go outside
+  // the CASE/COALESCE (whose other results raise), into the object's literals (PostgreSQL, issue 30).
+  if (dd.foldsQuotes && (!nullable || notNull) && branches.length > 0 && branches.every(([, t]) => typeof t !== 'string')) {
+    const inner = guarded(dd, c, branches.map(([w, t]) => [w, (t as Quoted).quoted]), nullable, notNull) as string
+    return { quoted: inner }
+  }
   const onNull = nullable ? dd.nullValue : dd.fail(c)
   if (branches.length === 1 && branches[0]![0] === null) {
-    const v = branches[0]![1]
+    const v = dd.text(branches[0]![1])
     return onNull === 'NULL' || notNull ? v : `COALESCE(${v}, ${onNull})`
   }
-  const whens = branches.map(([w, t]) => `WHEN ${w ?? `${c} IS NOT NULL`} THEN ${t}`).join(' ')
+  const whens = branches.map(([w, t]) => `WHEN ${w ?? `${c} IS NOT NULL`} THEN ${dd.text(t)}`).join(' ')
   return `CASE ${whens}${nullable && !notNull ? ` WHEN ${c} IS NULL THEN ${onNull}` : ''} ELSE ${dd.fail(c)} END`
+}
+
+/** The SQL text of a value in a dialect that never makes {@link Quoted} values. */
+function plain(v: JsonText): string {
+  if (typeof v !== 'string') throw new Error('a quoted JSON value in a dialect that does not fold quotes')
+  return v
 }
 
 /** Enum columns: database value -> `"Name"`; an unknown value raises (GraphQL's enum serialisation would). */
@@ -101,6 +128,8 @@ function enumBranches(dd: DirectDialect, c: string, f: ScalarField, ctx: Ctx, ca
 class SqliteDirect implements DirectDialect {
   readonly nullValue = 'NULL'
   readonly enforcedNotNull = false
+  readonly foldsQuotes = false
+  text = plain
   str(value: string): string {
     return lit(value)
   }
@@ -110,13 +139,13 @@ class SqliteDirect implements DirectDialect {
   count(expr: string): string {
     return expr
   }
-  object(pairs: readonly (readonly [string, string])[]): string {
-    return `json_object(${pairs.map(([k, e]) => `${lit(k)}, ${e}`).join(', ')})`
+  object(pairs: readonly (readonly [string, JsonText])[]): string {
+    return `json_object(${pairs.map(([k, e]) => `${lit(k)}, ${plain(e)}`).join(', ')})`
   }
   arrayAgg(expr: string, orderBy: readonly string[]): string {
     return `json_group_array(${expr}${orderBy.length ? ` ORDER BY ${orderBy.join(', ')}` : ''})`
   }
-  scalar(c: string, f: ScalarField, ctx: Ctx): [string | null, string][] {
+  scalar(c: string, f: ScalarField, ctx: Ctx): [string | null, JsonText][] {
     switch (f.scalar) {
       case 'Int':
         // GraphQL's Int is 32-bit. Text and blobs compare greater than any number, so BETWEEN
@@ -181,11 +210,27 @@ class SqliteDirect implements DirectDialect {
   }
 }
 
+/** A piece of a PostgreSQL JSON text concatenation: a constant text, or an SQL text expression. */
+type Piece = { readonly lit: string } | { readonly expr: string }
+
+/**
+ * PostgreSQL builds JSON text with `||` (cheaper per row than `format`, `concat`, `array_to_string`
+ * or `row_to_json`, issue 30): constant pieces are merged, so that each `||` joins a key's literal
+ * and a value. A list's objects keep their first key and their closing brace out of the row's
+ * expression: they are `string_agg`'s separator (`},{"k":`) and the literals around the aggregate,
+ * two `||` fewer per row.
+ */
 class PostgresDirect implements DirectDialect {
   readonly nullValue = `'null'`
   readonly enforcedNotNull = true
+  readonly foldsQuotes = true
+  /** The objects `object` built, by their SQL text: first literal, middle pieces, last literal (for `arrayAgg`). */
+  private readonly split = new Map<string, { head: string; body: string; tail: string }>()
   str(value: string): string {
     return lit(JSON.stringify(value))
+  }
+  text(v: JsonText): string {
+    return typeof v === 'string' ? v : `'"' || ${v.quoted} || '"'`
   }
   fail(seed: string): string {
     return `(('!' || (${seed} IS NULL)::text)::json)::text`
@@ -193,15 +238,40 @@ class PostgresDirect implements DirectDialect {
   count(expr: string): string {
     return `${expr}::text`
   }
-  object(pairs: readonly (readonly [string, string])[]): string {
+  object(pairs: readonly (readonly [string, JsonText])[]): string {
     if (pairs.length === 0) return `'{}'`
-    return `(${pairs.map(([k, e], i) => `${lit(`${i === 0 ? '{' : ','}${JSON.stringify(k)}:`)} || (${e})`).join(' || ')} || '}')`
+    const pieces: Piece[] = []
+    const add = (p: Piece): void => {
+      const last = pieces[pieces.length - 1]
+      if ('lit' in p && last && 'lit' in last) pieces[pieces.length - 1] = { lit: last.lit + p.lit }
+      else pieces.push(p)
+    }
+    pairs.forEach(([k, v], i) => {
+      add({ lit: `${i === 0 ? '{' : ','}${JSON.stringify(k)}:` })
+      if (typeof v === 'string') add({ expr: v })
+      else {
+        add({ lit: '"' })
+        add({ expr: v.quoted })
+        add({ lit: '"' })
+      }
+    })
+    add({ lit: '}' })
+    const text = (ps: readonly Piece[]): string => ps.map((p) => ('lit' in p ? lit(p.lit) : `(${p.expr})`)).join(' || ')
+    const json = `(${text(pieces)})`
+    const head = pieces[0]!
+    const tail = pieces[pieces.length - 1]!
+    if (pieces.length > 2 && 'lit' in head && 'lit' in tail) this.split.set(json, { head: head.lit, body: text(pieces.slice(1, -1)), tail: tail.lit })
+    return json
   }
   arrayAgg(expr: string, orderBy: readonly string[]): string {
-    return `COALESCE('[' || string_agg(${expr}, ','${orderBy.length ? ` ORDER BY ${orderBy.join(', ')}` : ''}) || ']', '[]')`
+    const ob = orderBy.length ? ` ORDER BY ${orderBy.join(', ')}` : ''
+    const parts = this.split.get(expr)
+    // `[` head body tail `,` head body tail … `]`: string_agg skips a NULL body as it skipped a NULL object.
+    if (parts) return `COALESCE(${lit(`[${parts.head}`)} || string_agg(${parts.body}, ${lit(`${parts.tail},${parts.head}`)}${ob}) || ${lit(`${parts.tail}]`)}, '[]')`
+    return `COALESCE('[' || string_agg(${expr}, ','${ob}) || ']', '[]')`
   }
-  scalar(c: string, f: ScalarField, ctx: Ctx): [string | null, string][] {
-    const quoted = (e: string): string => `'"' || ${e} || '"'`
+  scalar(c: string, f: ScalarField, ctx: Ctx, enforced: boolean): [string | null, JsonText][] {
+    const quoted = (e: string): Quoted => ({ quoted: e })
     if (f.list) {
       // Arrays: one dimension, no NULL item ([T!] in GraphQL); anything else raises.
       const flat = `${c} IS NOT NULL AND COALESCE(array_ndims(${c}), 1) = 1 AND CASE WHEN array_ndims(${c}) = 1 THEN array_position(${c}, NULL) IS NULL ELSE true END`
@@ -224,7 +294,9 @@ class PostgresDirect implements DirectDialect {
           [`abs(${c}) >= 1e-4 AND abs(${c}) < 1e15`, `${c}::text`],
         ]
       case 'Decimal':
-        // NaN and ±Infinity do not pass the Decimal scalar.
+        // NaN and ±Infinity do not pass the Decimal scalar. A column with a declared precision
+        // (`numeric(10,2)`) of an ordinary table holds no infinity (PostgreSQL refuses to store one), only NaN.
+        if (enforced && f.scale !== undefined) return [[`${c} <> 'NaN'`, quoted(`${c}::text`)]]
         return [[`${c} > '-Infinity' AND ${c} < 'Infinity'`, quoted(`${c}::text`)]]
       case 'Boolean':
         return [[null, `CASE WHEN ${c} THEN 'true' WHEN NOT ${c} THEN 'false' END`]]
@@ -256,6 +328,8 @@ class PostgresDirect implements DirectDialect {
 class MariadbDirect implements DirectDialect {
   readonly nullValue = `'null'`
   readonly enforcedNotNull = false
+  readonly foldsQuotes = false
+  text = plain
   str(value: string): string {
     return lit(JSON.stringify(value))
   }
@@ -266,14 +340,14 @@ class MariadbDirect implements DirectDialect {
   count(expr: string): string {
     return `CAST(${expr} AS CHAR)`
   }
-  object(pairs: readonly (readonly [string, string])[]): string {
+  object(pairs: readonly (readonly [string, JsonText])[]): string {
     if (pairs.length === 0) return `'{}'`
-    return `CONCAT(${pairs.map(([k, e], i) => `${lit(`${i === 0 ? '{' : ','}${JSON.stringify(k)}:`)}, ${e}`).join(', ')}, '}')`
+    return `CONCAT(${pairs.map(([k, e], i) => `${lit(`${i === 0 ? '{' : ','}${JSON.stringify(k)}:`)}, ${plain(e)}`).join(', ')}, '}')`
   }
   arrayAgg(expr: string, orderBy: readonly string[], limit = ''): string {
     return `COALESCE(CONCAT('[', GROUP_CONCAT(${expr}${orderBy.length ? ` ORDER BY ${orderBy.join(', ')}` : ''} SEPARATOR ','${limit}), ']'), '[]')`
   }
-  scalar(c: string, f: ScalarField, ctx: Ctx): [string | null, string][] {
+  scalar(c: string, f: ScalarField, ctx: Ctx): [string | null, JsonText][] {
     const quoted = (e: string): string => `CONCAT('"', ${e}, '"')`
     switch (f.scalar) {
       case 'Int':
@@ -364,7 +438,7 @@ export class DirectCompiler implements ListEmitter {
     const dd = this.dd
     const d = ctx.d
     const fields = collectFields(ctx, type, nodes)
-    const pairs: [string, Frag][] = []
+    const pairs: [string, { s: JsonText; p: Frag['p'] }][] = []
     const cols = new Set<string>()
     const typeFields = type.getFields()
     // The rows of `alias` are the model's own (its table, or a derived table projecting its columns):
@@ -394,7 +468,7 @@ export class DirectCompiler implements ListEmitter {
       if (f) {
         cols.add(f.column)
         const c = `${alias}.${d.q(f.column)}`
-        pairs.push([key, raw(guarded(dd, c, dd.scalar(c, f, ctx), !isNonNullType(def.type), enforced && !f.nullable))])
+        pairs.push([key, { s: guarded(dd, c, dd.scalar(c, f, ctx, enforced), !isNonNullType(def.type), enforced && !f.nullable), p: [] }])
         continue
       }
       const rel = model.relations.get(name)

@@ -963,7 +963,16 @@ export function compileList(
   const projections: Frag[] = [...obj.cols].map((c) => raw(`${r}.${d.q(c)}`))
   // Computed fields of the rows take the whole row: `ROW(r.*)::table` (its table's row type).
   if (ctx.derivedRows.get(s)) projections.push(raw(`ROW(${r}.*)::${tableRef} AS __row`))
-  terms.forEach((t, i) => projections.push(sql`${t.build(r)} AS __o${String(i)}`))
+  // The derived table's name of each order key. PostgreSQL: a term that is a column already
+  // projected is sorted on that column rather than on a copy `__oN` (issue 30: each row of the
+  // list's sort carries one column fewer). SQLite and MariaDB keep the copies.
+  const keys = terms.map((t, i) => {
+    const c = d.dialect === 'postgres' && t.field !== undefined ? model.fieldMap.get(t.field)?.column : undefined
+    return c !== undefined && obj.cols.has(c) ? d.q(c) : `__o${i}`
+  })
+  terms.forEach((t, i) => {
+    if (keys[i] === `__o${i}`) projections.push(sql`${t.build(r)} AS __o${String(i)}`)
+  })
   if (distinct.length > 0) {
     const part = distinct.map((f) => col(ctx, r, fieldOf(model, f))).join(', ')
     const winOrder = terms.map((t) => {
@@ -976,13 +985,13 @@ export function compileList(
   const flip = (dir: 'asc' | 'desc'): 'asc' | 'desc' => (negative ? (dir === 'asc' ? 'desc' : 'asc') : dir)
   let inner: Frag = sql`SELECT ${join(projections, ', ')} FROM ${fromRef} AS ${r}${whereSql}`
   if (distinct.length > 0) inner = sql`SELECT * FROM (${inner}) AS ${newAlias(ctx)} WHERE __rn = 1`
-  const innerOrder = terms.map((t, i) => d.orderTerm(`__o${i}`, flip(t.dir), t.notNull))
+  const innerOrder = terms.map((t, i) => d.orderTerm(keys[i]!, flip(t.dir), t.notNull))
   const forceLimit = !d.aggOrderBy && mode === 'agg' && !needsLimit
   if (needsLimit || forceLimit || mode === 'agg') {
     if (innerOrder.length) inner = sql`${inner} ORDER BY ${innerOrder.join(', ')}`
     inner = needsLimit ? sql`${inner}${limitSql()}` : forceLimit ? sql`${inner} LIMIT 18446744073709551615` : inner
   }
-  const outerOrder = terms.map((t, i) => d.orderTerm(`${s}.__o${i}`, t.dir, t.notNull))
+  const outerOrder = terms.map((t, i) => d.orderTerm(`${s}.${keys[i]!}`, t.dir, t.notNull))
   if (mode === 'rows') {
     const ob = outerOrder.length ? ` ORDER BY ${outerOrder.join(', ')}` : ''
     return { frag: sql`SELECT ${obj.json} AS j FROM (${inner}) AS ${s}${ob}`, post: obj.post }
