@@ -1,6 +1,6 @@
 /**
- * Stored database queries answered before fastify (gateway/http/operations-routes.ts `answerEarly`,
- * kind `direct`): the same status, headers and body as the route (which `app.inject` reaches without
+ * Stored queries answered before fastify (gateway/http/operations-routes.ts `answerEarly`, kinds
+ * `direct` and `execute`): the same status, headers and body as the route (which `app.inject` reaches without
  * the early path), 304 on If-None-Match, counted in the metrics; credentials, escapes, bad variables
  * and HEAD go to the route; an answer over a third of `server.maxResponseBytes` and a failed statement
  * are handed to the route with the statement's result, which answers them without running it again;
@@ -21,6 +21,7 @@ import type { CompiledOperation } from '../gateway/operations/compile.js'
 
 const dir = fileURLToPath(new URL('./fixtures/operations-demo', import.meta.url))
 const SENT = ['etag', 'cache-control', 'content-type', 'content-length']
+const get = (url: string, path: string) => fetch(`${url}${path}`)
 
 /** Counts the direct runs of a stored operation (its real plan still runs). */
 function countRuns(op: CompiledOperation): () => number {
@@ -125,6 +126,40 @@ t.test('answers as the route does, and hands to the route what it does not answe
   t.equal(routeFailed.statusCode, failed.status, 'the route\'s status')
   const withoutId = (b: { errors: { message: string; extensions: Record<string, unknown> }[] }) => b.errors.map((e) => ({ ...e, message: e.message.replace(/\(id [^)]+\)/, ''), extensions: { ...e.extensions, errorId: undefined } }))
   t.same(withoutId(JSON.parse(routeFailed.body)), withoutId(failedBody as Parameters<typeof withoutId>[0]), 'the route\'s body (but for the error id)')
+})
+
+t.test('other stored queries (REST, mixed sources) run by their execution before fastify, errors answered by the route', async (t) => {
+  const { app, url } = await startDemo(t, { listen: true, override: { server: { maxResponseBytes: 2000 } } })
+  const tally = app.earlyDirect
+  for (const path of ['/operations/Roles', '/operations/TodoAndRoles?id=2', '/operations/TodoAndRoles?id=987654']) {
+    const before = tally.answered
+    const res = await get(url, path)
+    const route = await app.inject({ url: path })
+    t.equal(tally.answered, before + 1, `${path}: answered early`)
+    t.equal(res.status, 200)
+    t.equal(await res.text(), route.body, `${path}: the route's body`)
+    for (const h of SENT) t.equal(res.headers.get(h), String(route.headers[h]), `${path}: the route's ${h}`)
+  }
+
+  // An execution with errors: handed to the route, which answers them without executing again.
+  const small = await startDemo(t, { listen: true, override: { server: { maxResponseBytes: 60 } } })
+  const smallOp = small.gateway.operations.get('TodoAndRoles')!
+  const smallExecute = smallOp.execute.bind(smallOp)
+  let smallRuns = 0
+  ;(smallOp as { execute: typeof smallOp.execute }).execute = (variables, context) => {
+    smallRuns++
+    return smallExecute(variables, context)
+  }
+  const handed = small.app.earlyDirect.handedOver
+  const refused = await get(small.url, '/operations/TodoAndRoles?id=1')
+  const refusedBody = await refused.json()
+  t.equal(refused.status, 400, 'over maxResponseBytes')
+  t.match(refusedBody, { errors: [{ extensions: { code: 'TRB_ERR_GRAPHQL_LIMIT' } }] })
+  t.equal(small.app.earlyDirect.handedOver, handed + 1, 'handed to the route')
+  t.equal(smallRuns, 1, 'executed once')
+  const route = await small.app.inject({ url: '/operations/TodoAndRoles?id=1' })
+  t.equal(route.statusCode, 400, 'as the route answers it')
+  t.same(JSON.parse(route.body), refusedBody)
 })
 
 t.test('attack: distinct query strings keep the memoised variables within 1,000 per operation', async (t) => {

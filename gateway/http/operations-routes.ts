@@ -6,9 +6,9 @@
  */
 import { hash } from 'node:crypto'
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import { BUFFER_FROM_UNITS, limitResponse } from './response-limit.js'
+import { limitResponse } from './response-limit.js'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { GraphQLError, type GraphQLFormattedError } from 'graphql'
+import { GraphQLError, type ExecutionResult, type GraphQLFormattedError } from 'graphql'
 import type { CompiledOperation, Variables, VariablesError } from '../operations/compile.js'
 import type { DirectFailure } from '../operations/direct-plan.js'
 import { codedGraphQLError, codesOf, formatGraphQLErrors, sendError, setRetryAfter, withRetryAfter } from './format-error.js'
@@ -53,13 +53,14 @@ const NATIVE_HASH_FROM = 1024
 
 /**
  * A weak ETag of a body (RFC 9110 §8.8.3): `W/"<length in base 36>-<hash>"`, deterministic for a body.
+ * `bytes`: the body already encoded as UTF-8, hashed instead of encoding it again (the same ETag).
  * A weak validator needs no cryptographic strength. Short bodies take cyrb53 (a public-domain 53-bit
  * string hash, as two base-36 numbers `<31 bits>-<22 bits>`), about 0.2 µs for 120 characters where a
  * native call costs 1–2 µs under load; from {@link NATIVE_HASH_FROM} units on, SHA-1 through `crypto.hash` (base64url), one native
  * call that beats the JS loop (7.1 µs against 10.3 µs on a 6 KB body).
  */
-export function weakEtag(body: string): string {
-  if (body.length >= NATIVE_HASH_FROM) return `W/"${body.length.toString(36)}-${hash('sha1', body, 'base64url')}"`
+export function weakEtag(body: string, bytes?: Buffer): string {
+  if (body.length >= NATIVE_HASH_FROM) return `W/"${body.length.toString(36)}-${hash('sha1', bytes ?? body, 'base64url')}"`
   let h1 = 0xdeadbeef
   let h2 = 0x41c6ce57
   for (let i = 0; i < body.length; i++) {
@@ -191,7 +192,7 @@ async function respond(op: CompiledOperation, variables: Variables, request: Fas
       return json(reply, withRetryAfter(reply, body.errors, status), { errors, data: null })
     }
   }
-  const result = await op.execute(variables, context)
+  const result = await (takeEarlyExecution(request, op) ?? op.execute(variables, context))
   // A mutation invalidates the cached queries that read what it touched, before its answer leaves.
   if (op.kind === 'mutation' && result.data) {
     await state.cache.invalidate(tagsOf(op, holder, state)).catch((err: unknown) => request.log.error({ err, operation: op.name }, 'invalidating cached responses failed'))
@@ -591,8 +592,11 @@ export function registerOperationRoutes(app: FastifyInstance, holder: GatewayHol
 /** What {@link answerEarly} knows of one stored operation it may answer. */
 interface EarlyOperation {
   readonly op: CompiledOperation
-  /** `hit`: a `# @cache` query, answered from the in-process cache when fresh; `direct`: a database query run by its direct plan. */
-  readonly kind: 'hit' | 'direct'
+  /**
+   * `hit`: a `# @cache` query, answered from the in-process cache when fresh; `direct`: a database
+   * query run by its direct plan; `execute`: any other query, run by its compiled execution.
+   */
+  readonly kind: 'hit' | 'direct' | 'execute'
   /** `Cache-Control` of an anonymous GET. */
   readonly cacheControl: string
   /** `Cache-Control` of a GET with `Authorization` (`direct` only). */
@@ -614,7 +618,19 @@ const kEarlyRun = Symbol('tributary.earlyRun')
 
 interface EarlyRun {
   readonly op: CompiledOperation
-  readonly result: Promise<string | DirectFailure | null>
+  /** The direct plan's result (kind `direct`). */
+  readonly result?: Promise<string | DirectFailure | null>
+  /** The execution's result (kind `execute`). */
+  readonly executed?: Promise<ExecutionResult>
+}
+
+/** The early run of this request for `op` (taken once); undefined when none, or for another operation (a reload in between). */
+function takeEarly(request: FastifyRequest, op: CompiledOperation): EarlyRun | undefined {
+  const raw = request.raw as IncomingMessage & { [kEarlyRun]?: EarlyRun }
+  const run = raw[kEarlyRun]
+  if (run === undefined) return undefined
+  raw[kEarlyRun] = undefined
+  return run.op === op ? run : undefined
 }
 
 /**
@@ -622,11 +638,15 @@ interface EarlyRun {
  * (taken once), so that the route answers it without running the statement again; undefined when none.
  */
 function takeEarlyRun(request: FastifyRequest, op: CompiledOperation): Promise<string | DirectFailure | null> | undefined {
-  const raw = request.raw as IncomingMessage & { [kEarlyRun]?: EarlyRun }
-  const run = raw[kEarlyRun]
-  if (run === undefined) return undefined
-  raw[kEarlyRun] = undefined
-  return run.op === op ? run.result : undefined
+  return takeEarly(request, op)?.result
+}
+
+/**
+ * The execution that {@link answerEarly} already ran for this request and operation (taken once), so
+ * that the route answers its errors without executing the operation again; undefined when none.
+ */
+function takeEarlyExecution(request: FastifyRequest, op: CompiledOperation): Promise<ExecutionResult> | undefined {
+  return takeEarly(request, op)?.executed
 }
 
 /** Freezes a variables object and what it holds (lists, input objects): it is shared by the requests of the same query string. */
@@ -648,18 +668,20 @@ function deepFreeze<T>(value: T): T {
  *   sends what the route would, 200 with the stored body and ETag, `Cache-Control`,
  *   `X-Tributary-Cache: hit` and `Age` (or 304 on a matching `If-None-Match`); or
  * - a query without `# @cache` whose root fields all run as direct SQL (`direct`, README "Direct
- *   JSON execution"), anonymous or with a token the JWT verifier knows (verified recently), whose
- *   auth directives (no `@fromClaim`) it passes; a token to verify, authentication hooks and a 401
- *   or 403 go to the route: it runs the statement with that identity and sends a successful answer as the route would, 200
- *   with the data object, its weak ETag and `Cache-Control` (or 304). A failed statement, a plan with
- *   no statement for the variables, or an answer over a third of `server.maxResponseBytes` goes to
- *   the route with the run's result ({@link takeEarlyRun}): the route answers it (error body, status,
- *   `Retry-After`, the size check) without running the statement again.
- * Either counts the request in the metrics and the console as the route's hooks do. Anything else (a
- * miss, a stale entry, a query string with escapes, credentials, an error) goes to fastify unchanged.
+ *   JSON execution"), or any other query when no hook of any kind is configured (`execute`: its
+ *   compiled execution), anonymous or with a token the JWT verifier knows (verified recently), whose
+ *   auth directives (no `@fromClaim`) it passes (a token to verify, authentication hooks and a 401
+ *   or 403 go to the route): it runs the operation with that identity and sends a successful answer
+ *   as the route would, 200 with the data object, its weak ETag and `Cache-Control` (or 304). A
+ *   failed statement, an execution with errors, a plan with no statement for the variables, or an
+ *   answer over a third of `server.maxResponseBytes` goes to the route with the run's result
+ *   ({@link takeEarlyRun}, {@link takeEarlyExecution}): the route answers it (error body, status,
+ *   `Retry-After`, the size check) without running the operation again.
+ * Each counts the request in the metrics and the console as the route's hooks do. Anything else (a
+ * miss, a stale entry, a query string with escapes, a cookie, an error) goes to fastify unchanged.
  * Installed only when nothing else must see each request: no rate limit, no Host/Origin hook
  * (`allowedHosts`, `allowedOrigins`), no tracing, no custom route under `/operations/`; hits only
- * with `pubsub.localCacheBytes` > 0, direct answers only when `directs` (not `tributary dev`, whose
+ * with `pubsub.localCacheBytes` > 0, the other kinds only when `directs` (not `tributary dev`, whose
  * reloads drain the requests fastify counts).
  */
 function answerEarly(app: FastifyInstance, holder: GatewayHolder, state: CacheState, options: { directs: boolean }): void {
@@ -699,7 +721,8 @@ function answerEarly(app: FastifyInstance, holder: GatewayHolder, state: CacheSt
     if (!op) return undefined
     const policy = cachePolicy(op)
     const hooked = gateway.hooks !== null && gateway.hooks.operations.has(name)
-    const kind = policy ? (hits ? 'hit' : null) : directs && op.kind === 'query' && op.direct ? 'direct' : null
+    // Other queries run by their execution only without hooks of any kind: an upstream hook is given the client's request, which only fastify has.
+    const kind = policy ? (hits ? 'hit' : null) : !directs || op.kind !== 'query' ? null : op.direct ? 'direct' : gateway.hooks === null ? 'execute' : null
     // A direct query may carry auth directives, not `@fromClaim` (its variables would depend on the token).
     const auth = op.stored.auth
     e = kind === null || op.internal || (auth && (kind === 'hit' || Object.keys(auth.fromClaim).length)) || hooked || op.stored.language !== 'graphql' || Object.keys(op.stored.rules.inject).length
@@ -757,24 +780,25 @@ function answerEarly(app: FastifyInstance, holder: GatewayHolder, state: CacheSt
     if (console) observers.traffic?.operation(e.op.name, ms, false)
   }
 
-  /** Hands a request whose statement ran to the route, with the run's result. */
-  const handOver = (req: IncomingMessage, res: ServerResponse, op: CompiledOperation, result: Promise<string | DirectFailure | null>): void => {
+  /** Hands a request whose operation ran to the route, with the run's result. */
+  const handOver = (req: IncomingMessage, res: ServerResponse, run: EarlyRun): void => {
     tally.handedOver++
-    ;(req as IncomingMessage & { [kEarlyRun]?: EarlyRun })[kEarlyRun] = { op, result }
+    ;(req as IncomingMessage & { [kEarlyRun]?: EarlyRun })[kEarlyRun] = run
     fastifyHandler(req, res)
   }
 
   const sendDirect = (e: EarlyOperation, req: IncomingMessage, res: ServerResponse, body: string, cacheControl: string, started: number): void => {
-    const etag = weakEtag(body)
+    // A body long enough to be hashed natively is encoded once, for the hash and the socket.
+    const bytes = body.length >= NATIVE_HASH_FROM ? Buffer.from(body) : undefined
+    const etag = weakEtag(body, bytes)
     const inm = req.headers['if-none-match']
     if (inm !== undefined && etagMatches(inm, etag)) {
       res.writeHead(304, ['etag', etag, 'cache-control', cacheControl])
       res.end()
-    } else if (body.length < BUFFER_FROM_UNITS) {
+    } else if (bytes === undefined) {
       res.writeHead(200, ['etag', etag, 'cache-control', cacheControl, 'content-type', 'application/json; charset=utf-8', 'content-length', String(Buffer.byteLength(body))])
       res.end(body)
     } else {
-      const bytes = Buffer.from(body)
       res.writeHead(200, ['etag', etag, 'cache-control', cacheControl, 'content-type', 'application/json; charset=utf-8', 'content-length', String(bytes.length)])
       res.end(bytes)
     }
@@ -782,22 +806,36 @@ function answerEarly(app: FastifyInstance, holder: GatewayHolder, state: CacheSt
     count(e, res, started)
   }
 
-  const runDirect = (e: EarlyOperation, req: IncomingMessage, res: ServerResponse, variables: Variables, auth: AuthInfo | null, started: number): void => {
+  /**
+   * Runs a stored query as the route would (its direct plan, or its execution), with a context of
+   * its own: `reply.raw` for the disconnect watch, `reply.request.headers` and `headers` for header
+   * forwarding and templates, `auth` for row filters.
+   */
+  const runEarly = (e: EarlyOperation, req: IncomingMessage, res: ServerResponse, variables: Variables, auth: AuthInfo | null, started: number): void => {
     const maxBytes = gateway.config.server.maxResponseBytes
     const cacheControl = req.headers.authorization === undefined ? e.cacheControl : e.privateCacheControl
-    const context = { reply: { raw: res }, headers: req.headers, cluster: holder.cluster, resultBudget: resultBudget(maxBytes), auth }
-    const result = e.op.direct!.runValidated(variables, context)
-    result.then(
-      (body) => {
-        if (typeof body !== 'string' || body.length > maxBytes / 3) return handOver(req, res, e.op, result)
-        try {
-          sendDirect(e, req, res, body, cacheControl, started)
-        } catch (err) {
-          app.log.error({ err }, 'answering a stored query early failed; the route answers it')
-          if (!res.headersSent) handOver(req, res, e.op, result)
-        }
+    const context = { reply: { raw: res, request: { headers: req.headers } }, headers: req.headers, cluster: holder.cluster, resultBudget: resultBudget(maxBytes), auth }
+    const send = (body: string, run: EarlyRun): void => {
+      if (body.length > maxBytes / 3) return handOver(req, res, run)
+      try {
+        sendDirect(e, req, res, body, cacheControl, started)
+      } catch (err) {
+        app.log.error({ err }, 'answering a stored query early failed; the route answers it')
+        if (!res.headersSent) handOver(req, res, run)
+      }
+    }
+    if (e.kind === 'direct') {
+      const run: EarlyRun = { op: e.op, result: e.op.direct!.runValidated(variables, context) }
+      run.result!.then((body) => (typeof body === 'string' ? send(body, run) : handOver(req, res, run)), () => handOver(req, res, run))
+      return
+    }
+    const run: EarlyRun = { op: e.op, executed: e.op.execute(variables, context) }
+    run.executed!.then(
+      (result) => {
+        if (result.errors?.length) return handOver(req, res, run)
+        send(e.op.stringifyData(result.data === undefined ? {} : result.data), run)
       },
-      () => handOver(req, res, e.op, result),
+      () => handOver(req, res, run),
     )
   }
 
@@ -822,7 +860,7 @@ function answerEarly(app: FastifyInstance, holder: GatewayHolder, state: CacheSt
       auth = known
     }
     const query = q < 0 ? '' : url.slice(q + 1)
-    if (e.kind === 'direct') {
+    if (e.kind !== 'hit') {
       const validated = variablesOf(e, query)
       if (validated === undefined) return false
       let variables: Variables
@@ -831,7 +869,7 @@ function answerEarly(app: FastifyInstance, holder: GatewayHolder, state: CacheSt
       } catch {
         return false // 401/403: the route answers it
       }
-      runDirect(e, req, res, variables, auth, started)
+      runEarly(e, req, res, variables, auth, started)
       return true
     }
     // Hits are keyed by the credential headers on the route: only anonymous ones are answered here.
