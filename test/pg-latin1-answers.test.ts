@@ -104,6 +104,22 @@ t.test('postgres: /graphql sends a single database field\'s answer as the same b
   t.same(JSON.parse(reference).data.l1_findManyL1Item[2].name, NAMES[2])
 })
 
+t.test('postgres: a batch of /graphql requests carries the same answers as the requests alone', async (t) => {
+  const s = await setup(t, 'l1-batch')
+  if (!s) return
+  const dir = mkdtempSync(join(tmpdir(), 'trb-l1-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const { resolveConfig } = await import('../gateway/config/index.js')
+  const { serveGateway } = await import('./helpers/serve.js')
+  const config = resolveConfig({ datasources: [database({ namespace: 'l1', url: s.db.url })], operations: { dir }, generatedDir: join(dir, 'generated'), graphql: { batching: { maxOperations: 5 } } })
+  const { url } = await serveGateway(t, config)
+  const query = QUERY.replace('findManyL1Item', 'l1_findManyL1Item')
+  const post = async (body: unknown) => Buffer.from(await (await fetch(`${url}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })).arrayBuffer()).toString('utf8')
+  const alone = await post({ query })
+  t.match(alone, /日本語/)
+  t.equal(await post([{ query }, { query: '{ l1_findManyL1Item(take: 1) { id } }' }]), `[${alone},{"data":{"l1_findManyL1Item":[{"id":1}]}}]`, 'each element as its request alone')
+})
+
 t.test('postgres: a latin1 answer over server.maxResponseBytes is refused with the same 400 as an ordinary one', async (t) => {
   const s = await setup(t, 'l1-limit')
   if (!s) return

@@ -186,7 +186,8 @@ function capturingReply(reply: FastifyReply): FastifyReply & { captured: string 
     header: (name: string, value: unknown) => (headers.set(name.toLowerCase(), value), one),
     getHeader: (name: string) => headers.get(name.toLowerCase()),
     removeHeader: (name: string) => (headers.delete(name.toLowerCase()), one),
-    send: (payload: unknown) => ((one.captured = typeof payload === 'string' ? payload : JSON.stringify(payload)), one),
+    // A Buffer is UTF-8 JSON text (limitResponse's large bodies, limitLatin1Response's answers).
+    send: (payload: unknown) => ((one.captured = typeof payload === 'string' ? payload : Buffer.isBuffer(payload) ? payload.toString('utf8') : JSON.stringify(payload)), one),
   })
   return one
 }
