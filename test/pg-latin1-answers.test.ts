@@ -37,6 +37,9 @@ async function setup(t: Test, label: string): Promise<{ db: TestDatabase; schema
     for (let j = 0; j < 3; j++) await admin.query(`insert into ${s}.l1_part values ($1, $2, $3)`, [i * 10 + j + 1, i + 1, `${NAMES[(i + j) % NAMES.length]} #${j}`])
   }
   await admin.query(`insert into ${s}.l1_item values (100, null)`)
+  // A view whose rows each raise a notice (non-ASCII text) while the statement sends its rows.
+  await admin.query(`create function ${s}.l1_noisy(t text) returns text language plpgsql as $$ begin raise notice 'ñotice %', t; return t; end $$`)
+  await admin.query(`create view ${s}.l1_noisy_item as select id, ${s}.l1_noisy(name) as name from ${s}.l1_item`)
   const { ctx } = testContext('l1')
   const source = await createDatabaseSource({ url: db.url }, ctx)
   t.teardown(() => source.close())
@@ -77,6 +80,18 @@ t.test('postgres: a latin1 run gives the ordinary answer\'s bytes; the result bu
   t.equal(Buffer.from(await plan.run({}, exact), 'latin1').toString('utf8'), ordinary, 'a budget of exactly its units passes')
   await t.rejects(plan.run({}, { resultBudget: resultBudget(units - 1) }), { code: 'TRB_ERR_GRAPHQL_LIMIT' }, 'ordinary: one unit less fails')
   await t.rejects(plan.run({}, { latin1Json: true, resultBudget: resultBudget(units - 1) }), { code: 'TRB_ERR_GRAPHQL_LIMIT' }, 'latin1: one unit less fails the same way')
+})
+
+t.test('postgres: notices among the rows leave the rows latin1-coded', async (t) => {
+  const s = await setup(t, 'l1-notice')
+  if (!s) return
+  const plan = planOf(s.schema, '{ findManyL1NoisyItem(orderBy: [{ id: asc }]) { id name } }')
+  const ordinary = await plan.run({}, {})
+  const context: Latin1Context = { latin1Json: true }
+  const latin1 = await plan.run({}, context)
+  t.equal(context.latin1Used, true)
+  t.equal(Buffer.from(latin1, 'latin1').toString('utf8'), ordinary, 'every row as the ordinary answer\'s')
+  t.same(JSON.parse(ordinary).map((r: { name: string }) => r.name), [...NAMES, null])
 })
 
 t.test('postgres: /graphql sends a single database field\'s answer as the same bytes; server.maxResponseBytes refuses it as before', async (t) => {

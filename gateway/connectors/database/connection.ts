@@ -264,7 +264,10 @@ export function latin1Ready(conn: unknown): boolean {
   return typeof conn === 'object' && conn !== null && latin1Clients.has(conn)
 }
 
-/** The string fields of a server error or notice read in latin1 (a statement failing after its first rows), decoded as UTF-8 again. */
+/** Asynchronous messages the server may send among a statement's data rows (the rows go on after them). */
+const AMONG_ROWS: ReadonlySet<string> = new Set(['notice', 'notification', 'parameterStatus'])
+
+/** The string fields of a message read in latin1 (a command tag, or an error, notice or notification among a statement's rows), decoded as UTF-8 again. */
 function redecodeFields(msg: object): void {
   const m = msg as Record<string, unknown>
   for (const key of Object.keys(m)) {
@@ -277,7 +280,8 @@ function redecodeFields(msg: object): void {
  * Replaces the message parser of a connected pg client (pg-protocol's `Parser`, fed from the
  * socket's one `data` listener) by an equal one whose text decoding switches to latin1 between a
  * {@link pgJsonAsLatin1} query's row description and the next message that is not a data row, and
- * back to UTF-8 after it (an error or notice read in that window is decoded as UTF-8 again).
+ * back to UTF-8 after it (that message's strings, read in latin1, are decoded as UTF-8 again; a
+ * notice, notification or parameter status among the rows is decoded again and the rows go on in latin1).
  * Messages are emitted exactly as pg's own `Connection.attachListeners` does. Left as pg made it
  * (and not marked in {@link latin1Ready}) when the socket does not look as expected.
  */
@@ -300,9 +304,13 @@ function readsLatin1Rows(client: unknown): void {
         if (c._activeQuery?.types === pgJsonAsLatin1) latin1 = true
         reader.encoding = latin1 ? 'latin1' : 'utf-8'
       } else if (latin1 && msg.name !== 'dataRow') {
-        latin1 = false
-        reader.encoding = 'utf-8'
-        if (msg.name === 'error' || msg.name === 'notice') redecodeFields(msg)
+        // Read in latin1: the statement's end (its command tag, an error), or a notice, notification
+        // or parameter status among its rows, after which its rows go on.
+        redecodeFields(msg)
+        if (!AMONG_ROWS.has(msg.name)) {
+          latin1 = false
+          reader.encoding = 'utf-8'
+        }
       }
       // As pg's Connection.attachListeners.
       const event = msg.name === 'error' ? 'errorMessage' : msg.name
