@@ -6,7 +6,7 @@
  * fixed number of requests is deterministic to about 1 %.
  *
  *   node bench/instructions.mjs [--requests 2000] [--warmup 3000] [--concurrency 10]
- *                               [--modes development,production] [--targets baseline,rest,graphql,cache]
+ *                               [--modes development,production] [--targets baseline,rest,graphql,cache,cache-redis,linked,pg-nested]
  *                               [--record] [--json <file>] [--keep]
  *
  * Each server runs under `valgrind --tool=callgrind --instr-atstart=no` (instrumentation off while it
@@ -34,6 +34,10 @@
  * and reviews APIs run unwrapped (their instructions are not counted). The difference to the baseline is also shown in
  * µs at the calibration the machine's `rest` run gives (CPU µs per request ÷ instructions per request
  * of the baseline, when bench/run.mjs has recorded one in bench/recorded.json).
+ *
+ * `pg-nested` (issue 30): bench/pg-peer.mjs' nested read (`POST /graphql`, 20 artists → albums → tracks, a
+ * 32,837-byte answer from one SQL statement) on examples/chinook with PostgreSQL (`BENCH_PG_CHINOOK_URL`,
+ * default the tests' `chinook` schema in `TEST_POSTGRES_URL`), once per mode; no baseline.
  *
  * `--keep` leaves the work directory (its callgrind dumps: `callgrind_annotate` gives the instructions
  * per function of each counted window) and prints its path.
