@@ -6,7 +6,7 @@
  * fixed number of requests is deterministic to about 1 %.
  *
  *   node bench/instructions.mjs [--requests 2000] [--warmup 3000] [--concurrency 10]
- *                               [--modes development,production] [--targets baseline,rest,graphql,cache]
+ *                               [--modes development,production] [--targets baseline,rest,graphql,cache,cache-redis,linked,pg-nested]
  *                               [--record] [--json <file>] [--keep]
  *
  * Each server runs under `valgrind --tool=callgrind --instr-atstart=no` (instrumentation off while it
@@ -34,6 +34,10 @@
  * and reviews APIs run unwrapped (their instructions are not counted). The difference to the baseline is also shown in
  * µs at the calibration the machine's `rest` run gives (CPU µs per request ÷ instructions per request
  * of the baseline, when bench/run.mjs has recorded one in bench/recorded.json).
+ *
+ * `pg-nested` (issue 30): bench/pg-peer.mjs' nested read (`POST /graphql`, 20 artists → albums → tracks, a
+ * 32,837-byte answer from one SQL statement) on examples/chinook with PostgreSQL (`BENCH_PG_CHINOOK_URL`,
+ * default the tests' `chinook` schema in `TEST_POSTGRES_URL`), once per mode; no baseline.
  *
  * `--keep` leaves the work directory (its callgrind dumps: `callgrind_annotate` gives the instructions
  * per function of each counted window) and prints its path.
@@ -64,7 +68,7 @@ for (const [name, v, max] of [['requests', requests, 100_000], ['warmup', warmup
   if (!Number.isInteger(v) || v < 1 || v > max) throw new Error(`--${name}: an integer from 1 to ${max}`)
 }
 for (const m of modes) if (m !== 'development' && m !== 'production') throw new Error(`--modes: development, production`)
-for (const t of targets) if (!['baseline', 'rest', 'graphql', 'cache', 'cache-redis', 'linked'].includes(t)) throw new Error(`--targets: baseline, rest, graphql, cache, cache-redis, linked`)
+for (const t of targets) if (!['baseline', 'rest', 'graphql', 'cache', 'cache-redis', 'linked', 'pg-nested'].includes(t)) throw new Error(`--targets: baseline, rest, graphql, cache, cache-redis, linked, pg-nested`)
 
 const work = mkdtempSync(join(tmpdir(), 'tributary-instructions-'))
 const say = (text) => process.stdout.write(`${text}\n`)
@@ -182,6 +186,8 @@ async function measure(label, pid, url, init = {}) {
 }
 
 const cacheOperation = CACHED_OPERATION
+/** The `pg-nested` read of bench/pg-peer.mjs. */
+const PG_NESTED_QUERY = '{ chinook_findManyArtist(take: 20, orderBy: [{ artistId: asc }]) { artistId name albums { albumId title tracks { trackId name milliseconds unitPrice } } } }'
 
 const db = join(work, 'todo.sqlite')
 await copySqlite(join(root, 'data/todo.sqlite'), db)
@@ -234,8 +240,26 @@ try {
       await reviews.stop()
     }
   }
+  if (targets.includes('pg-nested')) {
+    // bench/pg-peer.mjs' nested read on PostgreSQL (BENCH_PG_CHINOOK_URL, default the tests' `chinook` schema): one statement, a 32,837-byte answer.
+    const url = process.env.BENCH_PG_CHINOOK_URL || `${process.env.TEST_POSTGRES_URL || 'postgres://postgres@127.0.0.1:5432/test'}?schema=chinook`
+    const body = JSON.stringify({ query: PG_NESTED_QUERY })
+    for (const mode of modes) {
+      const lines = []
+      const gw = await startGateway({ config: 'examples/chinook/config.ts', env: { CHINOOK_DATABASE_URL: url, ...(mode === 'production' ? { NODE_ENV: 'production' } : {}) }, wrap, timeoutMs: 600_000, onLine: (line) => lines.push(line) > 200 && lines.shift() })
+      hosts.set(gw.pid, '127.0.0.1')
+      try {
+        ;({ all: figures[`pg-nested.${mode}`], main: mainThread[`pg-nested.${mode}`] } = await measure(`${mode} POST /graphql (pg-nested)`, gw.pid, `${gw.url}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json' }, body }))
+      } catch (err) {
+        say(`gateway's last output:\n${lines.filter((l) => !/^==\d+==\s+(at|by) 0x/.test(l)).slice(-40).join('\n')}`)
+        throw err
+      } finally {
+        await gw.stop()
+      }
+    }
+  }
   for (const mode of modes) {
-    const gwTargets = targets.filter((t) => t !== 'baseline' && t !== 'cache-redis' && t !== 'linked')
+    const gwTargets = targets.filter((t) => t !== 'baseline' && t !== 'cache-redis' && t !== 'linked' && t !== 'pg-nested')
     // `cache-redis`: the same hit on a gateway whose response cache is in Redis (REDIS_URL, default
     // 127.0.0.1:6379, a key prefix of its own); `cache` runs in memory (TRIBUTARY_PUBSUB=memory).
     if (targets.includes('cache-redis')) {

@@ -47,6 +47,7 @@ import { sendError } from './format-error.js'
 import { observers } from '../observability/probes.js'
 import { TrafficRecorder } from '../observability/traffic.js'
 import { routePattern } from '../observability/route-info.js'
+import { isAnswerWithoutErrors } from './answer-errors.js'
 import { PLAYGROUND_ASSETS_PREFIX, playgroundQuery, renderPlaygroundHtml } from './playground.js'
 
 /** Where the console is served. */
@@ -528,10 +529,16 @@ export async function registerConsole(app: FastifyInstance, holder: GatewayHolde
   const lastErrors = new Map<string, ProbeRecord>()
 
   // Both hooks run on every request: the cheap tests first, the route read from its context (not
-  // `request.routeOptions`, a getter that builds an object), the body scanned only for a string of at most MAX_SCANNED_BODY characters.
+  // `request.routeOptions`, a getter that builds an object), the body scanned only for a string of at most MAX_SCANNED_BODY characters
+  // and only when its route did not mark it as an answer without errors.
   app.addHook('onSend', (request, reply, payload, done) => {
     const status = reply.statusCode
     if (status < 200 || !isTraffic(request.url)) return done(null, payload)
+    // A body its route built without errors (answer-errors.ts) is not scanned.
+    if (isAnswerWithoutErrors(reply, payload)) {
+      if (status >= 400) (request as unknown as Marked)[kFailed] = true
+      return done(null, payload)
+    }
     const text = typeof payload === 'string' ? payload : Buffer.isBuffer(payload) && payload.length <= MAX_SCANNED_BODY ? payload.toString('utf8') : undefined
     if (text !== undefined && text.length <= MAX_SCANNED_BODY && text.includes('"errors"')) {
       ;(request as unknown as Marked)[kFailed] = true

@@ -11,7 +11,8 @@
  * Every distinct document is parsed (with a token limit), validated and checked against the depth
  * and alias limits once, then cached until the schema changes.
  */
-import { limitResponse } from './response-limit.js'
+import { limitLatin1Response, limitResponse } from './response-limit.js'
+import { markAnswerWithoutErrors } from './answer-errors.js'
 import { isMultipartRequest, registerGraphQLMultipart } from './graphql-multipart.js'
 import { parseJsonSafely } from '../safe-keys.js'
 import {
@@ -37,6 +38,7 @@ import { buildCostPlan, checkCost, checkDocumentLimits, checkFragmentLimits, che
 import { filterCost } from '../operations/filter-cost.js'
 import { isJitSafe } from '../operations/jit-safety.js'
 import { compileDirectOperation, type DirectOperation } from '../operations/direct-plan.js'
+import type { Latin1Context } from '../connectors/database/direct.js'
 import { codedGraphQLError, codesOf, formatGraphQLErrors, sendError, setRetryAfter, withRetryAfter } from './format-error.js'
 import { AuthRequiredError, GraphQLMethodError, GraphQLRequestError, InternalError, PersistedNotFoundError, PersistedOnlyError, RouteNotFoundError, isTributaryError } from '../errors.js'
 import type { OperationLimiter } from './rate-limit.js'
@@ -184,7 +186,8 @@ function capturingReply(reply: FastifyReply): FastifyReply & { captured: string 
     header: (name: string, value: unknown) => (headers.set(name.toLowerCase(), value), one),
     getHeader: (name: string) => headers.get(name.toLowerCase()),
     removeHeader: (name: string) => (headers.delete(name.toLowerCase()), one),
-    send: (payload: unknown) => ((one.captured = typeof payload === 'string' ? payload : JSON.stringify(payload)), one),
+    // A Buffer is UTF-8 JSON text (limitResponse's large bodies, limitLatin1Response's answers).
+    send: (payload: unknown) => ((one.captured = typeof payload === 'string' ? payload : Buffer.isBuffer(payload) ? payload.toString('utf8') : JSON.stringify(payload)), one),
   })
   return one
 }
@@ -271,7 +274,10 @@ export function registerGraphQLEndpoint(
 
   function send(reply: FastifyReply, status: number, mediaType: string, body: { data?: unknown; errors?: GraphQLFormattedError[] }, introspection = false) {
     setRetryAfter(reply, codesOf(body.errors))
-    return reply.code(status).type(`${mediaType}; charset=utf-8`).send(limitResponse(reply, JSON.stringify(body), introspection))
+    reply.code(status)
+    const payload = limitResponse(reply, JSON.stringify(body), introspection)
+    if (body.errors === undefined && reply.statusCode === status) markAnswerWithoutErrors(reply, payload)
+    return reply.type(`${mediaType}; charset=utf-8`).send(payload)
   }
 
   /** A request error (GraphQL over HTTP §6.4): 400 for graphql-response+json; 200 for legacy application/json. */
@@ -382,8 +388,16 @@ export function registerGraphQLEndpoint(
       let direct = prepared.direct.get(key)
       if (direct === undefined) prepared.direct.set(key, (direct = compileDirectOperation(gateway.schema, prepared.document!, operation)))
       if (direct) {
-        const data = await direct.run(variables as Record<string, unknown> | undefined, { reply, request, headers: request.headers, cluster: holder.cluster, resultBudget: resultBudget(gateway.config.server.maxResponseBytes), auth })
-        if (typeof data === 'string') return reply.code(200).type(`${mediaType}; charset=utf-8`).send(limitResponse(reply, `{"data":${data}}`))
+        // One statement on PostgreSQL: its rows may come and go as latin1-coded UTF-8, never decoded nor encoded (Latin1Context).
+        const context: Latin1Context & Record<string, unknown> = { reply, request, headers: request.headers, cluster: holder.cluster, resultBudget: resultBudget(gateway.config.server.maxResponseBytes), auth, latin1Json: direct.roots === 1 }
+        const data = await direct.run(variables as Record<string, unknown> | undefined, context)
+        if (typeof data === 'string') {
+          reply.code(200)
+          const payload = context.latin1Used === true ? limitLatin1Response(reply, `{"data":${data}}`) : limitResponse(reply, `{"data":${data}}`)
+          // Still 200: not refused by server.maxResponseBytes (whose 400 body carries errors).
+          if (reply.statusCode === 200) markAnswerWithoutErrors(reply, payload)
+          return reply.type(`${mediaType}; charset=utf-8`).send(payload)
+        }
         // The statement failed once sent (a timeout, a cancellation...): reported, never run again.
         if (data !== null) return send(reply, withRetryAfter(reply, data.errors, 200), mediaType, { errors: formatGraphQLErrors(data.errors, { mode: gateway.config.mode, logger: request.log }).errors, data: null })
       }

@@ -35,7 +35,23 @@ export function limitResponse(reply: FastifyReply, body: string, introspection =
   if (body.length <= maxBytes / 3) return small ? body : Buffer.from(body)
   const size = Buffer.byteLength(body)
   if (size <= maxBytes) return small ? body : Buffer.from(body)
-  const option = introspection ? 'maxIntrospectionBytes' : 'maxResponseBytes'
+  return refuse(reply, size, maxBytes, introspection ? 'maxIntrospectionBytes' : 'maxResponseBytes')
+}
+
+/**
+ * {@link limitResponse} for a body in latin1-coded UTF-8 (each character one byte of its UTF-8 text:
+ * a PostgreSQL direct answer, connectors/database/direct.ts `Latin1Context`): returns its bytes as a
+ * Buffer (`Buffer.from(body, 'latin1')`, no UTF-8 encoding; its size is its length), or the same
+ * 400 `TRB_ERR_GRAPHQL_LIMIT` body as {@link limitResponse} past `server.maxResponseBytes`.
+ */
+export function limitLatin1Response(reply: FastifyReply, body: string): string | Buffer {
+  const maxBytes = reply.server.tributary.holder.current.config.server.maxResponseBytes
+  if (body.length <= maxBytes) return Buffer.from(body, 'latin1')
+  return refuse(reply, body.length, maxBytes, 'maxResponseBytes')
+}
+
+/** The refusal of an answer of `size` bytes: status 400, no ETag, the `TRB_ERR_GRAPHQL_LIMIT` body. */
+function refuse(reply: FastifyReply, size: number, maxBytes: number, option: 'maxIntrospectionBytes' | 'maxResponseBytes'): string {
   reply.log.warn({ size, maxBytes }, `response larger than server.${option} refused`)
   collectRefusedAnswers()
   reply.code(400).header('cache-control', 'no-store').removeHeader('etag')

@@ -54,6 +54,8 @@ export interface DirectOperation {
    * only applying the defaults, done without graphql-js; otherwise it is {@link run}.
    */
   runValidated(variables: Record<string, unknown>, context: unknown): Promise<string | DirectFailure | null>
+  /** How many root fields (statements) the operation runs: a latin1 run (connectors/database/direct.ts `Latin1Context`) is for one. */
+  readonly roots: number
 }
 
 /**
@@ -136,6 +138,7 @@ export function compileDirectOperation(schema: GraphQLSchema, document: Document
 
   return {
     run,
+    roots: parts.length,
     runValidated(variables, context) {
       if (!simple) return run(variables, context)
       if (!defaults.length) return execute(variables, context)

@@ -32,6 +32,7 @@ import knexFactory, { type Knex } from 'knex'
 import type pg from 'pg'
 import { ConfigInvalidError } from '../../errors.js'
 import { requireOptional } from '../../optional-package.js'
+import { createRequire } from 'node:module'
 import type { Dialect } from './model.js'
 
 /** A database URL taken apart. Pure data: nothing is opened. */
@@ -243,6 +244,87 @@ export const pgJsonAsText: pg.CustomTypesConfig = {
     (format === undefined || format === 'text') && PG_JSON_OIDS.has(oid) ? asText : pgTypes.getTypeParser(oid as never, format as never)) as pg.CustomTypesConfig['getTypeParser'],
 }
 
+/**
+ * pg `types` of a read whose text columns should arrive as **latin1-coded UTF-8**: each character of
+ * a value is one byte of PostgreSQL's UTF-8 text (a "binary string"), decoded without UTF-8 decoding
+ * and sent without UTF-8 encoding (`Buffer.from(text, 'latin1')` gives the exact bytes back). The
+ * types read as {@link pgJsonAsText}; the object itself is the mark: a connection set up by
+ * {@link readsLatin1Rows} decodes the data rows of a query whose `types` is this object as latin1.
+ * On a connection without that parser (see {@link latin1Ready}) the rows are ordinary strings.
+ */
+export const pgJsonAsLatin1: pg.CustomTypesConfig = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') => pgJsonAsText.getTypeParser(oid as never, format as never)) as pg.CustomTypesConfig['getTypeParser'],
+}
+
+/** pg clients whose socket {@link readsLatin1Rows} reads: {@link pgJsonAsLatin1} rows arrive latin1-coded there. */
+const latin1Clients = new WeakSet<object>()
+
+/** True when the pg client `conn` decodes the rows of {@link pgJsonAsLatin1} reads as latin1-coded UTF-8. */
+export function latin1Ready(conn: unknown): boolean {
+  return typeof conn === 'object' && conn !== null && latin1Clients.has(conn)
+}
+
+/** Asynchronous messages the server may send among a statement's data rows (the rows go on after them). */
+const AMONG_ROWS: ReadonlySet<string> = new Set(['notice', 'notification', 'parameterStatus'])
+
+/** The string fields of a message read in latin1 (a command tag, or an error, notice or notification among a statement's rows), decoded as UTF-8 again. */
+function redecodeFields(msg: object): void {
+  const m = msg as Record<string, unknown>
+  for (const key of Object.keys(m)) {
+    const v = m[key]
+    if (typeof v === 'string' && key !== 'name') m[key] = Buffer.from(v, 'latin1').toString('utf8')
+  }
+}
+
+/**
+ * Replaces the message parser of a connected pg client (pg-protocol's `Parser`, fed from the
+ * socket's one `data` listener) by an equal one whose text decoding switches to latin1 between a
+ * {@link pgJsonAsLatin1} query's row description and the next message that is not a data row, and
+ * back to UTF-8 after it (that message's strings, read in latin1, are decoded as UTF-8 again; a
+ * notice, notification or parameter status among the rows is decoded again and the rows go on in latin1).
+ * Messages are emitted exactly as pg's own `Connection.attachListeners` does. Left as pg made it
+ * (and not marked in {@link latin1Ready}) when the socket does not look as expected.
+ */
+function readsLatin1Rows(client: unknown): void {
+  try {
+    const c = client as { connection?: { stream?: NodeJS.EventEmitter; _emitMessage?: boolean; emit(event: string, msg: unknown): boolean }; _activeQuery?: { types?: unknown } | null }
+    const con = c.connection
+    const stream = con?.stream
+    if (!con || !stream || typeof stream.listeners !== 'function') return
+    const own = stream.listeners('data')
+    if (own.length !== 1) return
+    const pgRequire = createRequire(createRequire(import.meta.url).resolve('pg'))
+    const { Parser } = pgRequire('pg-protocol/dist/parser') as { Parser: new () => { reader?: { encoding?: unknown }; parse(buffer: Buffer, callback: (msg: { name: string }) => void): void } }
+    const parser = new Parser()
+    const reader = parser.reader
+    if (!reader || reader.encoding !== 'utf-8') return
+    let latin1 = false
+    const callback = (msg: { name: string }): void => {
+      if (msg.name === 'rowDescription') {
+        if (c._activeQuery?.types === pgJsonAsLatin1) latin1 = true
+        reader.encoding = latin1 ? 'latin1' : 'utf-8'
+      } else if (latin1 && msg.name !== 'dataRow') {
+        // Read in latin1: the statement's end (its command tag, an error), or a notice, notification
+        // or parameter status among its rows, after which its rows go on.
+        redecodeFields(msg)
+        if (!AMONG_ROWS.has(msg.name)) {
+          latin1 = false
+          reader.encoding = 'utf-8'
+        }
+      }
+      // As pg's Connection.attachListeners.
+      const event = msg.name === 'error' ? 'errorMessage' : msg.name
+      if (con._emitMessage) con.emit('message', msg)
+      con.emit(event, msg)
+    }
+    stream.removeListener('data', own[0] as (...args: unknown[]) => void)
+    stream.on('data', (buffer: Buffer) => parser.parse(buffer, callback))
+    latin1Clients.add(client as object)
+  } catch {
+    // pg's own parser stays: its rows are ordinary strings.
+  }
+}
+
 /** pg `types` for our connections only (the global pg type registry is left alone). */
 const pgTypes: pg.CustomTypesConfig = {
   getTypeParser: ((oid: number, format?: 'text' | 'binary') => {
@@ -316,7 +398,7 @@ export function discardConnection(conn: unknown): void {
  * Pool bounds (default 0–10), a statement run on every new connection (session time zone), and a
  * `validate` that refuses connections {@link discardConnection} marked.
  */
-function sessionPool(pool: PoolOptions, sessionSql: string): Knex.PoolConfig {
+function sessionPool(pool: PoolOptions, sessionSql: string, created?: (conn: unknown) => void): Knex.PoolConfig {
   return {
     min: pool.min ?? 0,
     max: pool.max ?? 10,
@@ -325,7 +407,10 @@ function sessionPool(pool: PoolOptions, sessionSql: string): Knex.PoolConfig {
     // accepts and never answers would hold it that long.
     createTimeoutMillis: pool.acquireTimeoutMs ?? DEFAULT_POOL_ACQUIRE_TIMEOUT_MS,
     afterCreate: (conn: CallbackQueryable, done: DoneCallback) => {
-      conn.query(sessionSql, (err) => done(err, conn))
+      conn.query(sessionSql, (err) => {
+        if (!err) created?.(conn)
+        done(err, conn)
+      })
     },
     validate: (conn: object) => !discarded.has(conn),
   }
@@ -387,7 +472,7 @@ export function createKnex(url: string, options: CreateKnexOptions = {}): KnexCo
           types: pgTypes,
         } as Knex.PgConnectionConfig,
         ...((options.schema ?? parsed.schema) ? { searchPath: [(options.schema ?? parsed.schema) as string] } : {}),
-        pool: sessionPool(pool, "SET TIME ZONE 'UTC'"),
+        pool: sessionPool(pool, "SET TIME ZONE 'UTC'", readsLatin1Rows),
       })
       return { knex, dialect: 'postgres' }
     }

@@ -224,6 +224,13 @@ export function createDirectCompiler(rt: Runtime, model: Model, kind: DirectFiel
               return Promise.resolve(finish(now))
             }
           }
+          if (rt.d.dialect === 'postgres' && (context as Latin1Context | null)?.latin1Json === true) {
+            return db.values(plan.text, bindings, undefined, { cheap, light: lightPlans.has(plan), owner: ownerOf(context), cancel: cancelWatchOf(context), latin1: true }).then((rows) => {
+              chargeLatin1(context, rows)
+              ;(context as Latin1Context).latin1Used = true
+              return finish(rows)
+            }, (err) => Promise.reject(refused(err)))
+          }
           return db.values(plan.text, bindings, undefined, { cheap, light: lightPlans.has(plan), owner: ownerOf(context), cancel: cancelWatchOf(context), maxResultChars: resultRoom(context) }).then((rows) => {
             chargeResult(context, textLength(rows))
             return finish(rows)
@@ -281,6 +288,36 @@ export function createDirectCompiler(rt: Runtime, model: Model, kind: DirectFiel
     }
   }
   return self
+}
+
+/**
+ * The context flags of a latin1 run (PostgreSQL only): `latin1Json` is set by a caller that accepts
+ * the answer as latin1-coded UTF-8 (each character one byte of the UTF-8 text: `Buffer.from(text,
+ * 'latin1')` is the answer's UTF-8), for an operation of one root field; `latin1Used` is set by the
+ * plan when its text is such (a findMany/findFirst statement on PostgreSQL), and left unset when it
+ * is an ordinary string (another engine, a batched lookup). The rows then skip UTF-8 decoding
+ * (connection.ts `pgJsonAsLatin1`) and the answer UTF-8 encoding.
+ */
+export interface Latin1Context {
+  latin1Json?: boolean
+  latin1Used?: boolean
+}
+
+/**
+ * Charges latin1-coded rows to the request's result budget as the same number of UTF-16 units as
+ * their ordinary strings would be (gateway/result-budget.ts), so that the budget refuses exactly
+ * what it refused before: their length (their UTF-8 bytes, never fewer than the units) when that
+ * fits what is left, else the exact units, decoded. Only for a run of one statement per request
+ * (`latin1Json`), where no later statement reads what is left.
+ */
+function chargeLatin1(context: unknown, rows: unknown[]): void {
+  const bytes = textLength(rows)
+  const room = resultRoom(context)
+  if (room === undefined) return
+  if (bytes <= room) return chargeResult(context, bytes)
+  let units = 0
+  for (const r of rows) if (typeof r === 'string') units += Buffer.from(r, 'latin1').toString('utf8').length
+  chargeResult(context, units)
 }
 
 /**

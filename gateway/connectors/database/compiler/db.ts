@@ -32,7 +32,7 @@ import { fullTextSyntaxError } from '../db-errors.js'
 import { isHeldWorker, type CancelWatch, type SqliteExecResult, type SqliteWorkers } from '../sqlite-workers.js'
 import { explainRefusal } from '../sqlite-raw-guard.js'
 import { startStatement } from '../../../observability/probes.js'
-import { discardConnection, pgJsonAsText } from '../connection.js'
+import { discardConnection, latin1Ready, pgJsonAsLatin1, pgJsonAsText } from '../connection.js'
 import { textLength } from '../../../result-budget.js'
 
 export type { CancelWatch } from '../sqlite-workers.js'
@@ -64,6 +64,12 @@ export interface RunOptions {
   light?: boolean
   /** SQLite worker processes: the request charged with the statement's worker time (`requestBudgetMs`, sqlite-workers.ts); its resolver context. */
   owner?: object | undefined
+  /**
+   * PostgreSQL {@link Db.values}: the rows' text as latin1-coded UTF-8 (each character one byte of
+   * the server's UTF-8 text; `Buffer.from(text, 'latin1')` is that text's UTF-8), which skips the
+   * UTF-8 decoding of the rows (see connection.ts `pgJsonAsLatin1`). Other engines ignore it.
+   */
+  latin1?: boolean
 }
 
 interface ResponseLike {
@@ -561,8 +567,13 @@ export class Db {
       case 'sqlite':
         if (isHeldWorker(conn)) return (await this.timed(sql, () => this.workers!.runOn(conn, { mode: 'values', sql, bindings }, options?.cancel))) as unknown[]
         return this.timedSync(sql, () => this.sqliteStatement(conn as SqliteConnection, sql, true).all(...bindings))
-      case 'postgres':
-        return (await this.pgArrays(conn, sql, bindings, options?.cancel)).map((r) => r[0])
+      case 'postgres': {
+        const latin1 = options?.latin1 === true
+        const rows = (await this.pgArrays(conn, sql, bindings, options?.cancel, latin1)).map((r) => r[0])
+        // A connection without the latin1 parser (connection.ts readsLatin1Rows) returned ordinary strings.
+        if (latin1 && !latin1Ready(conn)) for (let i = 0; i < rows.length; i++) if (typeof rows[i] === 'string') rows[i] = Buffer.from(rows[i] as string, 'utf8').toString('latin1')
+        return rows
+      }
       default: {
         const res = await this.timed(sql, () => this.guard(conn, options?.cancel, () => mysqlQuery(conn as MysqlConnection, sql, bindings, true)))
         return (res as unknown[][]).map((r) => r[0])
@@ -585,8 +596,9 @@ export class Db {
   }
 
   /** Runs a PostgreSQL read on `conn` as a named prepared statement, rows as arrays (see {@link guard}, {@link timed}). */
-  private async pgArrays(conn: unknown, sql: string, bindings: unknown[], cancel: CancelWatch | undefined): Promise<unknown[][]> {
-    const res = await this.timed(sql, () => this.guard(conn, cancel, () => (conn as PgConnection).query({ text: sql, values: bindings, name: this.pgName(sql), rowMode: 'array', types: pgJsonAsText })))
+  private async pgArrays(conn: unknown, sql: string, bindings: unknown[], cancel: CancelWatch | undefined, latin1 = false): Promise<unknown[][]> {
+    const types = latin1 ? pgJsonAsLatin1 : pgJsonAsText
+    const res = await this.timed(sql, () => this.guard(conn, cancel, () => (conn as PgConnection).query({ text: sql, values: bindings, name: this.pgName(sql), rowMode: 'array', types })))
     return res.rows as unknown[][]
   }
 
