@@ -13,6 +13,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { database } from '../gateway/config/index.js'
+import { LATIN1_PG_MAJOR, createKnex, latin1Ready } from '../gateway/connectors/database/connection.js'
 import { createDatabaseSource } from '../gateway/connectors/database/index.js'
 import type { DirectFieldExtension, Latin1Context } from '../gateway/connectors/database/direct.js'
 import { resultBudget } from '../gateway/result-budget.js'
@@ -157,4 +158,19 @@ t.test('postgres: a latin1 answer over server.maxResponseBytes is refused with t
   t.equal(answer.errors[0]!.extensions.code, 'TRB_ERR_GRAPHQL_LIMIT')
   t.equal(answer.errors[0]!.message, `The response would be ${bytes} bytes, more than the maximum of ${max} (maxResponseBytes); ask for less`, 'its size in UTF-8 bytes, as before')
   t.equal(res.headers.get('cache-control'), 'no-store')
+})
+
+t.test(`postgres: with pg ${LATIN1_PG_MAJOR} (the lock file's), every pooled connection reads latin1 rows (not the fallback)`, async (t) => {
+  const db = await freshDatabase('postgres', 'l1-ready')
+  t.teardown(db.cleanup)
+  if (db.skipReason) {
+    t.skip(db.skipReason, async () => {})
+    return
+  }
+  const { knex } = createKnex(db.url)
+  t.teardown(() => knex.destroy())
+  const client = knex.client as { acquireConnection(): Promise<unknown>; releaseConnection(c: unknown): Promise<unknown> }
+  const conns = [await client.acquireConnection(), await client.acquireConnection()]
+  for (const c of conns) t.ok(latin1Ready(c), 'its parser is the latin1 one')
+  for (const c of conns) await client.releaseConnection(c)
 })

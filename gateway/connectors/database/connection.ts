@@ -277,6 +277,33 @@ function redecodeFields(msg: object): void {
 }
 
 /**
+ * The pg major version whose `Connection.attachListeners` (pg 8.x: one `data` listener feeding
+ * pg-protocol's `Parser`, each message emitted as `message` when `_emitMessage`, then under its name,
+ * `errorMessage` for `error`) {@link readsLatin1Rows} reproduces. Under another major version pg's
+ * own parser is left in place (rows are then ordinary strings, converted: the contract holds).
+ */
+export const LATIN1_PG_MAJOR = 8
+
+type PgProtocolParser = new () => { reader?: { encoding?: unknown }; parse(buffer: Buffer, callback: (msg: { name: string }) => void): void }
+let latin1ParserClass: PgProtocolParser | null | undefined
+
+/** pg-protocol's `Parser` as pg itself resolves it, when pg's major version is {@link LATIN1_PG_MAJOR}; null otherwise (read once). */
+function latin1Parser(): PgProtocolParser | null {
+  if (latin1ParserClass !== undefined) return latin1ParserClass
+  latin1ParserClass = null
+  try {
+    const local = createRequire(import.meta.url)
+    const version = (local('pg/package.json') as { version?: unknown }).version
+    if (typeof version !== 'string' || Number(version.split('.')[0]) !== LATIN1_PG_MAJOR) return null
+    const pgRequire = createRequire(local.resolve('pg'))
+    latin1ParserClass = (pgRequire('pg-protocol/dist/parser') as { Parser: PgProtocolParser }).Parser
+  } catch {
+    latin1ParserClass = null
+  }
+  return latin1ParserClass
+}
+
+/**
  * Replaces the message parser of a connected pg client (pg-protocol's `Parser`, fed from the
  * socket's one `data` listener) by an equal one whose text decoding switches to latin1 between a
  * {@link pgJsonAsLatin1} query's row description and the next message that is not a data row, and
@@ -293,8 +320,8 @@ function readsLatin1Rows(client: unknown): void {
     if (!con || !stream || typeof stream.listeners !== 'function') return
     const own = stream.listeners('data')
     if (own.length !== 1) return
-    const pgRequire = createRequire(createRequire(import.meta.url).resolve('pg'))
-    const { Parser } = pgRequire('pg-protocol/dist/parser') as { Parser: new () => { reader?: { encoding?: unknown }; parse(buffer: Buffer, callback: (msg: { name: string }) => void): void } }
+    const Parser = latin1Parser()
+    if (!Parser) return
     const parser = new Parser()
     const reader = parser.reader
     if (!reader || reader.encoding !== 'utf-8') return
