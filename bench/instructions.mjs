@@ -71,6 +71,17 @@ for (const m of modes) if (m !== 'development' && m !== 'production') throw new 
 for (const t of targets) if (!['baseline', 'rest', 'graphql', 'cache', 'cache-redis', 'linked', 'pg-nested'].includes(t)) throw new Error(`--targets: baseline, rest, graphql, cache, cache-redis, linked, pg-nested`)
 
 const work = mkdtempSync(join(tmpdir(), 'tributary-instructions-'))
+
+/**
+ * A config module in the work directory: the built config `source` (under dist/) with its generated
+ * files written under the work directory, so that no gateway this tool starts rewrites the
+ * checkout's (a production-mode start renders them for production).
+ */
+function isolatedConfig(source, name) {
+  const file = join(work, `${name}.config.mjs`)
+  writeFileSync(file, `import base from ${JSON.stringify(join(root, source))}\nexport default { ...base, generatedDir: ${JSON.stringify(join(work, `generated-${name}`))} }\n`)
+  return file
+}
 const say = (text) => process.stdout.write(`${text}\n`)
 const todoSource = readFileSync(join(root, 'operations/TodoById.graphql'), 'utf8')
 
@@ -227,7 +238,7 @@ try {
       }
       for (const mode of modes) {
         const env = { CHINOOK_DATABASE_URL: `sqlite:${chinook}`, COUNTRIES_API_URL: countries.url, REVIEWS_API_URL: reviews.url, ...(mode === 'production' ? { NODE_ENV: 'production' } : {}) }
-        const gw = await startGateway({ config: 'examples/federation/config.ts', env, wrap, timeoutMs: 600_000 })
+        const gw = await startGateway({ config: isolatedConfig('dist/examples/federation/config.js', `federation-${mode}`), env, wrap, timeoutMs: 600_000 })
         hosts.set(gw.pid, '127.0.0.1')
         try {
           ;({ all: figures[`linked.${mode}`], main: mainThread[`linked.${mode}`] } = await measure(`${mode} GET /operations/CustomersWithCountry?take=50`, gw.pid, `${gw.url}/operations/CustomersWithCountry?take=50`))
@@ -244,9 +255,10 @@ try {
     // bench/pg-peer.mjs' nested read on PostgreSQL (BENCH_PG_CHINOOK_URL, default the tests' `chinook` schema): one statement, a 32,837-byte answer.
     const url = process.env.BENCH_PG_CHINOOK_URL || `${process.env.TEST_POSTGRES_URL || 'postgres://postgres@127.0.0.1:5432/test'}?schema=chinook`
     const body = JSON.stringify({ query: PG_NESTED_QUERY })
-    for (const mode of modes) {
+    // Development only: in production /graphql takes persisted operations only, which this read is not.
+    for (const mode of modes.filter((m) => m === 'development')) {
       const lines = []
-      const gw = await startGateway({ config: 'examples/chinook/config.ts', env: { CHINOOK_DATABASE_URL: url, ...(mode === 'production' ? { NODE_ENV: 'production' } : {}) }, wrap, timeoutMs: 600_000, onLine: (line) => lines.push(line) > 200 && lines.shift() })
+      const gw = await startGateway({ config: isolatedConfig('dist/examples/chinook/config.js', `chinook-${mode}`), env: { CHINOOK_DATABASE_URL: url, ...(mode === 'production' ? { NODE_ENV: 'production' } : {}) }, wrap, timeoutMs: 600_000, onLine: (line) => lines.push(line) > 200 && lines.shift() })
       hosts.set(gw.pid, '127.0.0.1')
       try {
         ;({ all: figures[`pg-nested.${mode}`], main: mainThread[`pg-nested.${mode}`] } = await measure(`${mode} POST /graphql (pg-nested)`, gw.pid, `${gw.url}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json' }, body }))
@@ -274,7 +286,7 @@ try {
     }
     if (!gwTargets.length) continue
     const env = { TODO_DATABASE_URL: `sqlite:${db}`, ROLE_SERVICE_PORT: String(await freePort()), TRIBUTARY_PUBSUB: 'memory', ...(mode === 'production' ? { NODE_ENV: 'production' } : {}) }
-    const config = gwTargets.includes('cache') ? writeCacheConfig(work) : undefined
+    const config = gwTargets.includes('cache') ? writeCacheConfig(work) : isolatedConfig('dist/config.js', `demo-${mode}`)
     const gw = await startGateway({ config, env, wrap, timeoutMs: 600_000 })
     hosts.set(gw.pid, '127.0.0.1') // startGateway's HOST
     try {
