@@ -26,6 +26,7 @@ import type { MetricsConfig } from '../observability/metrics.js'
 import type { TelemetryConfig } from '../observability/tracing.js'
 import { validateConfig } from './validate.js'
 import { ConfigInvalidError } from '../errors.js'
+import { deepFreeze } from '../deep-freeze.js'
 import { resolveHooks, type HooksConfigInput, type ResolvedHooks } from '../hooks/index.js'
 import { resolveEventTriggers, type EventTrigger, type EventTriggerInput, type EventsDelivery, type EventsDeliveryInput } from './event-triggers.js'
 
@@ -729,17 +730,6 @@ function normaliseOrigin(origin: string, index: number): string {
     throw new ConfigInvalidError(`server.allowedOrigins[${index}]: must be an origin such as https://app.example.com`)
   }
   return url.origin
-}
-
-function deepFreeze<T>(value: T): T {
-  if (value && typeof value === 'object' && !Object.isFrozen(value)) {
-    Object.freeze(value)
-    for (const v of Object.values(value as Record<string, unknown>)) {
-      // Functions (resolvers, migrations) and class instances stay as they are.
-      if (v && typeof v === 'object' && (Array.isArray(v) || Object.getPrototypeOf(v) === Object.prototype)) deepFreeze(v)
-    }
-  }
-  return value
 }
 
 export type { DatabaseSourceOptions, RestSourceOptions, GraphQLSourceOptions, FederationSourceOptions, SubgraphOptions, MergedTypeOptions, SchemaSourceOptions, IExecutableSchemaDefinition }

@@ -22,6 +22,7 @@ import { LivePollers } from './live.js'
 import { SharedEventStreams, type EventStreamMember, type EventStreamSource } from './shared-event-streams.js'
 import { sharingKey } from './shared-subscriptions.js'
 import { resultBudget } from '../result-budget.js'
+import { deepFreeze } from '../deep-freeze.js'
 import { ResponseCache, operationTags, type CacheLookup, type CachePolicy } from '../cluster/response-cache.js'
 import { activity, observeOperation, observers } from '../observability/probes.js'
 import { hookFailure, runHook, type OperationHookArgs, type OperationHooks, type OperationPostHookArgs, type OperationResponse, type ResolvedHooks } from '../hooks/index.js'
@@ -177,11 +178,13 @@ async function respond(op: CompiledOperation, variables: Variables, request: Fas
     reply.header('x-tributary-cache', 'miss')
   }
   const fill = lookup && policy ? (body: string) => void state.cache.store(lookup, body, weakEtag(body), policy) : undefined
+  // What answerEarly already ran for this request (then handed here): answered, not run again.
+  const early = takeEarly(request, op)
   const context = { reply, request, headers: request.headers, cluster: holder.cluster, resultBudget: resultBudget(holder.current.config.server.maxResponseBytes), auth }
   // Database-only queries: the SQL already produced the body. A custom route needs the data object
   // to tell a missing row, so it takes the normal path.
   if (op.direct && !notFoundWhenNull) {
-    const body = await (takeEarlyRun(request, op) ?? op.direct.runValidated(variables, context))
+    const body = await (early?.result ?? op.direct.runValidated(variables, context))
     if (typeof body === 'string') {
       fill?.(body)
       return sendData(op, body, request, reply)
@@ -192,7 +195,7 @@ async function respond(op: CompiledOperation, variables: Variables, request: Fas
       return json(reply, withRetryAfter(reply, body.errors, status), { errors, data: null })
     }
   }
-  const result = await (takeEarlyExecution(request, op) ?? op.execute(variables, context))
+  const result = await (early?.executed ?? op.execute(variables, context))
   // A mutation invalidates the cached queries that read what it touched, before its answer leaves.
   if (op.kind === 'mutation' && result.data) {
     await state.cache.invalidate(tagsOf(op, holder, state)).catch((err: unknown) => request.log.error({ err, operation: op.name }, 'invalidating cached responses failed'))
@@ -624,38 +627,17 @@ interface EarlyRun {
   readonly executed?: Promise<ExecutionResult>
 }
 
-/** The early run of this request for `op` (taken once); undefined when none, or for another operation (a reload in between). */
+/**
+ * The run {@link answerEarly} already made for this request and operation (taken once), so that the
+ * route answers its result without running the operation again; undefined when none, or for another
+ * operation (a reload in between).
+ */
 function takeEarly(request: FastifyRequest, op: CompiledOperation): EarlyRun | undefined {
   const raw = request.raw as IncomingMessage & { [kEarlyRun]?: EarlyRun }
   const run = raw[kEarlyRun]
   if (run === undefined) return undefined
   raw[kEarlyRun] = undefined
   return run.op === op ? run : undefined
-}
-
-/**
- * The result of the direct plan that {@link answerEarly} already ran for this request and operation
- * (taken once), so that the route answers it without running the statement again; undefined when none.
- */
-function takeEarlyRun(request: FastifyRequest, op: CompiledOperation): Promise<string | DirectFailure | null> | undefined {
-  return takeEarly(request, op)?.result
-}
-
-/**
- * The execution that {@link answerEarly} already ran for this request and operation (taken once), so
- * that the route answers its errors without executing the operation again; undefined when none.
- */
-function takeEarlyExecution(request: FastifyRequest, op: CompiledOperation): Promise<ExecutionResult> | undefined {
-  return takeEarly(request, op)?.executed
-}
-
-/** Freezes a variables object and what it holds (lists, input objects): it is shared by the requests of the same query string. */
-function deepFreeze<T>(value: T): T {
-  if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
-    Object.freeze(value)
-    for (const v of Object.values(value)) deepFreeze(v)
-  }
-  return value
 }
 
 /**
@@ -675,7 +657,7 @@ function deepFreeze<T>(value: T): T {
  *   as the route would, 200 with the data object, its weak ETag and `Cache-Control` (or 304). A
  *   failed statement, an execution with errors, a plan with no statement for the variables, or an
  *   answer over a third of `server.maxResponseBytes` goes to the route with the run's result
- *   ({@link takeEarlyRun}, {@link takeEarlyExecution}): the route answers it (error body, status,
+ *   ({@link takeEarly}): the route answers it (error body, status,
  *   `Retry-After`, the size check) without running the operation again.
  * Each counts the request in the metrics and the console as the route's hooks do. Anything else (a
  * miss, a stale entry, a query string with escapes, a cookie, an error) goes to fastify unchanged.
@@ -787,7 +769,7 @@ function answerEarly(app: FastifyInstance, holder: GatewayHolder, state: CacheSt
     fastifyHandler(req, res)
   }
 
-  const sendDirect = (e: EarlyOperation, req: IncomingMessage, res: ServerResponse, body: string, cacheControl: string, started: number): void => {
+  const sendAnswer = (e: EarlyOperation, req: IncomingMessage, res: ServerResponse, body: string, cacheControl: string, started: number): void => {
     // A body long enough to be hashed natively is encoded once, for the hash and the socket.
     const bytes = body.length >= NATIVE_HASH_FROM ? Buffer.from(body) : undefined
     const etag = weakEtag(body, bytes)
@@ -818,7 +800,7 @@ function answerEarly(app: FastifyInstance, holder: GatewayHolder, state: CacheSt
     const send = (body: string, run: EarlyRun): void => {
       if (body.length > maxBytes / 3) return handOver(req, res, run)
       try {
-        sendDirect(e, req, res, body, cacheControl, started)
+        sendAnswer(e, req, res, body, cacheControl, started)
       } catch (err) {
         app.log.error({ err }, 'answering a stored query early failed; the route answers it')
         if (!res.headersSent) handOver(req, res, run)

@@ -224,15 +224,13 @@ export function createDirectCompiler(rt: Runtime, model: Model, kind: DirectFiel
               return Promise.resolve(finish(now))
             }
           }
-          if (rt.d.dialect === 'postgres' && (context as Latin1Context | null)?.latin1Json === true) {
-            return db.values(plan.text, bindings, undefined, { cheap, light: lightPlans.has(plan), owner: ownerOf(context), cancel: cancelWatchOf(context), latin1: true }).then((rows) => {
+          // PostgreSQL, for a caller that takes the answer as latin1-coded UTF-8 (Latin1Context).
+          const latin1 = rt.d.dialect === 'postgres' && (context as Latin1Context | null)?.latin1Json === true
+          return db.values(plan.text, bindings, undefined, { cheap, light: lightPlans.has(plan), owner: ownerOf(context), cancel: cancelWatchOf(context), ...(latin1 ? { latin1 } : { maxResultChars: resultRoom(context) }) }).then((rows) => {
+            if (latin1) {
               chargeLatin1(context, rows)
               ;(context as Latin1Context).latin1Used = true
-              return finish(rows)
-            }, (err) => Promise.reject(refused(err)))
-          }
-          return db.values(plan.text, bindings, undefined, { cheap, light: lightPlans.has(plan), owner: ownerOf(context), cancel: cancelWatchOf(context), maxResultChars: resultRoom(context) }).then((rows) => {
-            chargeResult(context, textLength(rows))
+            } else chargeResult(context, textLength(rows))
             return finish(rows)
           }, (err) => Promise.reject(refused(err)))
         } catch (err) {
