@@ -23,6 +23,17 @@ const WAIT = 30_000
 const SUB = 'subscription { shop_orderStored { id customer { name } } }'
 const ids = (r: Received) => r.events.map((e) => (e.data?.[F] as { id: string } | undefined)?.id ?? `error:${JSON.stringify(e)}`)
 
+/** Whether `/health` of the gateway at `url` shows the events source `shop` up within {@link WAIT} ms. */
+async function brokerUp(url: string): Promise<boolean> {
+  const end = Date.now() + WAIT
+  while (Date.now() < end) {
+    const health = await (await fetch(`${url}/health`)).json() as { sources?: Record<string, { status: string }> }
+    if (health.sources?.['shop']?.status === 'up') return true
+    await new Promise((r) => setTimeout(r, 25))
+  }
+  return false
+}
+
 /** The checks of one broker: fan-out exactly once to two instances, then a restart that resumes. */
 async function clusterSuite(t: Test, broker: 'nats' | 'amqp', schema: string, publish: (id: string, customerId?: number) => Promise<void>) {
   const pubsub = { redisUrl, keyPrefix: uniquePrefix() }
@@ -63,8 +74,12 @@ async function clusterSuite(t: Test, broker: 'nats' | 'amqp', schema: string, pu
     await publish('missed1', 2)
     await publish('missed2', 1)
     const again = await startEventsGateway(t, options, { pubsub })
+    // As a client would: subscribe once /health shows the broker connected (a subscription made before
+    // fails after connectTimeoutMs, which a loaded machine can exceed while RabbitMQ opens the connection).
+    t.ok(await brokerUp(again.url), 'the restarted instance reports its broker connected')
     const sub = again.ws(SUB)
-    t.ok(await until(() => ids(sub).includes('missed2'), WAIT), 'the new subscriber gets the messages published while the gateway was down')
+    t.ok(await until(() => ids(sub).includes('missed2') || sub.done, WAIT) && !sub.done, 'the new subscriber gets the messages published while the gateway was down',
+      { received: ids(sub), error: sub.error === undefined ? undefined : JSON.stringify(sub.error, Object.getOwnPropertyNames(sub.error ?? {})), warnings: again.warnings })
     t.same(sub.events.filter((e) => /^missed/.test((e.data?.[F] as { id: string }).id)), [
       { data: { [F]: { id: 'missed1', customer: { name: 'Bo' } } } },
       { data: { [F]: { id: 'missed2', customer: { name: 'Ada' } } } },
