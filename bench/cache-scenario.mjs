@@ -9,11 +9,14 @@
  * of the work directory (the repository's generated/ is not rewritten).
  * Redis: `REDIS_URL` (default redis://127.0.0.1:6379), a key prefix of the run's own
  * (`REDIS_KEY_PREFIX`); skipped with a message when Redis does not answer a PING.
+ * The floor (`cache-floor`, reported): bench/floor-server.mjs, a bare `node:http` server sending the
+ * memory hit's exact status, headers and body, against the same route — what Node's HTTP server alone
+ * reaches on the machine, so that a hit's ratio can be read against what is possible there.
  */
 import { cpSync, readFileSync, writeFileSync } from 'node:fs'
 import { connect } from 'node:net'
 import { join } from 'node:path'
-import { root } from './lib/processes.mjs'
+import { root, startNode } from './lib/processes.mjs'
 
 /** The operation the scenario serves, and its file's text. */
 export const CACHED_OPERATION = 'TodoByIdCached'
@@ -55,7 +58,7 @@ function redisAnswers(url) {
 /**
  * Runs the scenario. `ctx` carries run.mjs's pieces: `{ work, say, ab, fetchJson, assertSame,
  * prepareTodoDb, startBaseline, startGateway, freePort, gatewayNodeArgs, stopGateway, target }`.
- * @returns `{ memory, redis }`, each ab()'s result plus the hit header seen, or `{ skipped }`
+ * @returns `{ memory, redis, floor }`, each ab()'s result (memory and redis with the hit header seen), or `{ skipped }`
  */
 export async function cacheScenario(ctx) {
   const { say, ab, fetchJson, assertSame, prepareTodoDb, startBaseline, startGateway, freePort, gatewayNodeArgs, stopGateway, target } = ctx
@@ -63,6 +66,8 @@ export async function cacheScenario(ctx) {
   const db = await prepareTodoDb()
   const redisUrl = process.env.REDIS_URL || 'redis://127.0.0.1:6379'
   const out = {}
+  /** The hit's status, headers and body (the memory gateway's), for the floor. */
+  let hit
   const base = await startBaseline(['--todo-db', db])
   try {
     const baseline = { url: `${base.url}/todo?id=1`, pid: base.pid }
@@ -84,14 +89,53 @@ export async function cacheScenario(ctx) {
         const state = res.headers.get('x-tributary-cache')
         assertSame(`cache ${store}`, await res.json(), expected)
         if (state !== 'hit') throw new Error(`cache ${store}: the second GET answered X-Tributary-Cache: ${state}, not hit`)
+        if (store === 'memory') hit = await captureHit(url)
         say(`\n[cache ${store}] GET /operations/${CACHED_OPERATION}?id=1 (# @cache maxAge=3600, X-Tributary-Cache: hit) vs baseline GET /todo?id=1${store === 'redis' ? ` (Redis ${redisUrl})` : ' (in memory)'}`)
         out[store] = { gatewayUrl: `/operations/${CACHED_OPERATION}?id=1`, store, ...(await ab(`cache-${store}`, { baseline, gateway: { url, pid: gw.pid }, target, gw })) }
       } finally {
         await stopGateway(gw, `cache-${store}`)
       }
     }
+    if (hit) out.floor = await floorRun(ctx, baseline, hit)
   } finally {
     await base.stop()
   }
   return out
+}
+
+/** The headers a hit sends that Node does not add itself, as the flat list `writeHead` takes. */
+const HIT_HEADERS = ['x-tributary-cache', 'age', 'etag', 'cache-control', 'content-type', 'content-length']
+
+/** GETs a hit once more: `{ status, headers, body }` for bench/floor-server.mjs. */
+async function captureHit(url) {
+  const res = await fetch(url)
+  const headers = HIT_HEADERS.flatMap((name) => (res.headers.has(name) ? [name, res.headers.get(name)] : []))
+  return { status: res.status, headers, body: await res.text() }
+}
+
+/**
+ * The floor (`cache-floor`, reported, not judged): bench/floor-server.mjs answering the hit's exact
+ * bytes, measured against the same hand-written route as the hits. Its ratio is the most a hit
+ * answered by a Node HTTP server can reach on this machine; its CPU µs per request is Node's and the
+ * kernel's share of a hit's.
+ */
+async function floorRun(ctx, baseline, hit) {
+  const { say, ab, freePort } = ctx
+  const file = join(ctx.work, 'floor-response.json')
+  writeFileSync(file, JSON.stringify(hit))
+  const port = await freePort()
+  const floor = await startNode({
+    name: 'floor',
+    args: [join(root, 'bench/floor-server.mjs'), '--port', String(port), '--response', file],
+    env: { ...process.env },
+    ready: /floor listening (http:\/\/127\.0\.0\.1:\d+)/,
+    timeoutMs: 30_000,
+  })
+  try {
+    const url = `${floor.match[1]}/operations/${CACHED_OPERATION}?id=1`
+    say(`\n[cache floor] a bare node:http server sending the hit's bytes (bench/floor-server.mjs) vs baseline GET /todo?id=1: the most a hit can reach here`)
+    return { gatewayUrl: '(floor-server)', ...(await ab('cache-floor', { baseline, gateway: { url, pid: floor.pid }, target: null })) }
+  } finally {
+    await floor.stop()
+  }
 }
