@@ -125,7 +125,7 @@ if (args.includes('--child')) {
   const runs = option('--runs', 1)
   for (let i = 0; i < runs; i++) {
     // With the node flags of `npm start` (package.json scripts.start).
-    const res = spawnSync(process.execPath, [...process.execArgv, '--disable-proto=throw', '--max-semi-space-size=32', fileURLToPath(import.meta.url), '--child', ...args], { stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8' })
+    const res = spawnSync(process.execPath, [...process.execArgv, '--disable-proto=throw', '--max-semi-space-size=128', fileURLToPath(import.meta.url), '--child', ...args], { stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8' })
     if (res.status !== 0) throw new Error(`run ${i + 1} failed (exit ${res.status})`)
     process.stdout.write(res.stdout)
   }

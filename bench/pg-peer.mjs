@@ -33,6 +33,7 @@
  *   ONLY=single node bench/pg-peer.mjs          # one of the two reads
  *   ONLY=single KEYS=100 node bench/pg-peer.mjs # pg-single over 100 different artists in turn (default 1: artist 90 only)
  *   R=0 OUT=/tmp/s.json node bench/pg-peer.mjs  # only capture the statements (written with the answers' sizes to OUT)
+ *   BENCH_GATEWAY_NODE_ARGS='--max-semi-space-size=128' node bench/pg-peer.mjs  # node flags added to the gateway's (after npm start's)
  *   npm run bench -- --scenarios pg-peer        # the same from run.mjs (its --rounds/--duration/--connections)
  */
 import { existsSync, readFileSync } from 'node:fs'
@@ -312,7 +313,7 @@ export async function pgPeerScenario({ rounds = 3, duration = 10, connections = 
 // Standalone: node bench/pg-peer.mjs
 if (import.meta.url === `file://${process.argv[1]}`) {
   const env = (k, d) => Number(process.env[k] ?? d)
-  const r = await pgPeerScenario({ rounds: env('R', 3), duration: env('D', 10), connections: env('C', 50), warmup: env('W', 3), only: process.env.ONLY, keys: env('KEYS', 1), progress: undefined })
+  const r = await pgPeerScenario({ rounds: env('R', 3), duration: env('D', 10), connections: env('C', 50), warmup: env('W', 3), only: process.env.ONLY, keys: env('KEYS', 1), gatewayNodeArgs: (process.env.BENCH_GATEWAY_NODE_ARGS ?? '').split(' ').filter(Boolean), progress: undefined })
   if (process.env.OUT) (await import('node:fs')).writeFileSync(process.env.OUT, JSON.stringify(r, null, 2))
   process.exit(0)
 }

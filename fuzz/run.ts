@@ -423,7 +423,7 @@ async function main(): Promise<void> {
     const seconds = (Date.now() - started) / 1000
     // RSS must come back within FUZZ_RSS_BOUND (default 10 %) of the baseline once the gateway idles,
     // less V8's young generation: an idle process runs no GC, so the young generation keeps the size
-    // the load grew it to (at most 2 × --max-semi-space-size, 64 MiB with npm start's flags) until the
+    // the load grew it to (at most 2 × --max-semi-space-size, 256 MiB with npm start's flags) until the
     // next request. It is bounded by that flag, not by the requests served, so it cannot hide a leak.
     const bound = Number(process.env.FUZZ_RSS_BOUND ?? 0.1)
     const within = (now: MemoryReading[]) => now.every((v, i) => v.rest <= before[i]!.rest * (1 + bound))

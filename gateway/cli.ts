@@ -1,4 +1,4 @@
-#!/usr/bin/env -S node --disable-proto=throw --max-semi-space-size=32
+#!/usr/bin/env -S node --disable-proto=throw --max-semi-space-size=128
 /**
  * The `tributary` command's entry (`npx tributary <command> [options]`, `npm start`): turns Node's
  * module compile cache on (compile-cache.ts; Node ≥ 22.1), then loads and runs the commands

@@ -137,7 +137,7 @@ export function startNode({ name, args, env, ready, timeoutMs = 90_000, onLine, 
 
 /**
  * The node flags that `npm start` runs the gateway with, read from package.json's `scripts.start`
- * (`node <flags> dist/gateway/cli.js start`), e.g. `['--disable-proto=throw', '--max-semi-space-size=32']`.
+ * (`node <flags> dist/gateway/cli.js start`), e.g. `['--disable-proto=throw', '--max-semi-space-size=128']`.
  */
 export const START_NODE_FLAGS = (() => {
   const start = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).scripts.start
@@ -172,7 +172,7 @@ export async function startGateway({ config, env = {}, nodeArgs = [], args = [],
 /**
  * Starts bench/baseline-server.mjs with `args`; resolves with `{ ...handle, url }`. Node runs it with
  * its default flags, plus `BENCH_BASELINE_NODE_ARGS` (space-separated) when set: e.g. npm start's
- * `--max-semi-space-size=32`, to price what the gateway's flags are worth to the baseline.
+ * `--max-semi-space-size=128`, to price what the gateway's flags are worth to the baseline.
  */
 export async function startBaseline(args, { wrap, timeoutMs = 30_000 } = {}) {
   const port = await freePort()
