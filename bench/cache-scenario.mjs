@@ -109,6 +109,7 @@ const HIT_HEADERS = ['x-tributary-cache', 'age', 'etag', 'cache-control', 'conte
 /** GETs a hit once more: `{ status, headers, body }` for bench/floor-server.mjs. */
 async function captureHit(url) {
   const res = await fetch(url)
+  if (res.headers.get('x-tributary-cache') !== 'hit') throw new Error(`cache floor: the capture GET answered X-Tributary-Cache: ${res.headers.get('x-tributary-cache')}, not hit`)
   const headers = HIT_HEADERS.flatMap((name) => (res.headers.has(name) ? [name, res.headers.get(name)] : []))
   return { status: res.status, headers, body: await res.text() }
 }
