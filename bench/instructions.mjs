@@ -52,6 +52,7 @@ import { execFileSync } from 'node:child_process'
 import { Pool } from 'undici'
 import { copySqlite, root, startBaseline, startGateway, startNode, freePort } from './lib/processes.mjs'
 import { CACHED_OPERATION, writeCacheConfig } from './cache-scenario.mjs'
+import { PG_PEER_READS, pgChinookUrl } from './pg-peer.mjs'
 import { compareWithRecorded, readRecorded, writeRecorded } from './lib/recorded.mjs'
 
 const argv = process.argv.slice(2)
@@ -197,8 +198,6 @@ async function measure(label, pid, url, init = {}) {
 }
 
 const cacheOperation = CACHED_OPERATION
-/** The `pg-nested` read of bench/pg-peer.mjs. */
-const PG_NESTED_QUERY = '{ chinook_findManyArtist(take: 20, orderBy: [{ artistId: asc }]) { artistId name albums { albumId title tracks { trackId name milliseconds unitPrice } } } }'
 
 const db = join(work, 'todo.sqlite')
 await copySqlite(join(root, 'data/todo.sqlite'), db)
@@ -253,12 +252,11 @@ try {
   }
   if (targets.includes('pg-nested')) {
     // bench/pg-peer.mjs' nested read on PostgreSQL (BENCH_PG_CHINOOK_URL, default the tests' `chinook` schema): one statement, a 32,837-byte answer.
-    const url = process.env.BENCH_PG_CHINOOK_URL || `${process.env.TEST_POSTGRES_URL || 'postgres://postgres@127.0.0.1:5432/test'}?schema=chinook`
-    const body = JSON.stringify({ query: PG_NESTED_QUERY })
+    const body = JSON.stringify({ query: PG_PEER_READS.nested.tributary.query })
     // Development only: in production /graphql takes persisted operations only, which this read is not.
     for (const mode of modes.filter((m) => m === 'development')) {
       const lines = []
-      const gw = await startGateway({ config: isolatedConfig('dist/examples/chinook/config.js', `chinook-${mode}`), env: { CHINOOK_DATABASE_URL: url, ...(mode === 'production' ? { NODE_ENV: 'production' } : {}) }, wrap, timeoutMs: 600_000, onLine: (line) => lines.push(line) > 200 && lines.shift() })
+      const gw = await startGateway({ config: isolatedConfig('dist/examples/chinook/config.js', `chinook-${mode}`), env: { CHINOOK_DATABASE_URL: pgChinookUrl() }, wrap, timeoutMs: 600_000, onLine: (line) => lines.push(line) > 200 && lines.shift() })
       hosts.set(gw.pid, '127.0.0.1')
       try {
         ;({ all: figures[`pg-nested.${mode}`], main: mainThread[`pg-nested.${mode}`] } = await measure(`${mode} POST /graphql (pg-nested)`, gw.pid, `${gw.url}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json' }, body }))

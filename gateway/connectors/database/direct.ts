@@ -226,7 +226,7 @@ export function createDirectCompiler(rt: Runtime, model: Model, kind: DirectFiel
           }
           // PostgreSQL, for a caller that takes the answer as latin1-coded UTF-8 (Latin1Context).
           const latin1 = rt.d.dialect === 'postgres' && (context as Latin1Context | null)?.latin1Json === true
-          return db.values(plan.text, bindings, undefined, { cheap, light: lightPlans.has(plan), owner: ownerOf(context), cancel: cancelWatchOf(context), ...(latin1 ? { latin1 } : { maxResultChars: resultRoom(context) }) }).then((rows) => {
+          return db.values(plan.text, bindings, undefined, { cheap, light: lightPlans.has(plan), owner: ownerOf(context), cancel: cancelWatchOf(context), maxResultChars: resultRoom(context), latin1 }).then((rows) => {
             if (latin1) {
               chargeLatin1(context, rows)
               ;(context as Latin1Context).latin1Used = true
