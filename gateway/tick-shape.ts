@@ -2,19 +2,20 @@
  * Keeps V8's shape of Node's `process.nextTick` objects fixed for the life of the gateway's process
  * (issue 30; bench/README "Last figures", `bench/tick-feedback.mjs`).
  *
- * Node builds every tick as an object literal with computed keys — on Node 20
- * `{ [async_id_symbol]: asyncId, [trigger_async_id_symbol]: triggerAsyncId, callback, args }`, on
- * Node 22 and 24 with `[async_context_frame]` (a symbol described `kAsyncContextFrame`) after the two
- * ids — and V8 defines each key after the
- * first through a `DefineKeyedOwnPropertyInLiteral` inline cache that holds the map it saw *weakly*.
- * V8 turns such a cache MEGAMORPHIC the first time it sees another map, and never back: from then on
- * every tick of the process goes through V8's runtime (`Runtime_DefineKeyedOwnPropertyInLiteral`,
- * `JSObject::MigrateToMap`). The map changes when the maps of the tick shape are collected while no
- * tick object is alive, or when a field's representation is generalised (an id stored first as a
- * small integer, later as a heap number). In the gateway's process this happened in about half of
- * the runs, some seconds into a load, never in a bare `node:http` process; Node's HTTP server makes
- * about 18 ticks per request, and a bare server inside the gateway's process then spent 14.3 µs of
- * CPU per request instead of 11.1 (Node 20, `bench/tick-feedback.mjs`).
+ * Node builds every tick as an object literal with computed keys — on Node 20 `{ [async_id_symbol]:
+ * asyncId, [trigger_async_id_symbol]: triggerAsyncId, callback, args }`, on Node 22 and 24 with
+ * `[async_context_frame]` (a symbol described `kAsyncContextFrame`) after the two ids — and V8
+ * defines each key after the first through a `DefineKeyedOwnPropertyInLiteral` inline cache that
+ * holds the map it saw *weakly*. V8 turns such a cache MEGAMORPHIC the first time it sees another
+ * map, and never back: from then on every tick of the process goes through V8's runtime
+ * (`Runtime_DefineKeyedOwnPropertyInLiteral`, `JSObject::MigrateToMap`). The map did change: an
+ * object of the tick's shape built with integer ids at the start of a process was found with a
+ * deprecated map later (its id fields generalised to doubles); the maps are also held only weakly,
+ * so a collection while no tick is alive could replace them as well. In a process that had built
+ * the demo's app this happened in 7 of 22 runs, some seconds into a load, never in a bare
+ * `node:http` process; Node's HTTP server makes about 18 ticks per request, and a bare server
+ * inside the gateway's process then spent 14.3 µs of CPU per request instead of 11.1 (Node 20,
+ * `bench/tick-feedback.mjs`).
  *
  * {@link settleTickShape} builds, once, an object with the same keys in the same order, its ids
  * stored as non-integer numbers (so that the ids' fields are doubles from the start and no later

@@ -3,8 +3,9 @@
  * recognises on this Node, idempotence, and — in a child process with `--allow-natives-syntax` — that
  * the object it holds has the very map of the objects `process.nextTick` builds afterwards, under
  * load (so that V8 can neither collect nor replace that map), and that the `tributary` command runs
- * it first. Run this file with a Node 22 or 24 binary to check their five-key shape
- * (`<node> node_modules/tap/dist/esm/run/index.js test/tick-shape.test.ts`).
+ * it first; on a `nextTick` of another shape it does nothing and says why. Run this file with a Node
+ * 22 or 24 binary first on the PATH to check their five-key shape
+ * (`PATH=<that node's bin folder>:$PATH npx tap test/tick-shape.test.ts`).
  */
 import t from 'tap'
 import { spawnSync } from 'node:child_process'
@@ -57,6 +58,21 @@ t.test("the holder has the map of every tick built after it, under load (V8's ow
   const result = JSON.parse(out.stdout.trim().split('\n').pop()!) as { ticks: number; same: boolean }
   t.ok(result.ticks >= 3, `ticks captured: ${result.ticks}`)
   t.equal(result.same, true, 'every tick captured has the holder’s map')
+})
+
+t.test('a nextTick of another shape is left alone, with the reason', async (t) => {
+  // A wrapper in place of Node's nextTick (as an instrumentation library might install) has none of
+  // the tick literal's source: nothing is held, nothing throws, ticks still run.
+  const script = `
+    import { settleTickShape } from ${JSON.stringify(pathToFileURL(join(root, 'dist/gateway/tick-shape.js')).href)}
+    const original = process.nextTick
+    process.nextTick = function wrapped(callback, ...args) { return original(callback, ...args) }
+    const result = settleTickShape()
+    process.nextTick(() => console.log(JSON.stringify({ settled: result.settled, reason: result.reason, holder: result.holder !== undefined })))
+  `
+  const out = spawnSync(process.execPath, ['--input-type=module', '-e', script], { cwd: root, encoding: 'utf8', timeout: 30_000 })
+  t.equal(out.status, 0, out.stderr)
+  t.same(JSON.parse(out.stdout.trim()), { settled: false, reason: "this Node's process.nextTick builds its ticks in an unknown shape", holder: false })
 })
 
 t.test('the tributary command settles the shape before anything else', async (t) => {
