@@ -123,9 +123,10 @@ if (args.includes('--child')) {
   await child()
 } else {
   const runs = option('--runs', 1)
+  // With the node flags of `npm start`, read from package.json's scripts.start.
+  const { START_NODE_FLAGS } = (await import('./lib/processes.mjs')) as { START_NODE_FLAGS: string[] }
   for (let i = 0; i < runs; i++) {
-    // With the node flags of `npm start` (package.json scripts.start).
-    const res = spawnSync(process.execPath, [...process.execArgv, '--disable-proto=throw', '--max-semi-space-size=128', fileURLToPath(import.meta.url), '--child', ...args], { stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8' })
+    const res = spawnSync(process.execPath, [...process.execArgv, ...START_NODE_FLAGS, fileURLToPath(import.meta.url), '--child', ...args], { stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8' })
     if (res.status !== 0) throw new Error(`run ${i + 1} failed (exit ${res.status})`)
     process.stdout.write(res.stdout)
   }

@@ -40,19 +40,12 @@ export interface TickShapeResult {
   reason?: string
 }
 
-/** The tick shapes of the Node versions this package supports (`engines`: ≥ 20.19), by source text. */
-const SHAPES: { keys: string[]; source: RegExp }[] = [
-  {
-    // Node 22 and 24.
-    keys: ['async_id_symbol', 'trigger_async_id_symbol', 'kAsyncContextFrame', 'callback', 'args'],
-    source: /\{\s*\[async_id_symbol\]:[^,{}]*,\s*\[trigger_async_id_symbol\]:[^,{}]*,\s*\[async_context_frame\]:[^,{}]*,\s*callback,\s*args,?\s*\}/,
-  },
-  {
-    // Node 20.
-    keys: ['async_id_symbol', 'trigger_async_id_symbol', 'callback', 'args'],
-    source: /\{\s*\[async_id_symbol\]:[^,{}]*,\s*\[trigger_async_id_symbol\]:[^,{}]*,\s*callback,\s*args,?\s*\}/,
-  },
-]
+/**
+ * The tick literal of `process.nextTick` in the Node versions this package supports (`engines`:
+ * ≥ 20.19), in its source text: the two id symbols, on Node 22 and 24 the context frame's, then
+ * `callback` and `args` (group 1: the context-frame key, when present).
+ */
+const TICK_LITERAL = /\{\s*\[async_id_symbol\]:[^,{}]*,\s*\[trigger_async_id_symbol\]:[^,{}]*,(\s*\[async_context_frame\]:[^,{}]*,)?\s*callback,\s*args,?\s*\}/
 
 let held: TickShapeResult | undefined
 
@@ -67,9 +60,9 @@ function noop(): void {}
  */
 export function settleTickShape(): TickShapeResult {
   if (held) return held
-  const source = Function.prototype.toString.call(process.nextTick)
-  const shape = SHAPES.find((s) => s.source.test(source))
-  if (!shape) return { settled: false, keys: [], reason: "this Node's process.nextTick builds its ticks in an unknown shape" }
+  const literal = TICK_LITERAL.exec(Function.prototype.toString.call(process.nextTick))
+  if (!literal) return { settled: false, keys: [], reason: "this Node's process.nextTick builds its ticks in an unknown shape" }
+  const keys = ['async_id_symbol', 'trigger_async_id_symbol', ...(literal[1] ? ['kAsyncContextFrame'] : []), 'callback', 'args']
   // The symbols are Node's internals: take them from a tick itself, caught by an init hook that is
   // on for this one call (Node 22's timers and AsyncResource carry context-frame symbols of their own).
   let tick: object | undefined
@@ -87,8 +80,8 @@ export function settleTickShape(): TickShapeResult {
   const symbols = tick ? Object.getOwnPropertySymbols(tick) : []
   const names = [...symbols.map((s) => s.description ?? ''), ...(tick ? Object.keys(tick) : [])]
   // Every symbol key of the shape comes before its string keys: this lists them in definition order.
-  if (names.join(',') !== shape.keys.join(',')) {
-    return { settled: false, keys: shape.keys, reason: `a tick has the keys ${names.join(', ') || '(none caught)'}` }
+  if (names.join(',') !== keys.join(',')) {
+    return { settled: false, keys, reason: `a tick has the keys ${names.join(', ') || '(none caught)'}` }
   }
   const [asyncId, triggerId, frame] = symbols as [symbol, symbol, symbol | undefined]
   // The same keys in the same order walk the same map transitions as Node's literal; 0.5 makes the
@@ -96,6 +89,6 @@ export function settleTickShape(): TickShapeResult {
   const holder = frame !== undefined
     ? { [asyncId]: 0.5, [triggerId]: 0.5, [frame]: undefined, callback: noop, args: undefined }
     : { [asyncId]: 0.5, [triggerId]: 0.5, callback: noop, args: undefined }
-  held = { settled: true, keys: shape.keys, holder }
+  held = { settled: true, keys, holder }
   return held
 }
