@@ -15,7 +15,7 @@ import type { GatewayHolder } from './gateway-holder.js'
 import type { AuthInfo } from '../auth/jwt.js'
 import { adoptSocketIdentity, authenticateSocket, authorizeSocketOperation, checkSocketCsrf, endAtExpiry } from './auth.js'
 import { BadRequestError, InternalError, PersistedOnlyError, RouteNotFoundError, isTributaryError, errorBody } from '../errors.js'
-import { registerGraphQLEndpoint } from './graphql-endpoint.js'
+import { registerGraphQLEndpoint, type EarlyGraphQL } from './graphql-endpoint.js'
 import { registerOperationRoutes } from './operations-routes.js'
 import { registerOidcRoutes, type OidcHooks } from './oidc.js'
 import { playgroundPlugin } from './playground.js'
@@ -276,6 +276,7 @@ export async function buildApp(gateway: Gateway, options: BuildAppOptions = {}):
   })
   // @fastify/websocket adds onRequest/onResponse hooks to its scope: keep them off the other routes.
   let wsScope: FastifyInstance | undefined
+  let graphqlEarly: EarlyGraphQL | undefined
   await app.register(async (scope) => {
     // On close, before @fastify/websocket's own preClose (which closes sockets without a status):
     // 1001 Going Away (RFC 6455 §7.4.1), so graphql-ws clients reconnect, e.g. to another instance.
@@ -286,10 +287,10 @@ export async function buildApp(gateway: Gateway, options: BuildAppOptions = {}):
     await scope.register(websocket, { options: { ...websocketServerOptions, maxPayload: config.server.bodyLimit } })
     registerUpgradeGuard(scope, config.server)
     wsScope = scope
-    registerGraphQLEndpoint(app, scope, holder, persisted, wsHandler, limitOperation)
+    graphqlEarly = registerGraphQLEndpoint(app, scope, holder, persisted, wsHandler, limitOperation)
   })
   if (!wsScope) throw new Error('the WebSocket scope was not registered')
-  registerOperationRoutes(app, holder, { trackInFlight: options.trackInFlight === true })
+  registerOperationRoutes(app, holder, { trackInFlight: options.trackInFlight === true, graphqlEarly })
   // Cookie login with OpenID Connect (README "Cookie login with OpenID Connect"): only with auth.oidc.
   registerOidcRoutes(app, holder, options.oidcHooks)
   const livePollers = () => app.livePollers.size

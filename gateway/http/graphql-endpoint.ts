@@ -32,7 +32,7 @@ import {
   type OperationDefinitionNode,
   type SelectionNode,
 } from 'graphql'
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest, preParsingHookHandler } from 'fastify'
 import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit'
 import { buildCostPlan, checkCost, checkDocumentLimits, checkFragmentLimits, checkVariablesDepth, type CostPlan } from './limits.js'
 import { filterCost } from '../operations/filter-cost.js'
@@ -52,8 +52,22 @@ import { checkCsrf, identityOf } from './auth.js'
 import type { AuthInfo } from '../auth/jwt.js'
 import { authorize, claimVariables, extractAuthDirectives, type OperationAuthRules } from '../auth/directives.js'
 import { resultBudget } from '../result-budget.js'
-import { observeOperation } from '../observability/probes.js'
+import { observeOperation, observers } from '../observability/probes.js'
 import { slimLocations } from './slim-document.js'
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import { Readable } from 'node:stream'
+import type { DirectFailure } from '../operations/direct-plan.js'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /**
+     * `POST /graphql` requests the early path took (README "GraphQL before fastify"): `answered`
+     * there, or `handedOver` to the route after their body was read (with their run's result when
+     * one ran).
+     */
+    earlyGraphQL: { answered: number; handedOver: number }
+  }
+}
 
 const GRAPHQL_RESPONSE = 'application/graphql-response+json'
 const JSON_TYPE = 'application/json'
@@ -77,7 +91,68 @@ interface Prepared {
   label?: string
   /** Operations that select introspection fields only, by name (their answers are bounded by `server.maxIntrospectionBytes`). */
   introspection?: Map<string, boolean>
+  /** What the early path ({@link EarlyGraphQL}) needs of an operation, by name; null when it leaves the operation to the route. */
+  early?: Map<string, EarlyPlan | null>
 }
+
+/** One operation of a prepared document as {@link EarlyGraphQL} runs it (built on its first request). */
+interface EarlyPlan {
+  readonly operation: OperationDefinitionNode
+  /** `direct`: its direct JSON plan (database-only roots); `jit`: its graphql-jit compilation. */
+  readonly kind: 'direct' | 'jit'
+  readonly direct: DirectOperation | null
+  readonly jit: CompiledQuery | null
+  readonly cost: CostPlan
+  /** Its `@requireAuthentication`/`@rbac` rules (never `@fromClaim`: those go to the route). */
+  readonly rules: OperationAuthRules | undefined
+}
+
+/**
+ * What {@link EarlyGraphQL} ran for a request it then handed to the route (a failed statement, an
+ * execution with errors, a large answer): the route answers this result instead of running the
+ * operation again. `context` is the run's context (its `latin1Used` tells how a direct answer is coded).
+ */
+interface EarlyGraphQLRun {
+  readonly prepared: Prepared
+  /** The operation name as the request gave it (`''` for none). */
+  readonly key: string
+  readonly context: Latin1Context & Record<string, unknown>
+  readonly direct?: Promise<string | DirectFailure | null>
+  readonly executed?: Promise<ExecutionResult>
+}
+
+const kEarlyBody = Symbol('tributary.graphqlEarlyBody')
+const kEarlyRun = Symbol('tributary.graphqlEarlyRun')
+type EarlyMarked = IncomingMessage & { [kEarlyBody]?: Buffer; [kEarlyRun]?: EarlyGraphQLRun }
+
+/** Largest body, in bytes, that {@link EarlyGraphQL} reads (and at most `server.bodyLimit`); a larger one goes to fastify unread. */
+export const EARLY_GRAPHQL_BODY_BYTES = 64 * 1024
+
+/** Media types by `Accept` header, at most this many remembered (client-chosen text: bounded). */
+const EARLY_ACCEPT_KEYS = 64
+
+/** The console's label of a `/graphql` request: its `operationName` when it is a name, else `(graphql)` (as console.ts reads it). */
+const CONSOLE_NAME = /^[_A-Za-z][_0-9A-Za-z]{0,99}$/
+
+/**
+ * Answers a `POST /graphql` before fastify routes it (README "GraphQL before fastify"), or leaves it:
+ * - returns false, having touched nothing, unless the request is `POST` with a JSON body
+ *   (`Content-Type: application/json`, optionally `; charset=utf-8`) of a `Content-Length` of at most
+ *   {@link EARLY_GRAPHQL_BODY_BYTES} and `server.bodyLimit`, no cookie, `Transfer-Encoding` nor
+ *   `Upgrade`, an acceptable `Accept`, no hook of any kind configured, and either no token or one the
+ *   JWT verifier verified recently (not when `auth.graphql` is `authenticated` and there is none);
+ * - else returns true and reads the body: a single request object (no `extensions`, no
+ *   `documentId`) whose document is valid and within every limit (the same cache of prepared
+ *   documents as the route, the same depth, alias, fragment, cost, variable-depth and persisted-only
+ *   checks) and whose operation is a query (not introspection-only, no `@fromClaim`, its
+ *   `@requireAuthentication`/`@rbac` passed) runs with its direct plan or its graphql-jit
+ *   compilation and is answered 200 `{"data":…}`, counted in the metrics and the console as the
+ *   route counts it. Anything else is handed to `fallback` (fastify) with the body kept for the
+ *   route, which answers it as if it had come straight there; a run with errors, a failed statement
+ *   or an answer over a third of `server.maxResponseBytes` is handed over with its result, answered
+ *   by the route without running again.
+ */
+export type EarlyGraphQL = (req: IncomingMessage, res: ServerResponse, fallback: (req: IncomingMessage, res: ServerResponse) => void) => boolean
 
 const INTROSPECTION_FIELDS = new Set(['__schema', '__type', '__typename'])
 
@@ -205,6 +280,9 @@ interface GraphQLParams {
  * for WebSocket upgrades) on `wsScope`, the scope where @fastify/websocket is registered.
  * `limitOperation` (from `server.rateLimit`) counts every operation of a batch after the first,
  * which the request itself counted.
+ * @returns the early path of `POST /graphql` ({@link EarlyGraphQL}), for the app's request
+ *   listener to call before fastify's (operations-routes.ts `answerEarly` installs it on the same
+ *   conditions as its own).
  */
 export function registerGraphQLEndpoint(
   app: FastifyInstance,
@@ -213,7 +291,9 @@ export function registerGraphQLEndpoint(
   persisted: PersistedOperations,
   wsHandler: (socket: import('ws').WebSocket, request: FastifyRequest) => void,
   limitOperation?: OperationLimiter,
-): void {
+): EarlyGraphQL {
+  const tally = { answered: 0, handedOver: 0 }
+  app.decorate('earlyGraphQL', tally)
   const cache = new DocumentCache(1000)
   // Invalid documents are cached apart, so that a stream of distinct bad documents cannot evict the good ones.
   const errorCache = new DocumentCache(200)
@@ -382,15 +462,17 @@ export function registerGraphQLEndpoint(
   /** Runs a prepared, checked operation and sends its result. */
   async function run(request: FastifyRequest, reply: FastifyReply, gateway: GatewayHolder['current'], mediaType: string, prepared: Prepared, operation: OperationDefinitionNode, params: GraphQLParams, auth: AuthInfo | null) {
     const { variables, operationName } = params
+    // What the early path already ran for this request (then handed here): answered, not run again.
+    const early = takeEarlyRun(request, prepared, (operationName as string | null | undefined) ?? '')
     if (operation.operation === 'query') {
       prepared.direct ??= new Map()
       const key = (operationName as string | null | undefined) ?? ''
       let direct = prepared.direct.get(key)
       if (direct === undefined) prepared.direct.set(key, (direct = compileDirectOperation(gateway.schema, prepared.document!, operation)))
-      if (direct) {
+      if (direct && (early === undefined || early.direct !== undefined)) {
         // One statement on PostgreSQL: its rows may come and go as latin1-coded UTF-8, never decoded nor encoded (Latin1Context).
-        const context: Latin1Context & Record<string, unknown> = { reply, request, headers: request.headers, cluster: holder.cluster, resultBudget: resultBudget(gateway.config.server.maxResponseBytes), auth, latin1Json: direct.roots === 1 }
-        const data = await direct.run(variables as Record<string, unknown> | undefined, context)
+        const context: Latin1Context & Record<string, unknown> = early?.context ?? { reply, request, headers: request.headers, cluster: holder.cluster, resultBudget: resultBudget(gateway.config.server.maxResponseBytes), auth, latin1Json: direct.roots === 1 }
+        const data = await (early?.direct ?? direct.run(variables as Record<string, unknown> | undefined, context))
         if (typeof data === 'string') {
           reply.code(200)
           const payload = context.latin1Used === true ? limitLatin1Response(reply, `{"data":${data}}`) : limitResponse(reply, `{"data":${data}}`)
@@ -408,8 +490,10 @@ export function registerGraphQLEndpoint(
       const context = { reply, request, headers: request.headers, cluster: holder.cluster, resultBudget: resultBudget(gateway.config.server.maxResponseBytes), auth }
       const vars = (variables ?? undefined) as Record<string, unknown> | undefined
       const opName = (operationName ?? undefined) as string | undefined
-      const jit = prepared.jitSafe ? compiledFor(prepared, gateway.schema, opName) : undefined
-      result = jit
+      const jit = early?.executed === undefined && prepared.jitSafe ? compiledFor(prepared, gateway.schema, opName) : undefined
+      result = early?.executed
+        ? await early.executed
+        : jit
         ? await jit.query(undefined, context, vars)
         : await execute({ schema: gateway.schema, document: prepared.document!, contextValue: context, variableValues: vars, operationName: opName })
     } catch (err) {
@@ -466,7 +550,15 @@ export function registerGraphQLEndpoint(
   })
 
   registerGraphQLMultipart(app, holder.current.config.server.bodyLimit)
-  app.post('/graphql', async (request, reply) => {
+  // A body the early path read and handed over is given to fastify's parser as the request's payload.
+  const preParsing: preParsingHookHandler = (request, _reply, payload, done) => {
+    const raw = request.raw as EarlyMarked
+    const body = raw[kEarlyBody]
+    if (body === undefined) return done(null, payload)
+    raw[kEarlyBody] = undefined
+    done(null, Readable.from([body], { objectMode: false }))
+  }
+  app.post('/graphql', { preParsing }, async (request, reply) => {
     // A multipart body got here only through graphql-multipart.ts, which demands a CSRF preflight header.
     const refused = isMultipartRequest(request) ? undefined : refuseNonJsonBody(request, reply, 'the GraphQL request')
     if (refused) return refused
@@ -508,4 +600,177 @@ export function registerGraphQLEndpoint(
     }
     return reply.code(200).type(`${mediaType}; charset=utf-8`).send(limitResponse(reply, `[${answers.join(',')}]`))
   }
+
+  /**
+   * The early plan of one operation of a prepared document (see {@link EarlyGraphQL}), made once:
+   * null when the operation is not a query, selects introspection only, takes `@fromClaim`
+   * variables, or has neither a direct plan nor a graphql-jit compilation.
+   */
+  function earlyPlan(prepared: Prepared, gateway: GatewayHolder['current'], operationName: string | undefined): EarlyPlan | null {
+    prepared.early ??= new Map()
+    const key = operationName ?? ''
+    let plan = prepared.early.get(key)
+    if (plan !== undefined) return plan
+    const document = prepared.document!
+    const operation = getOperationAST(document, operationName)
+    // An unknown name is not remembered: only the document's own operations are keys (bounded by its size).
+    if (!operation) return null
+    plan = null
+    const rules = prepared.rules?.get(operation.name?.value ?? '')
+    if (operation.operation === 'query' && !(rules && Object.keys(rules.fromClaim).length) && !isIntrospectionOnly(document, operation.selectionSet.selections)) {
+      prepared.direct ??= new Map()
+      let direct = prepared.direct.get(key)
+      if (direct === undefined) prepared.direct.set(key, (direct = compileDirectOperation(gateway.schema, document, operation)))
+      const jit = direct ? undefined : prepared.jitSafe ? compiledFor(prepared, gateway.schema, operationName) : undefined
+      if (direct || jit) {
+        prepared.cost ??= new Map()
+        let cost = prepared.cost.get(key)
+        if (!cost) prepared.cost.set(key, (cost = buildCostPlan(gateway.schema, document, operation, gateway.config.graphql.defaultListSize)))
+        plan = { operation, kind: direct ? 'direct' : 'jit', direct: direct ?? null, jit: jit ?? null, cost, rules }
+      }
+    }
+    prepared.early.set(key, plan)
+    return plan
+  }
+
+  const mediaTypes = new Map<string, string | null>()
+  /** {@link negotiate}, remembered for the commonest `Accept` headers (at most {@link EARLY_ACCEPT_KEYS}). */
+  const mediaTypeOf = (accept: string | undefined): string | null => {
+    if (accept === undefined) return JSON_TYPE
+    let type = mediaTypes.get(accept)
+    if (type === undefined) {
+      type = negotiate(accept)
+      if (mediaTypes.size < EARLY_ACCEPT_KEYS && accept.length <= 256) mediaTypes.set(accept, type)
+    }
+    return type
+  }
+
+  const early: EarlyGraphQL = (req, res, fallback) => {
+    const h = req.headers
+    if (h.cookie !== undefined || h.upgrade !== undefined || h['transfer-encoding'] !== undefined) return false
+    const type = h['content-type']
+    if (type !== JSON_TYPE && type !== 'application/json; charset=utf-8') return false
+    const length = Number(h['content-length'])
+    const gateway = holder.current
+    if (!(length > 0 && length <= EARLY_GRAPHQL_BODY_BYTES && length <= gateway.config.server.bodyLimit) || gateway.hooks !== null) return false
+    const mediaType = mediaTypeOf(h.accept)
+    if (mediaType === null) return false
+    let auth: AuthInfo | null = null
+    if (gateway.jwt) {
+      const known = gateway.jwt.known(h)
+      if (known === undefined) return false // a token to verify: the route's
+      auth = known
+    }
+    if (auth === null && gateway.config.auth.graphql === 'authenticated') return false
+    const started = performance.now()
+    const chunks: Buffer[] = []
+    let size = 0
+    const onData = (chunk: Buffer): void => {
+      chunks.push(chunk)
+      size += chunk.length
+    }
+    req.on('data', onData)
+    // A client that goes away before its body is in gets nothing (as on the route).
+    req.once('error', () => req.removeListener('data', onData))
+    req.once('end', () => {
+      req.removeListener('data', onData)
+      const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size)
+      const handOver = (run?: EarlyGraphQLRun): void => {
+        tally.handedOver++
+        const marked = req as EarlyMarked
+        marked[kEarlyBody] = body
+        if (run) marked[kEarlyRun] = run
+        fallback(req, res)
+      }
+      try {
+        if (size !== length || holder.current !== gateway) return handOver()
+        runEarly(req, res, gateway, body, mediaType, auth, started, handOver)
+      } catch (err) {
+        // Never the client's answer: the route answers the request as it would have.
+        app.log.error({ err }, 'answering /graphql early failed; the route answers it')
+        if (!res.headersSent) handOver()
+      }
+    })
+    return true
+  }
+
+  /** The body of {@link early}, once the request body is in. */
+  function runEarly(req: IncomingMessage, res: ServerResponse, gateway: GatewayHolder['current'], body: Buffer, mediaType: string, auth: AuthInfo | null, started: number, handOver: (run?: EarlyGraphQLRun) => void): void {
+    let params: unknown
+    try {
+      params = parseJsonSafely(body.toString('utf8'))
+    } catch {
+      return handOver() // the route's 400
+    }
+    if (params === null || typeof params !== 'object' || Array.isArray(params)) return handOver()
+    const { query, variables, operationName, extensions, documentId } = params as GraphQLParams
+    if (typeof query !== 'string' || (extensions !== undefined && extensions !== null) || documentId !== undefined) return handOver()
+    if (variables !== undefined && variables !== null && (typeof variables !== 'object' || Array.isArray(variables))) return handOver()
+    if (operationName !== undefined && operationName !== null && typeof operationName !== 'string') return handOver()
+    if (persisted.enforced && !persisted.allowsText(query)) return handOver()
+    const prepared = prepare(query)
+    if (prepared.errors) return handOver()
+    const name = (operationName ?? undefined) as string | undefined
+    const plan = earlyPlan(prepared, gateway, name)
+    if (plan === null) return handOver()
+    if (plan.rules) {
+      try {
+        authorize(plan.rules, auth, `operation ${plan.operation.name?.value ?? '(anonymous)'}`)
+      } catch {
+        return handOver() // 401/403: the route's
+      }
+    }
+    const vars = (variables ?? undefined) as Record<string, unknown> | undefined
+    const limits = gateway.config.graphql
+    if (vars && checkVariablesDepth(vars, limits.maxInputDepth)) return handOver()
+    if (checkCost(plan.cost.cost(vars) + filterCost(gateway.schema, prepared.document!, plan.operation, limits.defaultListSize, vars), limits.maxCost)) return handOver()
+    prepared.label ??= plan.operation.name && persisted.allowsText(query) ? plan.operation.name.value : '(graphql)'
+    const maxBytes = gateway.config.server.maxResponseBytes
+    const h = req.headers
+    const context: Latin1Context & Record<string, unknown> = { reply: { raw: res, request: { headers: h } }, headers: h, cluster: holder.cluster, resultBudget: resultBudget(maxBytes), auth, latin1Json: plan.direct?.roots === 1 }
+    const key = name ?? ''
+    const send = (payload: string, run: EarlyGraphQLRun): void => {
+      if (payload.length > maxBytes / 3) return handOver(run) // the route's size check
+      const latin1 = context.latin1Used === true
+      try {
+        res.writeHead(200, ['content-type', `${mediaType}; charset=utf-8`, 'content-length', String(latin1 ? payload.length : Buffer.byteLength(payload))])
+        res.end(latin1 ? Buffer.from(payload, 'latin1') : payload)
+      } catch (err) {
+        app.log.error({ err }, 'answering /graphql early failed; the route answers it')
+        if (!res.headersSent) handOver(run)
+        return
+      }
+      tally.answered++
+      const ms = performance.now() - started
+      const { metrics, traffic } = observers
+      if (metrics) {
+        metrics.countRequest('/graphql', 'POST', 200)
+        metrics.operationSeconds(prepared.label!).observe(ms / 1000)
+      }
+      traffic?.operation(typeof operationName === 'string' && CONSOLE_NAME.test(operationName) ? operationName : '(graphql)', ms, false)
+    }
+    const fail = (run: EarlyGraphQLRun) => () => handOver(run)
+    if (plan.kind === 'direct') {
+      const run: EarlyGraphQLRun = { prepared, key, context, direct: plan.direct!.run(vars, context) }
+      run.direct!.then((data) => (typeof data === 'string' ? send(`{"data":${data}}`, run) : handOver(run)), fail(run))
+      return
+    }
+    const run: EarlyGraphQLRun = { prepared, key, context, executed: Promise.resolve(plan.jit!.query(undefined, context, vars)) }
+    run.executed!.then((result) => (result.errors?.length || !('data' in result) || result.data == null ? handOver(run) : send(JSON.stringify({ data: result.data }), run)), fail(run))
+  }
+
+  return early
+
+}
+
+/**
+ * The run {@link EarlyGraphQL} made for this request, when it is of this prepared document and
+ * operation name (taken once); undefined otherwise (none, or the schema was swapped in between).
+ */
+function takeEarlyRun(request: FastifyRequest, prepared: Prepared, key: string): EarlyGraphQLRun | undefined {
+  const raw = request.raw as EarlyMarked
+  const run = raw[kEarlyRun]
+  if (run === undefined) return undefined
+  raw[kEarlyRun] = undefined
+  return run.prepared === prepared && run.key === key ? run : undefined
 }

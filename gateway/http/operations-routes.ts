@@ -18,6 +18,7 @@ import { authorize } from '../auth/directives.js'
 import { AuthInvalidError, BadRequestError, CapacityError, DbNotFoundError, OperationMethodError, OperationNotFoundError, recordErrorCode } from '../errors.js'
 import { refuseNonJsonBody } from './json-body.js'
 import type { GatewayHolder } from './gateway-holder.js'
+import type { EarlyGraphQL } from './graphql-endpoint.js'
 import { LivePollers } from './live.js'
 import { SharedEventStreams, type EventStreamMember, type EventStreamSource } from './shared-event-streams.js'
 import { sharingKey } from './shared-subscriptions.js'
@@ -470,6 +471,11 @@ export interface OperationRoutesOptions {
    * fastify (their statement would run outside that count). Default false.
    */
   trackInFlight?: boolean
+  /**
+   * The early path of `POST /graphql` (graphql-endpoint.ts), installed before fastify on the same
+   * conditions as the early answers of `/operations/*`. Default none.
+   */
+  graphqlEarly?: EarlyGraphQL
 }
 
 /**
@@ -489,7 +495,7 @@ export function registerOperationRoutes(app: FastifyInstance, holder: GatewayHol
   app.decorate('responseCache', cacheState.cache)
   app.decorate('earlyDirect', { answered: 0, handedOver: 0, memoised: () => 0 })
   app.addHook('onClose', async () => cacheState.cache.close())
-  answerEarly(app, holder, cacheState, { directs: !options.trackInFlight })
+  answerEarly(app, holder, cacheState, { directs: !options.trackInFlight, graphql: options.graphqlEarly })
   // Event streams are long-lived: end them before the server closes, or `close()` would wait for them.
   const open = new Set<SseStream>()
   const sharedStreams = new SharedEventStreams()
@@ -666,7 +672,7 @@ function takeEarly(request: FastifyRequest, op: CompiledOperation): EarlyRun | u
  * with `pubsub.localCacheBytes` > 0, the other kinds only when `directs` (not `tributary dev`, whose
  * reloads drain the requests fastify counts).
  */
-function answerEarly(app: FastifyInstance, holder: GatewayHolder, state: CacheState, options: { directs: boolean }): void {
+function answerEarly(app: FastifyInstance, holder: GatewayHolder, state: CacheState, options: { directs: boolean; graphql?: EarlyGraphQL | undefined }): void {
   const config = holder.current.config
   const hits = config.pubsub.localCacheBytes > 0
   const directs = options.directs
@@ -678,6 +684,8 @@ function answerEarly(app: FastifyInstance, holder: GatewayHolder, state: CacheSt
   const counted = config.metrics.enabled
   const console = config.console.enabled
   const tally = app.earlyDirect
+  // POST /graphql before fastify: only where stored queries may run early too (not `tributary dev`).
+  const graphql = directs ? options.graphql : undefined
   let gateway = holder.current
   let known = new Map<string, EarlyOperation | null>()
   let closing = false
@@ -823,7 +831,9 @@ function answerEarly(app: FastifyInstance, holder: GatewayHolder, state: CacheSt
 
   const answer = (req: IncomingMessage, res: ServerResponse): boolean => {
     const url = req.url
-    if (closing || req.method !== 'GET' || url === undefined || !url.startsWith('/operations/')) return false
+    if (closing || url === undefined) return false
+    if (req.method === 'POST') return graphql !== undefined && url === '/graphql' && graphql(req, res, fastifyHandler)
+    if (req.method !== 'GET' || !url.startsWith('/operations/')) return false
     const h = req.headers
     if (h.cookie !== undefined || h.upgrade !== undefined || h['content-length'] !== undefined || h['transfer-encoding'] !== undefined) return false
     const started = performance.now()
