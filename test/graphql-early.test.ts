@@ -20,6 +20,7 @@ import { mint, signingKey, startJwks } from './helpers/auth.js'
 import { buildApp } from '../gateway/http/app.js'
 import { EARLY_GRAPHQL_BODY_BYTES } from '../gateway/http/graphql-endpoint.js'
 import type { FastifyInstance } from 'fastify'
+import { observers } from '../gateway/observability/probes.js'
 
 const TODO_BY_ID = readFileSync(fileURLToPath(new URL('../operations/TodoById.graphql', import.meta.url)), 'utf8')
 const ROLES = readFileSync(fileURLToPath(new URL('../operations/Roles.graphql', import.meta.url)), 'utf8')
@@ -62,6 +63,15 @@ t.test('answers as the route does, counted as the route counts', async (t) => {
   }
   t.match(JSON.parse(await (await post(url, { query: TODO_BY_ID, variables: { id: 987654 } })).text()), { data: { todo_findUniqueTodo: null } })
   t.match(await (await post(url, { query: ROLES })).json(), { data: { system_getAllRoles: [{ code: String }] } })
+
+  // The console's traffic counts the early answer under its operationName, as its hook counts the route's.
+  t.ok(observers.traffic, 'the console records traffic (development)')
+  const counted = () => observers.traffic!.snapshot(Date.now()).operations.find((o) => o.name === 'TodoById')?.count ?? 0
+  const seen = counted()
+  const early = tally.answered
+  t.equal((await post(url, { query: TODO_BY_ID, operationName: 'TodoById' })).status, 200)
+  t.equal(tally.answered, early + 1)
+  t.equal(counted(), seen + 1, 'one more TodoById in the console\'s traffic')
 
   const metrics = await (await fetch(`${url}/metrics`)).text()
   t.match(metrics, /tributary_http_requests_total\{route="\/graphql",method="POST",status="200"\} ([1-9]\d*)/, 'counted per route')

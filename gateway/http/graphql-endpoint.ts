@@ -742,12 +742,13 @@ export function registerGraphQLEndpoint(
       }
       tally.answered++
       const ms = performance.now() - started
+      // As the route's hooks count: the metrics' onResponse hook, the console's traffic hook (only when they are on).
       const { metrics, traffic } = observers
-      if (metrics) {
+      if (metrics && gateway.config.metrics.enabled) {
         metrics.countRequest('/graphql', 'POST', 200)
         metrics.operationSeconds(prepared.label!).observe(ms / 1000)
       }
-      traffic?.operation(typeof operationName === 'string' && CONSOLE_NAME.test(operationName) ? operationName : '(graphql)', ms, false)
+      if (gateway.config.console.enabled) traffic?.operation(typeof operationName === 'string' && CONSOLE_NAME.test(operationName) ? operationName : '(graphql)', ms, false)
     }
     const fail = (run: EarlyGraphQLRun) => () => handOver(run)
     if (plan.kind === 'direct') {
