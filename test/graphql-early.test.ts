@@ -182,6 +182,46 @@ t.test('a failed statement is handed over with its result, not run again', async
   t.equal(stable(failedText), stable(viaRoute.body), 'the route\'s body')
 })
 
+t.test('bodies in pieces and pipelined requests: each answered, in order', async (t) => {
+  const { app, url } = await startDemo(t, { listen: true })
+  const port = Number(new URL(url).port)
+  const request = (id: number) => {
+    const body = JSON.stringify({ query: TODO_BY_ID, variables: { id } })
+    return `POST /graphql HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`
+  }
+  const exchange = async (send: (socket: import('node:net').Socket) => Promise<void>, answers: number) => {
+    const socket = connect(port, '127.0.0.1')
+    t.teardown(() => socket.destroy())
+    await new Promise((ok) => socket.once('connect', ok))
+    let text = ''
+    socket.setEncoding('utf8')
+    const done = new Promise<void>((ok) => socket.on('data', (d) => {
+      text += d
+      if ((text.match(/HTTP\/1\.1 /g) ?? []).length === answers && text.trimEnd().endsWith('}}}')) ok()
+    }))
+    await send(socket)
+    await done
+    return text.split(/(?=HTTP\/1\.1 )/)
+  }
+  const before = app.earlyGraphQL.answered
+  // One request, its body sent in three pieces 50 ms apart.
+  const pieces = await exchange(async (socket) => {
+    const text = request(1)
+    const cut = text.indexOf('\r\n\r\n') + 4
+    socket.write(text.slice(0, cut + 5))
+    await new Promise((ok) => setTimeout(ok, 50))
+    socket.write(text.slice(cut + 5, cut + 40))
+    await new Promise((ok) => setTimeout(ok, 50))
+    socket.write(text.slice(cut + 40))
+  }, 1)
+  t.match(pieces[0], /^HTTP\/1\.1 200 [\s\S]*"id":1,/, 'a body in three pieces: answered')
+  // Three requests in one write (HTTP/1.1 pipelining): three answers, in the order asked.
+  const pipelined = await exchange(async (socket) => void socket.write(request(1) + request(2) + request(3)), 3)
+  t.equal(pipelined.length, 3)
+  pipelined.forEach((answer, i) => t.match(answer, new RegExp(`^HTTP/1\\.1 200 [\\s\\S]*"id":${i + 1},`), `answer ${i + 1} in order`))
+  t.equal(app.earlyGraphQL.answered, before + 4, 'all four answered early')
+})
+
 t.test('a body that never arrives is ended by server.requestTimeoutMs (attack)', async (t) => {
   const { app, url } = await startDemo(t, { listen: true, override: { server: { requestTimeoutMs: 1000 } } })
   const port = Number(new URL(url).port)
