@@ -326,7 +326,7 @@ const flagged = compareWithRecorded(recorded.instructions ?? {}, figures, 'instr
 const jsonOut = opt('json')
 if (jsonOut) writeFileSync(jsonOut, JSON.stringify({ at: new Date().toISOString(), loadavg: loadavg(), requests, warmup, concurrency, figures, mainThread }, null, 2))
 if (argv.includes('--record')) {
-  writeRecorded({ ...recorded, instructions: { ...(recorded.instructions ?? {}), ...figures }, instructionsAt: new Date().toISOString(), instructionsRun: { requests, warmup, concurrency, loadavg: loadavg().map((l) => Number(l.toFixed(2))) } })
+  writeRecorded({ ...recorded, instructions: { ...(recorded.instructions ?? {}), ...figures }, instructionsAt: new Date().toISOString(), instructionsRun: { requests, warmup, concurrency, loadavg: loadavg().map((l) => Number(l.toFixed(2))), machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model, node: process.version } } }, 'instructions')
   say('recorded in bench/recorded.json')
 }
 process.exit(flagged.length && !argv.includes('--record') ? 2 : 0)

@@ -1163,7 +1163,7 @@ const recorded = readRecorded()
 const regressions = compareWithRecorded(recorded.cpuUsPerRequest ?? {}, cpuFigures, 'CPU µs/request', say)
 if (regressions.length) say(`⚠ ${regressions.length} figure(s) more than 10 % above bench/recorded.json: ${regressions.join(', ')}`)
 if (argv.includes('--record') && !failed) {
-  writeRecorded({ ...recorded, cpuUsPerRequest: { ...(recorded.cpuUsPerRequest ?? {}), ...cpuFigures }, cpuAt: results.startedAt, machine: { ...results.machine, loadavgAfter: loadavg() }, calibration: results.scenarios.calibration?.cpuUsPerRequest ?? recorded.calibration })
+  writeRecorded({ ...recorded, cpuUsPerRequest: { ...(recorded.cpuUsPerRequest ?? {}), ...cpuFigures }, cpuAt: results.startedAt, machine: { ...results.machine, loadavgAfter: loadavg() }, calibration: results.scenarios.calibration?.cpuUsPerRequest ?? recorded.calibration }, 'cpu')
   say('recorded in bench/recorded.json')
 }
 if (failed) {

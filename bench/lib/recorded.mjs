@@ -4,7 +4,8 @@
  * - `cpuUsPerRequest`: `<scenario>.<side>` (e.g. `rest.gateway`, `rest.baseline`) → median CPU µs per
  *   request of that server process over the scenario's rounds (bench/run.mjs, `/proc/<pid>/stat`);
  * - `instructions`: `<target>[.<mode>]` → instructions per request (bench/instructions.mjs, callgrind).
- * plus where and when they were recorded (`cpuAt`, `instructionsAt`, `machine`, `commit`).
+ * plus where and when they were recorded (`cpuAt` with `machine`, `instructionsAt` with `instructionsRun`, and
+ * `commits.cpu`, `commits.instructions`: the commit of each kind's last recording).
  * `--record` (run.mjs, instructions.mjs) rewrites the figures of the run; other keys stay.
  */
 import { execFileSync } from 'node:child_process'
@@ -22,15 +23,19 @@ export function readRecorded() {
   return existsSync(recordedFile) ? JSON.parse(readFileSync(recordedFile, 'utf8')) : {}
 }
 
-/** Writes `data` to bench/recorded.json with the current commit (`git rev-parse --short HEAD`). */
-export function writeRecorded(data) {
+/**
+ * Writes `data` to bench/recorded.json with the current commit (`git rev-parse --short HEAD`) as the
+ * commit of the `kind` of figures just recorded (`commits.cpu` or `commits.instructions`; the other
+ * kind keeps its own), and as `commit`, the last recording of either.
+ */
+export function writeRecorded(data, kind) {
   let commit
   try {
     commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: root, encoding: 'utf8' }).trim()
   } catch {
     commit = undefined
   }
-  writeFileSync(recordedFile, `${JSON.stringify({ ...data, commit }, null, 2)}\n`)
+  writeFileSync(recordedFile, `${JSON.stringify({ ...data, commits: { ...(data.commits ?? {}), [kind]: commit }, commit }, null, 2)}\n`)
 }
 
 /**
