@@ -45,7 +45,7 @@ import { authenticateRequest } from './auth.js'
 import { isOwnOrigin } from './origin.js'
 import { sendError } from './format-error.js'
 import { observers } from '../observability/probes.js'
-import { TrafficRecorder } from '../observability/traffic.js'
+import { TrafficRecorder, graphqlTrafficName } from '../observability/traffic.js'
 import { routePattern } from '../observability/route-info.js'
 import { isAnswerWithoutErrors } from './answer-errors.js'
 import { PLAYGROUND_ASSETS_PREFIX, playgroundQuery, renderPlaygroundHtml } from './playground.js'
@@ -488,8 +488,7 @@ function operationLabel(request: FastifyRequest, route: string): string {
   }
   if (route === '/graphql') {
     const body = request.body as { operationName?: unknown } | undefined
-    const name = body && typeof body === 'object' && typeof body.operationName === 'string' ? body.operationName : (request.query as { operationName?: unknown }).operationName
-    return typeof name === 'string' && /^[_A-Za-z][_0-9A-Za-z]{0,99}$/.test(name) ? name : '(graphql)'
+    return graphqlTrafficName(body && typeof body === 'object' && typeof body.operationName === 'string' ? body.operationName : (request.query as { operationName?: unknown }).operationName)
   }
   return `${request.method} ${route}`
 }

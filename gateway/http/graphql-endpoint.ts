@@ -53,6 +53,7 @@ import type { AuthInfo } from '../auth/jwt.js'
 import { authorize, claimVariables, extractAuthDirectives, type OperationAuthRules } from '../auth/directives.js'
 import { resultBudget } from '../result-budget.js'
 import { observeOperation, observers } from '../observability/probes.js'
+import { graphqlTrafficName } from '../observability/traffic.js'
 import { slimLocations } from './slim-document.js'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { Readable } from 'node:stream'
@@ -95,14 +96,13 @@ interface Prepared {
   early?: Map<string, EarlyPlan | null>
 }
 
-/** One operation of a prepared document as {@link EarlyGraphQL} runs it (built on its first request). */
+/** One operation of a prepared document as {@link EarlyGraphQL} runs it (built on its first request; its cost plan is the route's, `Prepared.cost`). */
 interface EarlyPlan {
   readonly operation: OperationDefinitionNode
   /** `direct`: its direct JSON plan (database-only roots); `jit`: its graphql-jit compilation. */
   readonly kind: 'direct' | 'jit'
   readonly direct: DirectOperation | null
   readonly jit: CompiledQuery | null
-  readonly cost: CostPlan
   /** Its `@requireAuthentication`/`@rbac` rules (never `@fromClaim`: those go to the route). */
   readonly rules: OperationAuthRules | undefined
 }
@@ -130,9 +130,6 @@ export const EARLY_GRAPHQL_BODY_BYTES = 64 * 1024
 
 /** Media types by `Accept` header, at most this many remembered (client-chosen text: bounded). */
 const EARLY_ACCEPT_KEYS = 64
-
-/** The console's label of a `/graphql` request: its `operationName` when it is a name, else `(graphql)` (as console.ts reads it). */
-const CONSOLE_NAME = /^[_A-Za-z][_0-9A-Za-z]{0,99}$/
 
 /**
  * Answers a `POST /graphql` before fastify routes it (README "GraphQL before fastify"), or leaves it:
@@ -394,9 +391,8 @@ export function registerGraphQLEndpoint(
     let { query } = params
     const { operationName, extensions } = params
     let { variables } = params
-    if (variables !== undefined && variables !== null && (typeof variables !== 'object' || Array.isArray(variables))) return malformed(reply, 'variables must be an object')
-    if (operationName !== undefined && operationName !== null && typeof operationName !== 'string') return malformed(reply, 'operationName must be a string')
-    if (extensions !== undefined && extensions !== null && (typeof extensions !== 'object' || Array.isArray(extensions))) return malformed(reply, 'extensions must be an object')
+    const problem = paramsProblem(params)
+    if (problem) return malformed(reply, problem)
 
     const apqHash = (extensions as { persistedQuery?: { sha256Hash?: unknown } } | null)?.persistedQuery?.sha256Hash
     const persistedHash = (typeof params.documentId === 'string' && params.documentId) || (apqHash as string | undefined)
@@ -440,17 +436,8 @@ export function registerGraphQLEndpoint(
     if (operation.operation === 'subscription') {
       return requestError(reply, mediaType, [new GraphQLError('Subscriptions are served over WebSocket (graphql-transport-ws) at this path, or as Server-Sent Events at /operations/<Name>')])
     }
-    const limits = gateway.config.graphql
-    if (variables) {
-      const tooDeep = checkVariablesDepth(variables, limits.maxInputDepth)
-      if (tooDeep) return requestError(reply, mediaType, [tooDeep])
-    }
-    prepared.cost ??= new Map()
-    const costKey = (operationName as string | null | undefined) ?? ''
-    let costPlan = prepared.cost.get(costKey)
-    if (!costPlan) prepared.cost.set(costKey, (costPlan = buildCostPlan(gateway.schema, prepared.document!, operation, limits.defaultListSize)))
-    const tooCostly = checkCost(costPlan.cost(variables as Record<string, unknown> | undefined) + filterCost(gateway.schema, prepared.document!, operation, limits.defaultListSize, variables as Record<string, unknown> | undefined), limits.maxCost)
-    if (tooCostly) return requestError(reply, mediaType, [tooCostly])
+    const overLimit = requestLimitError(gateway, prepared, operation, (operationName as string | null | undefined) ?? '', variables as Record<string, unknown> | undefined)
+    if (overLimit) return requestError(reply, mediaType, [overLimit])
 
     // Labelled by its stored operation's name when the text is one, else `(graphql)`: bounded.
     prepared.label ??= operation.name && persisted.allowsText(query) ? operation.name.value : '(graphql)'
@@ -465,10 +452,7 @@ export function registerGraphQLEndpoint(
     // What the early path already ran for this request (then handed here): answered, not run again.
     const early = takeEarlyRun(request, prepared, (operationName as string | null | undefined) ?? '')
     if (operation.operation === 'query') {
-      prepared.direct ??= new Map()
-      const key = (operationName as string | null | undefined) ?? ''
-      let direct = prepared.direct.get(key)
-      if (direct === undefined) prepared.direct.set(key, (direct = compileDirectOperation(gateway.schema, prepared.document!, operation)))
+      const direct = directPlanOf(prepared, gateway.schema, operation, (operationName as string | null | undefined) ?? '')
       if (direct && (early === undefined || early.direct !== undefined)) {
         // One statement on PostgreSQL: its rows may come and go as latin1-coded UTF-8, never decoded nor encoded (Latin1Context).
         const context: Latin1Context & Record<string, unknown> = early?.context ?? { reply, request, headers: request.headers, cluster: holder.cluster, resultBudget: resultBudget(gateway.config.server.maxResponseBytes), auth, latin1Json: direct.roots === 1 }
@@ -618,16 +602,9 @@ export function registerGraphQLEndpoint(
     plan = null
     const rules = prepared.rules?.get(operation.name?.value ?? '')
     if (operation.operation === 'query' && !(rules && Object.keys(rules.fromClaim).length) && !isIntrospectionOnly(document, operation.selectionSet.selections)) {
-      prepared.direct ??= new Map()
-      let direct = prepared.direct.get(key)
-      if (direct === undefined) prepared.direct.set(key, (direct = compileDirectOperation(gateway.schema, document, operation)))
+      const direct = directPlanOf(prepared, gateway.schema, operation, key)
       const jit = direct ? undefined : prepared.jitSafe ? compiledFor(prepared, gateway.schema, operationName) : undefined
-      if (direct || jit) {
-        prepared.cost ??= new Map()
-        let cost = prepared.cost.get(key)
-        if (!cost) prepared.cost.set(key, (cost = buildCostPlan(gateway.schema, document, operation, gateway.config.graphql.defaultListSize)))
-        plan = { operation, kind: direct ? 'direct' : 'jit', direct: direct ?? null, jit: jit ?? null, cost, rules }
-      }
+      if (direct || jit) plan = { operation, kind: direct ? 'direct' : 'jit', direct, jit: jit ?? null, rules }
     }
     prepared.early.set(key, plan)
     return plan
@@ -683,7 +660,8 @@ export function registerGraphQLEndpoint(
         fallback(req, res)
       }
       try {
-        if (size !== length || holder.current !== gateway) return handOver()
+        // The served gateway was swapped (`app.tributary.swap`) while the body came in: the route runs it on the new one.
+        if (holder.current !== gateway) return handOver()
         runEarly(req, res, gateway, body, mediaType, auth, started, handOver)
       } catch (err) {
         // Never the client's answer: the route answers the request as it would have.
@@ -704,9 +682,7 @@ export function registerGraphQLEndpoint(
     }
     if (params === null || typeof params !== 'object' || Array.isArray(params)) return handOver()
     const { query, variables, operationName, extensions, documentId } = params as GraphQLParams
-    if (typeof query !== 'string' || (extensions !== undefined && extensions !== null) || documentId !== undefined) return handOver()
-    if (variables !== undefined && variables !== null && (typeof variables !== 'object' || Array.isArray(variables))) return handOver()
-    if (operationName !== undefined && operationName !== null && typeof operationName !== 'string') return handOver()
+    if (typeof query !== 'string' || (extensions !== undefined && extensions !== null) || documentId !== undefined || paramsProblem(params as GraphQLParams)) return handOver()
     if (persisted.enforced && !persisted.allowsText(query)) return handOver()
     const prepared = prepare(query)
     if (prepared.errors) return handOver()
@@ -721,14 +697,12 @@ export function registerGraphQLEndpoint(
       }
     }
     const vars = (variables ?? undefined) as Record<string, unknown> | undefined
-    const limits = gateway.config.graphql
-    if (vars && checkVariablesDepth(vars, limits.maxInputDepth)) return handOver()
-    if (checkCost(plan.cost.cost(vars) + filterCost(gateway.schema, prepared.document!, plan.operation, limits.defaultListSize, vars), limits.maxCost)) return handOver()
+    const key = name ?? ''
+    if (requestLimitError(gateway, prepared, plan.operation, key, vars)) return handOver()
     prepared.label ??= plan.operation.name && persisted.allowsText(query) ? plan.operation.name.value : '(graphql)'
     const maxBytes = gateway.config.server.maxResponseBytes
     const h = req.headers
     const context: Latin1Context & Record<string, unknown> = { reply: { raw: res, request: { headers: h } }, headers: h, cluster: holder.cluster, resultBudget: resultBudget(maxBytes), auth, latin1Json: plan.direct?.roots === 1 }
-    const key = name ?? ''
     const send = (payload: string, run: EarlyGraphQLRun): void => {
       if (payload.length > maxBytes / 3) return handOver(run) // the route's size check
       const latin1 = context.latin1Used === true
@@ -748,7 +722,7 @@ export function registerGraphQLEndpoint(
         metrics.countRequest('/graphql', 'POST', 200)
         metrics.operationSeconds(prepared.label!).observe(ms / 1000)
       }
-      if (gateway.config.console.enabled) traffic?.operation(typeof operationName === 'string' && CONSOLE_NAME.test(operationName) ? operationName : '(graphql)', ms, false)
+      if (gateway.config.console.enabled) traffic?.operation(graphqlTrafficName(operationName), ms, false)
     }
     const fail = (run: EarlyGraphQLRun) => () => handOver(run)
     if (plan.kind === 'direct') {
@@ -762,6 +736,45 @@ export function registerGraphQLEndpoint(
 
   return early
 
+}
+
+/**
+ * What is wrong with the types of a request's `variables` (an object), `operationName` (a string)
+ * or `extensions` (an object), each optional; undefined when nothing is. The route answers it as a
+ * malformed request (400 `TRB_ERR_GRAPHQL_REQUEST`); the early path hands such a request to it.
+ */
+function paramsProblem(params: GraphQLParams): string | undefined {
+  const { variables, operationName, extensions } = params
+  if (variables !== undefined && variables !== null && (typeof variables !== 'object' || Array.isArray(variables))) return 'variables must be an object'
+  if (operationName !== undefined && operationName !== null && typeof operationName !== 'string') return 'operationName must be a string'
+  if (extensions !== undefined && extensions !== null && (typeof extensions !== 'object' || Array.isArray(extensions))) return 'extensions must be an object'
+  return undefined
+}
+
+/** The direct JSON plan of operation `key` of a prepared document, compiled on first use and kept with it; null when there is none. */
+function directPlanOf(prepared: Prepared, schema: GraphQLSchema, operation: OperationDefinitionNode, key: string): DirectOperation | null {
+  prepared.direct ??= new Map()
+  let direct = prepared.direct.get(key)
+  if (direct === undefined) prepared.direct.set(key, (direct = compileDirectOperation(schema, prepared.document!, operation)))
+  return direct
+}
+
+/**
+ * The per-request limits of `/graphql` on one operation of a prepared document (the document's own
+ * limits were checked by `prepare`): the variables' depth (`graphql.maxInputDepth`), then the cost
+ * with these variables, filters included, against `graphql.maxCost` (the cost plan built on first
+ * use and kept with the document). Returns the first error, or undefined within every limit.
+ */
+function requestLimitError(gateway: GatewayHolder['current'], prepared: Prepared, operation: OperationDefinitionNode, key: string, variables: Record<string, unknown> | undefined): GraphQLError | undefined {
+  const limits = gateway.config.graphql
+  if (variables) {
+    const tooDeep = checkVariablesDepth(variables, limits.maxInputDepth)
+    if (tooDeep) return tooDeep
+  }
+  prepared.cost ??= new Map()
+  let costPlan = prepared.cost.get(key)
+  if (!costPlan) prepared.cost.set(key, (costPlan = buildCostPlan(gateway.schema, prepared.document!, operation, limits.defaultListSize)))
+  return checkCost(costPlan.cost(variables) + filterCost(gateway.schema, prepared.document!, operation, limits.defaultListSize, variables), limits.maxCost) ?? undefined
 }
 
 /**

@@ -121,6 +121,15 @@ class Series {
   }
 }
 
+/**
+ * The console's name of a `/graphql` operation: the request's `operationName` when it is a GraphQL
+ * name of at most 100 characters, else `(graphql)` (client-chosen text: never a key of its own
+ * otherwise).
+ */
+export function graphqlTrafficName(operationName: unknown): string {
+  return typeof operationName === 'string' && /^[_A-Za-z][_0-9A-Za-z]{0,99}$/.test(operationName) ? operationName : '(graphql)'
+}
+
 /** The recorder the console reads; the probes (probes.ts) and the console's hooks write to it. */
 export class TrafficRecorder {
   private readonly operations = new Series()
