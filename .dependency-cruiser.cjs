@@ -9,7 +9,7 @@
  * with `/`). A new module outside every floor fails the check too, so that it gets a floor.
  */
 const FLOORS = [
-  ['errors.ts', 'cache-file.ts', 'deep-freeze.ts', 'compile-cache.ts', 'tick-shape.ts', 'optional-package.ts', 'safe-keys.ts', 'scalars.ts', 'result-budget.ts', 'json-depth.ts', 'service-guard.ts', 'client/'],
+  ['errors.ts', 'cache-file.ts', 'deep-freeze.ts', 'compile-cache.ts', 'tick-shape.ts', 'optional-package.ts', 'safe-keys.ts', 'scalars.ts', 'result-budget.ts', 'json-depth.ts', 'service-guard.ts', 'undici.ts', 'client/'],
   ['cluster/', 'observability/'],
   ['auth/', 'hooks/'],
   ['connectors/'],

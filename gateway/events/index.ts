@@ -13,7 +13,8 @@
  * back; a killed process's claims run out after the lease, and another instance (or the next start)
  * delivers them again: at least once, never lost.
  */
-import { Agent, request } from 'undici'
+import type { Agent } from 'undici'
+import { undici } from '../undici.js'
 import type { Knex } from 'knex'
 import type { Logger } from 'pino'
 import type { EventTrigger, EventsDelivery, TributaryConfig } from '../config/index.js'
@@ -281,7 +282,7 @@ class DatabaseDeliverer {
     const signal = AbortSignal.any([this.abort.signal, AbortSignal.timeout(trigger.timeoutMs)])
     const target = trigger.deliver
     if ('webhook' in target) {
-      const res = await request(target.webhook, {
+      const res = await undici().request(target.webhook, {
         method: 'POST',
         dispatcher: this.agent,
         headers: { ...trigger.headers, 'content-type': 'application/json', 'idempotency-key': e.eventId, 'x-tributary-trigger': trigger.name },
@@ -362,7 +363,7 @@ class DatabaseDeliverer {
 export async function startEventTriggers(config: TributaryConfig, sources: readonly EventSourceRef[], logger: Logger, cwd: string): Promise<EventTriggersRuntime | null> {
   if (config.events.length === 0) return null
   const log = logger.child({ component: 'event-triggers' })
-  const agent = new Agent({ connections: 32 })
+  const agent = new (undici().Agent)({ connections: 32 })
   const brokers = new Map(sources.filter((s) => s.kind === 'events').map((s) => [s.namespace, s.subschema] as const))
   const bySource = new Map<string, EventTrigger[]>()
   for (const t of config.events) bySource.set(t.source, [...(bySource.get(t.source) ?? []), t])

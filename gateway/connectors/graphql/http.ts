@@ -17,7 +17,8 @@
  */
 import { Kind, isInputType, print, typeFromAST, type GraphQLError, type GraphQLSchema } from 'graphql'
 import { transformInputValue, type ExecutionRequest, type ExecutionResult, type Executor } from '@graphql-tools/utils'
-import { Agent, request } from 'undici'
+import type { Agent } from 'undici'
+import { undici } from '../../undici.js'
 import { pino, type Logger } from 'pino'
 import { UpstreamError } from '../../errors.js'
 import { hasOriginHooks, originRequest, originResponse, type OriginHookSlot, type OriginRequest } from '../../hooks/index.js'
@@ -110,7 +111,7 @@ export function createGraphQLHttpClient(options: GraphQLHttpOptions): GraphQLHtt
   const { timeoutMs } = options
   const shared = lowerCaseNames(options.headers)
   compileHeaderTemplates(shared)
-  const dispatcher = new Agent({ headersTimeout: timeoutMs, bodyTimeout: timeoutMs, connectTimeout: timeoutMs, keepAliveTimeout: 10_000 })
+  const dispatcher: Agent = new (undici().Agent)({ headersTimeout: timeoutMs, bodyTimeout: timeoutMs, connectTimeout: timeoutMs, keepAliveTimeout: 10_000 })
   const forward = (options.forwardHeaders ?? []).map((h) => h.toLowerCase())
   // The source's headers under the endpoint's, compiled once per endpoint.
   const compiled = new WeakMap<GraphQLEndpoint, HeaderTemplates>()
@@ -144,8 +145,8 @@ export function createGraphQLHttpClient(options: GraphQLHttpOptions): GraphQLHtt
     let res
     try {
       res = hooked
-        ? await request(hooked.request.url, { method: hooked.request.method as 'POST', dispatcher, headers: hooked.request.headers, body: hooked.request.body })
-        : await request(endpoint.url, { method: 'POST', dispatcher, headers: { ...contentHeaders, ...templatesOf(endpoint).static, ...extraHeaders }, body: JSON.stringify(body) })
+        ? await undici().request(hooked.request.url, { method: hooked.request.method as 'POST', dispatcher, headers: hooked.request.headers, body: hooked.request.body })
+        : await undici().request(endpoint.url, { method: 'POST', dispatcher, headers: { ...contentHeaders, ...templatesOf(endpoint).static, ...extraHeaders }, body: JSON.stringify(body) })
     } catch (err) {
       throw mapNetworkError(err, endpoint.name, timeoutMs)
     }

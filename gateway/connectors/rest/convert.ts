@@ -86,7 +86,8 @@ import {
   type GraphQLFieldConfig, type GraphQLFieldConfigArgumentMap, type GraphQLFieldConfigMap,
   type GraphQLInputType, type GraphQLNullableType, type GraphQLOutputType,
 } from 'graphql'
-import { FormData } from 'undici'
+import type { FormData } from 'undici'
+import { undici } from '../../undici.js'
 import { BadRequestError } from '../../errors.js'
 import { BytesScalar, JSONScalar, fileInfoOf } from '../../scalars.js'
 import {
@@ -492,7 +493,7 @@ function toBuffer(value: unknown): Buffer {
  * objects as JSON, arrays repeated.
  */
 function multipartEncode(value: unknown, binary: Set<string>): FormData {
-  const form = new FormData()
+  const form = new (undici().FormData)()
   if (!isObject(value)) return form
   for (const [k, v] of Object.entries(value)) {
     if (v === null || v === undefined) continue

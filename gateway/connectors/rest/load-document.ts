@@ -6,7 +6,8 @@
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises'
 import { dirname, resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
-import { request } from 'undici'
+import type { Dispatcher } from 'undici'
+import { undici } from '../../undici.js'
 import { isObject, type OpenApiDocument } from './openapi.js'
 
 /** A loaded document and where it came from. */
@@ -70,9 +71,9 @@ async function fetchText(source: string, timeoutMs: number, redirectHosts: strin
   const origin = new URL(source).origin
   let current = source
   for (let hops = 0; ; hops++) {
-    let res: Awaited<ReturnType<typeof request>>
+    let res: Dispatcher.ResponseData
     try {
-      res = await request(current, { headers: { accept: 'application/json, application/yaml;q=0.9, */*;q=0.1' }, headersTimeout: timeoutMs, bodyTimeout: timeoutMs })
+      res = await undici().request(current, { headers: { accept: 'application/json, application/yaml;q=0.9, */*;q=0.1' }, headersTimeout: timeoutMs, bodyTimeout: timeoutMs })
     } catch (err) {
       const code = isObject(err) && typeof err.code === 'string' ? ` (${err.code})` : ''
       throw new DocumentError(`cannot fetch ${current}${code}`)

@@ -1,6 +1,6 @@
 /**
  * Upstream calls of the REST connector, through one undici `Pool` per source (keep-alive, one
- * origin). Turns failures into the gateway's upstream errors (gateway/errors.ts), each carrying GraphQL
+ * origin; made at the source's first upstream call, when undici loads: ../../undici.ts). Turns failures into the gateway's upstream errors (gateway/errors.ts), each carrying GraphQL
  * `extensions` so that graphql-js and graphql-jit put them on the GraphQL error:
  *
  * | Failure | Error | `extensions` |
@@ -33,7 +33,8 @@ import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { BrokenCircuitError, CircuitState, ConsecutiveBreaker, circuitBreaker, handleWhen, type CircuitBreakerPolicy } from 'cockatiel'
 import { pino, type Logger } from 'pino'
-import { FormData, Pool, type Dispatcher } from 'undici'
+import type { Dispatcher, Pool } from 'undici'
+import { undici } from '../../undici.js'
 import { UpstreamError, UpstreamTimeoutError, UpstreamTooLargeError, UpstreamUnavailableError } from '../../errors.js'
 import { parseJsonExact } from '../../scalars.js'
 import type { SourceHealth } from '../types.js'
@@ -284,19 +285,28 @@ export function createUpstream(options: UpstreamOptions): Upstream {
   if (base.protocol !== 'http:' && base.protocol !== 'https:') throw new TypeError(`baseUrl must be http(s): ${options.baseUrl}`)
   const basePath = base.pathname.replace(/\/+$/, '')
   const { sourceName, logger } = options
-  const pool = new Pool(base.origin, {
-    connections: options.connections,
-    headersTimeout: options.headersTimeoutMs,
-    bodyTimeout: options.bodyTimeoutMs,
-    connect: { timeout: options.connectTimeoutMs },
-    maxResponseSize: options.maxResponseBytes,
-    keepAliveTimeout: 10_000,
-  })
+  // The pool is made at the first upstream call (undici loads then: ../../undici.ts); one closed
+  // before any call is made closed, so that a later call fails as on a closed pool.
+  let pool: Pool | undefined
+  let closedUnused = false
+  const poolOf = (): Pool => {
+    if (pool) return pool
+    pool = new (undici().Pool)(base.origin, {
+      connections: options.connections,
+      headersTimeout: options.headersTimeoutMs,
+      bodyTimeout: options.bodyTimeoutMs,
+      connect: { timeout: options.connectTimeoutMs },
+      maxResponseSize: options.maxResponseBytes,
+      keepAliveTimeout: 10_000,
+    })
+    if (closedUnused) void pool.close().catch(() => undefined)
+    return pool
+  }
   // `{{claims.sub}}`-style values are rendered per call (gateway/auth/header-templates.ts).
   const templates = compileHeaderTemplates(options.headers)
   const staticHeaders: Record<string, string> = { ...templates.static }
   // The pool gauge (tributary_upstream_pool_connections), read when metrics are scraped.
-  const unregisterPool = registerPool({ kind: 'http', source: sourceName, stats: () => ({ ...pool.stats }) })
+  const unregisterPool = registerPool({ kind: 'http', source: sourceName, stats: () => (pool ? { ...pool.stats } : {}) })
   const forward = options.forwardHeaders.map((h) => h.toLowerCase()).filter((h) => !HOP_BY_HOP.has(h))
 
   /** The timeout (ms) that an undici timeout error stands for, for the error message. */
@@ -352,7 +362,7 @@ export function createUpstream(options: UpstreamOptions): Upstream {
     // One line per upstream HTTP request (retries included), without the query string, which may carry credentials.
     if (logger?.isLevelEnabled('debug')) logger.debug({ method: req.method, url: `${base.origin}${path.split('?')[0]}` }, 'upstream')
     try {
-      res = await pool.request({ method: req.method as Dispatcher.HttpMethod, path, headers, body: req.body })
+      res = await (pool ?? poolOf()).request({ method: req.method as Dispatcher.HttpMethod, path, headers, body: req.body })
     } catch (err) {
       throw mapFailure(err)
     }
@@ -471,7 +481,7 @@ export function createUpstream(options: UpstreamOptions): Upstream {
     Object.assign(base, req.headers)
     base.accept = req.responseKind === 'json' ? 'application/json' : '*/*'
     // A FormData body gets its multipart content-type (with the boundary) from undici.
-    if (req.body !== undefined && !(req.body instanceof FormData)) base['content-type'] = req.contentType ?? 'application/json'
+    if (req.body !== undefined && !(req.body instanceof undici().FormData)) base['content-type'] = req.contentType ?? 'application/json'
     /** Path and headers of the call, with the credentials its operation's `security` requires. */
     const prepare = async (): Promise<{ path: string; headers: Record<string, string>; auth?: AppliedAuth }> => {
       const auth = authenticate && req.security ? await authenticate(req.security, context) : undefined
@@ -523,7 +533,7 @@ export function createUpstream(options: UpstreamOptions): Upstream {
     const latency = () => Math.round((performance.now() - started) * 100) / 100
     if (logger?.isLevelEnabled('debug')) logger.debug({ method: 'HEAD', url: `${base.origin}${basePath === '' ? '/' : basePath}` }, 'upstream')
     try {
-      const res = await pool.request({ method: 'HEAD', path: basePath === '' ? '/' : basePath, headers: staticHeaders, signal: AbortSignal.timeout(options.healthTimeoutMs) })
+      const res = await poolOf().request({ method: 'HEAD', path: basePath === '' ? '/' : basePath, headers: staticHeaders, signal: AbortSignal.timeout(options.healthTimeoutMs) })
       await res.body.dump()
       return { status: 'up', latencyMs: latency() }
     } catch (err) {
@@ -548,8 +558,13 @@ export function createUpstream(options: UpstreamOptions): Upstream {
     close() {
       unregisterPool()
       // Waits for calls in flight, at most CLOSE_GRACE_MS; a hung upstream is then cut off.
-      closing ??= Promise.race([pool.close().catch(() => undefined), sleep(CLOSE_GRACE_MS, undefined, { ref: false })])
-        .then(() => pool.destroy().catch(() => undefined))
+      if (!pool) {
+        closedUnused = true
+        return (closing ??= Promise.resolve())
+      }
+      const open = pool
+      closing ??= Promise.race([open.close().catch(() => undefined), sleep(CLOSE_GRACE_MS, undefined, { ref: false })])
+        .then(() => open.destroy().catch(() => undefined))
       return closing
     },
   }

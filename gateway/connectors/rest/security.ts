@@ -17,7 +17,7 @@
  * concurrent calls, and dropped when the upstream answers 401. Credentials and tokens are never
  * logged and never put in error messages or generated files.
  */
-import { request } from 'undici'
+import { undici } from '../../undici.js'
 import type { Logger } from 'pino'
 import { UpstreamError } from '../../errors.js'
 import { deref, isObject, type OpenApiDocument, type SecurityRequirement, type SecuritySchemeObject } from './openapi.js'
@@ -230,7 +230,7 @@ function tokenCache(name: string, tokenUrl: string, cred: SecurityCredentials, o
     let status: number
     let text: string
     try {
-      const res = await request(tokenUrl, { method: 'POST', headers, body: body.toString(), headersTimeout: options.timeoutMs, bodyTimeout: options.timeoutMs })
+      const res = await undici().request(tokenUrl, { method: 'POST', headers, body: body.toString(), headersTimeout: options.timeoutMs, bodyTimeout: options.timeoutMs })
       status = res.statusCode
       text = await res.body.text()
     } catch (err) {
