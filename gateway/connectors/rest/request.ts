@@ -1,6 +1,7 @@
 /**
  * Upstream calls of the REST connector, through one undici `Pool` per source (keep-alive, one
- * origin; made at the source's first upstream call, when undici loads: ../../undici.ts). Turns failures into the gateway's upstream errors (gateway/errors.ts), each carrying GraphQL
+ * origin; made at the source's first upstream call, when undici loads: ../../undici.ts). Turns
+ * failures into the gateway's upstream errors (gateway/errors.ts), each carrying GraphQL
  * `extensions` so that graphql-js and graphql-jit put them on the GraphQL error:
  *
  * | Failure | Error | `extensions` |
