@@ -5,7 +5,7 @@
  * (`tributary start`, built), a real upstream on 127.0.0.1, and a `--require` probe
  * (test/fixtures/undici-probe.cjs) that records the load.
  */
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { spawn } from 'node:child_process'
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:http'
@@ -26,7 +26,7 @@ async function until(what: () => boolean, label: string): Promise<void> {
 }
 
 /** `tributary start --config <config>` in `dir` with the probe preloaded; resolves once its summary is printed. */
-async function start(t: Tap.Test, dir: string, datasources: string) {
+async function start(t: Test, dir: string, datasources: string) {
   const config = join(dir, 'tributary.config.mjs')
   writeFileSync(config, `import { defineConfig, rest, schema } from ${JSON.stringify(pathToFileURL(join(root, 'dist/gateway/index.js')).href)}
 export default defineConfig({ datasources: [${datasources}] })
