@@ -127,8 +127,11 @@ class Series {
  * otherwise).
  */
 export function graphqlTrafficName(operationName: unknown): string {
-  return typeof operationName === 'string' && /^[_A-Za-z][_0-9A-Za-z]{0,99}$/.test(operationName) ? operationName : '(graphql)'
+  return typeof operationName === 'string' && TRAFFIC_NAME.test(operationName) ? operationName : '(graphql)'
 }
+
+/** A GraphQL name of at most 100 characters (see {@link graphqlTrafficName}). */
+const TRAFFIC_NAME = /^[_A-Za-z][_0-9A-Za-z]{0,99}$/
 
 /** The recorder the console reads; the probes (probes.ts) and the console's hooks write to it. */
 export class TrafficRecorder {

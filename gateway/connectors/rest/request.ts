@@ -363,7 +363,7 @@ export function createUpstream(options: UpstreamOptions): Upstream {
     // One line per upstream HTTP request (retries included), without the query string, which may carry credentials.
     if (logger?.isLevelEnabled('debug')) logger.debug({ method: req.method, url: `${base.origin}${path.split('?')[0]}` }, 'upstream')
     try {
-      res = await (pool ?? poolOf()).request({ method: req.method as Dispatcher.HttpMethod, path, headers, body: req.body })
+      res = await poolOf().request({ method: req.method as Dispatcher.HttpMethod, path, headers, body: req.body })
     } catch (err) {
       throw mapFailure(err)
     }
