@@ -7,7 +7,7 @@
  *
  *   node bench/instructions.mjs [--requests 2000] [--warmup 3000] [--concurrency 10]
  *                               [--modes development,production] [--targets baseline,rest,graphql,cache,cache-redis,linked,pg-nested]
- *                               [--record] [--json <file>] [--keep]
+ *                               [--record] [--json <file>] [--keep] [--cache-sim]
  *
  * Each server runs under `valgrind --tool=callgrind --instr-atstart=no` (instrumentation off while it
  * starts and warms up): the gateway as `npm start` starts it (bench/lib/processes.mjs: START_NODE_FLAGS,
@@ -50,7 +50,7 @@ import { tmpdir, loadavg, cpus } from 'node:os'
 import { join } from 'node:path'
 import { execFileSync } from 'node:child_process'
 import { Pool } from 'undici'
-import { copySqlite, root, startBaseline, startGateway, startNode, freePort } from './lib/processes.mjs'
+import { copySqlite, isolatedConfig as isolatedConfigIn, root, startBaseline, startGateway, startNode, freePort } from './lib/processes.mjs'
 import { CACHED_OPERATION, writeCacheConfig } from './cache-scenario.mjs'
 import { PG_PEER_READS, pgChinookUrl } from './pg-peer.mjs'
 import { compareWithRecorded, readRecorded, writeRecorded } from './lib/recorded.mjs'
@@ -73,16 +73,8 @@ for (const t of targets) if (!['baseline', 'rest', 'graphql', 'cache', 'cache-re
 
 const work = mkdtempSync(join(tmpdir(), 'tributary-instructions-'))
 
-/**
- * A config module in the work directory: the built config `source` (under dist/) with its generated
- * files written under the work directory, so that no gateway this tool starts rewrites the
- * checkout's (a production-mode start renders them for production).
- */
-function isolatedConfig(source, name) {
-  const file = join(work, `${name}.config.mjs`)
-  writeFileSync(file, `import base from ${JSON.stringify(join(root, source))}\nexport default { ...base, generatedDir: ${JSON.stringify(join(work, `generated-${name}`))} }\n`)
-  return file
-}
+/** {@link isolatedConfigIn} in this run's work directory. */
+const isolatedConfig = (source, name) => isolatedConfigIn(work, source, name)
 const say = (text) => process.stdout.write(`${text}\n`)
 const todoSource = readFileSync(join(root, 'operations/TodoById.graphql'), 'utf8')
 
@@ -94,7 +86,10 @@ const todoSource = readFileSync(join(root, 'operations/TodoById.graphql'), 'utf8
 const vgdbPrefix = `--vgdb-prefix=${work}/vgdb`
 // One dump file per thread (`callgrind.<pid>.<part>-<thread>`, thread 01 the main one): the JS thread's
 // count is read apart from V8's compiler and GC helper threads, whose work comes in bursts.
-const wrap = ['valgrind', '--tool=callgrind', '--instr-atstart=no', '--separate-threads=yes', vgdbPrefix, `--callgrind-out-file=${work}/callgrind.%p`]
+// `--cache-sim`: callgrind's cache simulation (first-level instruction and data caches and the last
+// level, modelled on this machine's as valgrind detects them): misses per request beside the instructions.
+const cacheSim = argv.includes('--cache-sim')
+const wrap = ['valgrind', '--tool=callgrind', '--instr-atstart=no', '--separate-threads=yes', ...(cacheSim ? ['--cache-sim=yes'] : []), vgdbPrefix, `--callgrind-out-file=${work}/callgrind.%p`]
 
 const hosts = new Map()
 function control(pid, ...args) {
@@ -121,7 +116,8 @@ async function dumpIr(pid) {
   for (let waited = 0; waited < 120_000; waited += 200) {
     await new Promise((ok) => setTimeout(ok, 200))
     const files = readdirSync(work).filter((f) => f.startsWith(prefix))
-    const totals = files.map((f) => /^totals:\s+(\d+)/m.exec(readFileSync(join(work, f), 'utf8')))
+    const texts = files.map((f) => readFileSync(join(work, f), 'utf8'))
+    const totals = texts.map((text) => /^totals:\s+([\d ]+)/m.exec(text))
     if (files.length === 0 || totals.some((m) => !m)) continue
     // Every thread's file written: the same count twice in a row.
     if (files.length !== seen) {
@@ -130,12 +126,20 @@ async function dumpIr(pid) {
     }
     let all = 0
     let main = 0
+    /** Every event of the dump (with `--cache-sim`, the misses too), summed over the threads and the main thread's. */
+    const events = {}
     files.forEach((f, i) => {
-      const n = Number(totals[i][1])
-      all += n
-      if (f === `${prefix}01`) main = n
+      const counts = totals[i][1].trim().split(/\s+/).map(Number)
+      const names = (/^events:\s+(.+)$/m.exec(texts[i])?.[1] ?? 'Ir').trim().split(/\s+/)
+      all += counts[0]
+      if (f === `${prefix}01`) main = counts[0]
+      names.forEach((name, j) => {
+        const e = (events[name] ??= { all: 0, main: 0 })
+        e.all += counts[j] ?? 0
+        if (f === `${prefix}01`) e.main += counts[j] ?? 0
+      })
     })
-    return { all, main }
+    return { all, main, events }
   }
   throw new Error(`callgrind wrote no dump for pid ${pid} within 120 s`)
 }
@@ -194,6 +198,17 @@ async function measure(label, pid, url, init = {}) {
   const main = perRequest('main')
   const fmt = (n) => n.toLocaleString('en-US')
   say(`  ${label.padEnd(44)} ${fmt(all.value).padStart(9)} instructions/request, main thread ${fmt(main.value).padStart(9)}  (load ${fmt(load.all)} over ${wallMs} ms, idle ${fmt(all.idle)}: 2 s windows ${fmt(idleBefore.all)} / ${fmt(idleAfter.all)})`)
+  if (cacheSim) {
+    // Misses per request, load minus the idle rate as for the instructions: I1 and D1 (first level), LL (last level).
+    const rate = (name, which) => {
+      const idle = (Math.min(idleBefore.events[name]?.[which] ?? 0, idleAfter.events[name]?.[which] ?? 0) * wallMs) / 2000
+      return ((load.events[name]?.[which] ?? 0) - idle) / requests
+    }
+    const sum = (names, which) => names.reduce((n, name) => n + rate(name, which), 0)
+    for (const which of ['all', 'main']) {
+      say(`    ${which === 'all' ? 'every thread' : 'main thread '}: I1 misses ${sum(['I1mr'], which).toFixed(0)}, D1 misses ${sum(['D1mr', 'D1mw'], which).toFixed(0)} (of ${fmt(Math.round(sum(['Dr', 'Dw'], which)))} data accesses), LL misses ${sum(['ILmr', 'DLmr', 'DLmw'], which).toFixed(0)} per request`)
+    }
+  }
   return { all: all.value, main: main.value }
 }
 

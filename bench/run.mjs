@@ -12,6 +12,8 @@
  * Scenarios:
  *   rest     GET /operations/TodoById?id=1 vs baseline GET /todo?id=1                  target ≥ 0.70
  *   graphql  POST /graphql (TodoById document, variables {id:1}) vs the same baseline  target ≥ 0.35
+ *   rest-production, graphql-production  the same two on the gateway in production mode
+ *            (`NODE_ENV=production`; generated files in the work directory)           targets as above
  *   memory   gateway RSS after each of 5 successive 20 s runs of `rest`               growth < 10 % (run 1 → run 5)
  *   roles    GET /operations/Roles (system_getAllRoles, REST source) vs baseline GET /roles (undici)  target ≥ 0.60
  *   auth     GET /operations/TodoByIdAuthenticated?id=1 (@requireAuthentication) with an RS256 token
@@ -60,7 +62,7 @@
  *   --memory-runs <n>       BENCH_MEMORY_RUNS       runs of the memory scenario (5)
  *   --memory-duration <s>   BENCH_MEMORY_DURATION   seconds per memory run (20)
  *   --pipelining <n>        BENCH_PIPELINING        autocannon pipelining (1)
- *   --scenarios <list>      BENCH_SCENARIOS         comma-separated subset of rest,graphql,calibration,memory,chinook,health,roles,linked,workers,subscribers,events,metrics,auth,pg-peer,cache
+ *   --scenarios <list>      BENCH_SCENARIOS         comma-separated subset of rest,graphql,rest-production,graphql-production,calibration,memory,chinook,health,roles,linked,workers,subscribers,events,metrics,auth,pg-peer,cache
  *   --subscribers <n>       BENCH_SUBSCRIBERS       WebSocket subscribers of the subscribers scenario (5000, at most 20000)
  *   --messages <n>          BENCH_MESSAGES          messages measured in the subscribers scenario (10)
  *   --event-subscribers <n> BENCH_EVENT_SUBSCRIBERS WebSocket subscribers of the events scenario (1000, at most 20000)
@@ -83,7 +85,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import { cpus, loadavg, tmpdir } from 'node:os'
 import { isDeepStrictEqual } from 'node:util'
 import { join } from 'node:path'
-import { copySqlite, cpuTimeOf, freePort, memoryOf, root, runLoad, startBaseline, startGateway, startNode } from './lib/processes.mjs'
+import { copySqlite, cpuTimeOf, freePort, isolatedConfig, memoryOf, root, runLoad, startBaseline, startGateway, startNode } from './lib/processes.mjs'
 import { formatSummary, summarise } from './profile-summary.mjs'
 import { formatPerfSummary, perfScript, summarisePerfScript } from './perf-summary.mjs'
 import { spawn } from 'node:child_process'
@@ -115,12 +117,12 @@ const options = {
   messages: num('messages', 'BENCH_MESSAGES', 10, 5),
   eventSubscribers: num('event-subscribers', 'BENCH_EVENT_SUBSCRIBERS', 1000, 1000),
   calibrationSpinUs: num('calibration-spin-us', 'BENCH_CALIBRATION_SPIN_US', 10, 10),
-  scenarios: String(opt('scenarios', 'BENCH_SCENARIOS', 'rest,graphql,calibration,memory,chinook,health,roles,linked,workers,subscribers,events,metrics,auth,pg-peer,cache')).split(',').map((s) => s.trim()).filter(Boolean),
+  scenarios: String(opt('scenarios', 'BENCH_SCENARIOS', 'rest,graphql,rest-production,graphql-production,calibration,memory,chinook,health,roles,linked,workers,subscribers,events,metrics,auth,pg-peer,cache')).split(',').map((s) => s.trim()).filter(Boolean),
   cpuProf: argv.includes('--cpu-prof'),
   perf: argv.includes('--perf'),
   peer: !argv.includes('--no-peer'),
 }
-const known = ['rest', 'graphql', 'calibration', 'memory', 'chinook', 'health', 'roles', 'linked', 'workers', 'subscribers', 'events', 'metrics', 'auth', 'pg-peer', 'cache']
+const known = ['rest', 'graphql', 'rest-production', 'graphql-production', 'calibration', 'memory', 'chinook', 'health', 'roles', 'linked', 'workers', 'subscribers', 'events', 'metrics', 'auth', 'pg-peer', 'cache']
 for (const s of options.scenarios) if (!known.includes(s)) throw new Error(`unknown scenario "${s}"; use ${known.join(', ')}`)
 if (options.calibrationSpinUs > 1000) throw new Error('--calibration-spin-us: at most 1000 µs')
 if (options.subscribers > 20000 || options.eventSubscribers > 20000 || options.messages > 1000) throw new Error('at most 20000 subscribers and 1000 messages')
@@ -331,19 +333,34 @@ async function prepareTodoDb() {
   return dest
 }
 
-async function startDemoGateway(todoDb, profileName) {
+/**
+ * The demo gateway as `npm start` starts it; with `production`, as `NODE_ENV=production npm start`
+ * does, on the demo config with its generated files in the work directory (a production start renders
+ * them for production: the checkout's stay as they are).
+ */
+async function startDemoGateway(todoDb, profileName, production = false) {
   const rolePort = await freePort()
-  say(`[setup] starting the gateway: node dist/gateway/cli.js start (TODO_DATABASE_URL=sqlite:${todoDb}, ROLE_SERVICE_PORT=${rolePort}, LOG_LEVEL=warn)`)
-  const gw = await startGateway({ env: { TODO_DATABASE_URL: `sqlite:${todoDb}`, ROLE_SERVICE_PORT: String(rolePort) }, nodeArgs: gatewayNodeArgs(profileName) })
+  say(`[setup] starting the gateway: ${production ? 'NODE_ENV=production ' : ''}node dist/gateway/cli.js start (TODO_DATABASE_URL=sqlite:${todoDb}, ROLE_SERVICE_PORT=${rolePort}, LOG_LEVEL=warn)`)
+  const gw = await startGateway({
+    env: { TODO_DATABASE_URL: `sqlite:${todoDb}`, ROLE_SERVICE_PORT: String(rolePort), ...(production ? { NODE_ENV: 'production' } : {}) },
+    ...(production ? { config: isolatedConfig(work, 'dist/config.js', 'demo-production') } : {}),
+    nodeArgs: gatewayNodeArgs(profileName),
+  })
   say(`[setup] gateway ${gw.url} (pid ${gw.pid})`)
   return gw
 }
 
 const todoByIdSource = readFileSync(join(root, 'operations/TodoById.graphql'), 'utf8')
 
-async function todoScenarios(which) {
+/**
+ * The `rest` and `graphql` scenarios (`which`) on one demo gateway; with `production`, the
+ * `rest-production` and `graphql-production` ones (the gateway in production mode, where `/graphql`
+ * takes the stored operation's exact text as a persisted operation).
+ */
+async function todoScenarios(which, production = false) {
   const db = await prepareTodoDb()
-  const gw = await startDemoGateway(db, which.join('+'))
+  const suffix = production ? '-production' : ''
+  const gw = await startDemoGateway(db, which.join('+') + suffix, production)
   let base
   try {
     base = await startBaseline(['--todo-db', db])
@@ -354,7 +371,7 @@ async function todoScenarios(which) {
       const gateway = { url: `${gw.url}/operations/TodoById?id=1`, pid: gw.pid }
       assertSame('rest', await fetchJson(gateway.url), expected)
       say(`[rest] GET /operations/TodoById?id=1 vs baseline GET /todo?id=1: both answer ${JSON.stringify(expected)}`)
-      results.scenarios.rest = { gatewayUrl: '/operations/TodoById?id=1', ...(await ab('rest', { baseline, gateway, target: TARGETS.rest, gw })) }
+      results.scenarios[`rest${suffix}`] = { gatewayUrl: '/operations/TodoById?id=1', ...(await ab(`rest${suffix}`, { baseline, gateway, target: TARGETS.rest, gw })) }
     }
     if (which.includes('graphql')) {
       const body = JSON.stringify({ query: todoByIdSource, variables: { id: 1 }, operationName: 'TodoById' })
@@ -362,11 +379,11 @@ async function todoScenarios(which) {
       const got = await fetchJson(gateway.url, { method: 'POST', headers: gateway.headers, body })
       assertSame('graphql', got.data, expected)
       say(`[graphql] POST /graphql (TodoById, {id:1}) vs baseline GET /todo?id=1`)
-      results.scenarios.graphql = { gatewayUrl: 'POST /graphql', ...(await ab('graphql', { baseline, gateway, target: TARGETS.graphql, gw })) }
+      results.scenarios[`graphql${suffix}`] = { gatewayUrl: 'POST /graphql', ...(await ab(`graphql${suffix}`, { baseline, gateway, target: TARGETS.graphql, gw })) }
     }
   } finally {
     await base?.stop()
-    await stopGateway(gw, which.join('+'))
+    await stopGateway(gw, which.join('+') + suffix)
   }
 }
 
@@ -1105,6 +1122,8 @@ let failed
 try {
   const todo = options.scenarios.filter((s) => s === 'rest' || s === 'graphql')
   if (todo.length) await todoScenarios(todo)
+  const todoProduction = options.scenarios.filter((s) => s === 'rest-production' || s === 'graphql-production').map((s) => s.replace('-production', ''))
+  if (todoProduction.length) await todoScenarios(todoProduction, true)
   if (options.scenarios.includes('calibration')) await calibrationScenario()
   if (options.scenarios.includes('memory')) await memoryScenario()
   if (options.scenarios.includes('chinook')) await chinookScenario()

@@ -5,7 +5,7 @@
  * then SIGKILL after a grace period); all of them are stopped when this process exits.
  */
 import { spawn } from 'node:child_process'
-import { readFileSync } from 'node:fs'
+import { readFileSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -145,6 +145,18 @@ export const START_NODE_FLAGS = (() => {
   if (!m) throw new Error(`package.json scripts.start does not run node … dist/gateway/cli.js start: ${start}`)
   return m[1].trim().split(/\s+/).filter(Boolean)
 })()
+
+/**
+ * A config module in `work`: the built config `source` (a path under the checkout, e.g.
+ * `dist/config.js`) with its generated files written under `work`, so that a gateway started on it
+ * never rewrites the checkout's generated/ (a production-mode start renders them for production).
+ * @returns the module's absolute path, for startGateway's `config`
+ */
+export function isolatedConfig(work, source, name) {
+  const file = join(work, `${name}.config.mjs`)
+  writeFileSync(file, `import base from ${JSON.stringify(join(root, source))}\nexport default { ...base, generatedDir: ${JSON.stringify(join(work, `generated-${name}`))} }\n`)
+  return file
+}
 
 /**
  * Starts the gateway as `npm start` does: `node <START_NODE_FLAGS> dist/gateway/cli.js start [--config <file>]`, with
