@@ -280,9 +280,14 @@ async function load(label, target, duration) {
   return r
 }
 
+/** autocannon's CPU (% of one core) from which a run is reported as client-bound (see {@link ab}). */
+const CLIENT_BOUND_PCT = 95
+
 /**
  * A/B scenario: warm both, then `rounds` rounds of (baseline, gateway) or (gateway, baseline).
- * @returns { runs, ratios, medianRatio, target, pass }
+ * @returns { runs, ratios, medianRatio, target, pass, cpuUsPerRequest, cpuRatio, clientBound }: `cpuRatio`
+ *   baseline ÷ gateway median CPU µs per request; `clientBound` the runs where autocannon used at least
+ *   {@link CLIENT_BOUND_PCT} % of a core (their req/s bounded by the load generator)
  */
 async function ab(name, { baseline, gateway, target, gw }) {
   say(`\n[${name}] warm-up ${options.warmup} s each`)
@@ -317,7 +322,13 @@ async function ab(name, { baseline, gateway, target, gw }) {
   const pass = target === null ? null : medianRatio >= target
   const cpuUsPerRequest = cpuPerRequest(runs)
   say(`[${name}] median ratio ${medianRatio}${target === null ? ' (reported)' : ` (target ≥ ${target}) ${pass ? 'PASS' : 'MISS'}`}${options.cpuProf ? ' (profiled: not comparable)' : ''}; CPU per request (median) baseline ${cpuUsPerRequest.baseline} µs, gateway ${cpuUsPerRequest.gateway} µs (+${+(cpuUsPerRequest.gateway - cpuUsPerRequest.baseline).toFixed(1)})`)
-  return { runs, ratios, medianRatio, target, pass, profiled: options.cpuProf, cpuUsPerRequest }
+  // The ratio the two servers' CPU per request alone gives (baseline ÷ gateway): what req/s would show
+  // if each server, not the load generator nor the machine, were the bottleneck.
+  const cpuRatio = cpuUsPerRequest.baseline && cpuUsPerRequest.gateway ? +(cpuUsPerRequest.baseline / cpuUsPerRequest.gateway).toFixed(3) : undefined
+  // autocannon shares the machine: at ≥ CLIENT_BOUND_PCT of a core it, not the server, sets the pace of the run.
+  const clientBound = runs.filter((r) => r.clientCpuPct >= CLIENT_BOUND_PCT).map((r) => `round ${r.round} ${r.which}`)
+  if (clientBound.length) say(`[${name}] ⚠ client-bound: autocannon used ≥ ${CLIENT_BOUND_PCT} % of a core in ${clientBound.join(', ')} (the server below 100 %): those req/s are the load generator's ceiling on this machine, not the server's; the CPU ratio (baseline ÷ gateway CPU per request) is ${cpuRatio}`)
+  return { runs, ratios, medianRatio, target, pass, profiled: options.cpuProf, cpuUsPerRequest, cpuRatio, clientBound }
 }
 
 // ---------------------------------------------------------------- todo (issue 4)
@@ -1170,7 +1181,7 @@ for (const [name, s] of Object.entries(results.scenarios)) {
   else if (name === 'pg-peer') for (const [read, r] of Object.entries(s.reads)) say(`  pg-${read.padEnd(6)} Tributary ÷ PostGraphile v4 ratios ${r.ratios.join(', ')}  median ${r.medianRatio} (≥ ${r.target})  ${r.pass ? 'PASS' : 'MISS'}`)
   else if (name === 'memory') say(`  memory   RSS MB ${s.rssKb.map((k) => (k / 1024).toFixed(1)).join(' → ')}  growth ${s.growthPct} % (< ${s.targetPct} %)  ${s.pass ? 'PASS' : 'MISS'}`)
   else if (s.skipped) say(`  ${name.padEnd(8)} skipped: ${s.skipped}`)
-  else say(`  ${name.padEnd(8)} ratios ${s.ratios.join(', ')}  median ${s.medianRatio} ${s.target === null ? '(reported)' : `(≥ ${s.target})  ${s.pass ? 'PASS' : 'MISS'}`}${s.profiled ? ' (profiled)' : ''}${s.cpuUsPerRequest ? `  CPU/request baseline ${s.cpuUsPerRequest.baseline} µs, gateway ${s.cpuUsPerRequest.gateway} µs` : ''}`)
+  else say(`  ${name.padEnd(8)} ratios ${s.ratios.join(', ')}  median ${s.medianRatio} ${s.target === null ? '(reported)' : `(≥ ${s.target})  ${s.pass ? 'PASS' : 'MISS'}`}${s.profiled ? ' (profiled)' : ''}${s.cpuUsPerRequest ? `  CPU/request baseline ${s.cpuUsPerRequest.baseline} µs, gateway ${s.cpuUsPerRequest.gateway} µs` : ''}${s.cpuRatio ? ` (CPU ratio ${s.cpuRatio})` : ''}${s.clientBound?.length ? '  ⚠ client-bound' : ''}`)
 }
 say(`Results: ${out}`)
 // Regressions (issue 30): CPU µs per request of each server against bench/recorded.json; --record rewrites it.
