@@ -321,7 +321,7 @@ async function ab(name, { baseline, gateway, target, gw }) {
   // target null: a figure that is reported, not judged.
   const pass = target === null ? null : medianRatio >= target
   const cpuUsPerRequest = cpuPerRequest(runs)
-  say(`[${name}] median ratio ${medianRatio}${target === null ? ' (reported)' : ` (target ≥ ${target}) ${pass ? 'PASS' : 'MISS'}`}${options.cpuProf ? ' (profiled: not comparable)' : ''}; CPU per request (median) baseline ${cpuUsPerRequest.baseline} µs, gateway ${cpuUsPerRequest.gateway} µs (+${+(cpuUsPerRequest.gateway - cpuUsPerRequest.baseline).toFixed(1)})`)
+  say(`[${name}] median ratio ${medianRatio}${target === null ? ' (reported)' : ` (target ≥ ${target}) ${pass ? 'PASS' : 'MISS'}`}${options.cpuProf ? ' (profiled: not comparable)' : ''}; CPU per request (median) baseline ${cpuUsPerRequest.baseline} µs, gateway ${cpuUsPerRequest.gateway} µs (${cpuUsPerRequest.gateway >= cpuUsPerRequest.baseline ? '+' : '−'}${Math.abs(+(cpuUsPerRequest.gateway - cpuUsPerRequest.baseline).toFixed(1))})`)
   // The ratio the two servers' CPU per request alone gives (baseline ÷ gateway): what req/s would show
   // if each server, not the load generator nor the machine, were the bottleneck.
   const cpuRatio = cpuUsPerRequest.baseline && cpuUsPerRequest.gateway ? +(cpuUsPerRequest.baseline / cpuUsPerRequest.gateway).toFixed(3) : undefined
@@ -381,7 +381,7 @@ async function todoScenarios(which, production = false) {
     if (which.includes('rest')) {
       const gateway = { url: `${gw.url}/operations/TodoById?id=1`, pid: gw.pid }
       assertSame('rest', await fetchJson(gateway.url), expected)
-      say(`[rest] GET /operations/TodoById?id=1 vs baseline GET /todo?id=1: both answer ${JSON.stringify(expected)}`)
+      say(`[rest${suffix}] GET /operations/TodoById?id=1 vs baseline GET /todo?id=1: both answer ${JSON.stringify(expected)}`)
       results.scenarios[`rest${suffix}`] = { gatewayUrl: '/operations/TodoById?id=1', ...(await ab(`rest${suffix}`, { baseline, gateway, target: TARGETS.rest, gw })) }
     }
     if (which.includes('graphql')) {
@@ -389,7 +389,7 @@ async function todoScenarios(which, production = false) {
       const gateway = { url: `${gw.url}/graphql`, method: 'POST', headers: { 'content-type': 'application/json' }, body, pid: gw.pid }
       const got = await fetchJson(gateway.url, { method: 'POST', headers: gateway.headers, body })
       assertSame('graphql', got.data, expected)
-      say(`[graphql] POST /graphql (TodoById, {id:1}) vs baseline GET /todo?id=1`)
+      say(`[graphql${suffix}] POST /graphql (TodoById, {id:1}) vs baseline GET /todo?id=1`)
       results.scenarios[`graphql${suffix}`] = { gatewayUrl: 'POST /graphql', ...(await ab(`graphql${suffix}`, { baseline, gateway, target: TARGETS.graphql, gw })) }
     }
   } finally {
