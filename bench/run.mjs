@@ -327,7 +327,7 @@ async function ab(name, { baseline, gateway, target, gw }) {
   const cpuRatio = cpuUsPerRequest.baseline && cpuUsPerRequest.gateway ? +(cpuUsPerRequest.baseline / cpuUsPerRequest.gateway).toFixed(3) : undefined
   // autocannon shares the machine: at ≥ CLIENT_BOUND_PCT of a core it, not the server, sets the pace of the run.
   const clientBound = runs.filter((r) => r.clientCpuPct >= CLIENT_BOUND_PCT).map((r) => `round ${r.round} ${r.which} (autocannon ${r.clientCpuPct} %, server ${r.serverCpuPct} %)`)
-  if (clientBound.length) say(`[${name}] ⚠ client-bound: autocannon used ≥ ${CLIENT_BOUND_PCT} % of a core in ${clientBound.join(', ')}: those req/s are the load generator's ceiling on this machine, not the server's; the CPU ratio (baseline ÷ gateway CPU per request) is ${cpuRatio}`)
+  if (clientBound.length) say(`[${name}] ⚠ client-bound: autocannon used ≥ ${CLIENT_BOUND_PCT} % of a core in ${clientBound.join(', ')}: those req/s are the load generator's ceiling on this machine, not the server's; the CPU ratio (baseline ÷ gateway CPU per request) is ${cpuRatio ?? 'not measured'}`)
   return { runs, ratios, medianRatio, target, pass, profiled: options.cpuProf, cpuUsPerRequest, cpuRatio, clientBound }
 }
 
