@@ -13,7 +13,7 @@
  *   CONC=1,5,50 ONLY=CONC node bench/linked-path.mjs # CPU per call at several concurrencies
  *   PROFILE_SECONDS=10 node --cpu-prof bench/linked-path.mjs  # only the linked query (QUERY=… for another), 50 in flight
  *
- * Uses a temp copy of examples/chinook/chinook.sqlite; starts the countries API as its own process.
+ * Uses a temp copy of examples/chinook/chinook.sqlite; starts the countries and reviews APIs as their own processes.
  */
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -43,9 +43,17 @@ const countries = await startNode({
   timeoutMs: 30_000,
 })
 const countriesUrl = countries.match[1]
+// Not called by this operation, but the gateway introspects it at startup.
+const reviews = await startNode({
+  name: 'reviews',
+  args: [join(root, 'dist/examples/federation/services/reviews.js')],
+  env: { ...process.env, REVIEWS_PORT: String(await freePort()) },
+  ready: /listening on (http:\/\/127\.0\.0\.1:\d+)/,
+  timeoutMs: 30_000,
+})
 process.env.CHINOOK_DATABASE_URL = `sqlite:${dbFile}`
 process.env.COUNTRIES_API_URL = countriesUrl
-process.env.REVIEWS_API_URL = 'http://127.0.0.1:9' // not used by this operation
+process.env.REVIEWS_API_URL = reviews.match[1]
 process.chdir(root)
 
 const { loadConfigFile } = await import(join(root, 'dist/gateway/config/load.js'))
@@ -78,6 +86,7 @@ if (process.env.PROFILE_SECONDS) {
   process.stdout.write(`${calls} calls in ${process.env.PROFILE_SECONDS} s: ${((c.user + c.system) / calls).toFixed(1)} µs CPU per call\n`)
   await gateway.close()
   await countries.stop()
+  await reviews.stop()
   rmSync(work, { recursive: true, force: true })
   process.exit(0)
 }
@@ -241,4 +250,5 @@ await pool.close()
 await gateway.close()
 db.close()
 await countries.stop()
+await reviews.stop()
 rmSync(work, { recursive: true, force: true })

@@ -49,7 +49,7 @@ import {
 } from 'graphql'
 import { MapperKind, mapSchema } from '@graphql-tools/utils'
 import { ConfigInvalidError } from '../errors.js'
-import { LINK_EXTENSION, type LinkFieldExtension } from '../connectors/types.js'
+import { LINK_EXTENSION, type LinkDirectAccess, type LinkFieldExtension } from '../connectors/types.js'
 import { withSharedScalars } from './namespace.js'
 
 /** How a link with a list-taking target serves every parent of a level in one call. */
@@ -127,6 +127,10 @@ interface CompiledLink {
   matchNode: FieldNode | null
   /** `batch.resultPath` split at its dots (empty: the target returns the list). */
   resultPath: string[]
+  /** The object types along `resultPath` and the item type, by schema (types are the final schema's, known at the first call). */
+  types: WeakMap<GraphQLSchema, { path: GraphQLObjectType[]; item: GraphQLObjectType }>
+  /** The target is a REST operation (`extensions.rest`, connectors/rest/convert.ts): its items are plain JSON objects. */
+  restTarget: boolean
 }
 
 function fail(index: number, prop: string, message: string): never {
@@ -233,7 +237,23 @@ function compileLink(schema: GraphQLSchema, def: LinkDefinition, index: number):
     operations: new WeakMap(),
     matchNode,
     resultPath,
+    types: new WeakMap(),
+    restTarget: target.extensions?.['rest'] !== undefined,
   }
+}
+
+/** The object types along a batched link's `resultPath`, and its item type, in `schema`. */
+function typesOf(link: CompiledLink, schema: GraphQLSchema): { path: GraphQLObjectType[]; item: GraphQLObjectType } {
+  let known = link.types.get(schema)
+  if (known) return known
+  let item = getNamedType(schema.getQueryType()!.getFields()[link.def.target]!.type) as GraphQLObjectType
+  const path: GraphQLObjectType[] = []
+  for (const segment of link.resultPath) {
+    path.push(item)
+    item = getNamedType(item.getFields()[segment]!.type) as GraphQLObjectType
+  }
+  link.types.set(schema, (known = { path, item }))
+  return known
 }
 
 function typeNode(type: GraphQLInputType): TypeNode {
@@ -473,34 +493,10 @@ async function flush(link: CompiledLink, pending: Pending): Promise<void> {
     })
     return
   }
-  const query = info.schema.getQueryType()!
-  let itemType = getNamedType(query.getFields()[link.def.target]!.type) as GraphQLObjectType
-  const pathTypes: GraphQLObjectType[] = []
-  for (const segment of link.resultPath) {
-    pathTypes.push(itemType)
-    itemType = getNamedType(itemType.getFields()[segment]!.type) as GraphQLObjectType
-  }
-  const match = link.def.batch.match
-  const many = link.def.many === true
   const serve = async (chunk: Entry[]): Promise<void> => {
     try {
-      const args = fill(link.def.args ?? {}, () => undefined, chunk.map((e) => e.value)) as Record<string, unknown>
-      let result = await callTarget(link, args, info, context)
-      for (let i = 0; i < link.resultPath.length && result !== null && result !== undefined; i++) result = await readField(pathTypes[i]!, result, link.resultPath[i]!, context, info)
-      // Items by key: every item (many) or the first one.
-      const byKey = new Map<string, unknown>()
-      for (const item of Array.isArray(result) ? result : []) {
-        let k = readField(itemType, item, match, context, info)
-        if (k instanceof Promise) k = await k
-        if (k === null || k === undefined) continue
-        const key = String(k)
-        const known = byKey.get(key)
-        if (!many) {
-          if (known === undefined) byKey.set(key, item)
-        } else if (known) (known as unknown[]).push(item)
-        else byKey.set(key, [item])
-      }
-      settle(chunk, (e) => byKey.get(String(e.value)) ?? (many ? [] : null))
+      const byKey = await loadChunk(link, chunk.map((e) => e.value), info, context)
+      settle(chunk, (e) => byKey.get(String(e.value)) ?? (link.def.many ? [] : null))
     } catch (err) {
       settle(chunk, () => {
         throw err
@@ -512,6 +508,62 @@ async function flush(link: CompiledLink, pending: Pending): Promise<void> {
   const chunks: Entry[][] = []
   for (let i = 0; i < entries.length; i += link.maxKeys) chunks.push(entries.slice(i, i + link.maxKeys))
   await runLimited(chunks, link.concurrency, serve)
+}
+
+/**
+ * One call of a batched link for `keys` (at most `maxKeys`): the target's items by key (`String` of
+ * their `batch.match` value), the first one or (`many`) all of them in answer order.
+ * @throws the call's error
+ */
+async function loadChunk(link: CompiledLink, keys: readonly unknown[], info: GraphQLResolveInfo, context: unknown): Promise<Map<string, unknown>> {
+  const batch = link.def.batch!
+  const args = fill(link.def.args ?? {}, () => undefined, keys as unknown[]) as Record<string, unknown>
+  let result = await callTarget(link, args, info, context)
+  const types = typesOf(link, info.schema)
+  for (let i = 0; i < link.resultPath.length && result !== null && result !== undefined; i++) result = await readField(types.path[i]!, result, link.resultPath[i]!, context, info)
+  // Items by key: every item (many) or the first one.
+  const byKey = new Map<string, unknown>()
+  const many = link.def.many === true
+  for (const item of Array.isArray(result) ? result : []) {
+    let k = readField(types.item, item, batch.match, context, info)
+    if (k instanceof Promise) k = await k
+    if (k === null || k === undefined) continue
+    const key = String(k)
+    const known = byKey.get(key)
+    if (!many) {
+      if (known === undefined) byKey.set(key, item)
+    } else if (known) (known as unknown[]).push(item)
+    else byKey.set(key, [item])
+  }
+  return byKey
+}
+
+/**
+ * A batched link's {@link LinkDirectAccess}: every key at once, chunked by `maxKeys`, at most
+ * `concurrency` calls at a time; a failed chunk's keys map to its error.
+ */
+function directAccess(link: CompiledLink): LinkDirectAccess {
+  return {
+    key: link.def.batch!.key,
+    many: link.def.many === true,
+    target: link.def.target,
+    async load(keys, info, context) {
+      const chunks: unknown[][] = []
+      for (let i = 0; i < keys.length; i += link.maxKeys) chunks.push(keys.slice(i, i + link.maxKeys))
+      const out = new Map<string, unknown>()
+      const one = async (chunk: unknown[]): Promise<void> => {
+        try {
+          for (const [k, v] of await loadChunk(link, chunk, info, context)) out.set(k, v)
+        } catch (err) {
+          const failure = err instanceof Error ? err : new Error(String(err))
+          for (const k of chunk) out.set(String(k), failure)
+        }
+      }
+      if (chunks.length === 1) await one(chunks[0]!)
+      else await runLimited(chunks, link.concurrency, one)
+      return out
+    },
+  }
 }
 
 function linkField(link: CompiledLink): GraphQLFieldConfig<unknown, unknown> {
@@ -536,7 +588,8 @@ function linkField(link: CompiledLink): GraphQLFieldConfig<unknown, unknown> {
     const key = readField(info.parentType, parent, def.batch.key, context, info)
     return key instanceof Promise ? key.then((k) => batched(k, context, info)) : batched(key, context, info)
   }
-  const extension: LinkFieldExtension = { requires: link.requires }
+  // A direct plan serves batched links whose target is a REST operation that returns the list itself.
+  const extension: LinkFieldExtension = { requires: link.requires, ...(def.batch && !link.resultPath.length && link.restTarget ? { direct: directAccess(link) } : {}) }
   return {
     type: link.type,
     description: def.description ?? `Link to \`${def.target}\`${def.batch ? ` (batched by ${def.batch.key})` : ''}.`,

@@ -5,7 +5,7 @@
  * one factory, `createXSource(options, context)`, that returns a {@link ConnectorSubschema}: the
  * source's schema *without* any namespace prefix. `compose/` applies the namespace.
  */
-import type { GraphQLSchema } from 'graphql'
+import type { GraphQLResolveInfo, GraphQLSchema } from 'graphql'
 import type { Executor } from '@graphql-tools/utils'
 import type { Logger } from 'pino'
 import type { RowFilterRule } from './database/compiler/row-filter.js'
@@ -130,6 +130,31 @@ export const LINK_EXTENSION = 'tributaryLink'
 export interface LinkFieldExtension {
   /** Field names of the parent type (leaf fields). */
   requires: readonly string[]
+  /** A batched link whose target is a REST operation: how a direct plan (gateway/operations/direct-links.ts) serves it. */
+  direct?: LinkDirectAccess
+}
+
+/**
+ * A batched link as a direct plan uses it: the parents' keys, read from the statement's JSON, are
+ * given all at once and the target's items come back by key, exactly as the link's resolver would
+ * have matched them (`batch.match`, compared as strings).
+ */
+export interface LinkDirectAccess {
+  /** The parent field that holds the key (`batch.key`). */
+  readonly key: string
+  /** `many`: the field is the list of every matching item, else the first one. */
+  readonly many: boolean
+  /** The target `Query` field (a REST operation returning a list of objects of the item type). */
+  readonly target: string
+  /**
+   * Calls the target for `keys` (distinct, non-null; chunked by `batch.maxKeys`, at most
+   * `concurrency` calls at once), with the link field's selection set (`node`).
+   * @param info the link field's resolve info as a direct plan makes it: `schema`, `fragments`,
+   *   `operation`, `variableValues`, `fieldNodes: [node]`, `path`.
+   * @returns for each key (as `String(key)`), the matching item (or the array of them with `many`), or
+   *   the Error of the call that served it; keys that match nothing are absent.
+   */
+  load(keys: readonly unknown[], info: GraphQLResolveInfo, context: unknown): Promise<Map<string, unknown>>
 }
 
 /**

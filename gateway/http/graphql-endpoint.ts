@@ -455,7 +455,7 @@ export function registerGraphQLEndpoint(
       const direct = directPlanOf(prepared, gateway.schema, operation, (operationName as string | null | undefined) ?? '')
       if (direct && (early === undefined || early.direct !== undefined)) {
         // One statement on PostgreSQL: its rows may come and go as latin1-coded UTF-8, never decoded nor encoded (Latin1Context).
-        const context: Latin1Context & Record<string, unknown> = early?.context ?? { reply, request, headers: request.headers, cluster: holder.cluster, resultBudget: resultBudget(gateway.config.server.maxResponseBytes), auth, latin1Json: direct.roots === 1 }
+        const context: Latin1Context & Record<string, unknown> = early?.context ?? { reply, request, headers: request.headers, cluster: holder.cluster, resultBudget: resultBudget(gateway.config.server.maxResponseBytes), auth, latin1Json: direct.roots === 1 && !direct.upstream }
         const data = await (early?.direct ?? direct.run(variables as Record<string, unknown> | undefined, context))
         if (typeof data === 'string') {
           reply.code(200)
@@ -465,7 +465,12 @@ export function registerGraphQLEndpoint(
           return reply.type(`${mediaType}; charset=utf-8`).send(payload)
         }
         // The statement failed once sent (a timeout, a cancellation...): reported, never run again.
-        if (data !== null) return send(reply, withRetryAfter(reply, data.errors, 200), mediaType, { errors: formatGraphQLErrors(data.errors, { mode: gateway.config.mode, logger: request.log }).errors, data: null })
+        // Or a link value failed (`data` set): the partial result, as GraphQL execution gives it.
+        if (data !== null) {
+          const formatted = formatGraphQLErrors(data.errors, { mode: gateway.config.mode, logger: request.log })
+          if (data.data && !formatted.critical) return send(reply, 200, mediaType, { errors: formatted.errors, data: data.data })
+          return send(reply, withRetryAfter(reply, data.errors, 200), mediaType, { errors: formatted.errors, data: null })
+        }
       }
     }
 
@@ -702,7 +707,7 @@ export function registerGraphQLEndpoint(
     prepared.label ??= plan.operation.name && persisted.allowsText(query) ? plan.operation.name.value : '(graphql)'
     const maxBytes = gateway.config.server.maxResponseBytes
     const h = req.headers
-    const context: Latin1Context & Record<string, unknown> = { reply: { raw: res, request: { headers: h } }, headers: h, cluster: holder.cluster, resultBudget: resultBudget(maxBytes), auth, latin1Json: plan.direct?.roots === 1 }
+    const context: Latin1Context & Record<string, unknown> = { reply: { raw: res, request: { headers: h } }, headers: h, cluster: holder.cluster, resultBudget: resultBudget(maxBytes), auth, latin1Json: plan.direct?.roots === 1 && !plan.direct.upstream }
     const send = (payload: string, run: EarlyGraphQLRun): void => {
       if (payload.length > maxBytes / 3) return handOver(run) // the route's size check
       const latin1 = context.latin1Used === true

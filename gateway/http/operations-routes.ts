@@ -192,7 +192,10 @@ async function respond(op: CompiledOperation, variables: Variables, request: Fas
     }
     if (body !== null) {
       // The statement failed once sent (a timeout, a cancellation...): reported, never run again.
-      const { errors, status } = formatGraphQLErrors(body.errors, { mode: holder.current.config.mode, logger: request.log })
+      // Or a link value failed (`data` set): answered as GraphQL execution's partial result is.
+      const { errors, status, critical } = formatGraphQLErrors(body.errors, { mode: holder.current.config.mode, logger: request.log })
+      const data = critical ? undefined : body.data
+      if (data) return json(reply, status, { errors, data })
       return json(reply, withRetryAfter(reply, body.errors, status), { errors, data: null })
     }
   }
@@ -712,7 +715,7 @@ function answerEarly(app: FastifyInstance, holder: GatewayHolder, state: CacheSt
     const policy = cachePolicy(op)
     const hooked = gateway.hooks !== null && gateway.hooks.operations.has(name)
     // Other queries run by their execution only without hooks of any kind: an upstream hook is given the client's request, which only fastify has.
-    const kind = policy ? (hits ? 'hit' : null) : !directs || op.kind !== 'query' ? null : op.direct ? 'direct' : gateway.hooks === null ? 'execute' : null
+    const kind = policy ? (hits ? 'hit' : null) : !directs || op.kind !== 'query' ? null : op.direct && (!op.direct.upstream || gateway.hooks === null) ? 'direct' : gateway.hooks === null ? 'execute' : null
     // A direct query may carry auth directives, not `@fromClaim` (its variables would depend on the token).
     const auth = op.stored.auth
     e = kind === null || op.internal || (auth && (kind === 'hit' || Object.keys(auth.fromClaim).length)) || hooked || op.stored.language !== 'graphql' || Object.keys(op.stored.rules.inject).length

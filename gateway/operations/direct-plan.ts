@@ -3,8 +3,9 @@
  * operation is a database read whose connector offers a direct plan (`extensions.tributary.direct`,
  * see `connectors/database/direct.ts`), the operation runs one SQL statement per root field whose
  * result is already the field's final JSON, and the response body is assembled from those strings —
- * no JSON parsing, no GraphQL result walk, no re-serialisation. Anything else uses normal GraphQL
- * execution, which also reports every error.
+ * no JSON parsing, no GraphQL result walk, no re-serialisation. Batched links to REST operations in
+ * a root field's selection are served inside its plan (./direct-links.ts). Anything else uses normal
+ * GraphQL execution, which also reports every error.
  */
 import {
   GraphQLError,
@@ -14,6 +15,7 @@ import {
   isEnumType,
   isListType,
   isNonNullType,
+  isObjectType,
   isScalarType,
   isSpecifiedScalarType,
   typeFromAST,
@@ -28,6 +30,7 @@ import {
 } from 'graphql'
 import { selectsProtectedField } from '../auth/permissions.js'
 import { DirectPlanUnavailable, type DirectJsonCompiler, type DirectJsonPlan } from '../connectors/database/direct.js'
+import { compileLinkedRoot, serveLinks, type LinkedPartial, type LinkedRoot } from './direct-links.js'
 
 /**
  * A direct run whose statement failed once sent (a driver error, `TRB_ERR_DB_TIMEOUT`,
@@ -37,6 +40,11 @@ import { DirectPlanUnavailable, type DirectJsonCompiler, type DirectJsonPlan } f
 export interface DirectFailure {
   /** One error, its `path` the failing root field's response key, `originalError` the statement's error. */
   errors: GraphQLError[]
+  /**
+   * Set when the statements answered but a link value failed (./direct-links.ts): the data object,
+   * with null where the errors are, as GraphQL execution would give it; `errors` are the link values'.
+   */
+  data?: Record<string, unknown>
 }
 
 /** A query operation compiled for direct JSON execution. */
@@ -56,6 +64,11 @@ export interface DirectOperation {
   runValidated(variables: Record<string, unknown>, context: unknown): Promise<string | DirectFailure | null>
   /** How many root fields (statements) the operation runs: a latin1 run (connectors/database/direct.ts `Latin1Context`) is for one. */
   readonly roots: number
+  /**
+   * True when the plan also calls other sources, through the links in its selection
+   * (./direct-links.ts): it needs the request's hooks like GraphQL execution does, and no latin1 run.
+   */
+  readonly upstream: boolean
 }
 
 /**
@@ -72,7 +85,7 @@ export function compileDirectOperation(schema: GraphQLSchema, document: Document
   const fragments: Record<string, FragmentDefinitionNode> = {}
   for (const d of document.definitions) if (d.kind === Kind.FRAGMENT_DEFINITION) fragments[d.name.value] = d
   const variableDefinitions = operation.variableDefinitions ?? []
-  const parts: { key: string; prefix: string; plan: DirectJsonPlan }[] = []
+  const parts: { key: string; prefix: string; plan: DirectJsonPlan; sites: LinkedRoot['sites'] }[] = []
   const keys = new Set<string>()
   for (const selection of operation.selectionSet.selections) {
     if (selection.kind !== Kind.FIELD || selection.directives?.length) return null
@@ -82,11 +95,16 @@ export function compileDirectOperation(schema: GraphQLSchema, document: Document
     keys.add(key)
     const compile = (root.getFields()[field.name.value]?.extensions as { tributary?: { direct?: DirectJsonCompiler } } | undefined)?.tributary?.direct
     if (typeof compile !== 'function') return null
-    const plan = compile({ schema, field, fragments, variableDefinitions })
+    // Batched links in the selection are compiled as markers, served once the statement answers.
+    const type = getNamedType(root.getFields()[field.name.value]!.type)
+    const linked = isObjectType(type) ? compileLinkedRoot(schema, field, type, fragments, operation) : { field, sites: [] }
+    if (!linked) return null
+    const plan = compile({ schema, field: linked.field, fragments, variableDefinitions })
     if (!plan) return null
-    parts.push({ key, prefix: `${parts.length ? ',' : '{'}${JSON.stringify(key)}:`, plan })
+    parts.push({ key, prefix: `${parts.length ? ',' : '{'}${JSON.stringify(key)}:`, plan, sites: linked.sites })
   }
   if (!parts.length) return null
+  const upstream = parts.some((p) => p.sites.length > 0)
 
   // Variables whose JSON value is already their coerced value once validated: Int, Float, String,
   // Boolean, ID and enums, and lists of them. Their defaults are computed once.
@@ -102,24 +120,46 @@ export function compileDirectOperation(schema: GraphQLSchema, document: Document
     }
   }
 
+  /** One root field: its statement, then its links (a statement failure rejects; a link failure is a {@link LinkedPartial}). */
+  const runPart = (part: (typeof parts)[number], coerced: Record<string, unknown>, context: unknown): Promise<string | LinkedPartial> =>
+    part.sites.length ? part.plan.run(coerced, context).then((text) => serveLinks(text, part.sites, context, part.key)) : part.plan.run(coerced, context)
+
   async function execute(coerced: Record<string, unknown>, context: unknown): Promise<string | DirectFailure | null> {
     if (parts.length === 1) {
+      let value: string | LinkedPartial
       try {
-        return `${parts[0].prefix}${await parts[0].plan.run(coerced, context)}}`
+        value = await runPart(parts[0], coerced, context)
       } catch (err) {
         return failure(parts[0].key, err)
       }
+      return typeof value === 'string' ? `${parts[0].prefix}${value}}` : { errors: value.errors, data: { [parts[0].key]: value.value } }
     }
-    const settled = await Promise.allSettled(parts.map((p) => p.plan.run(coerced, context)))
+    const settled = await Promise.allSettled(parts.map((p) => runPart(p, coerced, context)))
     let body = ''
     let unavailable = false
+    let partials = false
     for (let i = 0; i < parts.length; i++) {
       const r = settled[i]
-      if (r.status === 'fulfilled') body += parts[i].prefix + r.value
-      else if (r.reason instanceof DirectPlanUnavailable) unavailable = true
+      if (r.status === 'fulfilled') {
+        if (typeof r.value === 'string') body += parts[i].prefix + r.value
+        else partials = true
+      } else if (r.reason instanceof DirectPlanUnavailable) unavailable = true
       else return failure(parts[i].key, r.reason)
     }
-    return unavailable ? null : body + '}'
+    if (unavailable) return null
+    if (!partials) return body + '}'
+    // Some link value failed: the data object with its nulls, and the errors in root field order.
+    const data: Record<string, unknown> = {}
+    const errors: GraphQLError[] = []
+    for (let i = 0; i < parts.length; i++) {
+      const value = (settled[i] as PromiseFulfilledResult<string | LinkedPartial>).value
+      if (typeof value === 'string') data[parts[i].key] = JSON.parse(value)
+      else {
+        data[parts[i].key] = value.value
+        errors.push(...value.errors)
+      }
+    }
+    return { errors, data }
   }
 
   const quick = simple ? quickCoercion(schema, variableDefinitions) : undefined
@@ -139,6 +179,7 @@ export function compileDirectOperation(schema: GraphQLSchema, document: Document
   return {
     run,
     roots: parts.length,
+    upstream,
     runValidated(variables, context) {
       if (!simple) return run(variables, context)
       if (!defaults.length) return execute(variables, context)
