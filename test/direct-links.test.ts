@@ -21,6 +21,7 @@ import { createGateway } from '../gateway/runtime.js'
 import { buildApp } from '../gateway/http/app.js'
 import { compileDirectOperation } from '../gateway/operations/direct-plan.js'
 import { createCountriesService } from '../examples/federation/services/countries.js'
+import { chinook } from './helpers/chinook.js'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 
@@ -75,7 +76,8 @@ const links: LinkDefinition[] = [
 /** A stored operation whose link values partly fail. */
 const CUSTOMER_THINGS = 'query CustomerThings { chinook_findManyCustomer(take: 45, orderBy: [{ customerId: asc }]) { customerId thing { code label size } } }'
 
-async function start(t: Test) {
+/** The gateway: Chinook as a writable SQLite copy (with the attack's rows), or `databaseUrl` (a shared read-only copy on another engine). */
+async function start(t: Test, databaseUrl?: string) {
   const countries = await createCountriesService({})
   const countryCalls: string[] = []
   countries.addHook('onRequest', async (req) => {
@@ -86,12 +88,14 @@ async function start(t: Test) {
   const things = await thingsApi(t)
   const dir = mkdtempSync(join(tmpdir(), 'tributary-direct-links-'))
   const file = join(dir, 'chinook.sqlite')
-  copyFileSync(join(root, 'examples/chinook/chinook.sqlite'), file)
-  // Parent data that spells markers, in a column selected next to the link (attack).
-  const db = new Database(file)
-  db.prepare('UPDATE Customer SET FirstName = ? WHERE CustomerId = 1').run('","__trb_link0":"Brazil')
-  db.prepare('UPDATE Customer SET LastName = ? WHERE CustomerId = 2').run('{"__trb_link0":1}')
-  db.close()
+  if (!databaseUrl) {
+    copyFileSync(join(root, 'examples/chinook/chinook.sqlite'), file)
+    // Parent data that spells markers, in a column selected next to the link (attack).
+    const db = new Database(file)
+    db.prepare('UPDATE Customer SET FirstName = ? WHERE CustomerId = 1').run('","__trb_link0":"Brazil')
+    db.prepare('UPDATE Customer SET LastName = ? WHERE CustomerId = 2').run('{"__trb_link0":1}')
+    db.close()
+  }
   mkdirSync(join(dir, 'operations'))
   writeFileSync(join(dir, 'operations', 'CustomersWithCountry.graphql'), 'query CustomersWithCountry($take: Int = 10) { chinook_findManyCustomer(take: $take, orderBy: [{ customerId: asc }]) { customerId countryInfo { capital currency } } }')
   writeFileSync(join(dir, 'operations', 'CustomerThings.graphql'), CUSTOMER_THINGS)
@@ -99,7 +103,7 @@ async function start(t: Test) {
   const gateway = await createGateway(
     resolveConfig({
       datasources: [
-        { kind: 'database', namespace: 'chinook', url: `sqlite:${file}` },
+        { kind: 'database', namespace: 'chinook', url: databaseUrl ?? `sqlite:${file}` },
         { kind: 'rest', namespace: 'geo', openapi: `${countriesUrl}/openapi.json` },
         { kind: 'rest', namespace: 'things', openapi: `${things.url}/openapi.json`, retry: { retries: 0 } },
       ],
@@ -253,4 +257,25 @@ t.test('a target that is down: every parent it served gets null and its own erro
   t.ok(got.body.errors!.every((e) => e.extensions.code === 'TRB_ERR_UPSTREAM'))
   const rows = got.body.data.chinook_findManyCustomer as Array<{ thing: unknown; countryInfo: { name: string } | null }>
   t.ok(rows.every((r) => r.thing === null && r.countryInfo !== null))
+})
+
+for (const dialect of ['postgres', 'mysql'] as const) t.test(`on ${dialect}: the same JSON text and errors as GraphQL execution`, async (t) => {
+  const db = await chinook(dialect)
+  if (db.skipReason) {
+    t.comment(`skipped: ${db.skipReason}`)
+    return
+  }
+  const { plan, executed, served } = await start(t, db.url)
+  for (const query of [
+    '{ chinook_findManyCustomer(take: 59, orderBy: [{ customerId: asc }]) { customerId countryInfo { name capital __typename } firstName } }',
+    '{ chinook_findManyInvoice(take: 15, orderBy: [{ invoiceId: asc }]) { invoiceId customer { customerId countryMany { name } } } }',
+    '{ chinook_findManyCustomer(take: 45, orderBy: [{ customerId: asc }]) { customerId thing { code label size } stateAsCountry { name } } }',
+  ]) {
+    t.ok(plan(query)?.upstream, `a direct plan: ${query.slice(0, 50)}`)
+    const expected = await executed(query)
+    const got = await served(query)
+    t.equal(got.text, expected.text, `the same JSON text: ${query.slice(0, 50)}`)
+    t.same(errorSet(got.body.errors), errorSet(expected.result.errors), 'the same errors')
+    t.equal(got.calls, expected.calls, 'the same calls')
+  }
 })
