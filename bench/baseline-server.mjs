@@ -22,8 +22,8 @@
  *   `GET /operations/Roles` of the gateway (bench/roles/).
  *
  * - `GET /linked` (issue 9, with `--linked-db <file> --linked-sql <json file> --countries-url <url>`): runs
- *   the single SQL statement the gateway sends for `GET /operations/CustomersWithCountry?take=50` of
- *   examples/federation (captured from its debug log, `{ sql, bindings }`), then the single REST call
+ *   the SQL read of `GET /operations/CustomersWithCountry?take=50` of examples/federation as a
+ *   developer writes it (`{ sql, bindings }`: run.mjs gives the four columns as `json_object`), then the single REST call
  *   it makes, `GET /countries?names=<distinct countries, in row order>` on the countries API through an
  *   undici Pool, and joins them by country into the same body as the stored operation.
  *
