@@ -10,7 +10,7 @@
  * the level, then merge).
  *
  * Served this way: batched links whose target is a REST operation returning the list itself, whose
- * batch key is an `Int`, `String` or `ID` field of the parent, selected without directives, outside
+ * batch key is an `Int` or `String` field of the parent, selected without directives, outside
  * named fragments, once per response key. Their selection set may use fields without resolvers of
  * object types (no interfaces or unions; a REST type's synchronous `isTypeOf` is checked as graphql-js
  * does), `__typename`, inline fragments and fragment spreads on the item type itself, no arguments and
@@ -107,7 +107,11 @@ export interface LinkedPartial {
 /** Thrown while compiling: the selection cannot be served by a direct plan. */
 class Unsupported extends Error {}
 
-const KEY_TYPES = new Set(['Int', 'String', 'ID'])
+/**
+ * The batch key types served: their direct JSON value is the value the link's resolver reads (an
+ * `ID` prints as a string where the row may hold a number, which a list-of-Int argument would refuse).
+ */
+const KEY_TYPES = new Set(['Int', 'String'])
 
 /**
  * Replaces the link fields of a database root field's selection by their markers.
@@ -144,7 +148,7 @@ export function compileLinkedRoot(schema: GraphQLSchema, field: FieldNode, type:
         if (!link.direct || sel.directives?.length || keys.has(responseKey)) throw new Unsupported('a link field the direct plan cannot serve')
         keys.add(responseKey)
         const keyField = parent.getFields()[link.direct.key]
-        if (!keyField || !KEY_TYPES.has(getNamedType(keyField.type).name)) throw new Unsupported('a batch key that is not an Int, String or ID')
+        if (!keyField || !KEY_TYPES.has(getNamedType(keyField.type).name)) throw new Unsupported('a batch key that is not an Int or a String')
         const item = getNamedType(schema.getQueryType()?.getFields()[link.direct.target]?.type)
         if (!item || !isObjectType(item)) throw new Unsupported('a target without an object item type')
         const linkType: GraphQLOutputType = link.direct.many ? new GraphQLList(new GraphQLNonNull(item)) : item
@@ -350,9 +354,10 @@ interface Found {
 /**
  * Reads the markers of a statement's JSON text: `"__trb_link<n>":<JSON scalar>`, each preceded by `{`
  * or `,` (a key; a string value's quotes are escaped, so it cannot hold one).
+ * @param sites how many link sites the plan has: a marker number beyond them is not one of its markers
  * @throws Error when the text is not what the compiler writes (a marker without its value)
  */
-function findMarkers(text: string): Found[] {
+function findMarkers(text: string, sites: number): Found[] {
   const found: Found[] = []
   const head = `"${MARKER}`
   for (let i = text.indexOf(head); i >= 0; i = text.indexOf(head, i + head.length)) {
@@ -362,7 +367,7 @@ function findMarkers(text: string): Found[] {
     let site = 0
     const digits = j
     for (let c = text.charCodeAt(j); c >= 48 && c <= 57; c = text.charCodeAt(++j)) site = site * 10 + (c - 48)
-    if (j === digits || text.charCodeAt(j) !== 34 || text.charCodeAt(j + 1) !== 58) continue // `"` then `:`
+    if (j === digits || text.charCodeAt(j) !== 34 || text.charCodeAt(j + 1) !== 58 || site >= sites) continue // `"` then `:`, a site of this plan
     const v0 = j + 2
     let v1 = v0
     if (text.charCodeAt(v0) === 34) {
@@ -399,7 +404,7 @@ interface Completed {
  * @returns the final JSON text, or a {@link LinkedPartial} when some link value failed
  */
 export async function serveLinks(text: string, sites: readonly LinkSite[], context: unknown, rootKey: string): Promise<string | LinkedPartial> {
-  const found = findMarkers(text)
+  const found = findMarkers(text, sites.length)
   if (!found.length) return text
   // Distinct non-null keys by site, in order of appearance.
   const keys: Array<Map<string, unknown>> = sites.map(() => new Map())
