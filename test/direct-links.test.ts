@@ -15,13 +15,11 @@ import { fileURLToPath } from 'node:url'
 import Database from 'better-sqlite3'
 import Fastify from 'fastify'
 import { execute, parse, type OperationDefinitionNode } from 'graphql'
-import { pino } from 'pino'
 import { resolveConfig, type LinkDefinition } from '../gateway/config/index.js'
-import { createGateway } from '../gateway/runtime.js'
-import { buildApp } from '../gateway/http/app.js'
 import { compileDirectOperation } from '../gateway/operations/direct-plan.js'
 import { createCountriesService } from '../examples/federation/services/countries.js'
 import { chinook } from './helpers/chinook.js'
+import { serveGateway } from './helpers/serve.js'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 
@@ -100,7 +98,8 @@ async function start(t: Test, databaseUrl?: string) {
   writeFileSync(join(dir, 'operations', 'CustomersWithCountry.graphql'), 'query CustomersWithCountry($take: Int = 10) { chinook_findManyCustomer(take: $take, orderBy: [{ customerId: asc }]) { customerId countryInfo { capital currency } } }')
   writeFileSync(join(dir, 'operations', 'CustomerThings.graphql'), CUSTOMER_THINGS)
   const countriesUrl = `http://127.0.0.1:${(countries.server.address() as { port: number }).port}`
-  const gateway = await createGateway(
+  const { gateway, url } = await serveGateway(
+    t,
     resolveConfig({
       datasources: [
         { kind: 'database', namespace: 'chinook', url: databaseUrl ?? `sqlite:${file}` },
@@ -111,36 +110,32 @@ async function start(t: Test, databaseUrl?: string) {
       operations: { dir: join(dir, 'operations') },
       generatedDir: join(dir, 'generated'),
     }),
-    { logger: pino({ level: 'silent' }) },
   )
-  const app = await buildApp(gateway, { logger: false })
-  await app.listen({ host: '127.0.0.1', port: 0 })
-  t.teardown(async () => {
-    await app.close()
-    await gateway.close()
-  })
-  const url = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`
   /** The document's direct plan (null when it has none). */
   const plan = (query: string) => {
     const document = parse(query)
     return compileDirectOperation(gateway.schema, document, document.definitions.find((d) => d.kind === 'OperationDefinition') as OperationDefinitionNode)
   }
+  /** `run`'s answer with the number of upstream calls made meanwhile. */
+  const counted = async <T>(run: () => Promise<T>): Promise<T & { calls: number }> => {
+    countryCalls.length = 0
+    things.calls.length = 0
+    const answer = await run()
+    return { ...answer, calls: countryCalls.length + things.calls.length }
+  }
   /** GraphQL execution of the document (graphql-js with the resolvers: links resolved per parent), as JSON text, and the calls it made. */
-  const executed = async (query: string) => {
-    countryCalls.length = 0
-    things.calls.length = 0
-    const result = await execute({ schema: gateway.schema, document: parse(query), contextValue: { headers: {} } })
-    return { result: JSON.parse(JSON.stringify(result)) as { data?: any; errors?: any[] }, text: JSON.stringify(result.data), calls: countryCalls.length + things.calls.length }
-  }
+  const executed = (query: string) =>
+    counted(async () => {
+      const result = await execute({ schema: gateway.schema, document: parse(query), contextValue: { headers: {} } })
+      return { result: JSON.parse(JSON.stringify(result)) as { data?: any; errors?: any[] }, text: JSON.stringify(result.data) }
+    })
   /** POST /graphql, as JSON text of `data`, and the calls it made. */
-  const served = async (query: string) => {
-    countryCalls.length = 0
-    things.calls.length = 0
-    const res = await fetch(`${url}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query }) })
-    const text = await res.text()
-    const body = JSON.parse(text) as { data?: any; errors?: any[] }
-    return { status: res.status, body, text: JSON.stringify(body.data), calls: countryCalls.length + things.calls.length }
-  }
+  const served = (query: string) =>
+    counted(async () => {
+      const res = await fetch(`${url}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query }) })
+      const body = (await res.json()) as { data?: any; errors?: any[] }
+      return { status: res.status, body, text: JSON.stringify(body.data) }
+    })
   return { url, plan, executed, served, countryCalls, things }
 }
 

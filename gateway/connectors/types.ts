@@ -148,9 +148,9 @@ export interface LinkDirectAccess {
   readonly target: string
   /**
    * Calls the target for `keys` (distinct, non-null; chunked by `batch.maxKeys`, at most
-   * `concurrency` calls at once), with the link field's selection set (`node`).
+   * `concurrency` calls at once), with the link field's selection set (`info.fieldNodes[0]`).
    * @param info the link field's resolve info as a direct plan makes it: `schema`, `fragments`,
-   *   `operation`, `variableValues`, `fieldNodes: [node]`, `path`.
+   *   `operation`, `variableValues`, `fieldNodes: [<the link field's node>]`, `path`.
    * @returns for each key (as `String(key)`), the matching item (or the array of them with `many`), or
    *   the Error of the call that served it; keys that match nothing are absent.
    */

@@ -121,17 +121,18 @@ const KEY_TYPES = new Set(['Int', 'String'])
  */
 export function compileLinkedRoot(schema: GraphQLSchema, field: FieldNode, type: GraphQLObjectType, fragments: Record<string, FragmentDefinitionNode>, operation: OperationDefinitionNode): LinkedRoot | null {
   const sites: LinkSite[] = []
+  // Each named fragment is searched once per document, whatever the number of its spreads: linear.
+  const memo = new Map<string, boolean>()
   const rewrite = (set: SelectionSetNode, parent: GraphQLObjectType, keys: Set<string>): SelectionSetNode => {
     let changed = false
     const selections = set.selections.map((sel): SelectionNode => {
       if (sel.kind === Kind.FRAGMENT_SPREAD) {
-        const fragment = fragments[sel.name.value]
-        if (fragment && holdsLink(schema, fragment.selectionSet, fragments, new Set([sel.name.value]))) throw new Unsupported('a link field inside a named fragment')
+        if (spreadHoldsLink(schema, sel.name.value, fragments, memo)) throw new Unsupported('a link field inside a named fragment')
         return sel
       }
       if (sel.kind === Kind.INLINE_FRAGMENT) {
         if (sel.typeCondition && sel.typeCondition.name.value !== parent.name) {
-          if (holdsLink(schema, sel.selectionSet, fragments, new Set())) throw new Unsupported('a link field under another type condition')
+          if (holdsLink(schema, sel.selectionSet, fragments, memo)) throw new Unsupported('a link field under another type condition')
           return sel
         }
         const inner = rewrite(sel.selectionSet, parent, keys)
@@ -172,7 +173,7 @@ export function compileLinkedRoot(schema: GraphQLSchema, field: FieldNode, type:
       }
       const named = getNamedType(def.type)
       if (!sel.selectionSet || !isObjectType(named)) {
-        if (sel.selectionSet && holdsLink(schema, sel.selectionSet, fragments, new Set())) throw new Unsupported('a link field under an abstract type')
+        if (sel.selectionSet && holdsLink(schema, sel.selectionSet, fragments, memo)) throw new Unsupported('a link field under an abstract type')
         return sel
       }
       const inner = rewrite(sel.selectionSet, named, new Set())
@@ -192,14 +193,14 @@ export function compileLinkedRoot(schema: GraphQLSchema, field: FieldNode, type:
   }
 }
 
-/** True when a selection set selects a link field (or a marker alias) anywhere below, fragments included. */
-function holdsLink(schema: GraphQLSchema, set: SelectionSetNode, fragments: Record<string, FragmentDefinitionNode>, seen: Set<string>): boolean {
+/**
+ * True when a selection set selects a link field (or a marker alias) anywhere below, fragments
+ * included; `memo` holds the answer for each named fragment already searched.
+ */
+function holdsLink(schema: GraphQLSchema, set: SelectionSetNode, fragments: Record<string, FragmentDefinitionNode>, memo: Map<string, boolean>): boolean {
   for (const sel of set.selections) {
     if (sel.kind === Kind.FRAGMENT_SPREAD) {
-      const fragment = fragments[sel.name.value]
-      if (!fragment || seen.has(sel.name.value)) continue
-      seen.add(sel.name.value)
-      if (holdsLink(schema, fragment.selectionSet, fragments, seen)) return true
+      if (spreadHoldsLink(schema, sel.name.value, fragments, memo)) return true
       continue
     }
     if (sel.kind === Kind.FIELD && (sel.alias?.value ?? sel.name.value).startsWith(MARKER)) return true
@@ -207,9 +208,21 @@ function holdsLink(schema: GraphQLSchema, set: SelectionSetNode, fragments: Reco
       // A link field on any type: its name is a field of some type with the link extension.
       if (isLinkName(schema, sel.name.value)) return true
     }
-    if (sel.selectionSet && holdsLink(schema, sel.selectionSet, fragments, seen)) return true
+    if (sel.selectionSet && holdsLink(schema, sel.selectionSet, fragments, memo)) return true
   }
   return false
+}
+
+/** {@link holdsLink} of the named fragment `name`, searched once (a cycle, in an invalid document, ends as false). */
+function spreadHoldsLink(schema: GraphQLSchema, name: string, fragments: Record<string, FragmentDefinitionNode>, memo: Map<string, boolean>): boolean {
+  let known = memo.get(name)
+  if (known === undefined) {
+    memo.set(name, false)
+    const fragment = fragments[name]
+    known = fragment ? holdsLink(schema, fragment.selectionSet, fragments, memo) : false
+    memo.set(name, known)
+  }
+  return known
 }
 
 /** Link field names of a schema (any type), computed once per schema. */
