@@ -106,8 +106,8 @@ export async function cacheScenario(ctx) {
 /** The headers a hit sends that Node does not add itself, as the flat list `writeHead` takes. */
 const HIT_HEADERS = ['x-tributary-cache', 'age', 'etag', 'cache-control', 'content-type', 'content-length']
 
-/** GETs a hit once more: `{ status, headers, body }` for bench/floor-server.mjs. */
-async function captureHit(url) {
+/** GETs a hit once more: `{ status, headers, body }` for bench/floor-server.mjs (shared with bench/instructions.mjs). */
+export async function captureHit(url) {
   const res = await fetch(url)
   if (res.headers.get('x-tributary-cache') !== 'hit') throw new Error(`cache floor: the capture GET answered X-Tributary-Cache: ${res.headers.get('x-tributary-cache')}, not hit`)
   const headers = HIT_HEADERS.flatMap((name) => (res.headers.has(name) ? [name, res.headers.get(name)] : []))

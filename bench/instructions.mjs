@@ -6,7 +6,7 @@
  * fixed number of requests is deterministic to about 1 %.
  *
  *   node bench/instructions.mjs [--requests 2000] [--warmup 3000] [--concurrency 10]
- *                               [--modes development,production] [--targets baseline,rest,graphql,cache,cache-redis,linked,pg-nested]
+ *                               [--modes development,production] [--targets baseline,rest,graphql,cache,cache-floor,cache-redis,linked,pg-nested]
  *                               [--record] [--json <file>] [--keep] [--cache-sim]
  *
  * Each server runs under `valgrind --tool=callgrind --instr-atstart=no` (instrumentation off while it
@@ -28,6 +28,10 @@
  * Targets: `rest` GET /operations/TodoById?id=1, `graphql` POST /graphql with the stored TodoById
  * document and `{id: 1}`, `cache` GET /operations/TodoByIdCached, a `# @cache` copy of TodoById
  * (every request after the first a hit; the gateway then runs on bench/cache-scenario.mjs's config) — each beside `baseline` GET /todo?id=1.
+ * `cache-floor` (with `cache`): bench/floor-server.mjs, a bare `node:http` server sending the hit's
+ * exact status, headers and body (captured from the first mode's gateway), measured once: what Node's
+ * HTTP server alone executes per request for those bytes, so that a hit's distance from it is read in
+ * instructions rather than in a noisy VM's µs.
  * `linked` (issue 30): `GET /operations/CustomersWithCountry?take=50` on examples/federation (50 Chinook
  * customers, one SQL statement, one batched `GET /countries?names=…`) beside the baseline's `GET /linked`
  * (the same statement and REST call by hand), on a temp copy of the Chinook database; the countries
@@ -51,7 +55,7 @@ import { join } from 'node:path'
 import { execFileSync } from 'node:child_process'
 import { Pool } from 'undici'
 import { copySqlite, isolatedConfig as isolatedConfigIn, root, startBaseline, startGateway, startNode, freePort } from './lib/processes.mjs'
-import { CACHED_OPERATION, writeCacheConfig } from './cache-scenario.mjs'
+import { CACHED_OPERATION, captureHit, writeCacheConfig } from './cache-scenario.mjs'
 import { PG_PEER_READS, pgChinookUrl } from './pg-peer.mjs'
 import { compareWithRecorded, readRecorded, writeRecorded } from './lib/recorded.mjs'
 
@@ -69,7 +73,8 @@ for (const [name, v, max] of [['requests', requests, 100_000], ['warmup', warmup
   if (!Number.isInteger(v) || v < 1 || v > max) throw new Error(`--${name}: an integer from 1 to ${max}`)
 }
 for (const m of modes) if (m !== 'development' && m !== 'production') throw new Error(`--modes: development, production`)
-for (const t of targets) if (!['baseline', 'rest', 'graphql', 'cache', 'cache-redis', 'linked', 'pg-nested'].includes(t)) throw new Error(`--targets: baseline, rest, graphql, cache, cache-redis, linked, pg-nested`)
+for (const t of targets) if (!['baseline', 'rest', 'graphql', 'cache', 'cache-floor', 'cache-redis', 'linked', 'pg-nested'].includes(t)) throw new Error(`--targets: baseline, rest, graphql, cache, cache-floor, cache-redis, linked, pg-nested`)
+if (targets.includes('cache-floor') && !targets.includes('cache')) throw new Error('--targets: cache-floor needs cache (its response is the hit captured there)')
 
 const work = mkdtempSync(join(tmpdir(), 'tributary-instructions-'))
 
@@ -217,6 +222,8 @@ const cacheOperation = CACHED_OPERATION
 const db = join(work, 'todo.sqlite')
 await copySqlite(join(root, 'data/todo.sqlite'), db)
 const figures = {}
+/** The hit's `{ status, headers, body }` for `cache-floor`, captured from the first mode's gateway. */
+let floorResponse
 /** The main (JS) thread's instructions per request, by the same keys as `figures`. */
 const mainThread = {}
 say(`instructions per request (callgrind), ${requests} requests after ${warmup} warm-up, ${concurrency} in flight; load ${loadavg().map((l) => l.toFixed(2)).join(' ')}, ${cpus().length} × ${cpus()[0]?.model}`)
@@ -284,7 +291,7 @@ try {
     }
   }
   for (const mode of modes) {
-    const gwTargets = targets.filter((t) => t !== 'baseline' && t !== 'cache-redis' && t !== 'linked' && t !== 'pg-nested')
+    const gwTargets = targets.filter((t) => t !== 'baseline' && t !== 'cache-floor' && t !== 'cache-redis' && t !== 'linked' && t !== 'pg-nested')
     // `cache-redis`: the same hit on a gateway whose response cache is in Redis (REDIS_URL, default
     // 127.0.0.1:6379, a key prefix of its own); `cache` runs in memory (TRIBUTARY_PUBSUB=memory).
     if (targets.includes('cache-redis')) {
@@ -311,11 +318,26 @@ try {
           const body = JSON.stringify({ query: todoSource, variables: { id: 1 }, operationName: 'TodoById' })
           m = await measure(`${mode} POST /graphql (TodoById)`, gw.pid, `${gw.url}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json' }, body })
         }
-        if (t === 'cache') m = await measure(`${mode} GET /operations/${cacheOperation} (hit)`, gw.pid, `${gw.url}/operations/${cacheOperation}?id=1`)
+        if (t === 'cache') {
+          m = await measure(`${mode} GET /operations/${cacheOperation} (hit)`, gw.pid, `${gw.url}/operations/${cacheOperation}?id=1`)
+          if (targets.includes('cache-floor')) floorResponse ??= await captureHit(`${gw.url}/operations/${cacheOperation}?id=1`)
+        }
         if (m) ({ all: figures[key], main: mainThread[key] } = m)
       }
     } finally {
       await gw.stop()
+    }
+  }
+  if (floorResponse) {
+    const file = join(work, 'floor-response.json')
+    writeFileSync(file, JSON.stringify(floorResponse))
+    const port = await freePort()
+    const floor = await startNode({ name: 'floor', args: [join(root, 'bench/floor-server.mjs'), '--port', String(port), '--response', file], env: { ...process.env }, wrap, ready: /floor listening (http:\/\/127\.0\.0\.1:\d+)/, timeoutMs: 300_000 })
+    hosts.set(floor.pid, process.env.HOST)
+    try {
+      ;({ all: figures['cache-floor'], main: mainThread['cache-floor'] } = await measure('floor: node:http sending the hit\'s bytes', floor.pid, `${floor.match[1]}/operations/${cacheOperation}?id=1`))
+    } finally {
+      await floor.stop()
     }
   }
 } finally {
