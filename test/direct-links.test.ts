@@ -5,7 +5,7 @@
  * answers values GraphQL must refuse. Every answer is compared with GraphQL execution of the same
  * document on the same schema (graphql-js, resolvers, link per parent): same JSON text, same errors
  * at the same paths, same number of upstream calls. Attacks: parent data that spells a marker, a
- * client alias that takes a marker's name.
+ * client alias that takes a marker's name, fragments that double a link's selection at every level.
  */
 import t, { type Test } from 'tap'
 import { copyFileSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs'
@@ -47,7 +47,8 @@ async function thingsApi(t: Test) {
     },
     components: {
       schemas: {
-        Thing: { type: 'object', required: ['code', 'label'], properties: { code: { type: 'string' }, label: { type: 'string' }, size: { type: 'integer' } } },
+        // `left` and `right` (never sent): a recursive type, for the fragment attack.
+        Thing: { type: 'object', required: ['code', 'label'], properties: { code: { type: 'string' }, label: { type: 'string' }, size: { type: 'integer' }, left: { $ref: '#/components/schemas/Thing' }, right: { $ref: '#/components/schemas/Thing' } } },
       },
     },
   }))
@@ -185,6 +186,29 @@ t.test('attack: parent data and client aliases that spell a marker change nothin
   const alias = '{ chinook_findManyCustomer(take: 3) { __trb_link0: country countryInfo { name } } }'
   t.equal(plan(alias), null, 'no direct plan for a document using the marker prefix')
   t.equal((await served(alias)).text, (await executed(alias)).text)
+})
+
+t.test('attack: fragments that spread the next one twice per level compile once per field node', async (t) => {
+  const { plan, executed, served } = await start(t)
+  // 30 levels, each spreading the next under `left` and `right`: 2^30 completions if each spread were compiled apart.
+  const levels = 30
+  const fragments = Array.from({ length: levels }, (_, i) =>
+    i < levels - 1 ? `fragment F${i} on things_Thing { code left { ...F${i + 1} } right { ...F${i + 1} } }` : `fragment F${i} on things_Thing { code label }`,
+  )
+  const deep = `{ chinook_findManyCustomer(take: 3, orderBy: [{ customerId: asc }]) { customerId thing { ...F0 } } } ${fragments.join(' ')}`
+  t.ok(plan(deep)?.upstream, 'a direct plan, compiled at once (the test would time out otherwise)')
+  // Over HTTP the expanded document is over graphql.maxSelections: refused with its code, before anything runs.
+  const refused = await served(deep)
+  t.equal(refused.body.errors?.[0]?.extensions?.code, 'TRB_ERR_GRAPHQL_LIMIT')
+  t.match(refused.body.errors?.[0]?.message, /maxSelections/)
+  t.notOk(refused.body.data, 'no data')
+  t.equal(refused.calls, 0)
+  // Within the depth limit, the same shape answers as execution does.
+  const shallow = `{ chinook_findManyCustomer(take: 3, orderBy: [{ customerId: asc }]) { customerId thing { ...G0 } } } fragment G0 on things_Thing { code left { ...G1 } right { ...G1 } } fragment G1 on things_Thing { code label }`
+  const expected = await executed(shallow)
+  const got = await served(shallow)
+  t.equal(got.status, 200)
+  t.equal(got.text, expected.text)
 })
 
 t.test('what the direct plan does not serve runs through GraphQL execution, with the same answers', async (t) => {

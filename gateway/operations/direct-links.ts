@@ -265,6 +265,28 @@ function fieldsOf(set: SelectionSetNode, type: GraphQLObjectType, fragments: Rec
  * @throws Unsupported for what the direct plan does not complete (see the module comment)
  */
 function completer(type: GraphQLOutputType, parentName: string, fieldName: string, node: FieldNode, fragments: Record<string, FragmentDefinitionNode>): Complete {
+  let byType = completers.get(node)
+  const known = byType?.get(type)
+  if (known) return known
+  const made = compileCompleter(type, parentName, fieldName, node, fragments)
+  if (!byType) completers.set(node, (byType = new Map()))
+  byType.set(type, made)
+  return made
+}
+
+/**
+ * Completers by field node and type. A field node of a named fragment spread in many places is
+ * compiled once: compiling a document's links makes one completer per field node and type, not one
+ * per path through its fragments (which doubles at every level where a fragment spreads the next one
+ * twice: requests are held to `graphql.maxSelections` expanded selections before a plan is compiled,
+ * and this keeps the compile to the document's own nodes whatever that limit is). A node's parent
+ * type is fixed by its place (a fragment in a link selection is on that very type), so node and type
+ * determine the completer; entries live as long as the parsed document and the schema's types.
+ */
+const completers = new WeakMap<FieldNode, Map<GraphQLOutputType, Complete>>()
+
+/** {@link completer}, not remembered. */
+function compileCompleter(type: GraphQLOutputType, parentName: string, fieldName: string, node: FieldNode, fragments: Record<string, FragmentDefinitionNode>): Complete {
   const nullMessage = `Cannot return null for non-nullable field ${parentName}.${fieldName}.`
   if (isNonNullType(type)) {
     const inner = completer(type.ofType, parentName, fieldName, node, fragments)
@@ -366,7 +388,9 @@ interface Found {
 
 /**
  * Reads the markers of a statement's JSON text: `"__trb_link<n>":<JSON scalar>`, each preceded by `{`
- * or `,` (a key; a string value's quotes are escaped, so it cannot hold one).
+ * or `,` (a key; a string value's quotes are escaped, so it cannot hold one). Only the compiler
+ * writes keys there: the document's response keys (one using the marker prefix gets no plan), and
+ * no stored JSON text (direct plans refuse JSON columns: connectors/database/compiler/direct-read.ts).
  * @param sites how many link sites the plan has: a marker number beyond them is not one of its markers
  * @throws Error when the text is not what the compiler writes (a marker without its value)
  */
@@ -474,13 +498,15 @@ function partial(text: string, sites: readonly LinkSite[], completed: ReadonlyAr
     if (value === null || typeof value !== 'object') return value
     const out: Record<string, unknown> = {}
     for (const [k, v] of Object.entries(value)) {
-      if (!k.startsWith(MARKER)) {
+      // A marker of this plan, as findMarkers reads them; any other key is the data's own.
+      const n = k.startsWith(MARKER) ? Number(k.slice(MARKER.length)) : -1
+      const site = sites[n]
+      if (site === undefined) {
         out[k] = walk(v, [...path, k])
         continue
       }
-      const site = sites[Number(k.slice(MARKER.length))]!
       const at = [...path, site.responseKey]
-      const c = v === null ? undefined : completed[Number(k.slice(MARKER.length))]!.get(String(v))
+      const c = v === null ? undefined : completed[n]!.get(String(v))
       out[site.responseKey] = c ? JSON.parse(c.text) : v === null && site.access.many ? [] : null
       if (c?.failure) errors.push(new GraphQLError(c.failure.message, { nodes: site.info.fieldNodes, path: at, originalError: c.failure }))
       for (const e of c?.errors ?? []) errors.push(new GraphQLError(e.message, { nodes: [e.node], path: [...at, ...e.path], ...(e.original ? { originalError: e.original } : {}) }))
