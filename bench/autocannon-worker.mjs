@@ -5,7 +5,9 @@
  *
  *   node bench/autocannon-worker.mjs '<json options>'
  *
- * Options: { url, method?, headers?, body?, bodies?, duration (s), connections, pipelining? }.
+ * Options: { url, method?, headers?, body?, bodies?, duration (s), connections, pipelining?, rate? }.
+ * `rate`: requests per second across all connections (autocannon's `overallRate`); none: as fast as
+ * the server answers.
  * `bodies` (a list of strings): the requests' bodies in turn, across all connections (instead of `body`).
  * Only http://127.0.0.1 URLs are accepted.
  *
@@ -39,6 +41,7 @@ const instance = autocannon(
     duration,
     connections,
     pipelining: Number(opts.pipelining ?? 1),
+    ...(Number(opts.rate) > 0 ? { overallRate: Number(opts.rate) } : {}),
     timeout: 10,
   },
   (err, result) => {

@@ -62,6 +62,10 @@
  *   --memory-runs <n>       BENCH_MEMORY_RUNS       runs of the memory scenario (5)
  *   --memory-duration <s>   BENCH_MEMORY_DURATION   seconds per memory run (20)
  *   --pipelining <n>        BENCH_PIPELINING        autocannon pipelining (1)
+ *   --paired-rate <n>       BENCH_PAIRED_RATE       req/s sent to each server in a paired slice (4000, at most 50000)
+ *   --paired-slices <n>     BENCH_PAIRED_SLICES     paired slices per scenario after its rounds (8; 3 with --quick)
+ *   --paired-duration <s>   BENCH_PAIRED_DURATION   seconds per paired slice (5; 3 with --quick)
+ *   --no-paired                                     skip the paired slices
  *   --scenarios <list>      BENCH_SCENARIOS         comma-separated subset of rest,graphql,rest-production,graphql-production,calibration,memory,chinook,health,roles,linked,workers,subscribers,events,metrics,auth,pg-peer,cache
  *   --subscribers <n>       BENCH_SUBSCRIBERS       WebSocket subscribers of the subscribers scenario (5000, at most 20000)
  *   --messages <n>          BENCH_MESSAGES          messages measured in the subscribers scenario (10)
@@ -78,7 +82,18 @@
  *                                                   biased towards syscalls on this VM: prefer --perf
  *
  * Each round alternates the order (baseline first in odd rounds, gateway first in even ones). The ratio
- * of a round is gateway req/s ÷ baseline req/s of that round. Results: bench/results/<time>.json and
+ * of a round is gateway req/s ÷ baseline req/s of that round.
+ *
+ * Paired slices (`rest`, `graphql`, their production twins, `calibration`; issue 30's "µs of CPU per
+ * request above the hand-written route"): after the rounds, both servers are loaded **at the same
+ * time**, each by its own autocannon at the same fixed rate (`--paired-rate`, 10 connections: well
+ * below what either serves, so neither is starved by the other), for `--paired-slices` slices; each
+ * slice gives both servers' CPU µs per request over the same seconds, and the figure is the median of
+ * the slices' differences (gateway − baseline). Whatever the VM does in a slice (a slow phase,
+ * another tenant, frequency) it does to both, so the difference holds where sequential rounds on the
+ * same VM moved by tens of µs; `calibration`'s paired difference checks the method (it should read
+ * its `--calibration-spin-us`, times the VM's amplification). A slice in which either server
+ * answered less than 90 % of the rate asked is left out and reported (the machine could not keep up). Results: bench/results/<time>.json and
  * bench/results/latest.json.
  */
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
@@ -113,6 +128,9 @@ const options = {
   memoryRuns: num('memory-runs', 'BENCH_MEMORY_RUNS', 5, 5),
   memoryDuration: num('memory-duration', 'BENCH_MEMORY_DURATION', 20, 5),
   pipelining: num('pipelining', 'BENCH_PIPELINING', 1, 1),
+  pairedRate: num('paired-rate', 'BENCH_PAIRED_RATE', 4000, 4000),
+  pairedSlices: argv.includes('--no-paired') ? 0 : num('paired-slices', 'BENCH_PAIRED_SLICES', 8, 3),
+  pairedDuration: num('paired-duration', 'BENCH_PAIRED_DURATION', 5, 3),
   subscribers: num('subscribers', 'BENCH_SUBSCRIBERS', 5000, 5000),
   messages: num('messages', 'BENCH_MESSAGES', 10, 5),
   eventSubscribers: num('event-subscribers', 'BENCH_EVENT_SUBSCRIBERS', 1000, 1000),
@@ -127,8 +145,10 @@ for (const s of options.scenarios) if (!known.includes(s)) throw new Error(`unkn
 if (options.calibrationSpinUs > 1000) throw new Error('--calibration-spin-us: at most 1000 µs')
 if (options.subscribers > 20000 || options.eventSubscribers > 20000 || options.messages > 1000) throw new Error('at most 20000 subscribers and 1000 messages')
 if (options.connections > 1000 || options.duration > 600 || options.memoryDuration > 600) throw new Error('at most 1000 connections and 600 s per run')
+if (options.pairedRate > 50000 || options.pairedSlices > 100 || options.pairedDuration > 600) throw new Error('paired slices: at most 50000 req/s, 100 slices and 600 s per slice')
 
-const TARGETS = { rest: 0.7, graphql: 0.35, memoryGrowth: 0.1, chinook: 0.5, healthP99Ms: 100, roles: 0.6, linked: 0.5, subscribersP99Ms: 200, metrics: 0.95, auth: 0.85, cache: 1.5 }
+// restAboveUs / graphqlAboveUs (issue 30): the paired slices' median CPU µs per request above the hand-written route.
+const TARGETS = { rest: 0.7, graphql: 0.35, restAboveUs: 5, graphqlAboveUs: 15, memoryGrowth: 0.1, chinook: 0.5, healthP99Ms: 100, roles: 0.6, linked: 0.5, subscribersP99Ms: 200, metrics: 0.95, auth: 0.85, cache: 1.5 }
 
 // ---------------------------------------------------------------- output
 const tty = process.stdout.isTTY
@@ -266,12 +286,12 @@ function childPids(pid) {
 }
 
 /** One run against `target` ({ url, method?, headers?, body?, pid, withChildren? }); also measures the server's CPU use (% of one core). */
-async function load(label, target, duration) {
+async function load(label, target, duration, { connections = options.connections, rate } = {}) {
   const { pid, withChildren: _children, ...request } = target
   // `withChildren`: the process and its direct children (the workers of `start --workers N`).
   const cpuOf = (p) => cpuTimeOf(p) + (target.withChildren ? childPids(p).reduce((sum, c) => sum + cpuTimeOf(c), 0) : 0)
   const cpu0 = pid ? cpuOf(pid) : 0
-  const r = await runLoad({ label, ...request, duration, connections: options.connections, pipelining: options.pipelining, progress })
+  const r = await runLoad({ label, ...request, duration, connections, pipelining: rate ? 1 : options.pipelining, rate, progress })
   if (pid) {
     r.serverCpuMs = cpuOf(pid) - cpu0
     r.serverCpuPct = Math.round((100 * r.serverCpuMs) / (r.duration * 1000))
@@ -280,16 +300,68 @@ async function load(label, target, duration) {
   return r
 }
 
+/** Connections of each side's autocannon in a paired slice. */
+const PAIRED_CONNECTIONS = 10
+
+/**
+ * The paired slices of an A/B (see the header): `--paired-slices` slices in which the baseline and the
+ * gateway are loaded at the same time at `--paired-rate` each; one unrecorded slice first.
+ * @param aboveUs the target for the median difference (µs of CPU per request, gateway − baseline), or null (reported)
+ * @returns { rate, slices: [{ baseline, gateway, diff, baselineReqPerSec, gatewayReqPerSec }], skipped,
+ *   cpuUsPerRequest: { baseline, gateway } (medians), aboveUs (median of the differences), spreadUs
+ *   ([min, max] of the differences), target, pass } — or undefined with `--no-paired`
+ */
+async function paired(name, { baseline, gateway, aboveUs }) {
+  if (!options.pairedSlices) return undefined
+  const rate = options.pairedRate
+  const slice = async (label, duration) => {
+    const [b, g] = await Promise.all([
+      load(`${label} baseline`, baseline, duration, { connections: PAIRED_CONNECTIONS, rate }),
+      load(`${label} gateway`, gateway, duration, { connections: PAIRED_CONNECTIONS, rate }),
+    ])
+    const us = (r) => +((r.serverCpuMs * 1000) / r.requests.total).toFixed(1)
+    return { baseline: us(b), gateway: us(g), diff: +(us(g) - us(b)).toFixed(1), baselineReqPerSec: Math.round(b.reqPerSec), gatewayReqPerSec: Math.round(g.reqPerSec) }
+  }
+  say(`[${name}] paired: both servers at once, ${fmt(rate)} req/s each (-c ${PAIRED_CONNECTIONS}), ${options.pairedSlices} slices of ${options.pairedDuration} s after one unrecorded`)
+  await slice(`${name} paired warm-up`, Math.min(3, options.pairedDuration))
+  const slices = []
+  const skipped = []
+  for (let i = 1; i <= options.pairedSlices; i++) {
+    const r = await slice(`${name} paired ${i}/${options.pairedSlices}`, options.pairedDuration)
+    const short = Math.min(r.baselineReqPerSec, r.gatewayReqPerSec) < 0.9 * rate
+    say(`  paired ${i}  baseline ${String(r.baseline).padStart(6)} µs  gateway ${String(r.gateway).padStart(6)} µs  difference ${r.diff >= 0 ? '+' : ''}${r.diff} µs  (${fmt(r.baselineReqPerSec)} / ${fmt(r.gatewayReqPerSec)} req/s)${short ? '  ✗ rate not reached: left out' : ''}  load ${loadavg()[0].toFixed(1)}`)
+    ;(short ? skipped : slices).push({ slice: i, ...r })
+  }
+  if (!slices.length) {
+    say(`[${name}] paired: no slice reached ${fmt(rate)} req/s on both servers; lower --paired-rate`)
+    return { rate, slices, skipped, target: aboveUs }
+  }
+  const diffs = slices.map((x) => x.diff)
+  const result = {
+    rate,
+    slices,
+    skipped,
+    cpuUsPerRequest: { baseline: +median(slices.map((x) => x.baseline)).toFixed(1), gateway: +median(slices.map((x) => x.gateway)).toFixed(1) },
+    aboveUs: +median(diffs).toFixed(1),
+    spreadUs: [Math.min(...diffs), Math.max(...diffs)],
+    target: aboveUs,
+    pass: aboveUs === null ? null : median(diffs) <= aboveUs,
+  }
+  say(`[${name}] paired: gateway ${result.aboveUs >= 0 ? '+' : ''}${result.aboveUs} µs CPU per request above the baseline (median of ${slices.length}; slices ${result.spreadUs[0]} … ${result.spreadUs[1]})${aboveUs === null ? ' (reported)' : ` (target ≤ +${aboveUs}) ${result.pass ? 'PASS' : 'MISS'}`}`)
+  return result
+}
+
 /** autocannon's CPU (% of one core) from which a run is reported as client-bound (see {@link ab}). */
 const CLIENT_BOUND_PCT = 95
 
 /**
- * A/B scenario: warm both, then `rounds` rounds of (baseline, gateway) or (gateway, baseline).
- * @returns { runs, ratios, medianRatio, target, pass, cpuUsPerRequest, cpuRatio, clientBound }: `cpuRatio`
+ * A/B scenario: warm both, then `rounds` rounds of (baseline, gateway) or (gateway, baseline); with
+ * `aboveUs` (a number, or null for a reported figure), then the {@link paired} slices.
+ * @returns { runs, ratios, medianRatio, target, pass, cpuUsPerRequest, cpuRatio, clientBound, paired? }: `cpuRatio`
  *   baseline ÷ gateway median CPU µs per request; `clientBound` the runs where autocannon used at least
  *   {@link CLIENT_BOUND_PCT} % of a core (their req/s bounded by the load generator)
  */
-async function ab(name, { baseline, gateway, target, gw }) {
+async function ab(name, { baseline, gateway, target, gw, aboveUs }) {
   say(`\n[${name}] warm-up ${options.warmup} s each`)
   await load(`${name} warm-up baseline`, baseline, options.warmup)
   await load(`${name} warm-up gateway`, gateway, options.warmup)
@@ -328,7 +400,8 @@ async function ab(name, { baseline, gateway, target, gw }) {
   // autocannon shares the machine: at ≥ CLIENT_BOUND_PCT of a core it, not the server, sets the pace of the run.
   const clientBound = runs.filter((r) => r.clientCpuPct >= CLIENT_BOUND_PCT).map((r) => `round ${r.round} ${r.which} (autocannon ${r.clientCpuPct} %, server ${r.serverCpuPct} %)`)
   if (clientBound.length) say(`[${name}] ⚠ client-bound: autocannon used ≥ ${CLIENT_BOUND_PCT} % of a core in ${clientBound.join(', ')}: those req/s are the load generator's ceiling on this machine, not the server's; the CPU ratio (baseline ÷ gateway CPU per request) is ${cpuRatio ?? 'not measured'}`)
-  return { runs, ratios, medianRatio, target, pass, profiled: options.cpuProf, cpuUsPerRequest, cpuRatio, clientBound }
+  const pairedResult = aboveUs === undefined ? undefined : await paired(name, { baseline, gateway, aboveUs })
+  return { runs, ratios, medianRatio, target, pass, profiled: options.cpuProf, cpuUsPerRequest, cpuRatio, clientBound, ...(pairedResult ? { paired: pairedResult } : {}) }
 }
 
 // ---------------------------------------------------------------- todo (issue 4)
@@ -382,7 +455,7 @@ async function todoScenarios(which, production = false) {
       const gateway = { url: `${gw.url}/operations/TodoById?id=1`, pid: gw.pid }
       assertSame('rest', await fetchJson(gateway.url), expected)
       say(`[rest${suffix}] GET /operations/TodoById?id=1 vs baseline GET /todo?id=1: both answer ${JSON.stringify(expected)}`)
-      results.scenarios[`rest${suffix}`] = { gatewayUrl: '/operations/TodoById?id=1', ...(await ab(`rest${suffix}`, { baseline, gateway, target: TARGETS.rest, gw })) }
+      results.scenarios[`rest${suffix}`] = { gatewayUrl: '/operations/TodoById?id=1', ...(await ab(`rest${suffix}`, { baseline, gateway, target: TARGETS.rest, gw, aboveUs: TARGETS.restAboveUs })) }
     }
     if (which.includes('graphql')) {
       const body = JSON.stringify({ query: todoByIdSource, variables: { id: 1 }, operationName: 'TodoById' })
@@ -390,7 +463,7 @@ async function todoScenarios(which, production = false) {
       const got = await fetchJson(gateway.url, { method: 'POST', headers: gateway.headers, body })
       assertSame('graphql', got.data, expected)
       say(`[graphql${suffix}] POST /graphql (TodoById, {id:1}) vs baseline GET /todo?id=1`)
-      results.scenarios[`graphql${suffix}`] = { gatewayUrl: 'POST /graphql', ...(await ab(`graphql${suffix}`, { baseline, gateway, target: TARGETS.graphql, gw })) }
+      results.scenarios[`graphql${suffix}`] = { gatewayUrl: 'POST /graphql', ...(await ab(`graphql${suffix}`, { baseline, gateway, target: TARGETS.graphql, gw, aboveUs: TARGETS.graphqlAboveUs })) }
     }
   } finally {
     await base?.stop()
@@ -1118,13 +1191,13 @@ async function calibrationScenario() {
     plain = await startBaseline(['--todo-db', db])
     spun = await startBaseline(['--todo-db', db, '--spin-us', String(spinUs)])
     say(`\n[calibration] baseline GET /todo?id=1 (pid ${plain.pid}) vs the same with --spin-us ${spinUs} (pid ${spun.pid}); no gateway involved`)
-    const r = await ab('calibration', { baseline: { url: `${plain.url}/todo?id=1`, pid: plain.pid }, gateway: { url: `${spun.url}/todo?id=1`, pid: spun.pid }, target: null })
+    const r = await ab('calibration', { baseline: { url: `${plain.url}/todo?id=1`, pid: plain.pid }, gateway: { url: `${spun.url}/todo?id=1`, pid: spun.pid }, target: null, aboveUs: null })
     const cpuUs = (which) => median(r.runs.filter((x) => x.which === which).map((x) => (x.serverCpuMs * 1000) / x.total))
     const plainUs = +cpuUs('baseline').toFixed(1)
     const spunUs = +cpuUs('gateway').toFixed(1)
     const calibration = { spinUs, ...r, cpuUsPerRequest: { plain: plainUs, spun: spunUs }, linearRatio: +(plainUs / (plainUs + spinUs)).toFixed(3), amplification: +((spunUs - plainUs) / spinUs).toFixed(2) }
     results.scenarios.calibration = calibration
-    say(`[calibration] CPU per request: plain ${plainUs} µs, +${spinUs} µs of work ${spunUs} µs (amplification ${calibration.amplification}×); CPU alone predicts a ratio of ${calibration.linearRatio}, measured ${r.medianRatio}`)
+    say(`[calibration] CPU per request: plain ${plainUs} µs, +${spinUs} µs of work ${spunUs} µs (amplification ${calibration.amplification}×); CPU alone predicts a ratio of ${calibration.linearRatio}, measured ${r.medianRatio}${r.paired?.aboveUs !== undefined ? `; paired slices measure the +${spinUs} µs as +${r.paired.aboveUs} µs` : ''}`)
   } finally {
     await plain?.stop()
     await spun?.stop()
@@ -1187,12 +1260,15 @@ for (const [name, s] of Object.entries(results.scenarios)) {
   else if (name === 'memory') say(`  memory   RSS MB ${s.rssKb.map((k) => (k / 1024).toFixed(1)).join(' → ')}  growth ${s.growthPct} % (< ${s.targetPct} %)  ${s.pass ? 'PASS' : 'MISS'}`)
   else if (s.skipped) say(`  ${name.padEnd(8)} skipped: ${s.skipped}`)
   else say(`  ${name.padEnd(8)} ratios ${s.ratios.join(', ')}  median ${s.medianRatio} ${s.target === null ? '(reported)' : `(≥ ${s.target})  ${s.pass ? 'PASS' : 'MISS'}`}${s.profiled ? ' (profiled)' : ''}${s.cpuUsPerRequest ? `  CPU/request baseline ${s.cpuUsPerRequest.baseline} µs, gateway ${s.cpuUsPerRequest.gateway} µs` : ''}${s.cpuRatio ? ` (CPU ratio ${s.cpuRatio})` : ''}${s.clientBound?.length ? '  ⚠ client-bound' : ''}`)
+  if (s?.paired?.aboveUs !== undefined) say(`  ${''.padEnd(8)} paired at ${fmt(s.paired.rate)} req/s: ${s.paired.aboveUs >= 0 ? '+' : ''}${s.paired.aboveUs} µs CPU/request above the baseline (${s.paired.cpuUsPerRequest.baseline} → ${s.paired.cpuUsPerRequest.gateway} µs; slices ${s.paired.spreadUs.join(' … ')})${s.paired.target === null ? ' (reported)' : ` (≤ +${s.paired.target})  ${s.paired.pass ? 'PASS' : 'MISS'}`}`)
 }
 say(`Results: ${out}`)
 // Regressions (issue 30): CPU µs per request of each server against bench/recorded.json; --record rewrites it.
 const cpuFigures = {}
 for (const [name, s] of Object.entries(results.scenarios)) {
   for (const side of ['baseline', 'gateway']) if (typeof s?.cpuUsPerRequest?.[side] === 'number') cpuFigures[`${name}.${side}`] = s.cpuUsPerRequest[side]
+  // The paired slices' medians: a pair measured over the same seconds, flagged by the same rule.
+  for (const side of ['baseline', 'gateway']) if (typeof s?.paired?.cpuUsPerRequest?.[side] === 'number') cpuFigures[`${name}-paired.${side}`] = s.paired.cpuUsPerRequest[side]
 }
 const recorded = readRecorded()
 const regressions = compareWithRecorded(recorded.cpuUsPerRequest ?? {}, cpuFigures, 'CPU µs/request', say)

@@ -182,11 +182,11 @@ export async function startGateway({ config, env = {}, nodeArgs = [], args = [],
 }
 
 /**
- * Starts bench/baseline-server.mjs with `args`; resolves with `{ ...handle, url }`. Node runs it with
+ * Starts bench/baseline-server.mjs with `args` (`onLine`, `wrap` and `timeoutMs` as {@link startNode}); resolves with `{ ...handle, url }`. Node runs it with
  * its default flags, plus `BENCH_BASELINE_NODE_ARGS` (space-separated) when set: e.g. npm start's
  * `--max-semi-space-size=128`, to price what the gateway's flags are worth to the baseline.
  */
-export async function startBaseline(args, { wrap, timeoutMs = 30_000 } = {}) {
+export async function startBaseline(args, { wrap, timeoutMs = 30_000, onLine } = {}) {
   const port = await freePort()
   const nodeArgs = (process.env.BENCH_BASELINE_NODE_ARGS ?? '').split(' ').filter(Boolean)
   const handle = await startNode({
@@ -195,6 +195,7 @@ export async function startBaseline(args, { wrap, timeoutMs = 30_000 } = {}) {
     env: { ...process.env },
     ready: /baseline listening (http:\/\/127\.0\.0\.1:\d+)/,
     timeoutMs,
+    onLine,
     wrap,
   })
   return { ...handle, url: handle.match[1] }
@@ -216,11 +217,12 @@ export function cpuTimeOf(pid) {
 
 /**
  * One autocannon run in its own process (bench/autocannon-worker.mjs). `progress(text)` gets a status
- * line once a second. Bounded: the worker is stopped `duration + 30` s after it started.
+ * line once a second. Bounded: the worker is stopped `duration + 30` s after it started. `rate`: req/s
+ * across the connections (a fixed load; none: as fast as the server answers).
  * @returns autocannon's (trimmed) result plus `reqPerSec` (total requests / duration)
  */
-export function runLoad({ label, url, method = 'GET', headers, body, bodies, duration, connections, pipelining = 1, progress }) {
-  const opts = { url, method, headers, body, ...(bodies ? { bodies } : {}), duration, connections, pipelining }
+export function runLoad({ label, url, method = 'GET', headers, body, bodies, duration, connections, pipelining = 1, rate, progress }) {
+  const opts = { url, method, headers, body, ...(bodies ? { bodies } : {}), duration, connections, pipelining, ...(rate ? { rate } : {}) }
   return new Promise((ok, fail) => {
     const child = spawn(process.execPath, [join(root, 'bench/autocannon-worker.mjs'), JSON.stringify(opts)], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'], detached: true })
     children.add(child)
