@@ -1,7 +1,7 @@
 /**
- * Node's module compile cache for the `tributary` command (docs/architecture.md §7 "Start-up"): on
+ * Node's module compile cache for the `tributary` command (docs/architecture.md §3 "Start-up"): on
  * Node ≥ 22.1, `module.enableCompileCache()` keeps V8's compiled code of every module loaded after it
- * (the gateway's ~1,200 ES and CommonJS modules: undici, graphql, knex, fastify, mercurius…) on disk,
+ * (the bundle's files, scripts/bundle-gateway.mjs, and the modules it leaves out: graphql, pino…) on disk,
  * so a second start skips compiling them. On Node 20 it does not exist and nothing happens.
  *
  * Where: `node_modules/.cache/tributary/` of the project that runs the gateway (the `node_modules/`

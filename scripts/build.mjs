@@ -63,6 +63,14 @@ if (tsc.status !== 0) {
   writeFileSync(join(dist, 'gateway/config', CONFIG_VALIDATOR_FILE), await configValidatorModule())
   step(`wrote dist/gateway/config/${CONFIG_VALIDATOR_FILE}`)
 }
+// The server side bundled for start-up (scripts/bundle-gateway.mjs): the entry modules in place of
+// tsc's, their code in dist/gateway/chunks/.
+{
+  step('bundling the gateway (esbuild)…')
+  const { bundleGateway } = await import(pathToFileURL(join(root, 'scripts/bundle-gateway.mjs')).href)
+  const { files, bytes } = await bundleGateway()
+  step(`bundled the gateway: ${files} files, ${(bytes / 1e6).toFixed(1)} MB`)
+}
 let copied = 0
 for (const dir of assetDirs) {
   for (const file of walk(join(root, dir))) {

@@ -11,7 +11,8 @@
  * may send requests.
  */
 import rateLimit, { type FastifyRateLimitStore } from '@fastify/rate-limit'
-import { createRequire } from 'node:module'
+// @ts-expect-error the plugin ships no declarations of store/LocalStore.js (imported, not required at run time: one instance in the bundle, scripts/bundle-gateway.mjs)
+import LocalStoreModule from '@fastify/rate-limit/store/LocalStore.js'
 import type { Redis as RedisClient } from 'ioredis'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { GatewayHolder } from './gateway-holder.js'
@@ -85,7 +86,7 @@ export async function registerRateLimit(app: FastifyInstance, holder: GatewayHol
 
 /** The plugin's in-memory store (store/LocalStore.js, not in its typings): a fixed window per key in an LRU of 5000 keys. */
 type LocalStoreCtor = new (continueExceeding: boolean, exponentialBackoff: boolean, cache?: number) => FastifyRateLimitStore
-const LocalStore = createRequire(import.meta.url)('@fastify/rate-limit/store/LocalStore.js') as LocalStoreCtor
+const LocalStore = LocalStoreModule as unknown as LocalStoreCtor
 
 /**
  * The plugin's in-memory store, answering each `incr` with a copy of the key's state. LocalStore

@@ -5,8 +5,11 @@
  * runs on every request. The route's `config` (fastify copies the route's `config` option and adds
  * `url` and `method`) is read from the request's route context instead.
  */
-import { createRequire } from 'node:module'
 import type { FastifyRequest } from 'fastify'
+// Imported, not required by path at run time: the bundle (scripts/bundle-gateway.mjs) then holds the
+// one instance of the module that fastify itself uses, whose symbol is the one on its requests.
+// @ts-expect-error fastify ships no declarations of lib/symbols.js
+import * as fastifySymbols from 'fastify/lib/symbols.js'
 
 /** The route `config` fields read here. */
 export interface RouteConfig {
@@ -16,12 +19,9 @@ export interface RouteConfig {
 
 /** fastify's route-context symbol (`Symbol('fastify.context')`, lib/symbols.js), or undefined if this fastify has none. */
 const kRouteContext: symbol | undefined = (() => {
-  try {
-    const symbols = createRequire(import.meta.url)('fastify/lib/symbols.js') as { kRouteContext?: unknown }
-    return typeof symbols.kRouteContext === 'symbol' ? symbols.kRouteContext : undefined
-  } catch {
-    return undefined
-  }
+  const symbols = fastifySymbols as { kRouteContext?: unknown; default?: { kRouteContext?: unknown } }
+  const symbol = symbols.kRouteContext ?? symbols.default?.kRouteContext
+  return typeof symbol === 'symbol' ? symbol : undefined
 })()
 
 const NONE: RouteConfig = Object.freeze({})

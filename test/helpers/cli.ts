@@ -40,11 +40,11 @@ export interface RunningCli {
 }
 
 /**
- * Spawns `node dist/gateway/cli.js <args>` in the repository root with `env` added to the
- * environment; killed with SIGKILL at the test's end if still running.
+ * Spawns `node [nodeArgs] dist/gateway/cli.js <args>` in `cwd` (default: the repository root) with
+ * `env` added to the environment; killed with SIGKILL at the test's end if still running.
  */
-export function runCli(t: Test, args: string[], env: NodeJS.ProcessEnv): RunningCli {
-  const child = spawn(process.execPath, [join(repoRoot, 'dist/gateway/cli.js'), ...args], { cwd: repoRoot, env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'] })
+export function runCli(t: Test, args: string[], env: NodeJS.ProcessEnv, options: { nodeArgs?: string[]; cwd?: string } = {}): RunningCli {
+  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), join(repoRoot, 'dist/gateway/cli.js'), ...args], { cwd: options.cwd ?? repoRoot, env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'] })
   let out = ''
   child.stdout.on('data', (c: Buffer) => (out += c.toString()))
   child.stderr.on('data', (c: Buffer) => (out += c.toString()))
