@@ -114,7 +114,8 @@ const banner = [
 
 /**
  * Writes the bundle (see the header).
- * @returns the number of output JavaScript files and their total size in bytes
+ * @returns the number of output JavaScript files, their total size in bytes, and esbuild's metafile
+ *   (`outputs[<file>].inputs[<module>].bytesInOutput`: what each chunk holds, to see what a start loads)
  * @throws esbuild's build failure (with its messages printed)
  */
 export async function bundleGateway() {
@@ -146,7 +147,7 @@ export async function bundleGateway() {
     if (!written.has(file) && Date.now() - statSync(file).mtimeMs > STALE_CHUNK_MS) rmSync(file, { force: true })
   }
   const files = Object.entries(result.metafile.outputs).filter(([file]) => file.endsWith('.js'))
-  return { files: files.length, bytes: files.reduce((sum, [, o]) => sum + o.bytes, 0) }
+  return { files: files.length, bytes: files.reduce((sum, [, o]) => sum + o.bytes, 0), metafile: result.metafile }
 }
 
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
