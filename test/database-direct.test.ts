@@ -25,7 +25,7 @@ import {
 } from 'graphql'
 import type { Knex } from 'knex'
 import { createDatabaseSource } from '../gateway/connectors/database/index.js'
-import type { DirectFieldExtension, DirectJsonPlan } from '../gateway/connectors/database/direct.js'
+import { DirectPlanUnavailable, type DirectFieldExtension, type DirectJsonPlan } from '../gateway/connectors/database/direct.js'
 import type { Dialect } from '../gateway/connectors/database/model.js'
 import { applyNamespace } from '../gateway/compose/namespace.js'
 import { composeSchema } from '../gateway/compose/index.js'
@@ -100,6 +100,9 @@ function assertNoPlan(t: Test, schema: GraphQLSchema, query: string, why: string
  * For stored values GraphQL may fail on: if GraphQL fails, `run` rejects; if GraphQL answers, `run`
  * answers the same text or rejects (a fallback, never a wrong answer).
  */
+/** How many times {@link sameOrRejects} saw `runNow` answer (an answer or a refusal, not undefined). */
+let runNowAnswered = 0
+
 async function sameOrRejects(t: Test, schema: GraphQLSchema, query: string, variables?: Record<string, unknown>): Promise<'same' | 'rejected' | 'fallback'> {
   const { document, operation, roots } = planAll(schema, query)
   const r = roots[0]!
@@ -114,6 +117,22 @@ async function sameOrRejects(t: Test, schema: GraphQLSchema, query: string, vari
     text = await r.plan.run(coerce(schema, operation, variables), {})
   } catch (err) {
     error = err
+  }
+  // runNow (SQLite): when it answers, the same text or the same kind of refusal as run.
+  if (r.plan.runNow) {
+    let now: string | undefined
+    let nowError: unknown
+    try {
+      now = r.plan.runNow(coerce(schema, operation, variables), {})
+    } catch (err) {
+      nowError = err
+    }
+    if (now !== undefined || nowError !== undefined) {
+      runNowAnswered++
+      t.equal(now, text, `runNow answers as run: ${label(query)}`, { diagnostic: false })
+      t.equal(nowError instanceof DirectPlanUnavailable, error instanceof DirectPlanUnavailable, `runNow refuses as run: ${label(query)}`, { diagnostic: false })
+      t.equal(nowError === undefined, error === undefined, `runNow fails as run: ${label(query)}`, { diagnostic: false })
+    }
   }
   if (result.errors?.length) {
     t.ok(error, `GraphQL fails (${result.errors[0]!.message}), so run rejects: ${label(query)}`)
@@ -427,6 +446,7 @@ t.test('sqlite: stored forms GraphQL may reject; DateTime and Float formatting',
   await check('dn', [1, 1.5, -0.005, 12345678.9, 'abc', 1e20])
   await check('big', [0, -1, '9007199254740993', 9007199254740993n, 1.5, 'x'])
   t.ok(counts.rejected > 0, `some forms make GraphQL fail and the plan reject: ${JSON.stringify(counts)}`)
+  t.ok(runNowAnswered > 200, `runNow answered the lookups by key without waiting (${runNowAnswered}), as run did`)
 
   // A dangling foreign key (written with foreign_keys off) on a non-null relation: GraphQL fails, so run rejects.
   await knex.raw('insert into parent (id, name) values (1, ?)', ['p'])
@@ -547,6 +567,9 @@ t.test('sqlite: reads skip the pool only when no connection is in use', async (t
     await gate
   })
   await insideTx
+  const reported = sql.length
+  t.equal(store.valuesNow('select count(*) from x', []), undefined, 'valuesNow runs nothing while a transaction holds the connection')
+  t.equal(sql.length, reported, 'and reports no statement')
   const order: string[] = []
   const read = store.values('select count(*) from x', []).then((rows) => {
     order.push('read')

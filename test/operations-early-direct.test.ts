@@ -23,7 +23,10 @@ const dir = fileURLToPath(new URL('./fixtures/operations-demo', import.meta.url)
 const SENT = ['etag', 'cache-control', 'content-type', 'content-length']
 const get = (url: string, path: string) => fetch(`${url}${path}`)
 
-/** Counts the direct runs of a stored operation (its real plan still runs). */
+/**
+ * Counts the direct runs of a stored operation (its real plan still runs): `runValidated`, and
+ * `runValidatedNow` when it ran the statement (an answer, or a failure: not undefined).
+ */
 function countRuns(op: CompiledOperation): () => number {
   const direct = op.direct!
   const run = direct.runValidated.bind(direct)
@@ -31,6 +34,14 @@ function countRuns(op: CompiledOperation): () => number {
   direct.runValidated = (variables, context) => {
     n++
     return run(variables, context)
+  }
+  const runNow = direct.runValidatedNow?.bind(direct)
+  if (runNow) {
+    direct.runValidatedNow = (variables, context) => {
+      const result = runNow(variables, context)
+      if (result !== undefined) n++
+      return result
+    }
   }
   return () => n
 }

@@ -731,6 +731,12 @@ export function registerGraphQLEndpoint(
     }
     const fail = (run: EarlyGraphQLRun) => () => handOver(run)
     if (plan.kind === 'direct') {
+      // SQLite with an idle connection: answered within this call (DirectOperation.runNow).
+      const now = plan.direct!.runNow?.(vars, context)
+      if (now !== undefined) {
+        const run: EarlyGraphQLRun = { prepared, key, context, direct: Promise.resolve(now) }
+        return typeof now === 'string' ? send(`{"data":${now}}`, run) : handOver(run)
+      }
       const run: EarlyGraphQLRun = { prepared, key, context, direct: plan.direct!.run(vars, context) }
       run.direct!.then((data) => (typeof data === 'string' ? send(`{"data":${data}}`, run) : handOver(run)), fail(run))
       return

@@ -62,6 +62,16 @@ export interface DirectOperation {
    * only applying the defaults, done without graphql-js; otherwise it is {@link run}.
    */
   runValidated(variables: Record<string, unknown>, context: unknown): Promise<string | DirectFailure | null>
+  /**
+   * {@link run} without waiting, for an operation of one database root field without links whose
+   * statement can run now (connectors/database/direct.ts `DirectJsonPlan.runNow`: SQLite, a cheap
+   * statement, an idle connection): what `run` would resolve to, answered synchronously, or
+   * undefined when it cannot answer now — nothing was sent to the database: call `run`. Absent on
+   * operations that never can (several root fields, links, another engine).
+   */
+  runNow?(variables: Record<string, unknown> | undefined, context: unknown): string | DirectFailure | null | undefined
+  /** {@link runValidated} without waiting, as {@link runNow}; present when `runNow` is. */
+  runValidatedNow?(variables: Record<string, unknown>, context: unknown): string | DirectFailure | null | undefined
   /** How many root fields (statements) the operation runs: a latin1 run (connectors/database/direct.ts `Latin1Context`) is for one. */
   readonly roots: number
   /**
@@ -176,18 +186,45 @@ export function compileDirectOperation(schema: GraphQLSchema, document: Document
     return execute(coerced, context)
   }
 
-  return {
+  /** The variables with their defaults applied, for variables validated as {@link DirectOperation.runValidated} takes them. */
+  const withDefaults = (variables: Record<string, unknown>): Record<string, unknown> => {
+    if (!defaults.length) return variables
+    const coerced = { ...variables }
+    for (const [name, value] of defaults) if (coerced[name] === undefined) coerced[name] = value
+    return coerced
+  }
+
+  const compiled: DirectOperation = {
     run,
     roots: parts.length,
     upstream,
     runValidated(variables, context) {
-      if (!simple) return run(variables, context)
-      if (!defaults.length) return execute(variables, context)
-      const coerced = { ...variables }
-      for (const [name, value] of defaults) if (coerced[name] === undefined) coerced[name] = value
-      return execute(coerced, context)
+      return simple ? execute(withDefaults(variables), context) : run(variables, context)
     },
   }
+  const only = parts.length === 1 && !upstream ? parts[0] : undefined
+  const runNowPlan = only?.plan.runNow ? only : undefined
+  if (runNowPlan) {
+    /** {@link execute} without waiting: the one root field's statement now, else undefined (nothing sent). */
+    const executeNow = (coerced: Record<string, unknown>, context: unknown): string | DirectFailure | null | undefined => {
+      let value: string | undefined
+      try {
+        value = runNowPlan.plan.runNow!(coerced, context)
+      } catch (err) {
+        return failure(runNowPlan.key, err)
+      }
+      return value === undefined ? undefined : `${runNowPlan.prefix}${value}}`
+    }
+    compiled.runNow = (variables, context) => {
+      if (!variableDefinitions.length) return executeNow({}, context)
+      const fast = quick?.(variables)
+      if (fast) return executeNow(fast, context)
+      const result = getVariableValues(schema, variableDefinitions, variables ?? {})
+      return result.errors ? null : executeNow(result.coerced, context)
+    }
+    compiled.runValidatedNow = (variables, context) => (simple ? executeNow(withDefaults(variables), context) : compiled.runNow!(variables, context))
+  }
+  return compiled
 }
 
 /** null for a plan without a statement (GraphQL execution follows), else the statement's failure as a {@link DirectFailure}. */

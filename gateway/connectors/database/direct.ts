@@ -50,7 +50,7 @@ import { DirectCompiler, DirectUnsupported, hasVariableDirectives } from './comp
 import { raw, type Getter, type Vars } from './compiler/frag.js'
 import { EXT, compileList, compileUnique, modelOfType, toPlan, type Ctx, type ReadPlan } from './compiler/read.js'
 import type { Model } from './compiler/registry.js'
-import { cancelWatchOf } from './compiler/db.js'
+import { cancelWatchOf, type Db } from './compiler/db.js'
 import { bindAll, isCheap, lightPlans, markBounded, markCheap, ownerOf, type Runtime } from './resolvers.js'
 import { chargeResult, resultRoom, textLength } from '../../result-budget.js'
 import { normalizeDataType } from './type-map.js'
@@ -93,6 +93,15 @@ export interface DirectJsonPlan {
    * client's disconnect cancels the statement.
    */
   run(variables: Record<string, unknown>, context: unknown): Promise<string>
+  /**
+   * {@link run} without waiting, where the statement can run now: SQLite, a cheap statement (a
+   * lookup by key, or a bounded read; see `isCheap`) and an idle connection (`Db.valuesNow`).
+   * Returns the same JSON text as `run`, or undefined when it cannot answer now — nothing was sent
+   * to the database: call `run`. Throws as `run` rejects: {@link DirectPlanUnavailable} when no
+   * statement could be made for these variables, else the statement's own error once it was sent
+   * (it must not be run again). Present on SQLite sources only.
+   */
+  runNow?(variables: Record<string, unknown>, context: unknown): string | undefined
 }
 
 /** `extensions.tributary` of a database root query field. */
@@ -204,6 +213,13 @@ export function createDirectCompiler(rt: Runtime, model: Model, kind: DirectFiel
         if (rows.length === 1) return `[${text(rows[0])}]`
         return `[${(typeof rows[0] === 'string' ? (rows as string[]) : rows.map(text)).join(',')}]`
       }
+      /** SQLite, a cheap plan and an idle connection: the answer now (no promise hops), else undefined (nothing sent). */
+      const answerNow = (db: Db, plan: ReadPlan, bindings: unknown[], context: unknown): string | undefined => {
+        const now = db.valuesNow(plan.text, bindings)
+        if (!now) return undefined
+        chargeResult(context, textLength(now))
+        return finish(now)
+      }
       const exec = (plan: ReadPlan, variables: Record<string, unknown>, context: unknown): Promise<string> => {
         let bindings: unknown[]
         try {
@@ -217,12 +233,8 @@ export function createDirectCompiler(rt: Runtime, model: Model, kind: DirectFiel
           const db = rt.db()
           const cheap = isCheap(db, plan, bindings)
           if (db.inProcess({ cheap })) {
-            // SQLite, a cheap plan and an idle connection: no promise hops until the result.
-            const now = db.valuesNow(plan.text, bindings)
-            if (now) {
-              chargeResult(context, textLength(now))
-              return Promise.resolve(finish(now))
-            }
+            const now = answerNow(db, plan, bindings, context)
+            if (now !== undefined) return Promise.resolve(now)
           }
           // PostgreSQL, for a caller that takes the answer as latin1-coded UTF-8 (Latin1Context).
           const latin1 = rt.d.dialect === 'postgres' && (context as Latin1Context | null)?.latin1Json === true
@@ -260,26 +272,60 @@ export function createDirectCompiler(rt: Runtime, model: Model, kind: DirectFiel
           return Promise.reject(refused(err))
         }
       }
+      /** {@link exec} without waiting (see `DirectJsonPlan.runNow`): undefined when the statement cannot run now. */
+      const execNow = (plan: ReadPlan, variables: Record<string, unknown>, context: unknown): string | undefined => {
+        let bindings: unknown[]
+        try {
+          bindings = bindAll(plan.params, variables)
+        } catch (err) {
+          throw new DirectPlanUnavailable(err)
+        }
+        try {
+          const db = rt.db()
+          return db.inProcess({ cheap: isCheap(db, plan, bindings) }) ? answerNow(db, plan, bindings, context) : undefined
+        } catch (err) {
+          throw refused(err)
+        }
+      }
+      // Batched lookups (PostgreSQL) and statements that wait for a pool or a worker have no `runNow`.
+      const sqlite = rt.d.dialect === 'sqlite'
       if (vars.length === 0 && first) {
         const plan = first
-        return { run: (variables, context) => exec(plan, variables, context) }
+        return {
+          run: (variables, context) => exec(plan, variables, context),
+          ...(sqlite ? { runNow: (variables: Record<string, unknown>, context: unknown) => execNow(plan, variables, context) } : {}),
+        }
       }
       const plans = new Map<string, ReadPlan | Error>(first ? [[shapeKey(sample), first]] : [])
+      /** The statement of the variables' shape, compiled the first time the shape is seen; an Error when it does not compile. */
+      const planFor = (variables: Record<string, unknown>): ReadPlan | Error => {
+        const key = shapeKey(variables)
+        let plan = plans.get(key)
+        if (plan === undefined) {
+          try {
+            plan = compile(variables)
+          } catch (err) {
+            plan = err instanceof Error ? err : new Error(String(err))
+          }
+          if (plans.size >= MAX_SHAPES) plans.clear()
+          plans.set(key, plan)
+        }
+        return plan
+      }
       return {
         run: (variables, context) => {
-          const key = shapeKey(variables)
-          let plan = plans.get(key)
-          if (plan === undefined) {
-            try {
-              plan = compile(variables)
-            } catch (err) {
-              plan = err instanceof Error ? err : new Error(String(err))
-            }
-            if (plans.size >= MAX_SHAPES) plans.clear()
-            plans.set(key, plan)
-          }
+          const plan = planFor(variables)
           return plan instanceof Error ? Promise.reject(new DirectPlanUnavailable(plan)) : exec(plan, variables, context)
         },
+        ...(sqlite
+          ? {
+              runNow: (variables: Record<string, unknown>, context: unknown) => {
+                const plan = planFor(variables)
+                if (plan instanceof Error) throw new DirectPlanUnavailable(plan)
+                return execNow(plan, variables, context)
+              },
+            }
+          : {}),
       }
     } catch {
       return null
