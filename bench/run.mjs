@@ -148,7 +148,7 @@ if (options.connections > 1000 || options.duration > 600 || options.memoryDurati
 if (options.pairedRate > 50000 || options.pairedSlices > 100 || options.pairedDuration > 600) throw new Error('paired slices: at most 50000 req/s, 100 slices and 600 s per slice')
 
 // restAboveUs / graphqlAboveUs (issue 30): the paired slices' median CPU µs per request above the hand-written route.
-const TARGETS = { rest: 0.7, graphql: 0.35, restAboveUs: 5, graphqlAboveUs: 15, memoryGrowth: 0.1, chinook: 0.5, healthP99Ms: 100, roles: 0.6, linked: 0.5, subscribersP99Ms: 200, metrics: 0.95, auth: 0.85, cache: 1.5 }
+const TARGETS = { rest: 0.7, graphql: 0.35, restAboveUs: 5, graphqlAboveUs: 15, memoryGrowth: 0.1, chinook: 0.5, healthP99Ms: 100, roles: 0.6, linked: 0.7, subscribersP99Ms: 200, metrics: 0.95, auth: 0.85, cache: 1.5 }
 
 // ---------------------------------------------------------------- output
 const tty = process.stdout.isTTY
