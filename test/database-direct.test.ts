@@ -96,13 +96,13 @@ function assertNoPlan(t: Test, schema: GraphQLSchema, query: string, why: string
   t.equal(roots[0]?.plan ?? null, null, `no plan: ${why}`)
 }
 
+/** How many times {@link sameOrRejects} saw `runNow` answer (an answer or a refusal, not undefined). */
+let runNowAnswered = 0
+
 /**
  * For stored values GraphQL may fail on: if GraphQL fails, `run` rejects; if GraphQL answers, `run`
  * answers the same text or rejects (a fallback, never a wrong answer).
  */
-/** How many times {@link sameOrRejects} saw `runNow` answer (an answer or a refusal, not undefined). */
-let runNowAnswered = 0
-
 async function sameOrRejects(t: Test, schema: GraphQLSchema, query: string, variables?: Record<string, unknown>): Promise<'same' | 'rejected' | 'fallback'> {
   const { document, operation, roots } = planAll(schema, query)
   const r = roots[0]!

@@ -820,18 +820,10 @@ function answerEarly(app: FastifyInstance, holder: GatewayHolder, state: CacheSt
     if (e.kind === 'direct') {
       // SQLite with an idle connection: answered within this call (DirectOperation.runValidatedNow).
       const now = e.op.direct!.runValidatedNow?.(variables, context)
-      if (typeof now === 'string') {
-        if (now.length <= maxBytes / 3) {
-          try {
-            return sendAnswer(e, req, res, now, cacheControl, started)
-          } catch (err) {
-            app.log.error({ err }, 'answering a stored query early failed; the route answers it')
-            if (res.headersSent) return
-          }
-        }
-        return handOver(req, res, { op: e.op, result: Promise.resolve(now) })
+      if (now !== undefined) {
+        const run: EarlyRun = { op: e.op, result: Promise.resolve(now) }
+        return typeof now === 'string' ? send(now, run) : handOver(req, res, run)
       }
-      if (now !== undefined) return handOver(req, res, { op: e.op, result: Promise.resolve(now) })
       const run: EarlyRun = { op: e.op, result: e.op.direct!.runValidated(variables, context) }
       run.result!.then((body) => (typeof body === 'string' ? send(body, run) : handOver(req, res, run)), () => handOver(req, res, run))
       return

@@ -174,16 +174,18 @@ export function compileDirectOperation(schema: GraphQLSchema, document: Document
 
   const quick = simple ? quickCoercion(schema, variableDefinitions) : undefined
 
+  /** CoerceVariableValues: {@link quickCoercion}'s way when it takes it, else graphql-js'; null when the variables do not coerce. */
+  function coerce(variables: Record<string, unknown> | undefined): Record<string, unknown> | null {
+    if (!variableDefinitions.length) return {}
+    const fast = quick?.(variables)
+    if (fast) return fast
+    const result = getVariableValues(schema, variableDefinitions, variables ?? {})
+    return result.errors ? null : result.coerced
+  }
+
   function run(variables: Record<string, unknown> | undefined, context: unknown): Promise<string | DirectFailure | null> {
-    let coerced: Record<string, unknown> = {}
-    if (variableDefinitions.length) {
-      const fast = quick?.(variables)
-      if (fast) return execute(fast, context)
-      const result = getVariableValues(schema, variableDefinitions, variables ?? {})
-      if (result.errors) return Promise.resolve(null)
-      coerced = result.coerced
-    }
-    return execute(coerced, context)
+    const coerced = coerce(variables)
+    return coerced ? execute(coerced, context) : Promise.resolve(null)
   }
 
   /** The variables with their defaults applied, for variables validated as {@link DirectOperation.runValidated} takes them. */
@@ -216,11 +218,8 @@ export function compileDirectOperation(schema: GraphQLSchema, document: Document
       return value === undefined ? undefined : `${runNowPlan.prefix}${value}}`
     }
     compiled.runNow = (variables, context) => {
-      if (!variableDefinitions.length) return executeNow({}, context)
-      const fast = quick?.(variables)
-      if (fast) return executeNow(fast, context)
-      const result = getVariableValues(schema, variableDefinitions, variables ?? {})
-      return result.errors ? null : executeNow(result.coerced, context)
+      const coerced = coerce(variables)
+      return coerced ? executeNow(coerced, context) : null
     }
     compiled.runValidatedNow = (variables, context) => (simple ? executeNow(withDefaults(variables), context) : compiled.runNow!(variables, context))
   }
