@@ -227,8 +227,13 @@ for (const dialect of ['sqlite', 'postgres', 'mysql'] as const) {
       t.match(text, `tributary_events_backlog{trigger="${p}ok"} 0`)
       type Health = { status: string; events: { status: string; backlog: Record<string, number> } }
       const health = async () => (await (await fetch(`${url}/health`)).json()) as Health
-      // The backlog is counted at most once a second: wait for a count after the dead-letter move.
-      await eventually(async () => (await health()).events.backlog[`${p}dead`] === 0)
+      // The backlog is counted at most once a second: wait for a count after the dead-letter move. A
+      // delivery failure of another trigger in its last rounds marks the events degraded until the
+      // next count (the fresh-clone CI on MariaDB): wait for that count too.
+      await eventually(async () => {
+        const h = await health()
+        return h.events.backlog[`${p}dead`] === 0 && h.status === 'ok'
+      })
       t.match(await health(), { status: 'ok', events: { status: 'up', backlog: { [`${p}ok`]: 0, [`${p}dead`]: 0 } } }, '/health shows the backlog')
     })
 
