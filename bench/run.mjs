@@ -72,6 +72,10 @@
  *   --event-subscribers <n> BENCH_EVENT_SUBSCRIBERS WebSocket subscribers of the events scenario (1000, at most 20000)
  *   --calibration-spin-us <n> BENCH_CALIBRATION_SPIN_US  µs of busy work the calibration scenario adds (10, ≤ 1000)
  *   --no-peer                                       linked: skip the linked-peer comparison with Hive Gateway
+ *   --client <name>         BENCH_CLIENT            the load generator of the rounds: autocannon (default) or wrk
+ *                                                   (bench/lib/wrk.mjs; Debian's `wrk`): C, about half a core where
+ *                                                   autocannon needs a whole one, so fast servers are not client-bound;
+ *                                                   paired slices (a fixed rate) and runs of several bodies stay autocannon's
  *   --perf                                          profile the gateway with Linux perf during the first
  *                                                   measured gateway run of each A/B scenario (node
  *                                                   --perf-basic-prof; bench/results/perf/); ratios stay
@@ -106,6 +110,7 @@ import { formatPerfSummary, perfScript, summarisePerfScript } from './perf-summa
 import { spawn } from 'node:child_process'
 import { cacheScenario } from './cache-scenario.mjs'
 import { compareWithRecorded, readRecorded, writeRecorded } from './lib/recorded.mjs'
+import { runWrk, wrkAvailable } from './lib/wrk.mjs'
 
 // ---------------------------------------------------------------- options
 const argv = process.argv.slice(2)
@@ -139,9 +144,12 @@ const options = {
   cpuProf: argv.includes('--cpu-prof'),
   perf: argv.includes('--perf'),
   peer: !argv.includes('--no-peer'),
+  client: String(opt('client', 'BENCH_CLIENT', 'autocannon')),
 }
 const known = ['rest', 'graphql', 'rest-production', 'graphql-production', 'calibration', 'memory', 'chinook', 'health', 'roles', 'linked', 'workers', 'subscribers', 'events', 'metrics', 'auth', 'pg-peer', 'cache']
 for (const s of options.scenarios) if (!known.includes(s)) throw new Error(`unknown scenario "${s}"; use ${known.join(', ')}`)
+if (options.client !== 'autocannon' && options.client !== 'wrk') throw new Error('--client: autocannon or wrk')
+if (options.client === 'wrk' && !wrkAvailable()) throw new Error('--client wrk: wrk is not installed (Debian: apt-get install -y wrk)')
 if (options.calibrationSpinUs > 1000) throw new Error('--calibration-spin-us: at most 1000 µs')
 if (options.subscribers > 20000 || options.eventSubscribers > 20000 || options.messages > 1000) throw new Error('at most 20000 subscribers and 1000 messages')
 if (options.connections > 1000 || options.duration > 600 || options.memoryDuration > 600) throw new Error('at most 1000 connections and 600 s per run')
@@ -257,6 +265,7 @@ function summariseRun(r) {
     serverCpuMs: r.serverCpuMs,
     serverCpuUsPerRequest: r.serverCpuMs === undefined ? undefined : +((r.serverCpuMs * 1000) / r.requests.total).toFixed(1),
     clientCpuPct: r.clientCpuPct,
+    client: r.client,
     total: r.requests.total,
     durationS: r.duration,
     latencyMs: { p50: r.latency.p50, p99: r.latency.p99, average: r.latency.average },
@@ -291,7 +300,10 @@ async function load(label, target, duration, { connections = options.connections
   // `withChildren`: the process and its direct children (the workers of `start --workers N`).
   const cpuOf = (p) => cpuTimeOf(p) + (target.withChildren ? childPids(p).reduce((sum, c) => sum + cpuTimeOf(c), 0) : 0)
   const cpu0 = pid ? cpuOf(pid) : 0
-  const r = await runLoad({ label, ...request, duration, connections, pipelining: rate ? 1 : options.pipelining, rate, progress })
+  // --client wrk: the runs wrk can make (no fixed rate, one body, no pipelining); autocannon the others.
+  const byWrk = options.client === 'wrk' && !rate && !request.bodies && options.pipelining === 1
+  const r = byWrk ? await runWrk({ label, ...request, duration, connections, progress }) : await runLoad({ label, ...request, duration, connections, pipelining: rate ? 1 : options.pipelining, rate, progress })
+  r.client ??= 'autocannon'
   if (pid) {
     r.serverCpuMs = cpuOf(pid) - cpu0
     r.serverCpuPct = Math.round((100 * r.serverCpuMs) / (r.duration * 1000))
@@ -380,7 +392,7 @@ async function ab(name, { baseline, gateway, target, gw, aboveUs }) {
       if (summarisePerf) pendingPerf = summarisePerf
       got[which] = summariseRun(r)
       runs.push({ round, which, ...got[which] })
-      say(`  round ${round} ${which.padEnd(8)} ${fmt(r.reqPerSec).padStart(7)} req/s   p50 ${r.latency.p50} ms  p99 ${r.latency.p99} ms  CPU server ${r.serverCpuPct} % (${got[which].serverCpuUsPerRequest} µs/request) autocannon ${r.clientCpuPct} %  load ${loadavg()[0].toFixed(1)}`)
+      say(`  round ${round} ${which.padEnd(8)} ${fmt(r.reqPerSec).padStart(7)} req/s   p50 ${r.latency.p50} ms  p99 ${r.latency.p99} ms  CPU server ${r.serverCpuPct} % (${got[which].serverCpuUsPerRequest} µs/request) ${r.client} ${r.clientCpuPct} %  load ${loadavg()[0].toFixed(1)}`)
     }
     const ratio = got.gateway.reqPerSec / got.baseline.reqPerSec
     if (options.perf && round === 1) say('  (round 1: the gateway ran under perf record)')
@@ -397,9 +409,9 @@ async function ab(name, { baseline, gateway, target, gw, aboveUs }) {
   // The ratio the two servers' CPU per request alone gives (baseline ÷ gateway): what req/s would show
   // if each server, not the load generator nor the machine, were the bottleneck.
   const cpuRatio = cpuUsPerRequest.baseline && cpuUsPerRequest.gateway ? +(cpuUsPerRequest.baseline / cpuUsPerRequest.gateway).toFixed(3) : undefined
-  // autocannon shares the machine: at ≥ CLIENT_BOUND_PCT of a core it, not the server, sets the pace of the run.
-  const clientBound = runs.filter((r) => r.clientCpuPct >= CLIENT_BOUND_PCT).map((r) => `round ${r.round} ${r.which} (autocannon ${r.clientCpuPct} %, server ${r.serverCpuPct} %)`)
-  if (clientBound.length) say(`[${name}] ⚠ client-bound: autocannon used ≥ ${CLIENT_BOUND_PCT} % of a core in ${clientBound.join(', ')}: those req/s are the load generator's ceiling on this machine, not the server's; the CPU ratio (baseline ÷ gateway CPU per request) is ${cpuRatio ?? 'not measured'}`)
+  // The load generator shares the machine: at ≥ CLIENT_BOUND_PCT of a core it, not the server, sets the pace of the run.
+  const clientBound = runs.filter((r) => r.clientCpuPct >= CLIENT_BOUND_PCT).map((r) => `round ${r.round} ${r.which} (${r.client} ${r.clientCpuPct} %, server ${r.serverCpuPct} %)`)
+  if (clientBound.length) say(`[${name}] ⚠ client-bound: the load generator used ≥ ${CLIENT_BOUND_PCT} % of a core in ${clientBound.join(', ')}: those req/s are the load generator's ceiling on this machine, not the server's; the CPU ratio (baseline ÷ gateway CPU per request) is ${cpuRatio ?? 'not measured'}`)
   const pairedResult = aboveUs === undefined ? undefined : await paired(name, { baseline, gateway, aboveUs })
   return { runs, ratios, medianRatio, target, pass, profiled: options.cpuProf, cpuUsPerRequest, cpuRatio, clientBound, ...(pairedResult ? { paired: pairedResult } : {}) }
 }
