@@ -23,6 +23,15 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
+/**
+ * The wrk processes running, killed when this process exits (bench/lib/processes.mjs, which run.mjs
+ * loads, turns SIGINT and SIGTERM into an exit after stopping its own children).
+ */
+const live = new Set()
+process.on('exit', () => {
+  for (const c of live) c.kill('SIGKILL')
+})
+
 /** Whether `wrk` runs here (cached). */
 let available
 export function wrkAvailable() {
@@ -73,6 +82,7 @@ export function runWrk({ label, url, method = 'GET', headers, body, bodies, rate
   args.push(url)
   return new Promise((ok, fail) => {
     const child = spawn('wrk', args, { stdio: ['ignore', 'pipe', 'pipe'] })
+    live.add(child)
     let out = ''
     let err = ''
     child.stdout.setEncoding('utf8').on('data', (c) => (out += c))
@@ -85,6 +95,7 @@ export function runWrk({ label, url, method = 'GET', headers, body, bodies, rate
     }, 100)
     const killer = setTimeout(() => child.kill('SIGKILL'), (duration + 30) * 1000)
     child.once('exit', (code) => {
+      live.delete(child)
       clearInterval(sampler)
       clearTimeout(killer)
       rmSync(dir, { recursive: true, force: true })
