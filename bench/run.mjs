@@ -75,7 +75,8 @@
  *   --client <name>         BENCH_CLIENT            the load generator of the rounds: autocannon (default) or wrk
  *                                                   (bench/lib/wrk.mjs; Debian's `wrk`): C, about half a core where
  *                                                   autocannon needs a whole one, so fast servers are not client-bound;
- *                                                   paired slices (a fixed rate) and runs of several bodies stay autocannon's
+ *                                                   the A/B scenarios' warm-ups and rounds and `memory`; paired slices (a fixed
+ *                                                   rate), runs of several bodies, health and pg-peer stay autocannon's
  *   --perf                                          profile the gateway with Linux perf during the first
  *                                                   measured gateway run of each A/B scenario (node
  *                                                   --perf-basic-prof; bench/results/perf/); ratios stay

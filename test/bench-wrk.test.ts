@@ -52,7 +52,7 @@ t.test('bench/lib/wrk.mjs', { skip: wrkAvailable() ? false : 'wrk is not install
     t.equal(r.client, 'wrk')
     t.ok(r.duration > 0.9 && r.duration < 2, `measured duration ${r.duration} s`)
     t.ok(Math.abs(r.reqPerSec - r.requests.total / r.duration) < 1e-6, 'req/s = requests ÷ duration')
-    t.ok(r.latency.p50 > 0 && r.latency.p99 >= r.latency.p50, `latency p50 ${r.latency.p50} ms, p99 ${r.latency.p99} ms`)
+    t.ok(r.latency.p50 > 0 && r.latency.p99 >= r.latency.p50 && r.latency.average > 0, `latency p50 ${r.latency.p50} ms, p99 ${r.latency.p99} ms, average ${r.latency.average} ms`)
     t.ok(r.clientCpuPct >= 1 && r.clientCpuPct <= 100, `wrk's CPU ${r.clientCpuPct} %`)
   })
 

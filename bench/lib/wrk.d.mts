@@ -38,7 +38,7 @@ export interface WrkResult {
   requests: { total: number }
   reqPerSec: number
   /** Milliseconds. */
-  latency: { p50: number; p90: number; p99: number }
+  latency: { average: number; p50: number; p90: number; p99: number }
   /** Socket connect, read and write errors. */
   errors: number
   timeouts: number

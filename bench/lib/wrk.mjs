@@ -12,7 +12,7 @@
  * fixed rate, so `bodies` and `rate` are refused (the caller keeps autocannon for those).
  *
  * @returns a result shaped as autocannon-worker.mjs' (the fields bench/run.mjs reads): `{ url, method,
- *   duration (s, as wrk measured it), connections, requests: { total }, reqPerSec, latency: { p50, p90, p99 } (ms),
+ *   duration (s, as wrk measured it), connections, requests: { total }, reqPerSec, latency: { average, p50, p90, p99 } (ms),
  *   errors, timeouts, non2xx, clientCpuPct (wrk's CPU, % of one core, sampled from /proc every
  *   100 ms), client: 'wrk' }`
  * @throws when wrk is not on PATH (with the install command); the promise rejects when wrk exits
@@ -113,7 +113,7 @@ export function runWrk({ label, url, method = 'GET', headers, body, bodies, rate
         connections,
         requests: { total },
         reqPerSec: total / elapsed,
-        latency: { p50: +dist(50).toFixed(2), p90: +dist(90).toFixed(2), p99: +dist(99).toFixed(2) },
+        latency: { average: +ms(/^\s+Latency\s+(\S+)/m.exec(out)?.[1] ?? '').toFixed(2), p50: +dist(50).toFixed(2), p90: +dist(90).toFixed(2), p99: +dist(99).toFixed(2) },
         errors: socket ? Number(socket[1]) + Number(socket[2]) + Number(socket[3]) : 0,
         timeouts: socket ? Number(socket[4]) : 0,
         non2xx: Number(/Non-2xx or 3xx responses: (\d+)/.exec(out)?.[1] ?? 0),
