@@ -103,7 +103,20 @@ if (!(await portOpen(natsUrl, 4222)) || !(await portOpen(pgUrl, 5432))) {
     t.ok(await until(() => sse.includes('A-1001') && sse.endsWith('\n\n')), 'the event arrives')
     t.equal(sse, read('expected/OrderCreated.txt'), 'curl prints expected/OrderCreated.txt')
 
-    const statements = cli.output().slice(before).split('\n').filter((l) => l.includes('"msg":"sql"')).map((l) => JSON.parse(l) as { sql: string; bindings: unknown[] })
+    // The gateway's log lines come through its stdout pipe, the event through a socket: the lines
+    // may land after the event (a fresh-clone CI run read the product's statement and not yet the
+    // customer's). Complete lines only, read until both are in, then once more after a pause so that
+    // an extra statement would be counted too.
+    const sqlSince = () => {
+      const lines = cli.output().slice(before).split('\n').slice(0, -1)
+      return lines.filter((l) => l.includes('"msg":"sql"')).map((l) => JSON.parse(l) as { sql: string; bindings: unknown[] })
+    }
+    await until(() => {
+      const s = sqlSince()
+      return s.some((x) => x.sql.includes('."customer"')) && s.some((x) => x.sql.includes('."product"'))
+    }, 5000)
+    await new Promise((r) => setTimeout(r, 200))
+    const statements = sqlSince()
     const customers = statements.filter((s) => s.sql.includes('."customer"'))
     const products = statements.filter((s) => s.sql.includes('."product"'))
     t.equal(customers.length, 1, 'one statement reads the customer')
