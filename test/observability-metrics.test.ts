@@ -197,12 +197,16 @@ t.test('metrics and telemetry config is validated', async (t) => {
     [{ allowedIps: ['localhost'] }, /metrics\.allowedIps\[0\]/],
     [{ enabled: 'yes' }, /metrics\.enabled/],
     [{ scrape: true }, /metrics\.scrape: is not a known option/],
+    [{ eventLoopPrecisionMs: 0 }, /metrics\.eventLoopPrecisionMs/],
+    [{ eventLoopPrecisionMs: 60001 }, /metrics\.eventLoopPrecisionMs/],
+    [{ eventLoopPrecisionMs: 2.5 }, /metrics\.eventLoopPrecisionMs/],
+    [{ eventLoopPrecisionMs: '10' }, /metrics\.eventLoopPrecisionMs/],
   ]
   for (const [metrics, message] of bad) t.throws(() => resolveConfig({ ...base, metrics }), { code: 'TRB_ERR_CONFIG_INVALID', message }, JSON.stringify(metrics))
   t.throws(() => resolveConfig({ ...base, telemetry: { otlpEndpoint: 'grpc://collector' } }), { message: /telemetry\.otlpEndpoint/ })
 
   const defaults = resolveConfig(base, {})
-  t.same(defaults.metrics, { enabled: true, path: '/metrics', bearerToken: null, allowedIps: ['127.0.0.1', '::1'] })
+  t.same(defaults.metrics, { enabled: true, path: '/metrics', bearerToken: null, allowedIps: ['127.0.0.1', '::1'], eventLoopPrecisionMs: 10 })
   t.same(defaults.telemetry, { otlpEndpoint: null, serviceName: 'tributary', traceProbesAndAssets: false })
   const withToken = resolveConfig({ ...base, metrics: { bearerToken: 'x'.repeat(16) } }, {})
   t.equal(withToken.metrics.allowedIps, null, 'a bearer token opens the metrics to any address that has it')

@@ -543,6 +543,7 @@ const configSchema = {
         path: { type: 'string', pattern: '^/[A-Za-z0-9._~/-]*$', not: { pattern: '^/(graphql|operations|health|openapi\\.json)(/|$)' } },
         bearerToken: { type: 'string', minLength: 16 },
         allowedIps: { type: 'array', items: { type: 'string', pattern: '^([0-9]{1,3}(\\.[0-9]{1,3}){3}|[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*)$' } },
+        eventLoopPrecisionMs: { type: 'integer', minimum: 1, maximum: 60000 },
       },
     },
     telemetry: {

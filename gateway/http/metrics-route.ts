@@ -24,7 +24,7 @@ function normaliseIp(ip: string): string {
  * bearer token 401 (with `WWW-Authenticate: Bearer`), both `TRB_ERR_METRICS_DENIED`.
  */
 export function registerMetrics(app: FastifyInstance, config: MetricsConfig): void {
-  const metrics = enableMetrics()
+  const metrics = enableMetrics(config.eventLoopPrecisionMs)
   app.addHook('onResponse', (request, reply, done) => {
     metrics.countRequest(routeLabel(request), request.method, reply.statusCode)
     done()

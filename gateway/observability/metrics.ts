@@ -79,11 +79,15 @@ class LeanHistogram {
   }
 }
 
-/** Makes the process's metric set (once) and switches the probes on. */
-export function enableMetrics(): MetricSet {
+/**
+ * Makes the process's metric set (once) and switches the probes on.
+ * @param eventLoopPrecisionMs the event-loop delay histogram's interval in ms (`metrics.eventLoopPrecisionMs`,
+ *   prom-client's `eventLoopMonitoringPrecision`); only the first call's counts, later calls get the same set
+ */
+export function enableMetrics(eventLoopPrecisionMs = 10): MetricSet {
   if (observers.metrics) return observers.metrics
   const registry = new Registry()
-  collectDefaultMetrics({ register: registry })
+  collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: eventLoopPrecisionMs })
   // Responses are counted in plain cells (route → method → status), copied into the counter when scraped.
   const requestCells = new Map<string, Map<string, Map<number, { n: number }>>>()
   new Counter({
@@ -215,6 +219,8 @@ export interface MetricsConfig {
   readonly bearerToken: string | null
   /** Client addresses allowed to scrape; null for any. */
   readonly allowedIps: readonly string[] | null
+  /** The event-loop delay histogram's interval, ms (1 to 60000; default 10). */
+  readonly eventLoopPrecisionMs: number
 }
 
 /** The route label of a request: the pattern fastify matched, or `(unmatched)` (404s, so that random URLs add no series). */
