@@ -2,9 +2,9 @@
  * `metrics.eventLoopPrecisionMs` (README "Observability"): the interval of the event-loop delay
  * histogram behind `nodejs_eventloop_lag_*` (prom-client's `eventLoopMonitoringPrecision`). Its own
  * test process: the process's metric set is made once, by its first gateway. With 250 ms the
- * histogram's smallest value is about 0.25 s (it records whole intervals), where the default's 10 ms
- * gives about 0.01 s (test/observability-metrics.test.ts's process). (What it saves, an idle process's
- * CPU, is measured in bench/README.md, not here.)
+ * histogram's smallest value is about 0.25 s (it records whole intervals), where the default 10 ms
+ * gives about 0.01 s: a setting that did not reach prom-client fails here. (What it saves, an idle
+ * process's CPU, is measured in bench/README.md, not here.)
  */
 import t from 'tap'
 import { setTimeout as sleep } from 'node:timers/promises'
