@@ -1,9 +1,11 @@
 /**
  * bench/lib/wrk.mjs (issue 30: `npm run bench -- --client wrk`): a real wrk against a real
  * `node:http` server on 127.0.0.1. The server checks every request wrk sends (method, headers and a
- * body holding quotes, newlines and Lua's `]]`/`]=]` long-string closers) and counts them; the
- * runner's request count, non-2xx count and latency are checked against that. Skips with a message
- * where wrk is not installed (`.ci/run` installs Debian's `wrk`).
+ * body holding quotes, newlines and Lua's `]]`/`]=]` long-bracket closers) and counts them; the
+ * runner's request count, non-2xx count and latency are checked against that. The body also holds a
+ * leading newline, CR LF, a tab, a NUL, backslashes and non-ASCII text, each of which a Lua long string
+ * or a careless escape would change. Skips with a message where wrk is not installed (`.ci/run`
+ * installs Debian's `wrk`).
  */
 import t from 'tap'
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
@@ -33,7 +35,8 @@ async function server(check: (req: IncomingMessage, body: string) => string | un
 
 t.test('bench/lib/wrk.mjs', { skip: wrkAvailable() ? false : 'wrk is not installed (Debian: apt-get install -y wrk)' }, async (t) => {
   t.test('a POST with headers and an awkward body arrives intact, every time; counts agree', async (t) => {
-    const body = JSON.stringify({ query: 'query Q($id: Int!) { a(b: "]]") { c } }', variables: { id: 1, s: 'x]=]y\n"z"' } })
+    // A leading newline, CR LF, a tab, a NUL, backslashes, quotes, Lua's long-bracket closers and non-ASCII text.
+    const body = `\n${JSON.stringify({ query: 'query Q($id: Int!) { a(b: "]]") { c } }', variables: { id: 1, s: 'x]=]y\n"z"\\', e: 'é ü 漢' } })}\r\n\t\u0000end`
     const srv = await server((req, got) => {
       if (req.method !== 'POST') return `method ${req.method}`
       if (req.url !== '/path?x=1') return `url ${req.url}`

@@ -8,8 +8,9 @@
  *
  * Only `http://127.0.0.1:<port>/` URLs, at most 600 s and 1000 connections (as autocannon-worker.mjs).
  * A request with a method other than GET, headers or a body is sent by a Lua script written next to
- * the run (`wrk.method`, `wrk.headers`, `wrk.body`); wrk cannot send different bodies in turn nor hold a
- * fixed rate, so `bodies` and `rate` are refused (the caller keeps autocannon for those).
+ * the run (`wrk.method`, `wrk.headers`, `wrk.body`, as escaped Lua strings); wrk cannot send
+ * different bodies in turn nor hold a fixed rate, so `bodies` and `rate` are refused (the caller
+ * keeps autocannon for those).
  *
  * @returns a result shaped as autocannon-worker.mjs' (the fields bench/run.mjs reads): `{ url, method,
  *   duration (s, as wrk measured it), connections, requests: { total }, reqPerSec, latency: { average, p50, p90, p99 } (ms),
@@ -50,11 +51,14 @@ function cpuMs(pid) {
   }
 }
 
-/** A Lua long string holding `text` whatever it contains (`[==[ … ]==]` with enough `=`). */
+/**
+ * `text` as a quoted Lua string literal, byte for byte: backslash, `"` and every control character
+ * escaped (`\ddd`, decimal). A long string `[[…]]` would not do: Lua drops a newline right after
+ * its opening bracket and turns CR LF into LF. Other characters stay as they are (the script is
+ * UTF-8, the bytes wrk sends).
+ */
 function luaString(text) {
-  let eq = ''
-  while (text.includes(`]${eq}]`)) eq += '='
-  return `[${eq}[${text}]${eq}]`
+  return `"${text.replace(/[\\"\u0000-\u001f\u007f]/g, (c) => (c === '\\' || c === '"' ? `\\${c}` : `\\${String(c.charCodeAt(0)).padStart(3, '0')}`))}"`
 }
 
 /** wrk's latency figure (`1.23ms`, `850.00us`, `1.02s`) in ms. */
@@ -74,7 +78,7 @@ export function runWrk({ label, url, method = 'GET', headers, body, bodies, rate
   const args = [`-t${Math.min(threads, connections)}`, `-c${connections}`, `-d${duration}s`, '--latency', '--timeout', '10s']
   if (method !== 'GET' || headers || body !== undefined) {
     const lines = [`wrk.method = ${luaString(method)}`]
-    for (const [k, v] of Object.entries(headers ?? {})) lines.push(`wrk.headers[ ${luaString(k)} ] = ${luaString(String(v))}`)
+    for (const [k, v] of Object.entries(headers ?? {})) lines.push(`wrk.headers[${luaString(k)}] = ${luaString(String(v))}`)
     if (body !== undefined) lines.push(`wrk.body = ${luaString(body)}`)
     writeFileSync(join(dir, 'request.lua'), `${lines.join('\n')}\n`)
     args.push('-s', join(dir, 'request.lua'))
