@@ -111,7 +111,7 @@ import { formatPerfSummary, perfScript, summarisePerfScript } from './perf-summa
 import { spawn } from 'node:child_process'
 import { cacheScenario } from './cache-scenario.mjs'
 import { compareWithRecorded, readRecorded, writeRecorded } from './lib/recorded.mjs'
-import { runWrk, wrkAvailable } from './lib/wrk.mjs'
+import { requireWrk, runWrk } from './lib/wrk.mjs'
 
 // ---------------------------------------------------------------- options
 const argv = process.argv.slice(2)
@@ -150,7 +150,7 @@ const options = {
 const known = ['rest', 'graphql', 'rest-production', 'graphql-production', 'calibration', 'memory', 'chinook', 'health', 'roles', 'linked', 'workers', 'subscribers', 'events', 'metrics', 'auth', 'pg-peer', 'cache']
 for (const s of options.scenarios) if (!known.includes(s)) throw new Error(`unknown scenario "${s}"; use ${known.join(', ')}`)
 if (options.client !== 'autocannon' && options.client !== 'wrk') throw new Error('--client: autocannon or wrk')
-if (options.client === 'wrk' && !wrkAvailable()) throw new Error('--client wrk: wrk is not installed (Debian: apt-get install -y wrk)')
+if (options.client === 'wrk') requireWrk()
 if (options.calibrationSpinUs > 1000) throw new Error('--calibration-spin-us: at most 1000 µs')
 if (options.subscribers > 20000 || options.eventSubscribers > 20000 || options.messages > 1000) throw new Error('at most 20000 subscribers and 1000 messages')
 if (options.connections > 1000 || options.duration > 600 || options.memoryDuration > 600) throw new Error('at most 1000 connections and 600 s per run')

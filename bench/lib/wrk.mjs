@@ -20,13 +20,14 @@
  *   non-zero, writes to stderr (a script error, after which wrk would run its default GET) or prints no summary
  */
 import { spawn, spawnSync } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { cpuTimeOf } from './processes.mjs'
 
 /**
- * The wrk processes running, killed when this process exits (bench/lib/processes.mjs, which run.mjs
- * loads, turns SIGINT and SIGTERM into an exit after stopping its own children).
+ * The wrk processes running, killed when this process exits (bench/lib/processes.mjs turns SIGINT
+ * and SIGTERM into an exit after stopping its own children).
  */
 const live = new Set()
 process.on('exit', () => {
@@ -40,15 +41,9 @@ export function wrkAvailable() {
   return available
 }
 
-/** CPU time (user + system) of a live process in ms, or undefined once it is gone. */
-function cpuMs(pid) {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-    return (Number(f[11]) + Number(f[12])) * 10
-  } catch {
-    return undefined
-  }
+/** Throws, with the install command, when wrk does not run here (`--client wrk` checks it before starting anything). */
+export function requireWrk() {
+  if (!wrkAvailable()) throw new Error('--client wrk: wrk is not installed (Debian: apt-get install -y wrk)')
 }
 
 /**
@@ -73,7 +68,7 @@ export function runWrk({ label, url, method = 'GET', headers, body, bodies, rate
   if (!/^http:\/\/127\.0\.0\.1:\d+\//.test(url)) throw new Error(`wrk: refusing url ${url}: only http://127.0.0.1:<port>/ is allowed`)
   if (!(duration > 0 && duration <= 600) || !(connections >= 1 && connections <= 1000)) throw new Error('wrk: duration must be in (0, 600] s and connections in [1, 1000]')
   if (bodies || rate) throw new Error('wrk: no bodies in turn nor fixed rate (autocannon runs those)')
-  if (!wrkAvailable()) throw new Error('--client wrk: wrk is not installed (Debian: apt-get install -y wrk)')
+  requireWrk()
   const dir = mkdtempSync(join(tmpdir(), 'tributary-wrk-'))
   const args = [`-t${Math.min(threads, connections)}`, `-c${connections}`, `-d${duration}s`, '--latency', '--timeout', '10s']
   if (method !== 'GET' || headers || body !== undefined) {
@@ -94,7 +89,11 @@ export function runWrk({ label, url, method = 'GET', headers, body, bodies, rate
     let cpu = 0
     let tick = 0
     const sampler = setInterval(() => {
-      cpu = cpuMs(child.pid) ?? cpu
+      try {
+        cpu = cpuTimeOf(child.pid)
+      } catch {
+        // gone: the last sample stands
+      }
       if (++tick % 10 === 0) progress?.(`${label}: ${tick / 10}/${duration} s (wrk)`)
     }, 100)
     const killer = setTimeout(() => child.kill('SIGKILL'), (duration + 30) * 1000)
