@@ -9,13 +9,18 @@ function fail(scalar: string, message: string): never {
 }
 
 /**
+ * The output form of `DateTime` (`2026-11-20T10:00:00.000Z`), checked field by field but not against
+ * the calendar: {@link toIsoDateTime} returns a string it matches unchanged. The SQLite direct plan's
+ * `sqliteExactIsoDateTime` (connectors/database/compiler/direct-read.ts) is the same test in SQL.
+ */
+export const EXACT_ISO = /^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])T([01]\d|2[0-3]):[0-5]\d:[0-5]\d\.\d{3}Z$/
+
+/**
  * Converts a Date, an epoch number (milliseconds) or a date string to an ISO 8601 UTC string
  * (`2026-11-20T10:00:00.000Z`). A string without a zone (`2026-11-20 10:00:00`, as SQLite and MySQL
- * return them) is read as UTC.
+ * return them) is read as UTC; a string {@link EXACT_ISO} matches is returned as it is.
  * @throws TypeError when the value is not a valid date.
  */
-const EXACT_ISO = /^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])T([01]\d|2[0-3]):[0-5]\d:[0-5]\d\.\d{3}Z$/
-
 export function toIsoDateTime(value: unknown): string {
   // Already in the output form: nothing to convert (the common case for database values).
   if (typeof value === 'string' && EXACT_ISO.test(value)) return value

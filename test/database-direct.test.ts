@@ -30,6 +30,9 @@ import type { Dialect } from '../gateway/connectors/database/model.js'
 import { applyNamespace } from '../gateway/compose/namespace.js'
 import { composeSchema } from '../gateway/compose/index.js'
 import { createKnex } from '../gateway/connectors/database/connection.js'
+import { sqliteExactIsoDateTime } from '../gateway/connectors/database/compiler/direct-read.js'
+import { EXACT_ISO } from '../gateway/scalars.js'
+import Database from 'better-sqlite3'
 import { chinook, freshDatabase } from './helpers/chinook.js'
 import { testContext, type SqlLog } from './helpers/database-source.js'
 
@@ -383,6 +386,12 @@ const SQLITE_DATETIME_FORMS: unknown[] = [
   '0999-12-31 23:59:59.999', '9999-12-31 23:59:59.999', '2026-11-20 09:00:00 junk', '2026-11-20T09:00:00.000+0200', '2026-11-20T09:00:00.000 UTC',
   '2026-11-20T09:00:00.000Z ', '20261120', '09:00:00', '09:00', 'now', '', 'not a date', '1700000000000',
   0, 1, 1700000000000, 1700000000123, -1, 253402300799999, 253402300800000, 1.5, 1700000000000.7,
+  // The output form itself (printed as stored, as toIsoDateTime does, issue 30), days the calendar lacks among them,
+  // and near misses of it: a NUL inside, lower-case letters, a full-width digit, months, days and hours out of range.
+  '2026-02-31T09:00:00.000Z', '2026-04-31T23:59:59.999Z', '2026-02-29T00:00:00.000Z', '2024-02-29T00:00:00.000Z', '0000-01-01T00:00:00.000Z',
+  '9999-12-31T23:59:59.999Z', '1969-12-31T23:59:59.999Z', '2026-11-20T09:00:00.000Z\u0000junk', '2026-11-20T09:00:00.000z', '２026-11-20T09:00:00.000Z',
+  '2026-00-10T09:00:00.000Z', '2026-13-10T09:00:00.000Z', '2026-19-10T09:00:00.000Z', '2026-11-00T09:00:00.000Z', '2026-11-32T09:00:00.000Z',
+  '2026-11-39T09:00:00.000Z', '2026-11-20T24:00:00.000Z', '2026-11-20T29:00:00.000Z', '2026-11-20T09:60:00.000Z', '2026-11-20T09:00:60.000Z',
 ]
 
 /** Floats on SQLite: exact in fixed notation up to 15 significant digits, a fallback beyond. */
@@ -398,6 +407,49 @@ function floatSamples(): number[] {
   }
   return out
 }
+
+t.test('sqlite: the output form of DateTime is recognised in SQL exactly as toIsoDateTime recognises it (issue 30)', async (t) => {
+  // The direct plan prints a text matching sqliteExactIsoDateTime as stored, and toIsoDateTime returns a
+  // text matching EXACT_ISO as it is: the two tests must agree on every text. Every field's boundaries
+  // (years, months 00–19, days 00–39, hours 00–29, minutes and seconds 00/59/60), then every single
+  // character of a valid value replaced, dropped or doubled, and texts with a NUL, a trailing space or
+  // non-ASCII digits.
+  const db = new Database(':memory:')
+  t.teardown(() => db.close())
+  const stmt = db.prepare(`SELECT ${sqliteExactIsoDateTime('v.s')} AS p FROM (SELECT ? AS s) AS v`).pluck()
+  let checked = 0
+  let matched = 0
+  const mismatches: string[] = []
+  const check = (s: string | number | Buffer): void => {
+    const sql = stmt.get(s) === 1
+    const js = typeof s === 'string' && EXACT_ISO.test(s)
+    checked++
+    if (sql) matched++
+    if (sql !== js && mismatches.length < 10) mismatches.push(`${JSON.stringify(typeof s === 'string' ? s : String(s))}: SQL ${sql}, EXACT_ISO ${js}`)
+  }
+  const two = (n: number): string => String(n).padStart(2, '0')
+  for (const y of ['0000', '1969', '2026', '9999']) {
+    for (let mo = 0; mo < 20; mo++) {
+      for (let d = 0; d < 40; d++) {
+        for (let h = 0; h < 30; h++) {
+          for (const [mi, se, ms] of [['00', '00', '000'], ['59', '59', '999'], ['60', '00', '000'], ['00', '60', '000']]) check(`${y}-${two(mo)}-${two(d)}T${two(h)}:${mi}:${se}.${ms}Z`)
+        }
+      }
+    }
+  }
+  const valid = '2026-11-20T09:05:07.123Z'
+  const chars = ['0', '1', '2', '3', '5', '9', '-', ':', '.', 'T', 't', 'Z', 'z', ' ', '/', '+', 'a', '\u0000', 'é', '٣', '０', '*', '?', '[']
+  for (let i = 0; i < valid.length; i++) {
+    for (const c of chars) check(valid.slice(0, i) + c + valid.slice(i + 1))
+    check(valid.slice(0, i) + valid.slice(i + 1))
+    check(valid.slice(0, i + 1) + valid.slice(i))
+  }
+  for (const s of [valid, `${valid} `, ` ${valid}`, `${valid}\u0000`, `${valid}\u0000junk`, `${valid.slice(0, 23)}\u0000`, '', '2026-11-20', '2026-11-20T09:05:07Z', '2026-11-20T09:05:07.1234Z']) check(s)
+  check(20261120)
+  check(Buffer.from(valid))
+  t.same(mismatches, [], `SQL and EXACT_ISO agree on ${checked} texts (${matched} in the output form)`)
+  t.ok(matched > 40_000, `the output form is recognised (${matched})`)
+})
 
 t.test('sqlite: stored forms GraphQL may reject; DateTime and Float formatting', async (t) => {
   const db = await freshDatabase('sqlite', 'direct-odd')

@@ -117,6 +117,26 @@ function plain(v: JsonText): string {
   return v
 }
 
+/**
+ * An SQLite condition that holds exactly when the value of the SQL expression `c` is a text that
+ * `gateway/scalars.ts`' `EXACT_ISO` matches — `^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])T([01]\d|2[0-3]):[0-5]\d:[0-5]\d\.\d{3}Z$`,
+ * the form `toIsoDateTime` returns unchanged (`2026-11-20T09:00:00.000Z`; days the calendar lacks, such as
+ * `02-31`, included, as there) — so that the direct plan prints such a value as stored, byte for byte
+ * what GraphQL prints. One GLOB with character classes fixes the shape (GLOB is case-sensitive and
+ * anchored at both ends, its `.` literal), five GLOBs of `?` exclude months 00 and 13–19, days 00
+ * and 32–39 and hours 24–29; `octet_length` rejects a text with a NUL after the 24 characters (GLOB
+ * and `length` stop at the first NUL). About 0.3 µs per value against strftime's 0.6 (issue 30).
+ * @param c an SQL expression, evaluated several times (a column reference)
+ * @returns the condition's SQL text
+ */
+export function sqliteExactIsoDateTime(c: string): string {
+  return (
+    `typeof(${c}) = 'text' AND ${c} GLOB '[0-9][0-9][0-9][0-9]-[01][0-9]-[0-3][0-9]T[0-2][0-9]:[0-5][0-9]:[0-5][0-9].[0-9][0-9][0-9]Z'` +
+    ` AND NOT ${c} GLOB '?????00*' AND NOT ${c} GLOB '?????1[3-9]*' AND NOT ${c} GLOB '????????00*' AND NOT ${c} GLOB '????????3[2-9]*'` +
+    ` AND NOT ${c} GLOB '???????????2[4-9]*' AND octet_length(${c}) = 24`
+  )
+}
+
 /** Enum columns: database value -> `"Name"`; an unknown value raises (GraphQL's enum serialisation would). */
 function enumBranches(dd: DirectDialect, c: string, f: ScalarField, ctx: Ctx, cast: boolean): [string | null, string][] {
   const e = ctx.reg.enums.get(f.enumName ?? '')
@@ -192,6 +212,9 @@ class SqliteDirect implements DirectDialect {
         // offsets): strftime reads them as toIsoDateTime does (UTC without a zone, fraction truncated
         // to ms); NULL from strftime (not a date) raises. Integers are epoch milliseconds.
         return [
+          // The output form itself is printed as stored, as toIsoDateTime does (its EXACT_ISO), and at
+          // a third of strftime's cost (issue 30).
+          [sqliteExactIsoDateTime(c), c],
           // (Hour 24 is the next day's midnight for JS, not for SQLite: it raises.)
           [
             `typeof(${c}) = 'text' AND ${c} GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]*' AND NOT ${c} GLOB '??????????[ Tt]24*'`,
