@@ -28,7 +28,11 @@ function groupOfFrame(sym) {
   return url
 }
 
-function leafKind(sym, dso) {
+/**
+ * What a leaf frame is: 'kernel', 'JIT-compiled JS', 'V8 builtins', 'SQLite (better-sqlite3)', 'libc',
+ * 'V8 GC', 'node / V8 (C++)', or else its DSO's path. (Also used by perf-pair.mjs.)
+ */
+export function leafKind(sym, dso) {
   if (/\[kernel|\[k\]/.test(dso) || dso === '[kernel.kallsyms]') return 'kernel'
   if (sym.startsWith('JS:') || sym.startsWith('RegExp:') || sym.startsWith('LazyCompile:')) return 'JIT-compiled JS'
   if (sym.startsWith('Builtins_')) return 'V8 builtins'

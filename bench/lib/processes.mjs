@@ -184,11 +184,12 @@ export async function startGateway({ config, env = {}, nodeArgs = [], args = [],
 /**
  * Starts bench/baseline-server.mjs with `args` (`onLine`, `wrap` and `timeoutMs` as {@link startNode}); resolves with `{ ...handle, url }`. Node runs it with
  * its default flags, plus `BENCH_BASELINE_NODE_ARGS` (space-separated) when set: e.g. npm start's
- * `--max-semi-space-size=128`, to price what the gateway's flags are worth to the baseline.
+ * `--max-semi-space-size=128`, to price what the gateway's flags are worth to the baseline; then
+ * `nodeArgs` (e.g. `--perf-basic-prof` for perf-pair.mjs).
  */
-export async function startBaseline(args, { wrap, timeoutMs = 30_000, onLine } = {}) {
+export async function startBaseline(args, { wrap, timeoutMs = 30_000, onLine, nodeArgs: extraNodeArgs = [] } = {}) {
   const port = await freePort()
-  const nodeArgs = (process.env.BENCH_BASELINE_NODE_ARGS ?? '').split(' ').filter(Boolean)
+  const nodeArgs = [...(process.env.BENCH_BASELINE_NODE_ARGS ?? '').split(' ').filter(Boolean), ...extraNodeArgs]
   const handle = await startNode({
     name: 'baseline',
     args: [...nodeArgs, join(root, 'bench/baseline-server.mjs'), '--port', String(port), ...args],
