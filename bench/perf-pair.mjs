@@ -26,14 +26,14 @@
  * servers listen on 127.0.0.1 only. Needs Linux `perf` (Debian's linux-perf) with the cpu-clock
  * software event, which works where hardware counters do not: exits with 1 and says so otherwise.
  * `--keep` leaves the work directory (both `perf.data` files, for `perf report` or
- * bench/perf-summary.mjs) and prints its path.
+ * bench/perf-summary.mjs) and the two JIT maps, and prints their paths.
  */
 import { execFileSync, spawn } from 'node:child_process'
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { copySqlite, cpuTimeOf, isolatedConfig, root, runLoad, startBaseline, startGateway } from './lib/processes.mjs'
-import { leafKind, perfScript } from './perf-summary.mjs'
+import { leafKind, perfSamples, perfScript } from './perf-summary.mjs'
 
 const FREQUENCY = 999
 const WARMUP_SECONDS = 3
@@ -82,15 +82,10 @@ export function countLeaves(text, mainTid) {
   const symbols = new Map()
   let samples = 0
   const add = (m, k) => m.set(k, (m.get(k) ?? 0) + 1)
-  for (const block of text.split(/\n\s*\n/)) {
-    const lines = block.split('\n').filter((l) => l.trim())
-    if (lines.length < 2) continue
-    const header = /^\s*(.*?)\s+(\d+)\s*$/.exec(lines[0])
-    const leaf = /^\s*[0-9a-f]+\s+(.*?)\s+\(([^)]*)\)\s*$/.exec(lines[1])
-    const sym = leaf ? leaf[1].replace(/\+0x[0-9a-f]+$/, '') : lines[1].trim()
-    const dso = leaf ? leaf[2] : ''
+  for (const { tid, frames } of perfSamples(text)) {
+    const { sym, dso } = frames[0]
     samples++
-    if (header && Number(header[2]) !== mainTid) {
+    if (tid !== undefined && tid !== mainTid) {
       add(kinds, 'other threads')
       continue
     }
@@ -171,11 +166,11 @@ async function main() {
     out.push('', `main thread's leaf symbols by |difference| (µs per request: baseline, gateway, difference)`)
     for (const s of symbols.slice(0, o.top)) out.push(`  ${fmt(s.b)} ${fmt(s.g)} ${fmt(s.g - s.b)}  ${s.sym.slice(0, 110)}`)
     console.log(out.join('\n'))
-    if (o.keep) console.log(`\n[perf-pair] kept ${work} (gateway.data, baseline.data)`)
+    if (o.keep) console.log(`\n[perf-pair] kept ${work} (gateway.data, baseline.data) and the JIT maps /tmp/perf-${gw.pid}.map, /tmp/perf-${base.pid}.map (perf script reads them by pid)`)
   } finally {
     for (const p of started.reverse()) {
       await p.stop()
-      rmSync(`/tmp/perf-${p.pid}.map`, { force: true })
+      if (!o.keep) rmSync(`/tmp/perf-${p.pid}.map`, { force: true })
     }
     if (!o.keep) rmSync(work, { recursive: true, force: true })
   }

@@ -44,6 +44,25 @@ export function leafKind(sym, dso) {
 }
 
 /**
+ * The samples of `perf script -F comm,tid,ip,sym,dso` text (a header line `comm tid`, then one frame
+ * per line, leaf first), in order. (Also used by perf-pair.mjs.)
+ * @returns an iterable of `{ tid, frames }`: `tid` a number (undefined when the header does not parse),
+ *   `frames` `[{ sym, dso }]` leaf first, `sym` without its `+0x…` offset
+ */
+export function* perfSamples(text) {
+  for (const block of text.split(/\n\s*\n/)) {
+    const lines = block.split('\n').filter((l) => l.trim())
+    if (lines.length < 2) continue
+    const header = /^\s*(.*?)\s+(\d+)\s*$/.exec(lines[0])
+    const frames = lines.slice(1).map((l) => {
+      const m = /^\s*[0-9a-f]+\s+(.*?)\s+\(([^)]*)\)\s*$/.exec(l)
+      return m ? { sym: m[1].replace(/\+0x[0-9a-f]+$/, ''), dso: m[2] } : { sym: l.trim(), dso: '' }
+    })
+    yield { tid: header ? Number(header[2]) : undefined, frames }
+  }
+}
+
+/**
  * Parses `perf script -F comm,tid,ip,sym,dso` text (a header line `comm tid`, then one frame per
  * line, leaf first); `mainTid` keeps only that thread's samples (the JS thread).
  * @returns { samples, otherThreads, functions, inclusive, groups, leaves }, each row { name, n, pct }
@@ -57,18 +76,11 @@ export function summarisePerfScript(text, { top = 40, mainTid } = {}) {
   const leaves = new Map()
   let samples = 0
   const add = (m, k) => m.set(k, (m.get(k) ?? 0) + 1)
-  for (const block of text.split(/\n\s*\n/)) {
-    const lines = block.split('\n').filter((l) => l.trim())
-    if (lines.length < 2) continue
-    const header = /^\s*(.*?)\s+(\d+)\s*$/.exec(lines[0])
-    if (mainTid !== undefined && header && Number(header[2]) !== mainTid) {
+  for (const { tid, frames } of perfSamples(text)) {
+    if (mainTid !== undefined && tid !== undefined && tid !== mainTid) {
       otherThreads++
       continue
     }
-    const frames = lines.slice(1).map((l) => {
-      const m = /^\s*[0-9a-f]+\s+(.*?)\s+\(([^)]*)\)\s*$/.exec(l)
-      return m ? { sym: m[1].replace(/\+0x[0-9a-f]+$/, ''), dso: m[2] } : { sym: l.trim(), dso: '' }
-    })
     samples++
     add(leaves, leafKind(frames[0].sym, frames[0].dso))
     const js = frames.find((f) => f.sym.startsWith('JS:') || f.sym.startsWith('LazyCompile:'))
