@@ -6,7 +6,7 @@
  * kernel, node's C++ and V8's runtime, V8's builtins, JIT-compiled JavaScript, libc, SQLite — side
  * by side with the difference. Then the leaf symbols whose time per request differs most.
  *
- *   node bench/perf-pair.mjs [--target rest|graphql] [--production] [--seconds 10] [--rate 4000]
+ *   node bench/perf-pair.mjs [--target rest|graphql] [--production] [--seconds 10] [--warmup 3] [--rate 4000]
  *                            [--connections 10] [--top 25] [--keep]
  *
  * `rest`: `GET /operations/TodoById?id=1`; `graphql`: `POST /graphql` with operations/TodoById.graphql
@@ -14,21 +14,22 @@
  * temp copy of data/todo.sqlite. The gateway starts as `npm start` starts it (lib/processes.mjs,
  * `--production`: `NODE_ENV=production`), both servers with `--perf-basic-prof` (JIT frames named;
  * the maps are `/tmp/perf-<pid>.map`, removed at the end). The answers are compared before loading.
- * Each server gets its own autocannon (`--rate` req/s, `--connections`) for 3 s of warm-up,
- * `--seconds` sampled at 999 Hz by one `perf record -g -p <pid>` each, and 2 s more. Per request:
+ * Each server gets its own autocannon (`--rate` req/s, `--connections`) for `--warmup` (3) s,
+ * `--seconds` sampled at 999 Hz by one `perf record -g -p <pid>` each, and 1 s more. Per request:
  * samples × (1 s ÷ 999) ÷ (req/s × `--seconds`), in µs; the CPU µs per request from `/proc/<pid>/stat`
  * over the same window is printed beside it (perf's total should come close). A sample of a thread
  * other than the main (JS) one (V8's compiler and GC helpers, libuv's pool) is counted under `other
  * threads`. Symbols: perf's names (a JIT frame `JS:*name file:line:col`), the gateway's and the
  * baseline's compared by name.
  *
- * Bounds: `--seconds` 1–120, `--rate` 100–20,000, `--connections` 1–100, `--top` 1–200; the
+ * Bounds: `--seconds` 1–120, `--warmup` 1–60, `--rate` 100–20,000, `--connections` 1–100, `--top` 1–200; the
  * servers listen on 127.0.0.1 only. Needs Linux `perf` (Debian's linux-perf) with the cpu-clock
  * software event, which works where hardware counters do not: exits with 1 and says so otherwise.
  * `--keep` leaves the work directory (both `perf.data` files, for `perf report` or
  * bench/perf-summary.mjs) and the two JIT maps, and prints their paths.
  */
 import { execFileSync, spawn } from 'node:child_process'
+import { pathToFileURL } from 'node:url'
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -36,11 +37,14 @@ import { copySqlite, cpuTimeOf, isolatedConfig, root, runLoad, startBaseline, st
 import { leafKind, perfSamples, perfScript } from './perf-summary.mjs'
 
 const FREQUENCY = 999
-const WARMUP_SECONDS = 3
 
-/** The command line, bounded. @throws Error naming the flag when a value is out of its range. */
-function parseArgs(argv) {
-  const o = { target: 'rest', production: false, seconds: 10, rate: 4000, connections: 10, top: 25, keep: false }
+/**
+ * The command line, bounded.
+ * @returns `{ target, production, seconds, warmup, rate, connections, top, keep }`
+ * @throws Error naming the flag when a value is out of its range or the option is unknown
+ */
+export function parseArgs(argv) {
+  const o = { target: 'rest', production: false, seconds: 10, warmup: 3, rate: 4000, connections: 10, top: 25, keep: false }
   const bounded = (name, v, lo, hi) => {
     const n = Number(v)
     if (!Number.isInteger(n) || n < lo || n > hi) throw new Error(`--${name} must be an integer from ${lo} to ${hi} (got ${v})`)
@@ -54,6 +58,7 @@ function parseArgs(argv) {
       o.target = argv[++i]
       if (o.target !== 'rest' && o.target !== 'graphql') throw new Error(`--target must be rest or graphql (got ${o.target})`)
     } else if (a === '--seconds') o.seconds = bounded('seconds', argv[++i], 1, 120)
+    else if (a === '--warmup') o.warmup = bounded('warmup', argv[++i], 1, 60)
     else if (a === '--rate') o.rate = bounded('rate', argv[++i], 100, 20_000)
     else if (a === '--connections') o.connections = bounded('connections', argv[++i], 1, 100)
     else if (a === '--top') o.top = bounded('top', argv[++i], 1, 200)
@@ -133,13 +138,13 @@ async function main() {
     const want = await (await fetch(baseline.url)).json()
     const got = await (await fetch(gateway.url, { method: gateway.method ?? 'GET', headers: gateway.headers, body: gateway.body })).json()
     if (JSON.stringify(o.target === 'rest' ? got : got.data) !== JSON.stringify(want)) throw new Error(`the two answers differ: ${JSON.stringify(got)} against ${JSON.stringify(want)}`)
-    console.log(`[perf-pair] gateway ${gateway.method ?? 'GET'} ${new URL(gateway.url).pathname} (pid ${gw.pid}) and baseline GET /todo?id=1 (pid ${base.pid}) answer the same; ${o.rate} req/s each, ${o.connections} connections, ${WARMUP_SECONDS} s warm-up, ${o.seconds} s sampled at ${FREQUENCY} Hz`)
-    const duration = WARMUP_SECONDS + o.seconds + 2
+    console.log(`[perf-pair] gateway ${gateway.method ?? 'GET'} ${new URL(gateway.url).pathname} (pid ${gw.pid}) and baseline GET /todo?id=1 (pid ${base.pid}) answer the same; ${o.rate} req/s each, ${o.connections} connections, ${o.warmup} s warm-up, ${o.seconds} s sampled at ${FREQUENCY} Hz`)
+    const duration = o.warmup + o.seconds + 1
     const loads = Promise.all([
       runLoad({ label: 'gateway', ...gateway, duration, connections: o.connections, rate: o.rate }),
       runLoad({ label: 'baseline', ...baseline, duration, connections: o.connections, rate: o.rate }),
     ])
-    await new Promise((r) => setTimeout(r, WARMUP_SECONDS * 1000))
+    await new Promise((r) => setTimeout(r, o.warmup * 1000))
     const cpu0 = [cpuTimeOf(gw.pid), cpuTimeOf(base.pid)]
     await Promise.all([record(gw.pid, join(work, 'gateway.data'), o.seconds), record(base.pid, join(work, 'baseline.data'), o.seconds)])
     const cpu1 = [cpuTimeOf(gw.pid), cpuTimeOf(base.pid)]
@@ -176,7 +181,9 @@ async function main() {
   }
 }
 
-main().catch((err) => {
-  console.error(`[perf-pair] ${err.message}`)
-  process.exit(1)
-})
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  main().catch((err) => {
+    console.error(`[perf-pair] ${err.message}`)
+    process.exit(1)
+  })
+}

@@ -29,27 +29,33 @@ function perfWorks(): boolean {
 const tool = join(repoRoot, 'bench/perf-pair.mjs')
 const run = (args: string[], timeout = 120_000) => spawnSync(process.execPath, [tool, ...args], { cwd: repoRoot, encoding: 'utf8', timeout })
 
-t.test('bench/perf-pair.mjs refuses options out of range before starting anything', async (t) => {
+t.test('bench/perf-pair.mjs refuses options out of range', async (t) => {
+  const { parseArgs } = await import('../bench/perf-pair.mjs')
   for (const [args, needle] of [
     [['--seconds', '0'], '--seconds must be an integer from 1 to 120'],
     [['--seconds', '121'], '--seconds must be an integer from 1 to 120'],
+    [['--warmup', '61'], '--warmup must be an integer from 1 to 60'],
     [['--rate', '1000000'], '--rate must be an integer from 100 to 20000'],
     [['--connections', '2.5'], '--connections must be an integer from 1 to 100'],
+    [['--top', '-1'], '--top must be an integer from 1 to 200'],
     [['--target', 'cache'], '--target must be rest or graphql'],
     [['--bogus'], 'unknown option --bogus'],
   ] as const) {
-    const r = run([...args], 20_000)
-    t.equal(r.status, 1, `${args.join(' ')}: exit code 1`)
-    t.match(r.stderr, needle, `${args.join(' ')}: says why`)
-    t.notMatch(r.stdout, /starting the gateway/, `${args.join(' ')}: nothing started`)
+    t.throws(() => parseArgs([...args]), { message: new RegExp(needle.replace(/[.*+?^${}()|[\]\\-]/g, '\\$&')) }, args.join(' '))
   }
+  t.match(parseArgs([]), { target: 'rest', seconds: 10, warmup: 3, rate: 4000, connections: 10, top: 25, keep: false }, 'defaults')
+  // Run as a program, a refusal is exit code 1 with the reason, before anything starts.
+  const r = run(['--seconds', '0'], 20_000)
+  t.equal(r.status, 1, 'exit code 1')
+  t.match(r.stderr, '--seconds must be an integer from 1 to 120', 'says why')
+  t.notMatch(r.stdout, /starting the gateway/, 'nothing started')
 })
 
 t.test('bench/perf-pair.mjs', { skip: perfWorks() ? false : 'perf record -e cpu-clock does not work here (Debian: apt-get install -y linux-perf)' }, async (t) => {
   // One target (the POST one) keeps the suite short; `rest` differs only in the request.
   for (const target of ['graphql']) {
     t.test(target, async (t) => {
-      const r = run(['--target', target, '--seconds', '1', '--rate', '300', '--top', '200'])
+      const r = run(['--target', target, '--seconds', '1', '--warmup', '1', '--rate', '300', '--top', '200'])
       t.equal(r.status, 0, `exit 0 (stderr: ${r.stderr.slice(-500)})`)
       const out = r.stdout
       const pids = [...out.matchAll(/\(pid (\d+)\)/g)].map((m) => Number(m[1]))
