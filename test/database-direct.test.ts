@@ -417,11 +417,23 @@ t.test('sqlite: the output form of DateTime is recognised in SQL exactly as toIs
   const db = new Database(':memory:')
   t.teardown(() => db.close())
   const stmt = db.prepare(`SELECT ${sqliteExactIsoDateTime('v.s')} AS p FROM (SELECT ? AS s) AS v`).pluck()
+  // The same condition over a column of a UTF-16 database (stored text, where byte counts double).
+  const db16 = new Database(':memory:')
+  t.teardown(() => db16.close())
+  db16.pragma("encoding = 'UTF-16le'")
+  db16.exec('CREATE TABLE d (s)')
+  const put16 = db16.prepare('INSERT INTO d (s) VALUES (?)')
+  const get16 = db16.prepare(`SELECT ${sqliteExactIsoDateTime('d.s')} AS p FROM d WHERE rowid = last_insert_rowid()`).pluck()
   let checked = 0
   let matched = 0
   const mismatches: string[] = []
-  const check = (s: string | number | Buffer): void => {
-    const sql = stmt.get(s) === 1
+  const check = (s: string | number | Buffer, utf16 = false): void => {
+    let sql = stmt.get(s) === 1
+    if (utf16) {
+      put16.run(s)
+      if ((get16.get() === 1) !== sql) mismatches.push(`${JSON.stringify(String(s))}: the UTF-16 database disagrees`)
+      sql = get16.get() === 1
+    }
     const js = typeof s === 'string' && EXACT_ISO.test(s)
     checked++
     if (sql) matched++
@@ -444,7 +456,10 @@ t.test('sqlite: the output form of DateTime is recognised in SQL exactly as toIs
     check(valid.slice(0, i) + valid.slice(i + 1))
     check(valid.slice(0, i + 1) + valid.slice(i))
   }
-  for (const s of [valid, `${valid} `, ` ${valid}`, `${valid}\u0000`, `${valid}\u0000junk`, `${valid.slice(0, 23)}\u0000`, '', '2026-11-20', '2026-11-20T09:05:07Z', '2026-11-20T09:05:07.1234Z']) check(s)
+  for (const s of [valid, `${valid} `, ` ${valid}`, `${valid}\u0000`, `${valid}\u0000junk`, `${valid.slice(0, 23)}\u0000`, '', '2026-11-20', '2026-11-20T09:05:07Z', '2026-11-20T09:05:07.1234Z', '2026-02-31T09:05:07.123Z']) {
+    check(s)
+    check(s, true)
+  }
   check(20261120)
   check(Buffer.from(valid))
   t.same(mismatches, [], `SQL and EXACT_ISO agree on ${checked} texts (${matched} in the output form)`)
