@@ -11,7 +11,7 @@
  *
  * `rest`: `GET /operations/TodoById?id=1`; `graphql`: `POST /graphql` with operations/TodoById.graphql
  * and `{id: 1}`; each against the baseline's `GET /todo?id=1` (bench/baseline-server.mjs) on the same
- * temp copy of data/todo.sqlite. The gateway starts as `npm start` starts it (lib/processes.mjs,
+ * temp copy of data/todo.sqlite (created and seeded by the gateway where there is none yet). The gateway starts as `npm start` starts it (lib/processes.mjs,
  * `--production`: `NODE_ENV=production`), both servers with `--perf-basic-prof` (JIT frames named;
  * the maps are `/tmp/perf-<pid>.map`, removed at the end). The answers are compared before loading.
  * Each server gets its own autocannon (`--rate` req/s, `--connections`) for `--warmup` (3) s,
@@ -118,8 +118,10 @@ async function main() {
   const started = []
   try {
     requirePerf(work)
+    // A copy of the demo's database; on a fresh clone (no data/todo.sqlite yet) the gateway, started
+    // first, creates and seeds the file, as bench/run.mjs' prepareTodoDb relies on.
     const db = join(work, 'todo.sqlite')
-    await copySqlite(join(root, 'data/todo.sqlite'), db)
+    if (existsSync(join(root, 'data/todo.sqlite'))) await copySqlite(join(root, 'data/todo.sqlite'), db)
     console.log(`[perf-pair] ${o.target}${o.production ? ' (production)' : ''}: starting the gateway as npm start does and the baseline, both with --perf-basic-prof`)
     const gw = await startGateway({
       env: { TODO_DATABASE_URL: `sqlite:${db}`, ...(o.production ? { NODE_ENV: 'production' } : {}) },
