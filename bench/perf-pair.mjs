@@ -28,13 +28,13 @@
  * `--keep` leaves the work directory (both `perf.data` files, for `perf report` or
  * bench/perf-summary.mjs) and the two JIT maps, and prints their paths.
  */
-import { execFileSync, spawn } from 'node:child_process'
+import { execFileSync } from 'node:child_process'
 import { pathToFileURL } from 'node:url'
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { copySqlite, cpuTimeOf, isolatedConfig, root, runLoad, startBaseline, startGateway } from './lib/processes.mjs'
-import { leafKind, perfSamples, perfScript } from './perf-summary.mjs'
+import { leafKind, perfRecord, perfSamples, perfScript } from './perf-summary.mjs'
 
 const FREQUENCY = 999
 
@@ -100,16 +100,6 @@ export function countLeaves(text, mainTid) {
   return { samples, kinds, symbols }
 }
 
-/** Records `seconds` of `pid` with cpu-clock at FREQUENCY Hz and call graphs into `file`. */
-function record(pid, file, seconds) {
-  return new Promise((ok, fail) => {
-    const p = spawn('perf', ['record', '-q', '-e', 'cpu-clock', '-F', String(FREQUENCY), '-g', '-p', String(pid), '-o', file, '--', 'sleep', String(seconds)], { stdio: ['ignore', 'ignore', 'pipe'] })
-    let err = ''
-    p.stderr.on('data', (c) => (err += c))
-    p.once('exit', (code) => (code === 0 && existsSync(file) ? ok() : fail(new Error(`perf record -p ${pid} failed (exit ${code}): ${err.trim()}`))))
-  })
-}
-
 const fmt = (n) => n.toFixed(2).padStart(8)
 
 async function main() {
@@ -148,7 +138,7 @@ async function main() {
     ])
     await new Promise((r) => setTimeout(r, o.warmup * 1000))
     const cpu0 = [cpuTimeOf(gw.pid), cpuTimeOf(base.pid)]
-    await Promise.all([record(gw.pid, join(work, 'gateway.data'), o.seconds), record(base.pid, join(work, 'baseline.data'), o.seconds)])
+    await Promise.all([perfRecord(gw.pid, join(work, 'gateway.data'), o.seconds, FREQUENCY), perfRecord(base.pid, join(work, 'baseline.data'), o.seconds, FREQUENCY)])
     const cpu1 = [cpuTimeOf(gw.pid), cpuTimeOf(base.pid)]
     const [gLoad, bLoad] = await loads
     console.log(`[perf-pair] load: gateway ${Math.round(gLoad.reqPerSec)} req/s, baseline ${Math.round(bLoad.reqPerSec)} req/s; reading the samples`)

@@ -13,7 +13,8 @@
  * it. Prints the share per JS function, per package / project folder, and the leaf kinds.
  * Also importable: `summarisePerfScript(text, { top })`.
  */
-import { execFileSync } from 'node:child_process'
+import { execFileSync, spawn } from 'node:child_process'
+import { existsSync } from 'node:fs'
 import { pathToFileURL } from 'node:url'
 
 function groupOfFrame(sym) {
@@ -108,6 +109,23 @@ export function formatPerfSummary(s, title = '') {
   out.push('', 'Leaf frames by kind:')
   for (const f of s.leaves) out.push(`  ${String(f.pct).padStart(5)}%  ${f.name}`)
   return out.join('\n')
+}
+
+/**
+ * Records `seconds` of the process `pid` with `perf record -g` (software event cpu-clock at `frequency`
+ * Hz, call graphs) into `file`. Resolves once perf has written the file; rejects with an Error that
+ * carries perf's exit code and stderr when perf is missing, not allowed (perf_event_paranoid > 2) or
+ * fails, or when no file was written.
+ */
+export function perfRecord(pid, file, seconds, frequency = 999) {
+  return new Promise((ok, fail) => {
+    const args = ['record', '-q', '-e', 'cpu-clock', '-F', String(frequency), '-g', '-p', String(pid), '-o', file, '--', 'sleep', String(seconds)]
+    const p = spawn('perf', args, { stdio: ['ignore', 'ignore', 'pipe'] })
+    let err = ''
+    p.stderr.on('data', (c) => (err += c))
+    p.once('error', (e) => fail(new Error(`perf record -p ${pid} could not start: ${e.message}`)))
+    p.once('exit', (code) => (code === 0 && existsSync(file) ? ok() : fail(new Error(`perf record -p ${pid} failed (exit ${code}): ${err.trim()}`))))
+  })
 }
 
 /** Runs `perf script` on a perf.data file, in the format summarisePerfScript reads. */

@@ -107,7 +107,7 @@ import { isDeepStrictEqual } from 'node:util'
 import { join } from 'node:path'
 import { copySqlite, cpuTimeOf, freePort, isolatedConfig, memoryOf, root, runLoad, startBaseline, startGateway, startNode } from './lib/processes.mjs'
 import { formatSummary, summarise } from './profile-summary.mjs'
-import { formatPerfSummary, perfScript, summarisePerfScript } from './perf-summary.mjs'
+import { formatPerfSummary, perfRecord, perfScript, summarisePerfScript } from './perf-summary.mjs'
 import { spawn } from 'node:child_process'
 import { cacheScenario } from './cache-scenario.mjs'
 import { compareWithRecorded, readRecorded, writeRecorded } from './lib/recorded.mjs'
@@ -208,13 +208,10 @@ async function recordPerf(name, pid, seconds) {
   const dir = join(resultsDir, 'perf')
   mkdirSync(dir, { recursive: true })
   const file = join(dir, `${name}.perf.data`)
-  const code = await new Promise((ok) => {
-    const p = spawn('perf', ['record', '-e', 'cpu-clock', '-F', '999', '-g', '-p', String(pid), '-o', file, '--', 'sleep', String(seconds)], { stdio: 'ignore' })
-    p.once('error', () => ok(-1))
-    p.once('exit', (c) => ok(c))
-  })
-  if (code !== 0) {
-    say(`  (perf record failed with ${code}; is perf installed and perf_event_paranoid ≤ 2?)`)
+  try {
+    await perfRecord(pid, file, seconds)
+  } catch (e) {
+    say(`  (${e.message}; is perf installed and perf_event_paranoid ≤ 2?)`)
     return undefined
   }
   // Summarised by the caller once the load run has ended (perf script is CPU-heavy).
