@@ -8,7 +8,10 @@
  * answer, the body handed over; requests it must not read (cookie, another content type, chunked,
  * a body over 64 KiB) are left to fastify untouched; a failed statement and a large answer are
  * handed over with their result and not run again; a body that never arrives is ended by
- * `server.requestTimeoutMs` (attack); `tributary dev` answers nothing early.
+ * `server.requestTimeoutMs` (attack); `tributary dev` answers nothing early. A body sent again is
+ * answered from what the first left (direct plans and graphql-jit, variables shared frozen, auth
+ * directives checked per request, forgotten on a swap), and distinct bodies by the thousand keep
+ * that table within `EARLY_BODIES` (attack).
  */
 import t from 'tap'
 import Database from 'better-sqlite3'
@@ -18,7 +21,7 @@ import { fileURLToPath } from 'node:url'
 import { startDemo } from './helpers/demo.js'
 import { mint, signingKey, startJwks } from './helpers/auth.js'
 import { buildApp } from '../gateway/http/app.js'
-import { EARLY_GRAPHQL_BODY_BYTES } from '../gateway/http/graphql-endpoint.js'
+import { EARLY_BODIES, EARLY_BODY_CHARS, EARLY_GRAPHQL_BODY_BYTES } from '../gateway/http/graphql-endpoint.js'
 import type { FastifyInstance } from 'fastify'
 import { observers } from '../gateway/observability/probes.js'
 
@@ -220,6 +223,63 @@ t.test('bodies in pieces and pipelined requests: each answered, in order', async
   t.equal(pipelined.length, 3)
   pipelined.forEach((answer, i) => t.match(answer, new RegExp(`^HTTP/1\\.1 200 [\\s\\S]*"id":${i + 1},`), `answer ${i + 1} in order`))
   t.equal(app.earlyGraphQL.answered, before + 4, 'all four answered early')
+})
+
+t.test('a body sent again is answered from what the first one left: the same answers, variables shared unharmed, forgotten on a swap', async (t) => {
+  const { app, url } = await startDemo(t, { listen: true })
+  const tally = app.earlyGraphQL
+  const TODO_AND_ROLES = readFileSync(fileURLToPath(new URL('../operations/TodoAndRoles.graphql', import.meta.url)), 'utf8')
+  const cases: { name: string; body: unknown }[] = [
+    { name: 'a direct plan with a scalar variable', body: { query: TODO_BY_ID, variables: { id: 2 } } },
+    { name: 'a direct plan with an input object variable', body: { query: 'query Find($w: todo_TodoWhereInput) { todo_findManyTodo(where: $w, orderBy: [{ id: asc }]) { id title } }', variables: { w: { title: { contains: 'o' }, id: { in: [1, 2, 3] } } } } },
+    { name: 'graphql-jit with a variable', body: { query: TODO_AND_ROLES, variables: { id: 3 }, operationName: 'TodoAndRoles' } },
+  ]
+  for (const c of cases) {
+    const viaRoute = await route(app, c.body)
+    t.equal(viaRoute.statusCode, 200, `${c.name}: the route answers 200`)
+    t.notMatch(viaRoute.body, /"errors"/, `${c.name}: without errors`)
+    for (const round of [1, 2, 3]) {
+      const before = tally.answered
+      const res = await post(url, c.body)
+      t.equal(await res.text(), viaRoute.body, `${c.name}, sent ${round}×: the route's body`)
+      t.equal(tally.answered, before + 1, `${c.name}, sent ${round}×: answered early`)
+    }
+  }
+  t.equal(app.earlyGraphQLBodies(), cases.length, 'one remembered body per distinct body')
+  // The same body from a caller the document's @requireAuthentication refuses: the check runs for every request.
+  const signed = { query: 'query Signed @requireAuthentication { todo_findUniqueTodo(where: { id: 1 }) { id } }' }
+  for (const round of [1, 2]) {
+    const res = await post(url, signed)
+    t.equal(res.status, 401, `@requireAuthentication, anonymous, sent ${round}×: 401`)
+    t.match(await res.text(), /TRB_ERR_AUTH_REQUIRED/)
+  }
+  // A swapped gateway (what `tributary dev` does on a change) forgets every remembered body.
+  app.tributary.swap(app.tributary.holder.current)
+  t.equal((await post(url, cases[0].body)).status, 200)
+  t.equal(app.earlyGraphQLBodies(), 1, 'after a swap only the body sent since is remembered')
+})
+
+t.test('distinct bodies by the thousand: the remembered ones stay within EARLY_BODIES, a long body is never kept (attack)', async (t) => {
+  const { app, url } = await startDemo(t, { listen: true })
+  const tally = app.earlyGraphQL
+  const before = tally.answered
+  let max = 0
+  for (let i = 0; i < EARLY_BODIES + 150; i += 10) {
+    const answers = await Promise.all(Array.from({ length: 10 }, (_, j) => post(url, { query: TODO_BY_ID, variables: { id: 1 }, operationName: 'TodoById', extensions: null, n: i + j }).then((r) => r.json() as Promise<{ data: { todo_findUniqueTodo: { id: number } } }>)))
+    for (const a of answers) if (a.data?.todo_findUniqueTodo?.id !== 1) t.fail(`unexpected answer ${JSON.stringify(a)}`)
+    max = Math.max(max, app.earlyGraphQLBodies())
+  }
+  t.equal(tally.answered - before, EARLY_BODIES + 150, 'every one answered early')
+  t.ok(max <= EARLY_BODIES, `at most ${EARLY_BODIES} remembered at any time (${max})`)
+  t.ok(app.earlyGraphQLBodies() < EARLY_BODIES, `the table started again empty when full (${app.earlyGraphQLBodies()} now)`)
+  const kept = app.earlyGraphQLBodies()
+  const long = { query: TODO_BY_ID, variables: { id: 1 }, padding: 'x'.repeat(EARLY_BODY_CHARS) }
+  for (const round of [1, 2]) {
+    const res = await post(url, long)
+    t.match(await res.json(), { data: { todo_findUniqueTodo: { id: 1 } } }, `a body over ${EARLY_BODY_CHARS} characters, sent ${round}×: answered`)
+  }
+  t.equal(tally.answered - before, EARLY_BODIES + 152, 'answered early')
+  t.equal(app.earlyGraphQLBodies(), kept, 'and not remembered')
 })
 
 t.test('a body that never arrives is ended by server.requestTimeoutMs (attack)', async (t) => {

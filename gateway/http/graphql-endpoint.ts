@@ -15,6 +15,7 @@ import { limitLatin1Response, limitResponse } from './response-limit.js'
 import { markAnswerWithoutErrors } from './answer-errors.js'
 import { isMultipartRequest, registerGraphQLMultipart } from './graphql-multipart.js'
 import { parseJsonSafely } from '../safe-keys.js'
+import { deepFreeze } from '../deep-freeze.js'
 import {
   GraphQLError,
   Kind,
@@ -67,6 +68,8 @@ declare module 'fastify' {
      * one ran).
      */
     earlyGraphQL: { answered: number; handedOver: number }
+    /** How many request bodies the early path remembers now (at most `EARLY_BODIES`). */
+    earlyGraphQLBodies: () => number
   }
 }
 
@@ -106,6 +109,28 @@ interface EarlyPlan {
   /** Its `@requireAuthentication`/`@rbac` rules (never `@fromClaim`: those go to the route). */
   readonly rules: OperationAuthRules | undefined
 }
+
+/**
+ * What {@link EarlyGraphQL} learnt from one request body that passed every check not depending on the
+ * caller (JSON, request shape, persisted-only, document validity and limits, an early plan, variable
+ * depth and cost): kept by the body's text for as long as the served gateway (`holder.version`), so
+ * that the same body sent again is neither parsed nor checked again.
+ */
+interface EarlyBody {
+  readonly prepared: Prepared
+  readonly plan: EarlyPlan
+  /** The key of its plan: the request's `operationName`, or '' when absent or null. */
+  readonly key: string
+  /** The request's `variables`, deep-frozen (shared by every request with this body). */
+  readonly vars: Readonly<Record<string, unknown>> | undefined
+  /** The request's `operationName` as sent, for the console's traffic name. */
+  readonly operationName: unknown
+}
+
+/** Request bodies {@link EarlyGraphQL} remembers (at most this many, then it starts again empty) … */
+export const EARLY_BODIES = 1000
+/** … of at most this many characters each; a longer body is parsed and checked on every request. */
+export const EARLY_BODY_CHARS = 2048
 
 /**
  * What {@link EarlyGraphQL} ran for a request it then handed to the route (a failed statement, an
@@ -289,8 +314,12 @@ export function registerGraphQLEndpoint(
   wsHandler: (socket: import('ws').WebSocket, request: FastifyRequest) => void,
   limitOperation?: OperationLimiter,
 ): EarlyGraphQL {
+  /** Bodies already parsed and checked (see {@link EarlyBody}), for the gateway of `bodiesVersion`. */
+  const bodies = new Map<string, EarlyBody>()
+  let bodiesVersion = holder.version
   const tally = { answered: 0, handedOver: 0 }
   app.decorate('earlyGraphQL', tally)
+  app.decorate('earlyGraphQLBodies', () => bodies.size)
   const cache = new DocumentCache(1000)
   // Invalid documents are cached apart, so that a stream of distinct bad documents cannot evict the good ones.
   const errorCache = new DocumentCache(200)
@@ -677,23 +706,49 @@ export function registerGraphQLEndpoint(
     return true
   }
 
-  /** The body of {@link early}, once the request body is in. */
-  function runEarly(req: IncomingMessage, res: ServerResponse, gateway: GatewayHolder['current'], body: Buffer, mediaType: string, auth: AuthInfo | null, started: number, handOver: (run?: EarlyGraphQLRun) => void): void {
+  /**
+   * The {@link EarlyBody} of a request body's text: remembered, or parsed and checked now (and
+   * remembered when at most {@link EARLY_BODY_CHARS} long); null when the route must answer it.
+   */
+  function earlyBodyOf(text: string, gateway: GatewayHolder['current']): EarlyBody | null {
+    if (bodiesVersion !== holder.version) {
+      bodies.clear()
+      bodiesVersion = holder.version
+    }
+    const known = bodies.get(text)
+    if (known !== undefined) return known
     let params: unknown
     try {
-      params = parseJsonSafely(body.toString('utf8'))
+      params = parseJsonSafely(text)
     } catch {
-      return handOver() // the route's 400
+      return null // the route's 400
     }
-    if (params === null || typeof params !== 'object' || Array.isArray(params)) return handOver()
+    if (params === null || typeof params !== 'object' || Array.isArray(params)) return null
     const { query, variables, operationName, extensions, documentId } = params as GraphQLParams
-    if (typeof query !== 'string' || (extensions !== undefined && extensions !== null) || documentId !== undefined || paramsProblem(params as GraphQLParams)) return handOver()
-    if (persisted.enforced && !persisted.allowsText(query)) return handOver()
+    if (typeof query !== 'string' || (extensions !== undefined && extensions !== null) || documentId !== undefined || paramsProblem(params as GraphQLParams)) return null
+    if (persisted.enforced && !persisted.allowsText(query)) return null
     const prepared = prepare(query)
-    if (prepared.errors) return handOver()
+    if (prepared.errors) return null
     const name = (operationName ?? undefined) as string | undefined
     const plan = earlyPlan(prepared, gateway, name)
-    if (plan === null) return handOver()
+    if (plan === null) return null
+    const vars = (variables ?? undefined) as Record<string, unknown> | undefined
+    const key = name ?? ''
+    if (requestLimitError(gateway, prepared, plan.operation, key, vars)) return null
+    prepared.label ??= plan.operation.name && persisted.allowsText(query) ? plan.operation.name.value : '(graphql)'
+    const entry: EarlyBody = { prepared, plan, key, vars: vars && deepFreeze(vars), operationName }
+    if (text.length <= EARLY_BODY_CHARS) {
+      if (bodies.size >= EARLY_BODIES) bodies.clear()
+      bodies.set(text, entry)
+    }
+    return entry
+  }
+
+  /** The body of {@link early}, once the request body is in. */
+  function runEarly(req: IncomingMessage, res: ServerResponse, gateway: GatewayHolder['current'], body: Buffer, mediaType: string, auth: AuthInfo | null, started: number, handOver: (run?: EarlyGraphQLRun) => void): void {
+    const known = earlyBodyOf(body.toString('utf8'), gateway)
+    if (known === null) return handOver()
+    const { prepared, plan, key, vars, operationName } = known
     if (plan.rules) {
       try {
         authorize(plan.rules, auth, `operation ${plan.operation.name?.value ?? '(anonymous)'}`)
@@ -701,10 +756,6 @@ export function registerGraphQLEndpoint(
         return handOver() // 401/403: the route's
       }
     }
-    const vars = (variables ?? undefined) as Record<string, unknown> | undefined
-    const key = name ?? ''
-    if (requestLimitError(gateway, prepared, plan.operation, key, vars)) return handOver()
-    prepared.label ??= plan.operation.name && persisted.allowsText(query) ? plan.operation.name.value : '(graphql)'
     const maxBytes = gateway.config.server.maxResponseBytes
     const h = req.headers
     const context: Latin1Context & Record<string, unknown> = { reply: { raw: res, request: { headers: h } }, headers: h, cluster: holder.cluster, resultBudget: resultBudget(maxBytes), auth, latin1Json: plan.direct?.roots === 1 && !plan.direct.upstream }
