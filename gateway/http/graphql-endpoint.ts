@@ -123,8 +123,8 @@ interface EarlyBody {
   readonly key: string
   /** The request's `variables`, deep-frozen (shared by every request with this body). */
   readonly vars: Readonly<Record<string, unknown>> | undefined
-  /** The request's `operationName` as sent, for the console's traffic name. */
-  readonly operationName: unknown
+  /** The console's traffic name of the request (`graphqlTrafficName` of its `operationName`). */
+  readonly trafficName: string
 }
 
 /** Request bodies {@link EarlyGraphQL} remembers (at most this many, then it starts again empty) … */
@@ -736,7 +736,7 @@ export function registerGraphQLEndpoint(
     const key = name ?? ''
     if (requestLimitError(gateway, prepared, plan.operation, key, vars)) return null
     prepared.label ??= plan.operation.name && persisted.allowsText(query) ? plan.operation.name.value : '(graphql)'
-    const entry: EarlyBody = { prepared, plan, key, vars: vars && deepFreeze(vars), operationName }
+    const entry: EarlyBody = { prepared, plan, key, vars: vars && deepFreeze(vars), trafficName: graphqlTrafficName(operationName) }
     if (text.length <= EARLY_BODY_CHARS) {
       if (bodies.size >= EARLY_BODIES) bodies.clear()
       bodies.set(text, entry)
@@ -748,7 +748,7 @@ export function registerGraphQLEndpoint(
   function runEarly(req: IncomingMessage, res: ServerResponse, gateway: GatewayHolder['current'], body: Buffer, mediaType: string, auth: AuthInfo | null, started: number, handOver: (run?: EarlyGraphQLRun) => void): void {
     const known = earlyBodyOf(body.toString('utf8'), gateway)
     if (known === null) return handOver()
-    const { prepared, plan, key, vars, operationName } = known
+    const { prepared, plan, key, vars, trafficName } = known
     if (plan.rules) {
       try {
         authorize(plan.rules, auth, `operation ${plan.operation.name?.value ?? '(anonymous)'}`)
@@ -759,15 +759,16 @@ export function registerGraphQLEndpoint(
     const maxBytes = gateway.config.server.maxResponseBytes
     const h = req.headers
     const context: Latin1Context & Record<string, unknown> = { reply: { raw: res, request: { headers: h } }, headers: h, cluster: holder.cluster, resultBudget: resultBudget(maxBytes), auth, latin1Json: plan.direct?.roots === 1 && !plan.direct.upstream }
-    const send = (payload: string, run: EarlyGraphQLRun): void => {
-      if (payload.length > maxBytes / 3) return handOver(run) // the route's size check
+    // `run` a string: the data a direct plan answered now (runNow); its run is made only to hand it over.
+    const send = (payload: string, run: EarlyGraphQLRun | string): void => {
+      if (payload.length > maxBytes / 3) return handOver(typeof run === 'string' ? { prepared, key, context, direct: Promise.resolve(run) } : run) // the route's size check
       const latin1 = context.latin1Used === true
       try {
         res.writeHead(200, ['content-type', `${mediaType}; charset=utf-8`, 'content-length', String(latin1 ? payload.length : Buffer.byteLength(payload))])
         res.end(latin1 ? Buffer.from(payload, 'latin1') : payload)
       } catch (err) {
         app.log.error({ err }, 'answering /graphql early failed; the route answers it')
-        if (!res.headersSent) handOver(run)
+        if (!res.headersSent) handOver(typeof run === 'string' ? { prepared, key, context, direct: Promise.resolve(run) } : run)
         return
       }
       tally.answered++
@@ -778,16 +779,13 @@ export function registerGraphQLEndpoint(
         metrics.countRequest('/graphql', 'POST', 200)
         metrics.operationSeconds(prepared.label!).observe(ms / 1000)
       }
-      if (gateway.config.console.enabled) traffic?.operation(graphqlTrafficName(operationName), ms, false)
+      if (gateway.config.console.enabled) traffic?.operation(trafficName, ms, false)
     }
     const fail = (run: EarlyGraphQLRun) => () => handOver(run)
     if (plan.kind === 'direct') {
       // SQLite with an idle connection: answered within this call (DirectOperation.runNow).
       const now = plan.direct!.runNow?.(vars, context)
-      if (now !== undefined) {
-        const run: EarlyGraphQLRun = { prepared, key, context, direct: Promise.resolve(now) }
-        return typeof now === 'string' ? send(`{"data":${now}}`, run) : handOver(run)
-      }
+      if (now !== undefined) return typeof now === 'string' ? send(`{"data":${now}}`, now) : handOver({ prepared, key, context, direct: Promise.resolve(now) })
       const run: EarlyGraphQLRun = { prepared, key, context, direct: plan.direct!.run(vars, context) }
       run.direct!.then((data) => (typeof data === 'string' ? send(`{"data":${data}}`, run) : handOver(run)), fail(run))
       return

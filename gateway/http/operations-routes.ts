@@ -808,22 +808,20 @@ function answerEarly(app: FastifyInstance, holder: GatewayHolder, state: CacheSt
     const maxBytes = gateway.config.server.maxResponseBytes
     const cacheControl = req.headers.authorization === undefined ? e.cacheControl : e.privateCacheControl
     const context = { reply: { raw: res, request: { headers: req.headers } }, headers: req.headers, cluster: holder.cluster, resultBudget: resultBudget(maxBytes), auth }
-    const send = (body: string, run: EarlyRun): void => {
-      if (body.length > maxBytes / 3) return handOver(req, res, run)
+    // `run` undefined: the body was answered now (runValidatedNow); its run is made only to hand it over.
+    const send = (body: string, run: EarlyRun | undefined): void => {
+      if (body.length > maxBytes / 3) return handOver(req, res, run ?? { op: e.op, result: Promise.resolve(body) })
       try {
         sendAnswer(e, req, res, body, cacheControl, started)
       } catch (err) {
         app.log.error({ err }, 'answering a stored query early failed; the route answers it')
-        if (!res.headersSent) handOver(req, res, run)
+        if (!res.headersSent) handOver(req, res, run ?? { op: e.op, result: Promise.resolve(body) })
       }
     }
     if (e.kind === 'direct') {
       // SQLite with an idle connection: answered within this call (DirectOperation.runValidatedNow).
       const now = e.op.direct!.runValidatedNow?.(variables, context)
-      if (now !== undefined) {
-        const run: EarlyRun = { op: e.op, result: Promise.resolve(now) }
-        return typeof now === 'string' ? send(now, run) : handOver(req, res, run)
-      }
+      if (now !== undefined) return typeof now === 'string' ? send(now, undefined) : handOver(req, res, { op: e.op, result: Promise.resolve(now) })
       const run: EarlyRun = { op: e.op, result: e.op.direct!.runValidated(variables, context) }
       run.result!.then((body) => (typeof body === 'string' ? send(body, run) : handOver(req, res, run)), () => handOver(req, res, run))
       return

@@ -188,12 +188,18 @@ export function compileDirectOperation(schema: GraphQLSchema, document: Document
     return coerced ? execute(coerced, context) : Promise.resolve(null)
   }
 
-  /** The variables with their defaults applied, for variables validated as {@link DirectOperation.runValidated} takes them. */
+  /**
+   * The variables with their defaults applied, for variables validated as {@link DirectOperation.runValidated}
+   * takes them: `variables` itself when every variable with a default is given (never written to: it
+   * may be frozen and shared between requests), else a copy with the missing ones set.
+   */
   const withDefaults = (variables: Record<string, unknown>): Record<string, unknown> => {
-    if (!defaults.length) return variables
-    const coerced = { ...variables }
-    for (const [name, value] of defaults) if (coerced[name] === undefined) coerced[name] = value
-    return coerced
+    let coerced: Record<string, unknown> | undefined
+    for (let i = 0; i < defaults.length; i++) {
+      const [name, value] = defaults[i]!
+      if (variables[name] === undefined) (coerced ??= { ...variables })[name] = value
+    }
+    return coerced ?? variables
   }
 
   const compiled: DirectOperation = {
