@@ -11,9 +11,10 @@
  *
  * `rest`: `GET /operations/TodoById?id=1`; `graphql`: `POST /graphql` with operations/TodoById.graphql
  * and `{id: 1}`; each against the baseline's `GET /todo?id=1` (bench/baseline-server.mjs) on the same
- * temp copy of data/todo.sqlite (created and seeded by the gateway where there is none yet). The gateway starts as `npm start` starts it (lib/processes.mjs,
- * `--production`: `NODE_ENV=production`), both servers with `--perf-basic-prof` (JIT frames named;
- * the maps are `/tmp/perf-<pid>.map`, removed at the end). The answers are compared before loading.
+ * temp copy of data/todo.sqlite (created and seeded by the gateway where there is none yet). The
+ * gateway starts as `npm start` starts it (lib/processes.mjs, `--production`: `NODE_ENV=production`),
+ * both servers with `--perf-basic-prof` (JIT frames named; the maps are `/tmp/perf-<pid>.map`, removed
+ * at the end). The answers are compared before loading.
  * Each server gets its own autocannon (`--rate` req/s, `--connections`) for `--warmup` (3) s,
  * `--seconds` sampled at 999 Hz by one `perf record -g -p <pid>` each, and 1 s more. Per request:
  * samples × (1 s ÷ 999) ÷ (req/s × `--seconds`), in µs; the CPU µs per request from `/proc/<pid>/stat`

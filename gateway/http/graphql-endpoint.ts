@@ -761,25 +761,28 @@ export function registerGraphQLEndpoint(
     const context: Latin1Context & Record<string, unknown> = { reply: { raw: res, request: { headers: h } }, headers: h, cluster: holder.cluster, resultBudget: resultBudget(maxBytes), auth, latin1Json: plan.direct?.roots === 1 && !plan.direct.upstream }
     // `run` a string: the data a direct plan answered now (runNow); its run is made only to hand it over.
     const send = (payload: string, run: EarlyGraphQLRun | string): void => {
-      if (payload.length > maxBytes / 3) return handOver(typeof run === 'string' ? { prepared, key, context, direct: Promise.resolve(run) } : run) // the route's size check
-      const latin1 = context.latin1Used === true
-      try {
-        res.writeHead(200, ['content-type', `${mediaType}; charset=utf-8`, 'content-length', String(latin1 ? payload.length : Buffer.byteLength(payload))])
-        res.end(latin1 ? Buffer.from(payload, 'latin1') : payload)
-      } catch (err) {
-        app.log.error({ err }, 'answering /graphql early failed; the route answers it')
-        if (!res.headersSent) handOver(typeof run === 'string' ? { prepared, key, context, direct: Promise.resolve(run) } : run)
-        return
+      // Over a third of server.maxResponseBytes, the route's size check answers it.
+      if (payload.length <= maxBytes / 3) {
+        const latin1 = context.latin1Used === true
+        try {
+          res.writeHead(200, ['content-type', `${mediaType}; charset=utf-8`, 'content-length', String(latin1 ? payload.length : Buffer.byteLength(payload))])
+          res.end(latin1 ? Buffer.from(payload, 'latin1') : payload)
+          tally.answered++
+          const ms = performance.now() - started
+          // As the route's hooks count: the metrics' onResponse hook, the console's traffic hook (only when they are on).
+          const { metrics, traffic } = observers
+          if (metrics && gateway.config.metrics.enabled) {
+            metrics.countRequest('/graphql', 'POST', 200)
+            metrics.operationSeconds(prepared.label!).observe(ms / 1000)
+          }
+          if (gateway.config.console.enabled) traffic?.operation(trafficName, ms, false)
+          return
+        } catch (err) {
+          app.log.error({ err }, 'answering /graphql early failed; the route answers it')
+          if (res.headersSent) return
+        }
       }
-      tally.answered++
-      const ms = performance.now() - started
-      // As the route's hooks count: the metrics' onResponse hook, the console's traffic hook (only when they are on).
-      const { metrics, traffic } = observers
-      if (metrics && gateway.config.metrics.enabled) {
-        metrics.countRequest('/graphql', 'POST', 200)
-        metrics.operationSeconds(prepared.label!).observe(ms / 1000)
-      }
-      if (gateway.config.console.enabled) traffic?.operation(trafficName, ms, false)
+      handOver(typeof run === 'string' ? { prepared, key, context, direct: Promise.resolve(run) } : run)
     }
     const fail = (run: EarlyGraphQLRun) => () => handOver(run)
     if (plan.kind === 'direct') {

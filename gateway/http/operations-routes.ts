@@ -810,13 +810,16 @@ function answerEarly(app: FastifyInstance, holder: GatewayHolder, state: CacheSt
     const context = { reply: { raw: res, request: { headers: req.headers } }, headers: req.headers, cluster: holder.cluster, resultBudget: resultBudget(maxBytes), auth }
     // `run` undefined: the body was answered now (runValidatedNow); its run is made only to hand it over.
     const send = (body: string, run: EarlyRun | undefined): void => {
-      if (body.length > maxBytes / 3) return handOver(req, res, run ?? { op: e.op, result: Promise.resolve(body) })
-      try {
-        sendAnswer(e, req, res, body, cacheControl, started)
-      } catch (err) {
-        app.log.error({ err }, 'answering a stored query early failed; the route answers it')
-        if (!res.headersSent) handOver(req, res, run ?? { op: e.op, result: Promise.resolve(body) })
+      // Over a third of server.maxResponseBytes, the route's size check answers it.
+      if (body.length <= maxBytes / 3) {
+        try {
+          return sendAnswer(e, req, res, body, cacheControl, started)
+        } catch (err) {
+          app.log.error({ err }, 'answering a stored query early failed; the route answers it')
+          if (res.headersSent) return
+        }
       }
+      handOver(req, res, run ?? { op: e.op, result: Promise.resolve(body) })
     }
     if (e.kind === 'direct') {
       // SQLite with an idle connection: answered within this call (DirectOperation.runValidatedNow).
